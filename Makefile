@@ -1,0 +1,44 @@
+# dsh — two commands do everything on a fresh machine with only Python 3.11:
+#   make run    replay a bundled recorded scenario keylessly, then show the session tree
+#   make test   lint, type check, import contracts and the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+QUICK ?=
+
+.PHONY: run test lint typecheck contracts pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -U pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/dsh demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test: lint typecheck contracts pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,34 @@
+"""Events: the envelope, the vocabulary, stream chunks, messages and the session header."""
+
+from dsh.events.assembler import Assembled, BlockAssembler
+from dsh.events.envelope import Event, JsonObject, check_event, encode_event, event_from_wire
+from dsh.events.header import (
+    FORMAT_VERSION,
+    LEGACY_VERSION,
+    SessionHeader,
+    check_contiguous,
+    check_cut,
+    completed_turn_prefix,
+    decode_cut,
+    header_from_wire,
+    is_cut_marker,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "LEGACY_VERSION",
+    "Assembled",
+    "BlockAssembler",
+    "Event",
+    "JsonObject",
+    "SessionHeader",
+    "check_contiguous",
+    "check_cut",
+    "check_event",
+    "completed_turn_prefix",
+    "decode_cut",
+    "encode_event",
+    "event_from_wire",
+    "header_from_wire",
+    "is_cut_marker",
+]

@@ -1,0 +1,93 @@
+"""The event envelope: one immutable log record and its canonical wire form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsh import jsonx
+from dsh.errors import InvalidEventError
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One log record. ``seq`` is its index in the session's log (contiguous from 0)."""
+
+    type: str
+    seq: int
+    time: int
+    data: Any
+    surface_op: Any = None
+    """``"append"`` on model-visible events, or a replace object; ``None`` when absent."""
+    source_event_seqs: tuple[int, ...] | None = None
+    ignorable: bool = False
+
+    def to_wire(self) -> JsonObject:
+        """Return the wire dict with the original's key order (``type`` first)."""
+        out: JsonObject = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
+        if self.source_event_seqs is not None:
+            out["sourceEventSeqs"] = list(self.source_event_seqs)
+        if self.surface_op is not None:
+            out["surfaceOp"] = self.surface_op
+        if self.ignorable:
+            out["ignorable"] = True
+        return out
+
+    def with_seq(self, seq: int) -> Event:
+        """Return a copy carrying ``seq`` (used when re-basing a seed)."""
+        return Event(
+            self.type,
+            seq,
+            self.time,
+            self.data,
+            self.surface_op,
+            self.source_event_seqs,
+            self.ignorable,
+        )
+
+
+_ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
+
+
+def event_from_wire(obj: object, where: str = "event") -> Event:
+    """Decode and validate one wire event dict; raises :class:`InvalidEventError`."""
+    if not isinstance(obj, dict):
+        raise InvalidEventError(f"{where}: an event must be a JSON object")
+    extra = obj.keys() - _ENVELOPE_KEYS
+    if extra:
+        raise InvalidEventError(f"{where}: unknown envelope key(s) {sorted(extra)}")
+    etype = obj.get("type")
+    seq = obj.get("seq")
+    time = obj.get("time")
+    if not isinstance(etype, str) or not etype:
+        raise InvalidEventError(f"{where}: 'type' must be a non-empty string")
+    if type(seq) is not int or seq < 0:
+        raise InvalidEventError(f"{where}: 'seq' must be a non-negative integer")
+    if type(time) is not int:
+        raise InvalidEventError(f"{where}: 'time' must be an integer")
+    if "data" not in obj:
+        raise InvalidEventError(f"{where}: 'data' is required")
+    seqs = obj.get("sourceEventSeqs")
+    source: tuple[int, ...] | None = None
+    if seqs is not None:
+        if not isinstance(seqs, list) or not all(type(s) is int and 0 <= s < seq for s in seqs):
+            raise InvalidEventError(f"{where}: 'sourceEventSeqs' must list earlier seqs")
+        source = tuple(seqs)
+    ignorable = obj.get("ignorable", False)
+    if ignorable is not False and ignorable is not True:
+        raise InvalidEventError(f"{where}: 'ignorable' must be true when present")
+    return Event(etype, seq, time, obj["data"], obj.get("surfaceOp"), source, ignorable)
+
+
+def encode_event(event: Event) -> bytes:
+    """Canonical compact JSON of one event (checked for lossless JSON)."""
+    return jsonx.dumps(event.to_wire())
+
+
+def check_event(event: Event) -> None:
+    """Refuse an event whose data is not lossless JSON."""
+    jsonx.check_json(event.data, f"{event.type}#{event.seq}.data")
+    if event.surface_op is not None:
+        jsonx.check_json(event.surface_op, f"{event.type}#{event.seq}.surfaceOp")

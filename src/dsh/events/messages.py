@@ -1,0 +1,60 @@
+"""Content blocks and messages as logged (the model-visible history is made of these)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dsh.ids import new_message_id
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def user_message(text: str, *, source_kind: str = "user", message_id: str | None = None) -> Message:
+    """A user message in the original's field order."""
+    return {
+        "content": [text_block(text)],
+        "source": {"kind": source_kind},
+        "role": "user",
+        "id": message_id or new_message_id(),
+    }
+
+
+def assistant_message(
+    content: list[Block], *, provider: str, model: str, message_id: str | None = None
+) -> Message:
+    return {
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": provider, "model": model},
+        "id": message_id or new_message_id(),
+    }
+
+
+def tool_result_message(
+    call_id: str, content: list[Block], *, is_error: bool, message_id: str | None = None
+) -> Message:
+    return {
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [{"type": "tool-result", "toolCallId": call_id, "content": content, "isError": is_error}],
+        "role": "user",
+        "id": message_id or new_message_id(),
+    }
+
+
+def joined_text(blocks: Iterable[Block], block_type: str = "text") -> str:
+    """Concatenate the text of every block of ``block_type``."""
+    return "".join(str(b.get("text", "")) for b in blocks if b.get("type") == block_type)
+
+
+def tool_calls(blocks: Iterable[Block]) -> list[Block]:
+    return [b for b in blocks if b.get("type") == "tool-call"]
+
+
+ToolSpec = dict[str, Any]
+"""A tool as the model sees it: ``{"name", "description", "parameters"}`` (JSON Schema)."""

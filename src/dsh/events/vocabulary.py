@@ -1,0 +1,89 @@
+"""Event type names: the version-2 vocabulary we write and the legacy types we read."""
+
+from __future__ import annotations
+
+from typing import Final
+
+TURN_START: Final = "turn/start"
+TURN_END: Final = "turn/end"
+STEP_START: Final = "step/start"
+STEP_END: Final = "step/end"
+USER_MESSAGE: Final = "user/message"
+REQUEST_HEADER: Final = "request/header"
+ASSISTANT_MESSAGE: Final = "assistant/message"
+ASSISTANT_ATTEMPT: Final = "assistant/attempt"
+TOOL_CALL: Final = "tool/call"
+TOOL_RESULT: Final = "tool/result"
+SUBAGENT_DESCRIPTOR: Final = "subagent/descriptor"
+SESSION_END_SEED: Final = "session/end-seed"
+SESSION_TITLE: Final = "session/title"
+
+# Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
+ASSISTANT_CHUNK: Final = "assistant/chunk"
+
+SURFACE_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
+"""Events that enter the model-visible history (they carry ``surfaceOp``)."""
+
+WRITTEN_TYPES: Final = frozenset(
+    {
+        TURN_START,
+        TURN_END,
+        STEP_START,
+        STEP_END,
+        USER_MESSAGE,
+        REQUEST_HEADER,
+        ASSISTANT_MESSAGE,
+        ASSISTANT_ATTEMPT,
+        TOOL_CALL,
+        TOOL_RESULT,
+        SUBAGENT_DESCRIPTOR,
+        SESSION_END_SEED,
+        SESSION_TITLE,
+    }
+)
+"""The version-2 vocabulary dsh writes."""
+
+LEGACY_TYPES: Final = frozenset(
+    {
+        ASSISTANT_CHUNK,
+        "agent/inbox/spliced",
+        "request/context",
+        "approval/policy",
+        "approval/asked",
+        "approval/decided",
+        "llm/retry",
+        "llm/retry-started",
+        "hook/invoked",
+        "hook/result",
+        "tool/code-dispatch-start",
+        "tool/code-dispatch",
+        "todo/write",
+        "tool-workflow/run-start",
+        "tool-workflow/agent-start",
+        "tool-workflow/agent-end",
+        "tool-workflow/run-end",
+        "sandbox/mode",
+        "session/title-llm-request",
+        "compaction/start",
+        "compaction/end",
+        "compaction/summary",
+        "compaction/prune",
+        "permission/preset",
+        "agent-preset/selected",
+        "command/run",
+        "command/done",
+        "feedback/record",
+        "goal/change",
+        "plan/mode",
+        "schedule/change",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "web/deepseek-search-llm-request",
+    }
+)
+"""The original's vocabulary (reference §1.4): known to our reader, opaque to projections."""
+
+KNOWN_TYPES: Final = WRITTEN_TYPES | LEGACY_TYPES
+"""Every type a version-2 reader accepts without ``ignorable: true``."""

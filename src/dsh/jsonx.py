@@ -1,0 +1,77 @@
+"""Canonical compact JSON: orjson with the lossless-JSON rule enforced.
+
+``dumps`` writes compact UTF-8 JSON with dict keys in insertion order (so an event keeps
+``type`` first). orjson silently writes NaN and Infinity as ``null``; we refuse them, and
+any other value that would not round-trip (non-str keys, non-JSON types, integers outside
+the 64-bit range), with :class:`~dsh.errors.InvalidEventError`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+from dsh.errors import InvalidEventError
+
+JsonValue = Any
+"""A JSON value: ``None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]``."""
+
+_MAX_INT = 2**63 - 1
+
+
+def _find_non_json(value: object, path: str) -> str | None:
+    """Return a description of the first non-round-trippable value, or ``None``."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if not -_MAX_INT - 1 <= v <= _MAX_INT:  # type: ignore[operator]
+                return f"{p}: integer {v} is out of range"
+            continue
+        if t is float:
+            if not math.isfinite(v):  # type: ignore[arg-type]
+                return f"{p}: {v} is not valid JSON"
+            continue
+        if t is dict:
+            for k, item in v.items():  # type: ignore[attr-defined]
+                if type(k) is not str:
+                    return f"{p}: key {k!r} is not a string"
+                stack.append((item, f"{p}.{k}"))
+            continue
+        if t is list:
+            for i, item in enumerate(v):  # type: ignore[arg-type]
+                stack.append((item, f"{p}[{i}]"))
+            continue
+        return f"{p}: {t.__name__} is not a JSON value"
+    return None
+
+
+def check_json(value: object, what: str = "value") -> None:
+    """Raise :class:`InvalidEventError` unless ``value`` is lossless JSON."""
+    problem = _find_non_json(value, what)
+    if problem is not None:
+        raise InvalidEventError(f"refusing non-JSON data at {problem}")
+
+
+def dumps(value: object) -> bytes:
+    """Serialize ``value`` compactly after checking it is lossless JSON."""
+    check_json(value)
+    return orjson.dumps(value)
+
+
+def dumps_unchecked(value: object) -> bytes:
+    """Serialize ``value`` that is already known to be lossless JSON (e.g. just decoded)."""
+    return orjson.dumps(value)
+
+
+def loads(data: bytes | str) -> JsonValue:
+    """Parse JSON text; raises ``orjson.JSONDecodeError`` (a ``ValueError``) on bad input."""
+    return orjson.loads(data)
+
+
+JSONDecodeError = orjson.JSONDecodeError

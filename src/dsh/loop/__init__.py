@@ -1,0 +1,1 @@
+"""The agent loop: turns, steps, settlements, tool scheduling, persistence checkpoints."""

@@ -1,0 +1,77 @@
+"""The ``EventStore`` Protocol and the value types every store returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from dsh.events import Event, SessionHeader
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSession:
+    """A session read back: its header, its explicit inherited cut and every event."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    events: list[Event]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One row of a listing: the header, the cut and the event count."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    event_count: int
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Durable, append-only storage of session logs.
+
+    Contract (run against every implementation by ``dsh.store.contract``):
+
+    - ``create`` stores a header with an optional seed and its explicit cut; the
+      (header, cut, seed) triple must satisfy the inherited-cut rules.
+    - ``append`` adds events whose first seq is the stored next seq (else
+      ``SeqConflictError``); ``durable=True`` returns only after the events (and all
+      earlier ones) are on stable storage.
+    - ``load`` returns the header, the cut as persisted (never recomputed), and events.
+    - ``fork`` creates a child holding the parent's completed-turn prefix plus the tagged
+      marker; an empty prefix gives an unseeded child.
+    """
+
+    async def create(
+        self,
+        header: SessionHeader,
+        seed: Sequence[Event] = (),
+        *,
+        inherited_event_count: int = 0,
+    ) -> None: ...
+
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None: ...
+
+    async def load(self, session_id: str) -> LoadedSession: ...
+
+    async def read_from(self, session_id: str, seq: int) -> list[Event]: ...
+
+    async def exists(self, session_id: str) -> bool: ...
+
+    async def list_sessions(self) -> list[SessionSummary]: ...
+
+    async def children(self, session_id: str) -> list[SessionSummary]: ...
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+    ) -> LoadedSession: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Test doubles users need too: the local OpenAI-compatible SSE server."""

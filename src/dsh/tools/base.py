@@ -1,0 +1,60 @@
+"""The ``Tool`` Protocol, the context a call runs in, and what it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from dsh.events.messages import Block, text_block
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Where and for whom a tool call runs."""
+
+    session_id: str
+    call_id: str
+    cwd: Path
+    turn: int = 0
+    step: int = 0
+    allow_outside_workspace: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result: content blocks, whether it is an error, and an optional code."""
+
+    content: list[Block]
+    is_error: bool = False
+    code: str | None = None
+
+    @classmethod
+    def text(cls, text: str) -> ToolOutput:
+        return cls([text_block(text if text else "(no output)")])
+
+    @classmethod
+    def error(cls, message: str, code: str = "TOOL_ERROR") -> ToolOutput:
+        text = message if message.startswith("Error:") else f"Error: {message}"
+        return cls([text_block(text)], is_error=True, code=code)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A model-callable tool. ``args_model`` validates arguments and gives the schema."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def args_model(self) -> type[BaseModel]: ...
+
+    def is_concurrency_safe(self, args: BaseModel) -> bool: ...
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...

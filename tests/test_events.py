@@ -1,0 +1,73 @@
+"""Events, the cut rules and the in-memory session."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dsh.errors import InvalidEventError
+from dsh.events import Event, SessionHeader, check_cut, completed_turn_prefix, encode_event
+from dsh.session import Session
+
+
+def _header(**kw: object) -> SessionHeader:
+    return SessionHeader(id="s1", created_at=1, **kw)  # type: ignore[arg-type]
+
+
+def test_encode_is_compact_with_type_first() -> None:
+    e = Event("tool/result", 3, 7, {"x": "é"}, "append", (1, 2))
+    assert encode_event(e) == (
+        b'{"type":"tool/result","seq":3,"time":7,"data":{"x":"\xc3\xa9"},'
+        b'"sourceEventSeqs":[1,2],"surfaceOp":"append"}'
+    )
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {1: "x"}, object(), 2**64])
+def test_append_refuses_non_json(bad: object) -> None:
+    s = Session(_header())
+    with pytest.raises(InvalidEventError):
+        s.append("turn/start", {"turn": 1, "bad": bad})
+    assert s.next_seq == 0
+
+
+def test_session_enforces_contiguous_seqs() -> None:
+    s = Session(_header())
+    s.append("turn/start", {"turn": 1})
+    with pytest.raises(InvalidEventError):
+        s.append_event(Event("turn/end", 5, 0, {}))
+    with pytest.raises(InvalidEventError):
+        Session(_header(), [Event("turn/start", 1, 0, {"turn": 1})])
+
+
+def test_completed_turn_prefix() -> None:
+    evs = [
+        Event("turn/start", 0, 0, {"turn": 1}),
+        Event("turn/end", 1, 0, {"turn": 1, "reason": {"kind": "completed"}}),
+        Event("turn/start", 2, 0, {"turn": 2}),
+    ]
+    assert completed_turn_prefix(evs) == evs[:2]
+    assert completed_turn_prefix(evs[:1]) == []
+
+
+def test_cut_rules() -> None:
+    prefix = [Event("turn/start", 0, 0, {"turn": 1}), Event("turn/end", 1, 0, {"turn": 1})]
+    marker = Event("session/end-seed", 2, 0, {"inherited": True})
+    check_cut(_header(is_seeded=True), 2, [*prefix, marker])
+    check_cut(_header(), 0, prefix)
+    with pytest.raises(InvalidEventError):
+        check_cut(_header(is_seeded=True), 0, prefix)  # seeded without marker
+    with pytest.raises(InvalidEventError):
+        check_cut(_header(), 0, [*prefix, marker])  # marker without isSeeded
+    with pytest.raises(InvalidEventError):
+        check_cut(_header(is_seeded=True), 1, [*prefix, marker])  # cut disagrees
+
+
+def test_session_keeps_explicit_cut_and_numbering() -> None:
+    prefix = [Event("turn/start", 0, 0, {"turn": 1}), Event("turn/end", 1, 0, {"turn": 1})]
+    marker = Event("session/end-seed", 2, 0, {"inherited": True})
+    s = Session(_header(is_seeded=True), [*prefix, marker], inherited_event_count=2)
+    assert s.inherited_event_count == 2
+    assert s.last_turn() == 1
+    s.append("turn/start", {"turn": 2})
+    assert [e.seq for e in s.own_events] == [2, 3]
