@@ -20,9 +20,24 @@ BlockType = Literal["text", "reasoning", "tool-call"]
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 
 RETRYABLE_CODES: Final = frozenset(
-    {"EMPTY_RESPONSE", "RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "CONNECTION", "TRANSPORT"}
+    {
+        "EMPTY_RESPONSE",
+        "RATE_LIMIT",
+        "OVERLOADED",
+        "SERVER",
+        "TIMEOUT",
+        "CONNECTION",
+        "TRANSPORT",
+        "STREAM_CLOSED",
+        "MALFORMED_RESPONSE",
+    }
 )
-"""Failure codes the loop retries (``TRANSPORT`` is the original's name for ``CONNECTION``)."""
+"""Failure codes the loop retries.
+
+``TRANSPORT`` is the original's name for ``CONNECTION``; ``STREAM_CLOSED`` (the stream ended
+without a finish reason or ``[DONE]``) and ``MALFORMED_RESPONSE`` (a chunk that is not valid
+JSON / not a completion chunk) are transient transport faults, so they are retried too.
+"""
 
 
 class Usage(TypedDict, total=False):
