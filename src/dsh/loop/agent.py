@@ -1,0 +1,343 @@
+"""Agent: runs turns over a session — steps, settlements, retries, tools, checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh.errors import ModelError
+from dsh.events import Event, SessionHeader
+from dsh.events.chunks import Chunk, Failure
+from dsh.events.messages import Message, user_message
+from dsh.events.vocabulary import (
+    REQUEST_HEADER,
+    STEP_END,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
+from dsh.ids import new_session_id, now_ms
+from dsh.loop.config import AgentConfig
+from dsh.loop.feed import Feed
+from dsh.loop.model_call import settle_model_call
+from dsh.loop.persist import Persister
+from dsh.loop.scheduler import ToolScheduler
+from dsh.model import Delegation, Model, ModelRequest
+from dsh.session import (
+    HistoryProjector,
+    Session,
+    final_assistant_text,
+    interrupted_turn_closers,
+    usage_totals,
+)
+from dsh.store import EventStore, LoadedSession
+from dsh.tools import ToolContext
+from dsh.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended, its final assistant text and its usage."""
+
+    session_id: str
+    turn: int
+    reason: dict[str, Any]
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.reason.get("kind") in ("completed", "max-tokens")
+
+    @property
+    def failure(self) -> Failure | None:
+        failure = self.reason.get("failure")
+        return failure if isinstance(failure, dict) else None  # type: ignore[return-value]
+
+
+def _absolute(path: str | Path) -> str:
+    return os.path.abspath(path)
+
+
+def _last_header(events: Sequence[Event]) -> dict[str, Any] | None:
+    for event in reversed(events):
+        if event.type == REQUEST_HEADER:
+            header = event.data.get("header")
+            return header if isinstance(header, dict) else None
+    return None
+
+
+class Agent:
+    """One session's agent. ``run_turn`` appends a whole turn and checkpoints it.
+
+    Build with :meth:`create` (a new session), :meth:`resume` (a stored one; a turn a crash
+    left open is closed first) or :meth:`attach` (a just-created or forked
+    :class:`LoadedSession`, e.g. a subagent child whose cut was set by the store).
+    """
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        store: EventStore,
+        model: Model,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        persisted: int,
+        feed: Feed | None = None,
+        delegation: Delegation | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        self.session = session
+        self.store = store
+        self.model = model
+        self.tools = tools
+        self.config = config
+        self.feed = feed or Feed()
+        self.delegation = delegation
+        self.extras: dict[str, Any] = dict(extras or {})
+        self.abort_kind = "user" if delegation is None else "parent"
+        self._persister = Persister(store, session, persisted)
+        self._history = HistoryProjector()
+        self._last_header = _last_header(session.events)
+        self._requests = 0
+        self._lock = asyncio.Lock()
+        self._scheduler = ToolScheduler(
+            registry=tools,
+            persister=self._persister,
+            append=self.append,
+            make_context=self._tool_context,
+            max_parallel=config.max_parallel_tools,
+        )
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        store: EventStore,
+        *,
+        model: Model,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        cwd: str | Path,
+        session_id: str | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        """Create and store a fresh top-level session."""
+        header = SessionHeader(id=session_id or new_session_id(), created_at=now_ms(), cwd=_absolute(cwd))
+        await store.create(header)
+        return cls.attach(
+            LoadedSession(header, 0, []), store=store, model=model, tools=tools, config=config, **kwargs
+        )
+
+    @classmethod
+    def attach(
+        cls,
+        loaded: LoadedSession,
+        *,
+        store: EventStore,
+        model: Model,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        **kwargs: Any,
+    ) -> Agent:
+        """An agent over a session that is already stored exactly as ``loaded``."""
+        session = Session(loaded.header, loaded.events, inherited_event_count=loaded.inherited_event_count)
+        return cls(
+            session=session,
+            store=store,
+            model=model,
+            tools=tools,
+            config=config,
+            persisted=len(loaded.events),
+            **kwargs,
+        )
+
+    @classmethod
+    async def resume(
+        cls,
+        store: EventStore,
+        session_id: str,
+        *,
+        model: Model,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        **kwargs: Any,
+    ) -> Agent:
+        """Load a stored session (its persisted cut unchanged) and close a crashed turn."""
+        loaded = await store.load(session_id)
+        agent = cls.attach(loaded, store=store, model=model, tools=tools, config=config, **kwargs)
+        closers = interrupted_turn_closers(agent.session.events)
+        if closers:
+            last_time = agent.session.events[-1].time
+            for etype, data in closers:
+                agent.append(etype, data, time=last_time)
+            await agent.checkpoint()
+        return agent
+
+    # -- log access ---------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def cwd(self) -> Path:
+        return Path(self.session.header.cwd or os.getcwd())
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        source_event_seqs: Sequence[int] | None = None,
+        time: int | None = None,
+    ) -> Event:
+        """Append to the session and publish on the feed."""
+        event = self.session.append(type, data, source_event_seqs=source_event_seqs, time=time)
+        self.feed.event(self.session.id, event)
+        return event
+
+    async def checkpoint(self) -> None:
+        """Make every appended event durable."""
+        await self._persister.flush(durable=True)
+
+    def _tool_context(self, call_id: str, turn: int, step: int) -> ToolContext:
+        return ToolContext(
+            session_id=self.session.id,
+            call_id=call_id,
+            cwd=self.cwd,
+            turn=turn,
+            step=step,
+            allow_outside_workspace=self.config.allow_outside_workspace,
+            extras={"agent": self, **self.extras},
+        )
+
+    def _on_chunk(self, chunk: Chunk) -> None:
+        self.feed.chunk(self.session.id, chunk)
+
+    # -- the turn -----------------------------------------------------------------------
+
+    async def run_turn(
+        self,
+        prompt: str | Message,
+        *,
+        preamble: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> TurnResult:
+        """Run one turn for ``prompt``; ``preamble`` events go right after ``turn/start``.
+
+        Every step ends with ``step/end`` and the turn with ``turn/end``, also on error and
+        cancellation (the ``CancelledError`` then propagates after the log is closed and
+        checkpointed). A model failure that is not retried ends the turn ``error``.
+        """
+        async with self._lock:
+            return await self._run_turn(prompt, preamble)
+
+    async def _run_turn(
+        self, prompt: str | Message, preamble: Sequence[tuple[str, dict[str, Any]]]
+    ) -> TurnResult:
+        message = user_message(prompt) if isinstance(prompt, str) else prompt
+        turn = self.session.last_turn() + 1
+        start = self.session.next_seq
+        self.append(TURN_START, {"turn": turn})
+        for etype, data in preamble:
+            self.append(etype, data)
+        reason: dict[str, Any] = {"kind": "completed"}
+        try:
+            reason = await self._steps(turn, message)
+        except asyncio.CancelledError:
+            reason = {"kind": "aborted", "reason": {"kind": self.abort_kind}}
+            self.append(TURN_END, {"turn": turn, "reason": reason})
+            await asyncio.shield(self.checkpoint())
+            raise
+        except ModelError as exc:
+            reason = {"kind": "error", "failure": {"code": exc.code, "message": exc.failure_message}}
+        except Exception as exc:
+            failure = {"code": "UNKNOWN", "message": f"{type(exc).__name__}: {exc}"}
+            self.append(TURN_END, {"turn": turn, "reason": {"kind": "error", "failure": failure}})
+            await self.checkpoint()
+            raise
+        self.append(TURN_END, {"turn": turn, "reason": reason})
+        await self.checkpoint()
+        own = self.session.events[start:]
+        return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
+
+    async def _steps(self, turn: int, message: Message) -> dict[str, Any]:
+        pending: list[Message] = [message]
+        max_tokens_hit = False
+        for step in range(1, self.config.max_steps + 1):
+            self.append(STEP_START, {"turn": turn, "step": step})
+            try:
+                for m in pending:
+                    self.append(USER_MESSAGE, m)
+                pending = []
+                assembled = await self._model_step(turn, step)
+                if assembled.finish_kind == "max-tokens":
+                    max_tokens_hit = True
+                calls = assembled.tool_calls
+                if calls:
+                    await self._scheduler.run(calls, turn=turn, step=step)
+            finally:
+                self.append(STEP_END, {"turn": turn, "step": step})
+            if not calls or max_tokens_hit:
+                break
+        else:
+            raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self.config.max_steps} steps")
+        return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    def _request_header(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"provider": self.model.provider, "model": self.config.model}
+        if self.config.max_tokens is not None:
+            config["maxTokens"] = self.config.max_tokens
+        header: dict[str, Any] = {"config": config}
+        if self.config.system:
+            header["system"] = self.config.system
+        specs = self.tools.specs()
+        if specs:
+            header["tools"] = specs
+        return header
+
+    async def _model_step(self, turn: int, step: int) -> Any:
+        header = self._request_header()
+        if self._requests == 0 or header != self._last_header:
+            if self._requests == 0:
+                reason = "initial" if self._last_header is None else "resume"
+            else:
+                reason = "change"
+            self.append(REQUEST_HEADER, {"header": header, "reason": reason})
+            self._last_header = header
+        retries = 0
+        while True:
+            request = ModelRequest(
+                session_id=self.session.id,
+                model=self.config.model,
+                messages=self._history.messages(self.session.events),
+                system=header.get("system"),
+                tools=header.get("tools", ()),
+                max_tokens=self.config.max_tokens,
+                delegation=self.delegation,
+            )
+            await self.checkpoint()
+            self._requests += 1
+            settlement = await settle_model_call(
+                self.model,
+                request,
+                turn=turn,
+                step=step,
+                append=self.append,
+                on_chunk=self._on_chunk,
+            )
+            failure = settlement.failure
+            if failure is None:
+                return settlement.assembled
+            if not self.config.retry.should_retry(failure["code"], retries):
+                raise ModelError(failure["code"], failure["message"])
+            retries += 1
+            await self.checkpoint()
+            await asyncio.sleep(self.config.retry.delay(retries))

@@ -1,0 +1,28 @@
+"""Agent configuration: model route, system prompt, limits and retry policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsh.loop.retry import RetryPolicy
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are dsh, an AI agent that works in the user's workspace through tools. "
+    "Use the tools to read, search, edit files and run commands when the task needs it; "
+    "paths are relative to the workspace. Be concise: answer with what was asked, "
+    "and report tool results faithfully."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """How an agent calls its model and runs its tools."""
+
+    model: str
+    system: str | None = DEFAULT_SYSTEM_PROMPT
+    max_tokens: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_parallel_tools: int = 10
+    allow_outside_workspace: bool = False
+    max_steps: int = 200
+    """A safety bound on steps per turn (a model that never stops calling tools)."""

@@ -1,0 +1,109 @@
+"""One model call: stream it, time every chunk, and settle it in the log."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.errors import DshError
+from dsh.events import Assembled, BlockAssembler, Event
+from dsh.events.chunks import Chunk, Failure, StreamRecord
+from dsh.events.messages import assistant_message
+from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
+from dsh.model import Model, ModelRequest
+
+Append = Any
+"""``(type, data) -> Event``: appends to the session and publishes on the feed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The outcome of one model call, already appended to the log."""
+
+    assembled: Assembled
+    event: Event
+    failure: Failure | None
+
+
+def _failure_from_exception(exc: Exception) -> Failure:
+    code = getattr(exc, "code", None)
+    if not isinstance(code, str):
+        code = "REPLAY" if isinstance(exc, DshError) else "UNKNOWN"
+    message = getattr(exc, "failure_message", None)
+    if not isinstance(message, str):
+        message = str(exc) or type(exc).__name__
+    return {"code": code, "message": message}
+
+
+async def settle_model_call(
+    model: Model,
+    request: ModelRequest,
+    *,
+    turn: int,
+    step: int,
+    append: Append,
+    on_chunk: Any,
+) -> Settlement:
+    """Run one call and append exactly one settlement.
+
+    Success → ``assistant/message`` with the exact timed ``stream``. An error finish, or an
+    exception out of the model → ``assistant/attempt`` with its failure and partial stream.
+    Cancellation → ``assistant/message {interrupted: true}`` when non-blank text or
+    reasoning arrived (no tool calls), else ``assistant/attempt`` (``ABORTED``); then the
+    ``CancelledError`` propagates.
+    """
+    chunks: list[Chunk] = []
+    dt: list[int] = []
+    assembler = BlockAssembler()
+    last = 0
+    stream = model.stream(request)
+    try:
+        async for chunk in stream:
+            now = time.monotonic_ns()
+            if chunks:
+                dt.append((now - last) // 1_000_000)
+            last = now
+            chunks.append(chunk)
+            assembler.feed(chunk)
+            on_chunk(chunk)
+            if chunk["type"] == "finish":
+                break
+    except asyncio.CancelledError:
+        record: StreamRecord = {"chunks": chunks, "dt": dt}
+        blocks = assembler.interrupted_blocks()
+        if blocks:
+            message = assistant_message(blocks, provider=model.provider, model=request.model)
+            append(
+                ASSISTANT_MESSAGE,
+                {"turn": turn, "step": step, "message": message, "interrupted": True, "stream": record},
+            )
+        else:
+            failure: Failure = {"code": "ABORTED", "message": "model call cancelled"}
+            append(ASSISTANT_ATTEMPT, {"turn": turn, "step": step, "failure": failure, "stream": record})
+        raise
+    except Exception as exc:
+        failure = _failure_from_exception(exc)
+        event = append(
+            ASSISTANT_ATTEMPT,
+            {"turn": turn, "step": step, "failure": failure, "stream": {"chunks": chunks, "dt": dt}},
+        )
+        return Settlement(assembler.result(), event, failure)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    assembled = assembler.result()
+    record = {"chunks": chunks, "dt": dt}
+    if assembled.failure is not None:
+        data: dict[str, Any] = {"turn": turn, "step": step, "failure": assembled.failure, "stream": record}
+        if assembled.usage is not None:
+            data["usage"] = assembled.usage
+        return Settlement(assembled, append(ASSISTANT_ATTEMPT, data), assembled.failure)
+    message = assistant_message(assembled.content, provider=model.provider, model=request.model)
+    data = {"turn": turn, "step": step, "message": message}
+    if assembled.usage is not None:
+        data["usage"] = assembled.usage
+    data["stream"] = record
+    return Settlement(assembled, append(ASSISTANT_MESSAGE, data), None)

@@ -1,0 +1,114 @@
+"""Read-only views over a log: final assistant text, usage totals, crash closers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dsh.events import Event
+from dsh.events.messages import joined_text, text_block, tool_result_message
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+)
+
+
+def final_assistant_text(events: Sequence[Event]) -> str:
+    """Text of the last assistant message with non-empty text in ``events`` ("" if none).
+
+    Callers pass a session's own events (``events[inherited_event_count:]``), so a fork
+    child's inherited answers are never mistaken for its own.
+    """
+    for event in reversed(events):
+        if event.type == ASSISTANT_MESSAGE:
+            text = joined_text(event.data.get("message", {}).get("content", []))
+            if text.strip():
+                return text
+    return ""
+
+
+def all_assistant_text(events: Sequence[Event]) -> str:
+    """All assistant text in ``events``, joined with blank lines (partial output)."""
+    parts = []
+    for event in events:
+        if event.type == ASSISTANT_MESSAGE:
+            text = joined_text(event.data.get("message", {}).get("content", []))
+            if text.strip():
+                parts.append(text)
+    return "\n\n".join(parts)
+
+
+def usage_totals(events: Sequence[Event]) -> dict[str, int]:
+    """Sum of the usage of every settlement in ``events``."""
+    totals: dict[str, int] = {}
+    for event in events:
+        if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
+            usage = event.data.get("usage") or {}
+            for key, value in usage.items():
+                if type(value) is int:
+                    totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def open_turn(events: Sequence[Event]) -> int | None:
+    """The number of a turn started but not ended at the log's end, else ``None``."""
+    for event in reversed(events):
+        if event.type == TURN_END:
+            return None
+        if event.type == TURN_START:
+            return int(event.data["turn"])
+    return None
+
+
+def interrupted_turn_closers(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]]]:
+    """The (type, data) events that close a turn a crash left open, in append order.
+
+    One error ``tool/result`` per logged ``tool/call`` without a result
+    (``TOOL_OUTCOME_UNKNOWN``), ``step/end`` if a step is open, then
+    ``turn/end {kind: "interrupted"}``. Empty when no turn is open.
+    """
+    turn = open_turn(events)
+    if turn is None:
+        return []
+    start = max(i for i, e in enumerate(events) if e.type == TURN_START)
+    calls: dict[str, Event] = {}
+    step_open: dict[str, Any] | None = None
+    for event in events[start:]:
+        if event.type == TOOL_CALL:
+            calls[event.data["callId"]] = event
+        elif event.type == TOOL_RESULT:
+            for block in event.data.get("message", {}).get("content", []):
+                calls.pop(block.get("toolCallId", ""), None)
+        elif event.type == STEP_START:
+            step_open = {"turn": event.data["turn"], "step": event.data["step"]}
+        elif event.type == STEP_END:
+            step_open = None
+    out: list[tuple[str, dict[str, Any]]] = []
+    for call_id, call in calls.items():
+        message = tool_result_message(
+            call_id,
+            [text_block("Error: the tool's outcome is unknown (the session was interrupted)")],
+            is_error=True,
+            message_id=f"interrupted-tool-result-{call_id}-{call.seq}",
+        )
+        out.append(
+            (
+                TOOL_RESULT,
+                {
+                    "turn": call.data["turn"],
+                    "step": call.data["step"],
+                    "message": message,
+                    "error": {"code": "TOOL_OUTCOME_UNKNOWN"},
+                },
+            )
+        )
+    if step_open is not None:
+        out.append((STEP_END, step_open))
+    out.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}))
+    return out

@@ -1,0 +1,11 @@
+"""Subagents: the ``subagent`` (spawn) and ``subagent_fork`` (fork) tools."""
+
+from dsh.subagents.tools import (
+    DEFAULT_MAX_DEPTH,
+    ForkArgs,
+    SpawnArgs,
+    SubagentTool,
+    subagent_tools,
+)
+
+__all__ = ["DEFAULT_MAX_DEPTH", "ForkArgs", "SpawnArgs", "SubagentTool", "subagent_tools"]

@@ -1,0 +1,170 @@
+"""The ``subagent`` and ``subagent_fork`` tools: in-process child sessions.
+
+A spawn child starts empty; a fork child's log is the parent's completed-turn prefix plus
+the tagged ``session/end-seed`` marker, and its cut (the prefix length) is passed
+explicitly from here to the store and to the child agent — never recomputed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh.events import Event, SessionHeader, completed_turn_prefix
+from dsh.events.vocabulary import SESSION_END_SEED, SUBAGENT_DESCRIPTOR
+from dsh.ids import new_session_id, now_ms
+from dsh.loop import Agent, TurnResult
+from dsh.model import Delegation
+from dsh.session import all_assistant_text, final_assistant_text
+from dsh.store import LoadedSession
+from dsh.tools import ToolContext, ToolOutput
+
+DEFAULT_MAX_DEPTH = 2
+"""Top level is depth 0, a child 1, a grandchild 2; deeper delegation is refused."""
+
+Mode = Literal["spawn", "fork"]
+
+
+class SpawnArgs(BaseModel):
+    """Arguments of ``subagent``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(description="A short (3-5 word) label for the delegated task.")
+    prompt: str = Field(
+        description="The complete, self-contained task for the child agent. The child sees "
+        "nothing of this conversation, so include every fact it needs."
+    )
+    run_in_background: bool | None = Field(
+        default=None,
+        description="Run the child in the background. Not supported yet: leave it out or false.",
+    )
+
+
+class ForkArgs(BaseModel):
+    """Arguments of ``subagent_fork``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(description="A short (3-5 word) label for the delegated task.")
+    prompt: str = Field(
+        description="The task for the child. The child already sees every completed turn of "
+        "this conversation, so the prompt may refer to it."
+    )
+
+
+_DESCRIPTIONS: dict[Mode, str] = {
+    "spawn": (
+        "Delegate a self-contained task to a fresh child agent that starts with no history. "
+        "The child has the same tools and workspace; its final answer comes back as this "
+        "tool's result. Several calls in one message run concurrently."
+    ),
+    "fork": (
+        "Delegate a task to a child agent that inherits every completed turn of this "
+        "conversation (not the current turn). Use it when the task depends on what was "
+        "already discussed; its final answer comes back as this tool's result."
+    ),
+}
+
+
+class SubagentTool:
+    """One delegation tool; ``mode`` is ``spawn`` (``subagent``) or ``fork`` (``subagent_fork``)."""
+
+    def __init__(self, mode: Mode, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self.mode: Mode = mode
+        self.max_depth = max_depth
+
+    @property
+    def name(self) -> str:
+        return "subagent" if self.mode == "spawn" else "subagent_fork"
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTIONS[self.mode]
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        return SpawnArgs if self.mode == "spawn" else ForkArgs
+
+    def is_concurrency_safe(self, args: BaseModel) -> bool:
+        return True
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        parent = ctx.extras.get("agent")
+        if not isinstance(parent, Agent):
+            return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
+        if isinstance(args, SpawnArgs) and args.run_in_background:
+            return ToolOutput.error(
+                "run_in_background is not supported yet; call again without it to run the "
+                "child in the foreground",
+                "UNSUPPORTED",
+            )
+        depth = parent.session.header.delegation_depth + 1
+        if depth > self.max_depth:
+            return ToolOutput.error(
+                f"subagent depth {depth} exceeds max depth {self.max_depth}", "DEPTH_EXCEEDED"
+            )
+        description = str(getattr(args, "description", ""))
+        prompt = str(getattr(args, "prompt", ""))
+        child = await self._start_child(parent, depth, ctx.call_id)
+        descriptor: dict[str, Any] = {
+            "mode": "one-shot",
+            "provider": self.mode,
+            "label": description,
+            "delegation": {"parentSession": parent.id, "callId": ctx.call_id},
+        }
+        result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor)])
+        return _child_output(child, result)
+
+    async def _start_child(self, parent: Agent, depth: int, call_id: str) -> Agent:
+        header = SessionHeader(
+            id=new_session_id(),
+            created_at=now_ms(),
+            cwd=parent.session.header.cwd,
+            parent_session=parent.id,
+            origin="subagent",
+            delegation_depth=depth,
+            agent_preset=parent.session.header.agent_preset,
+        )
+        seed: list[Event] = []
+        cut = 0
+        if self.mode == "fork":
+            prefix = completed_turn_prefix(parent.session.events)
+            if prefix:
+                cut = len(prefix)
+                marker = Event(SESSION_END_SEED, cut, now_ms(), {"inherited": True})
+                seed = [*prefix, marker]
+                header = header.evolve(is_seeded=True)
+        store = parent.store
+        await store.create(header, seed, inherited_event_count=cut)
+        return Agent.attach(
+            LoadedSession(header, cut, seed),
+            store=store,
+            model=parent.model,
+            tools=parent.tools,
+            config=parent.config,
+            feed=parent.feed,
+            delegation=Delegation(parent.id, call_id),
+            extras=parent.extras,
+        )
+
+
+def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
+    """The child's final text from its own events (after the cut), or an error result."""
+    own = child.session.own_events
+    if result.ok:
+        return ToolOutput.text(final_assistant_text(own))
+    kind = result.reason.get("kind", "error")
+    failure = result.failure
+    detail = f": {failure['message']}" if failure else ""
+    text = f"Error: subagent {child.id} ended {kind}{detail}"
+    partial = all_assistant_text(own)
+    if partial:
+        text += f"\n\nPartial output before the run ended:\n{partial}"
+    return ToolOutput.error(text, failure["code"] if failure else "SUBAGENT_FAILED")
+
+
+def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> list[SubagentTool]:
+    """Both delegation tools, ready to register."""
+    return [SubagentTool("spawn", max_depth=max_depth), SubagentTool("fork", max_depth=max_depth)]
