@@ -26,20 +26,27 @@ class ToolContext:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
-    """A tool's result: content blocks, whether it is an error, and an optional code."""
+    """A tool's result: content blocks, whether it is an error, and an optional code.
+
+    ``meta`` is optional structured detail for the log and UIs (the original logs it as
+    ``tool/result.meta``); it must be JSON and is never shown to the model.
+    """
 
     content: list[Block]
     is_error: bool = False
     code: str | None = None
+    meta: dict[str, Any] | None = None
 
     @classmethod
-    def text(cls, text: str) -> ToolOutput:
-        return cls([text_block(text if text else "(no output)")])
+    def text(cls, text: str, *, meta: dict[str, Any] | None = None) -> ToolOutput:
+        return cls([text_block(text if text else "(no output)")], meta=meta)
 
     @classmethod
-    def error(cls, message: str, code: str = "TOOL_ERROR") -> ToolOutput:
+    def error(
+        cls, message: str, code: str = "TOOL_ERROR", *, meta: dict[str, Any] | None = None
+    ) -> ToolOutput:
         text = message if message.startswith("Error:") else f"Error: {message}"
-        return cls([text_block(text)], is_error=True, code=code)
+        return cls([text_block(text)], is_error=True, code=code, meta=meta)
 
 
 @runtime_checkable

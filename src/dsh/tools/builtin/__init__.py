@@ -1,0 +1,45 @@
+"""The built-in tools (``read``, ``write``, ``edit``, ``glob``, ``bash``) and their factory."""
+
+from __future__ import annotations
+
+from dsh.tools.base import Tool
+from dsh.tools.builtin.bash import BashArgs, BashTool
+from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
+from dsh.tools.builtin.read import ReadArgs, ReadTool
+from dsh.tools.builtin.write import EditArgs, EditTool, WriteArgs, WriteTool
+
+__all__ = [
+    "BashArgs",
+    "BashTool",
+    "EditArgs",
+    "EditTool",
+    "GlobArgs",
+    "GlobTool",
+    "ReadArgs",
+    "ReadTool",
+    "WriteArgs",
+    "WriteTool",
+    "builtin_tools",
+]
+
+
+def builtin_tools(
+    *,
+    bash_default_timeout_ms: int = 120_000,
+    bash_max_timeout_ms: int = 600_000,
+    bash_max_output_bytes: int = 30_000,
+    read_max_output_bytes: int = 100_000,
+    glob_max_results: int = 1_000,
+) -> list[Tool]:
+    """Fresh instances of the five built-in tools, configured by the given limits."""
+    return [
+        ReadTool(max_output_bytes=read_max_output_bytes),
+        WriteTool(),
+        EditTool(),
+        GlobTool(max_results=glob_max_results),
+        BashTool(
+            default_timeout_ms=bash_default_timeout_ms,
+            max_timeout_ms=bash_max_timeout_ms,
+            max_output_bytes=bash_max_output_bytes,
+        ),
+    ]

@@ -1,0 +1,58 @@
+"""Workspace confinement: resolving a model-given path and refusing ones that leave ``ctx.cwd``.
+
+A path is resolved against the workspace (``ctx.cwd``) when relative, ``~`` is expanded,
+and ``..`` is folded lexically. The result is then resolved through symlinks; file I/O
+always uses that real path, so what is checked is what is touched. Unless
+``ctx.allow_outside_workspace`` is set, a real path outside the real workspace is refused
+with ``OUTSIDE_WORKSPACE``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.tools.base import ToolContext
+from dsh.tools.codes import INVALID_ARGUMENTS, OUTSIDE_WORKSPACE, tool_error
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPath:
+    """A model-given path: ``shown`` (absolute, as messages show it) and ``real`` (for I/O)."""
+
+    shown: Path
+    real: Path
+
+
+def workspace_root(ctx: ToolContext) -> Path:
+    """The workspace as an absolute path (not symlink-resolved)."""
+    return Path(os.path.abspath(ctx.cwd))
+
+
+def real_workspace_root(ctx: ToolContext) -> Path:
+    """The workspace with symlinks resolved: the boundary paths are checked against."""
+    return Path(os.path.realpath(ctx.cwd))
+
+
+def is_inside(real: Path, ctx: ToolContext) -> bool:
+    """Whether the already-resolved ``real`` lies inside the (resolved) workspace."""
+    return real.is_relative_to(real_workspace_root(ctx))
+
+
+def resolve_path(ctx: ToolContext, raw: str, *, argument: str = "file_path") -> ResolvedPath:
+    """Resolve ``raw`` for ``ctx``; raise a ``ToolError`` when it is empty or leaves the workspace."""
+    if not raw.strip():
+        raise tool_error(f"{argument} must not be empty", INVALID_ARGUMENTS)
+    if "\x00" in raw:
+        raise tool_error(f"{argument} must not contain a NUL character", INVALID_ARGUMENTS)
+    root = workspace_root(ctx)
+    shown = Path(os.path.normpath(root / Path(raw).expanduser()))
+    real = Path(os.path.realpath(shown))
+    if not ctx.allow_outside_workspace and not is_inside(real, ctx):
+        if shown.is_relative_to(root):
+            reason = f"{shown} resolves through a symlink to {real}, which is outside the workspace {root}"
+        else:
+            reason = f"{shown} is outside the workspace {root}"
+        raise tool_error(f"{reason}; only paths inside the workspace are allowed", OUTSIDE_WORKSPACE)
+    return ResolvedPath(shown=shown, real=real)
