@@ -1,0 +1,294 @@
+"""The Chat Completions wire mapping: logged history to a request body, stream chunks to ours.
+
+Pure functions and one stateful translator, no I/O: :func:`request_body` builds the JSON
+body from a :class:`~dsh.model.base.ModelRequest`; :class:`StreamTranslator` turns each
+parsed ``chat.completion.chunk`` into harness chunks and, at ``[DONE]``, emits every
+``block-end`` (in open order), ``usage`` and ``finish``. Wire problems raise
+:class:`~dsh.errors.ModelError` with a classified code; the adapter turns it into an error
+``finish``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh.errors import ModelError
+from dsh.events import chunks as ck
+from dsh.events.chunks import Chunk, Usage
+from dsh.events.messages import Block, Message, ToolSpec, joined_text, text_block, tool_calls
+from dsh.model.base import ModelRequest
+from dsh.model.failures import classify_stream_error, error_text
+
+NO_OUTPUT = "(no output)"
+
+
+def _blocks(message: Message) -> list[Block]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [text_block(content)]
+    return [b for b in content or () if isinstance(b, dict)]
+
+
+def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The ``messages`` array: system first, then the logged history mapped for the wire.
+
+    Tool results become ``role: "tool"`` messages (sent before any text of the same user
+    message); assistant ``content`` is never null; ``reasoning_content`` is sent back for
+    every assistant message that had reasoning.
+    """
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        role = message.get("role")
+        blocks = _blocks(message)
+        if role == "assistant":
+            out.append(_assistant(blocks))
+        elif role == "system":
+            out.append({"role": "system", "content": joined_text(blocks)})
+        else:
+            results = [b for b in blocks if b.get("type") == "tool-result"]
+            for result in results:
+                content = [b for b in result.get("content") or () if isinstance(b, dict)]
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": str(result.get("toolCallId", "")),
+                        "content": joined_text(content) or NO_OUTPUT,
+                    }
+                )
+            rest = [b for b in blocks if b.get("type") != "tool-result"]
+            if rest or not results:
+                out.append({"role": "user", "content": joined_text(rest)})
+    return out
+
+
+def _assistant(blocks: list[Block]) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": "assistant", "content": joined_text(blocks)}
+    reasoning = joined_text(blocks, "reasoning")
+    if reasoning:
+        wire["reasoning_content"] = reasoning
+    calls = tool_calls(blocks)
+    if calls:
+        wire["tool_calls"] = [
+            {
+                "id": str(call.get("id", "")),
+                "type": "function",
+                "function": {"name": str(call.get("name", "")), "arguments": str(call.get("arguments", ""))},
+            }
+            for call in calls
+        ]
+    return wire
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+            },
+        }
+        for tool in tools
+    ]
+
+
+def request_body(
+    request: ModelRequest, model: str, extra_body: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The full JSON body; ``extra_body`` fields are added but never replace ours."""
+    body: dict[str, Any] = dict(extra_body or {})
+    body.update(
+        {
+            "model": model,
+            "messages": wire_messages(request.system, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    )
+    if request.tools:
+        body["tools"] = wire_tools(request.tools)
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    return body
+
+
+def map_usage(wire: Mapping[str, Any]) -> Usage:
+    """Wire usage to ours: cached prompt tokens move from ``inputTokens`` to ``cacheReadTokens``."""
+
+    def count(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    prompt = count(wire.get("prompt_tokens")) or 0
+    details = wire.get("prompt_tokens_details")
+    cached = count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    if cached is None:
+        cached = count(wire.get("prompt_cache_hit_tokens"))
+    usage: Usage = {
+        "inputTokens": max(0, prompt - (cached or 0)),
+        "outputTokens": count(wire.get("completion_tokens")) or 0,
+    }
+    if cached is not None:
+        usage["cacheReadTokens"] = cached
+    out_details = wire.get("completion_tokens_details")
+    reasoning = count(out_details.get("reasoning_tokens")) if isinstance(out_details, Mapping) else None
+    if reasoning is not None:
+        usage["reasoningTokens"] = reasoning
+    return usage
+
+
+FINISH_KINDS: dict[str, ck.FinishKind] = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+
+
+@dataclass(slots=True)
+class _Block:
+    index: int
+    block_type: str
+    parts: list[str] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+
+    def assembled(self) -> Block:
+        if self.block_type == "tool-call":
+            return {
+                "type": "tool-call",
+                "id": self.call_id or f"call-{self.index}",
+                "name": self.name,
+                "arguments": "".join(self.parts),
+            }
+        return {"type": self.block_type, "text": "".join(self.parts)}
+
+
+def _malformed(what: str) -> ModelError:
+    return ModelError(
+        "MALFORMED_RESPONSE", f"the provider sent a chunk that is not a completion chunk: {what}"
+    )
+
+
+def _opt_str(value: object, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise _malformed(f"{what} is {type(value).__name__}, not a string")
+
+
+class StreamTranslator:
+    """Feed parsed wire chunks in order, then call :meth:`end` at ``[DONE]``.
+
+    One reasoning block, one text block and one block per wire ``tool_calls[].index``;
+    harness indexes in first-seen order; within a delta: reasoning, content, tool calls.
+    ``finish_reason`` and the latest usage are held back until :meth:`end`.
+    """
+
+    __slots__ = ("_blocks", "_calls", "_reasoning", "_text", "finish_reason", "usage")
+
+    def __init__(self) -> None:
+        self._blocks: list[_Block] = []
+        self._reasoning: _Block | None = None
+        self._text: _Block | None = None
+        self._calls: dict[int, _Block] = {}
+        self.finish_reason: str | None = None
+        self.usage: Mapping[str, Any] | None = None
+
+    def _open(self, block_type: str, out: list[Chunk]) -> _Block:
+        block = _Block(len(self._blocks), block_type)
+        self._blocks.append(block)
+        out.append(ck.block_start(block.index, block_type))
+        return block
+
+    def feed(self, payload: object) -> list[Chunk]:
+        """The harness chunks for one parsed ``data:`` payload."""
+        if not isinstance(payload, Mapping):
+            raise _malformed(f"expected a JSON object, got {type(payload).__name__}")
+        error = payload.get("error")
+        if error is not None:
+            fields = error if isinstance(error, Mapping) else {"message": str(error)}
+            code = classify_stream_error(fields)
+            raise ModelError(code, f"provider error in stream: {error_text(fields) or 'no message'}")
+        choices = payload.get("choices")
+        if not isinstance(choices, list):
+            raise _malformed("no 'choices' list")
+        usage = payload.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = usage
+        elif usage is not None:
+            raise _malformed("'usage' is not an object")
+        out: list[Chunk] = []
+        for choice in choices:
+            if not isinstance(choice, Mapping):
+                raise _malformed("a choice is not an object")
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, Mapping):
+                raise _malformed("'delta' is not an object")
+            self._delta(delta, out)
+            reason = _opt_str(choice.get("finish_reason"), "finish_reason")
+            if reason:
+                self.finish_reason = reason
+        return out
+
+    def _delta(self, delta: Mapping[str, Any], out: list[Chunk]) -> None:
+        reasoning = _opt_str(delta.get("reasoning_content"), "reasoning_content")
+        if reasoning is None:
+            reasoning = _opt_str(delta.get("reasoning"), "reasoning")
+        if reasoning:
+            if self._reasoning is None:
+                self._reasoning = self._open("reasoning", out)
+            self._reasoning.parts.append(reasoning)
+            out.append(ck.reasoning_delta(self._reasoning.index, reasoning))
+        content = _opt_str(delta.get("content"), "content")
+        if content:
+            if self._text is None:
+                self._text = self._open("text", out)
+            self._text.parts.append(content)
+            out.append(ck.text_delta(self._text.index, content))
+        calls = delta.get("tool_calls")
+        if calls is None:
+            return
+        if not isinstance(calls, list):
+            raise _malformed("'tool_calls' is not a list")
+        for position, call in enumerate(calls):
+            if not isinstance(call, Mapping):
+                raise _malformed("a tool call delta is not an object")
+            self._tool_call(call, position, out)
+
+    def _tool_call(self, call: Mapping[str, Any], position: int, out: list[Chunk]) -> None:
+        wire_index = call.get("index", position)
+        if not isinstance(wire_index, int):
+            raise _malformed("a tool call 'index' is not an integer")
+        function = call.get("function") or {}
+        if not isinstance(function, Mapping):
+            raise _malformed("a tool call 'function' is not an object")
+        call_id = _opt_str(call.get("id"), "tool call id")
+        name = _opt_str(function.get("name"), "tool call name")
+        arguments = _opt_str(function.get("arguments"), "tool call arguments") or ""
+        block = self._calls.get(wire_index)
+        if block is None:
+            block = self._calls[wire_index] = self._open("tool-call", out)
+        if call_id and not block.call_id:
+            block.call_id = call_id
+        if name and not block.name:
+            block.name = name
+        block.parts.append(arguments)
+        out.append(ck.tool_call_delta(block.index, block.call_id, block.name or None, arguments))
+
+    def end(self) -> list[Chunk]:
+        """At ``[DONE]``: every ``block-end`` in open order, then ``usage``, then ``finish``."""
+        reason = self.finish_reason
+        if reason is None:
+            raise ModelError("STREAM_CLOSED", "the stream ended without a finish_reason")
+        out = [ck.block_end(b.index, b.assembled()) for b in self._blocks]
+        if self.usage is not None:
+            out.append(ck.usage_chunk(map_usage(self.usage)))
+        kind = FINISH_KINDS.get(reason)
+        if kind is None:
+            out.append(ck.error_finish(reason.upper(), f"model stopped: {reason}"))
+        elif not self._blocks:
+            out.append(ck.error_finish("EMPTY_RESPONSE", f"the model returned no content ({reason})"))
+        else:
+            out.append(ck.finish(kind))
+        return out
