@@ -10,6 +10,7 @@ hints such as ``[retry-after-ms=2000]`` (:func:`retry_after_ms` reads it back).
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -82,11 +83,11 @@ def error_text(body: object) -> str:
             return error_text(inner)
         if isinstance(inner, str) and "message" not in body:
             return inner
-        message = str(body.get("message") or "")
+        message = next((str(body[k]) for k in ("message", "detail", "msg") if body.get(k)), "")
         tags = [str(body[k]) for k in ("type", "code") if body.get(k) not in (None, "")]
         if tags:
             message = f"{message} ({', '.join(tags)})" if message else ", ".join(tags)
-        return message
+        return message or json.dumps(dict(body), default=str, ensure_ascii=False)
     if isinstance(body, bytes):
         return body.decode("utf-8", "replace")
     return "" if body is None else str(body)

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, assert_never
 
 from dsh.errors import DshError
 from dsh.testing.wire import AwaitInFlight, Drop, Pause, Response, Stall, Write, http_error, json_response
@@ -305,6 +305,11 @@ class OpenAICompatServer:
     async def _play(
         self, response: Response, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        """Play the steps; the status line goes out right before the first ``Write``.
+
+        So leading ``AwaitInFlight``/``Pause``/``Stall`` steps delay the headers, and a
+        leading ``Drop`` closes the connection without any response.
+        """
         head = [f"HTTP/1.1 {response.status} {response.reason}"]
         head.extend(f"{name}: {value}" for name, value in response.headers)
         if response.chunked:
@@ -313,15 +318,16 @@ class OpenAICompatServer:
             length = sum(len(s.data) for s in response.steps if isinstance(s, Write))
             head.append(f"Content-Length: {length}")
         head.append("Connection: close")
-        head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
-        steps = list(response.steps)
-        while steps and isinstance(gate := steps[0], AwaitInFlight):
-            await self._await_in_flight(gate.count)
-            steps.pop(0)
-        writer.write(head_bytes)
-        await writer.drain()
-        for step in steps:
+        pending_head: bytes | None = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+        for step in (*response.steps, None):
+            if pending_head is not None and not isinstance(step, (AwaitInFlight, Pause, Stall, Drop)):
+                writer.write(pending_head)
+                pending_head = None
             match step:
+                case None:
+                    if response.chunked:
+                        writer.write(b"0\r\n\r\n")
+                    await writer.drain()
                 case Write(data=data):
                     writer.write(b"%x\r\n%s\r\n" % (len(data), data) if response.chunked else data)
                     await writer.drain()
@@ -334,9 +340,8 @@ class OpenAICompatServer:
                     return
                 case AwaitInFlight(count=count):
                     await self._await_in_flight(count)
-        if response.chunked:
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
+                case _:
+                    assert_never(step)
 
     async def _stall(self, reader: asyncio.StreamReader, seconds: float | None) -> None:
         limit = self._max_stall if seconds is None else min(seconds, self._max_stall)
