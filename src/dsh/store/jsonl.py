@@ -1,0 +1,388 @@
+"""``JsonlEventStore``: one append-only version-2 JSONL file per session under a root directory.
+
+- ``<root>/<session-id>.jsonl``: the header line, then one event per line. Ids with
+  characters outside ``[A-Za-z0-9._-]`` (or a leading ``.``) are escaped as ``~XX`` per
+  UTF-8 byte, so every id maps to one plain file name.
+- Creation writes the header and seed to a temp file, fsyncs it and links it into place
+  (never overwriting), so a half-created session never appears.
+- Appends only ever add bytes at the end. ``durable=False`` appends are buffered in the
+  store and written at the next durable append, read or ``close()``; a durable append
+  returns after ``fsync``. One open append handle is kept per session.
+- Loading never rewrites a file. A torn last line is dropped with a warning; the next
+  append first truncates the file back to its last committed byte, so a garbage line
+  never ends up in the middle of a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from dsh.errors import (
+    CorruptLogError,
+    InvalidEventError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreClosedError,
+    StoreError,
+    UnsupportedFormatError,
+)
+from dsh.events import Event, SessionHeader
+from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
+from dsh.store.logfile import ZSTD_MAGIC, Scan, fsync_dir, scan_log
+from dsh.store.rules import check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
+from dsh.store.threads import run_blocking
+
+try:  # advisory locks keep two processes from interleaving appends (POSIX only)
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    _fcntl = None  # type: ignore[assignment]
+
+SUFFIX: Final = ".jsonl"
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_SAFE_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_MAX_NAME: Final = 250
+
+
+def session_file_name(session_id: str) -> str:
+    """The file name holding ``session_id`` (an injective, filesystem-safe mapping)."""
+    if _PLAIN_ID.fullmatch(session_id):
+        name = session_id
+    else:
+        raw = session_id.encode("utf-8", "surrogatepass")
+        name = "".join(
+            chr(b) if b in _SAFE_BYTES and not (i == 0 and b == 0x2E) else f"~{b:02X}"
+            for i, b in enumerate(raw)
+        )
+    if not name or len(name) > _MAX_NAME:
+        raise StoreError(f"session id {session_id[:40]!r} cannot be stored as a JSONL file name")
+    return name + SUFFIX
+
+
+@dataclass(slots=True, eq=False)
+class _Writer:
+    """The append state of one session file (touched only while ``lock`` is held)."""
+
+    session_id: str
+    path: Path
+    fd: int
+    next_seq: int
+    committed: int
+    """Byte offset after the last committed line."""
+    seen: int
+    """File size when this store last looked (differs from ``committed`` after a torn tail)."""
+    pending: list[bytes] = field(default_factory=list)
+    pending_events: int = 0
+    unsynced: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+@dataclass(frozen=True, slots=True)
+class _ForkArgs:
+    child_id: str | None
+    origin: str | None
+    delegation_depth: int | None
+    created_at: int | None
+
+
+class JsonlEventStore:
+    """An ``EventStore`` of version-2 JSONL files (``jsonl:DIR``)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._writers: dict[str, _Writer] = {}
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+        self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
+
+    # -- paths and scanning (blocking helpers, run off the loop) ------------------------
+
+    def path_for(self, session_id: str) -> Path:
+        """The file that holds (or would hold) ``session_id``."""
+        return self.root / session_file_name(session_id)
+
+    def _scan_bytes(self, data: bytes, path: Path, session_id: str | None) -> Scan:
+        if data.startswith(ZSTD_MAGIC):
+            raise UnsupportedFormatError(
+                f"{path} is zstd-compressed; a JSONL store keeps plain .jsonl files (import it instead)"
+            )
+        scan = scan_log(data, str(path), legacy=False)
+        expected = session_id if session_id is not None else scan.header.id
+        if scan.header.id != expected or session_file_name(scan.header.id) != path.name:
+            raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
+        return scan
+
+    def _read(self, session_id: str) -> tuple[bytes, Scan]:
+        path = self.path_for(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id, str(self.root)) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return data, self._scan_bytes(data, path, session_id)
+
+    def _open_writer(self, session_id: str) -> _Writer:
+        path = self.path_for(session_id)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id, str(self.root)) from None
+        except OSError as exc:
+            raise StoreError(f"cannot open {path} for appending: {exc.strerror or exc}") from exc
+        try:
+            data, scan = self._read(session_id)
+        except BaseException:
+            os.close(fd)
+            raise
+        return _Writer(session_id, path, fd, len(scan.events), scan.committed, len(data))
+
+    def _write(self, w: _Writer, data: bytes, count: int, first: int, fsync: bool) -> None:
+        """Write one batch at the end of ``w``'s file (blocking; caller holds ``w.lock``)."""
+        fd = w.fd
+        if _fcntl is not None:
+            _fcntl.flock(fd, _fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            if size != w.seen:  # another writer appended, or a failed write left bytes
+                raw, scan = self._read(w.session_id)
+                w.next_seq, w.committed, w.seen = len(scan.events), scan.committed, len(raw)
+            if count and first != w.next_seq:
+                raise SeqConflictError(w.session_id, w.next_seq, first)
+            if w.committed != w.seen:  # drop a torn tail before adding lines after it
+                os.ftruncate(fd, w.committed)
+                w.seen = w.committed
+            try:
+                if data:
+                    _write_all(fd, data)
+                if fsync:
+                    os.fsync(fd)
+            except OSError:
+                try:
+                    os.ftruncate(fd, w.committed)
+                    w.seen = w.committed
+                except OSError:
+                    w.seen = -1  # unknown: rescan before the next write
+                raise
+            w.committed += len(data)
+            w.seen = w.committed
+            w.next_seq += count
+            w.unsynced = not fsync
+        except OSError as exc:
+            raise StoreError(f"cannot append to {w.path}: {exc.strerror or exc}") from exc
+        finally:
+            if _fcntl is not None:
+                _fcntl.flock(fd, _fcntl.LOCK_UN)
+
+    def _publish(self, session_id: str, data: bytes) -> None:
+        """Atomically create a session file holding ``data``; never overwrite one."""
+        path = self.path_for(session_id)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                raise SessionExistsError(session_id, str(self.root))
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.root)
+            tmp = Path(tmp_name)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise SessionExistsError(session_id, str(self.root)) from None
+                except OSError:  # no hard links here: rename after the existence check
+                    if path.exists():
+                        raise SessionExistsError(session_id, str(self.root)) from None
+                    os.rename(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+            fsync_dir(self.root)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+    def _summaries_sync(self, parent: str | None) -> list[SessionSummary]:
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
+        out: list[SessionSummary] = []
+        for entry in entries:
+            if not entry.name.endswith(SUFFIX) or entry.name.startswith(".") or not entry.is_file():
+                continue
+            st = entry.stat()
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            cached = self._summaries.get(entry.name)
+            if cached is not None and cached[0] == key:
+                summary = cached[1]
+            else:
+                path = Path(entry.path)
+                try:
+                    data = path.read_bytes()
+                except OSError as exc:
+                    raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+                scan = self._scan_bytes(data, path, None)
+                summary = SessionSummary(scan.header, scan.inherited_event_count, len(scan.events))
+                self._summaries[entry.name] = (key, summary)
+            if parent is None or summary.header.parent_session == parent:
+                out.append(summary)
+        out.sort(key=lambda s: (s.header.created_at, s.header.id))
+        return out
+
+    def _fork_sync(self, parent_id: str, child: _ForkArgs) -> LoadedSession:
+        data, scan = self._read(parent_id)
+        n = last_turn_end_prefix(scan.events)
+        header = fork_header(
+            scan.header,
+            seeded=n > 0,
+            child_id=child.child_id,
+            origin=child.origin,
+            delegation_depth=child.delegation_depth,
+            created_at=child.created_at,
+        )
+        events: list[Event] = scan.events[:n]
+        body = b""
+        if n:
+            marker = cut_marker(n, header.created_at)
+            events.append(marker)
+            body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(marker) + b"\n"
+        self._publish(header.id, encode_header_line(header) + body)
+        return LoadedSession(header, n, events)
+
+    # -- the EventStore protocol ---------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the JSONL store at {self.root} is closed")
+
+    async def _writer(self, session_id: str) -> _Writer:
+        w = self._writers.get(session_id)
+        if w is not None:
+            return w
+        async with self._open_lock:
+            w = self._writers.get(session_id)
+            if w is None:
+                w = await run_blocking(None, self._open_writer, session_id)
+                self._writers[session_id] = w
+            return w
+
+    async def _flush(self, w: _Writer, *, durable: bool) -> None:
+        """Write ``w``'s buffered lines (and fsync when ``durable``); caller holds ``w.lock``."""
+        if not w.pending and not (durable and w.unsynced):
+            return
+        data = b"".join(w.pending)
+        count = w.pending_events
+        first = w.next_seq
+        w.pending = []
+        w.pending_events = 0
+        await run_blocking(None, self._write, w, data, count, first, durable)
+
+    async def _flush_session(self, session_id: str) -> None:
+        w = self._writers.get(session_id)
+        if w is not None and w.pending:
+            async with w.lock:
+                await self._flush(w, durable=False)
+
+    async def _flush_all(self) -> None:
+        for session_id in list(self._writers):
+            await self._flush_session(session_id)
+
+    async def create(
+        self,
+        header: SessionHeader,
+        seed: Sequence[Event] = (),
+        *,
+        inherited_event_count: int = 0,
+    ) -> None:
+        self._check_open()
+        check_seed(header, seed, inherited_event_count)
+        data = encode_header_line(header) + encode_event_lines(seed)
+        await run_blocking(None, self._publish, header.id, data)
+
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
+        self._check_open()
+        w = await self._writer(session_id)
+        async with w.lock:
+            self._check_open()
+            check_append(session_id, events, w.next_seq + w.pending_events)
+            if events:
+                w.pending.append(encode_event_lines(events))
+                w.pending_events += len(events)
+            if durable:
+                await self._flush(w, durable=True)
+
+    async def load(self, session_id: str) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(session_id)
+        _, scan = await run_blocking(None, self._read, session_id)
+        return LoadedSession(scan.header, scan.inherited_event_count, scan.events, tuple(scan.warnings))
+
+    async def read_from(self, session_id: str, seq: int) -> list[Event]:
+        if seq < 0:
+            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
+        loaded = await self.load(session_id)
+        return loaded.events[seq:]
+
+    async def exists(self, session_id: str) -> bool:
+        self._check_open()
+        return await run_blocking(None, self.path_for(session_id).is_file)
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        self._check_open()
+        await self._flush_all()
+        return await run_blocking(None, self._summaries_sync, None)
+
+    async def children(self, session_id: str) -> list[SessionSummary]:
+        self._check_open()
+        await self._flush_all()
+        return await run_blocking(None, self._summaries_sync, session_id)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+    ) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(parent_id)
+        args = _ForkArgs(child_id, origin, delegation_depth, created_at)
+        return await run_blocking(None, self._fork_sync, parent_id, args)
+
+    async def close(self) -> None:
+        """Write buffered events durably and close every append handle (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        first_error: BaseException | None = None
+        for w in list(self._writers.values()):
+            async with w.lock:
+                try:
+                    await self._flush(w, durable=True)
+                except Exception as exc:  # keep closing the other handles
+                    first_error = first_error or exc
+                finally:
+                    os.close(w.fd)
+        self._writers.clear()
+        if first_error is not None:
+            raise first_error

@@ -1,0 +1,310 @@
+"""Log files: version dispatch, the torn-tail rule, zstd frames, and reading/writing whole logs.
+
+A log file is a header line then one record per line (``.jsonl``), optionally compressed
+as a sequence of Zstandard frames (``.jsonl.zst``; detected by the frame magic, not the
+name). The header's ``version`` is checked before anything else: 2 is read by the
+version-2 codec, 0 by the legacy reader, anything else is refused with
+:class:`~dsh.errors.UnsupportedFormatError`.
+
+Torn tail: only the last line may be incomplete (no trailing newline, or not valid JSON);
+it is dropped with a warning. Any bad line before it is committed corruption and raises
+:class:`~dsh.errors.CorruptLogError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError
+from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
+from dsh.events import decode_cut as _decode_cut
+from dsh.store.base import LoadedSession
+from dsh.store.codec import decode_event_v2, decode_header_v2, encode_log_bytes
+from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
+
+try:  # optional dependency: ``pip install 'dsh[zstd]'``
+    import zstandard as _zstd
+except ImportError:  # pragma: no cover - exercised only where zstandard is absent
+    _zstd = None  # type: ignore[assignment]
+
+ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+"""The first four bytes of a Zstandard frame."""
+
+READABLE_VERSIONS: Final = (FORMAT_VERSION, LEGACY_VERSION)
+
+
+@dataclass(slots=True)
+class Scan:
+    """The result of scanning one log's bytes (internal to the codecs and the JSONL store)."""
+
+    raw_header: dict[str, Any]
+    version: int
+    header: SessionHeader
+    events: list[Event]
+    inherited_event_count: int
+    seed_length: int | None
+    header_end: int
+    """Byte offset just after the header line."""
+    ends: list[int]
+    """``ends[i]``: byte offset just after the line holding event ``i``."""
+    committed: int
+    """Byte offset just after the last committed (complete, valid) line."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_version(raw: object, source: str) -> int:
+    """Return the header's ``version`` if dsh reads it; refuse anything else."""
+    if not isinstance(raw, dict):
+        raise CorruptLogError(f"{source}, line 1: the first line is not a session header object")
+    version = raw.get("version")
+    if type(version) is int and version in READABLE_VERSIONS:
+        return version
+    if type(version) is int and version > FORMAT_VERSION:
+        raise UnsupportedFormatError(
+            f"{source}: log format version {version} is newer than this dsh reads "
+            f"({FORMAT_VERSION}) — upgrade dsh"
+        )
+    raise UnsupportedFormatError(
+        f"{source}: unknown format version {version!r} (this dsh reads versions 2 and 0)"
+    )
+
+
+def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
+    """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
+    if _zstd is None:
+        raise UnsupportedFormatError(
+            f"{source} is zstd-compressed; install the zstd extra: pip install 'dsh[zstd]'"
+        )
+    dctx = _zstd.ZstdDecompressor()
+    out: list[bytes] = []
+    warnings: list[str] = []
+    rest = data
+    while rest:
+        dobj = dctx.decompressobj()
+        try:
+            out.append(dobj.decompress(rest))
+        except _zstd.ZstdError as exc:
+            at = len(data) - len(rest)
+            raise CorruptLogError(f"{source}: corrupt zstd frame at byte {at}: {exc}") from exc
+        if not dobj.eof:
+            warnings.append(f"{source}: the last zstd frame is incomplete (a write was cut short)")
+            break
+        rest = dobj.unused_data
+    return b"".join(out), warnings
+
+
+def compress(data: bytes) -> bytes:
+    """One checksummed zstd frame holding ``data``."""
+    if _zstd is None:
+        raise UnsupportedFormatError("writing .zst logs needs the zstd extra: pip install 'dsh[zstd]'")
+    return bytes(_zstd.ZstdCompressor(write_checksum=True).compress(data))
+
+
+def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
+    """Decode a whole log's plaintext bytes (``legacy=False`` refuses version 0)."""
+    if not data:
+        raise CorruptLogError(f"{source}: empty file (no session header)")
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    if not lines:
+        raise CorruptLogError(f"{source}, line 1: the session header line is incomplete")
+    try:
+        raw = orjson.loads(lines[0])
+    except orjson.JSONDecodeError as exc:
+        raise CorruptLogError(f"{source}, line 1: the session header is not valid JSON") from exc
+    version = check_version(raw, source)
+    if version == LEGACY_VERSION and not legacy:
+        raise UnsupportedFormatError(
+            f"{source}: a version-0 log cannot be used as a store file; import it (dsh sessions import)"
+        )
+    seed_length: int | None = None
+    try:
+        if version == FORMAT_VERSION:
+            header = decode_header_v2(raw, f"{source}, line 1")
+        else:
+            header, seed_length = decode_header_v0(raw, f"{source}, line 1")
+    except InvalidEventError as exc:
+        raise CorruptLogError(str(exc)) from exc
+    warnings: list[str] = []
+    events: list[Event] = []
+    ends: list[int] = []
+    pos = len(lines[0]) + 1
+    header_end = pos
+    last = len(lines) - 1
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    v2 = version == FORMAT_VERSION
+    for n in range(1, len(lines)):
+        line = lines[n]
+        try:
+            obj = loads(line)
+        except decode_error as exc:
+            if n == last and not tail:
+                warnings.append(f"{source}: dropped the incomplete last line {n + 1} (not valid JSON)")
+                break
+            raise CorruptLogError(f"{source}, line {n + 1}: not valid JSON") from exc
+        try:
+            if v2:
+                event = decode_event_v2(obj, "event")
+                if event.seq != len(events):
+                    raise InvalidEventError(f"expected seq {len(events)}, found {event.seq}")
+                events.append(event)
+            else:
+                decoded = decode_row_v0(obj, "record")
+                if decoded[0].seq != len(events):
+                    raise InvalidEventError(f"expected seq {len(events)}, found {decoded[0].seq}")
+                events.extend(decoded)
+        except InvalidEventError as exc:
+            raise CorruptLogError(f"{source}, line {n + 1}: {exc}") from exc
+        except UnsupportedFormatError as exc:
+            raise UnsupportedFormatError(f"{source}, line {n + 1}: {exc}") from exc
+        pos += len(line) + 1
+        ends.extend([pos] * (len(events) - len(ends)))
+    if tail:
+        warnings.append(f"{source}: dropped the incomplete last line {len(lines) + 1} (no newline)")
+    if v2:
+        try:
+            cut = _decode_cut(header.is_seeded, events, source)
+        except InvalidEventError as exc:
+            raise CorruptLogError(str(exc)) from exc
+    else:
+        if seed_length is not None and seed_length > len(events):
+            raise CorruptLogError(f"{source}: seedLength {seed_length} exceeds the {len(events)} events")
+        cut = seed_length or 0
+    return Scan(raw, version, header, events, cut, seed_length, header_end, ends, pos, warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedLog:
+    """A whole log file read back, as recorded (version 0 or 2)."""
+
+    source: str
+    version: int
+    raw_header: dict[str, Any]
+    header: SessionHeader
+    inherited_event_count: int
+    events: list[Event]
+    """Every event, packed rows expanded, exactly as recorded (no rewrite)."""
+    warnings: tuple[str, ...] = ()
+    seed_length: int | None = None
+    """Version 0 only: the header's ``seedLength`` (``None`` when absent)."""
+
+    @property
+    def import_problem(self) -> str | None:
+        """Why this log cannot be imported, or ``None`` (only version-0 logs can fail)."""
+        if self.version != LEGACY_VERSION:
+            return None
+        return import_problem(self.events, self.seed_length)
+
+    def as_loaded(self) -> LoadedSession:
+        """The log as read (for inspection and replay): header, cut and events verbatim."""
+        return LoadedSession(self.header, self.inherited_event_count, self.events, self.warnings)
+
+    def for_import(self) -> LoadedSession:
+        """The log as a version-2 store holds it; raises with the reason if it cannot be imported.
+
+        Version 0: the ``session/end-seed`` at seq ``seedLength`` is tagged
+        ``"inherited": true``; nothing else changes (seqs, types and data are kept).
+        """
+        events = self.events
+        if self.version == LEGACY_VERSION:
+            events = import_events(self.events, self.seed_length, self.source)
+        return LoadedSession(self.header, self.inherited_event_count, events, self.warnings)
+
+
+def decode_log(data: bytes, source: str) -> DecodedLog:
+    """Decode a whole log (plain or zstd bytes); ``source`` names it in errors."""
+    warnings: list[str] = []
+    if data.startswith(ZSTD_MAGIC):
+        data, warnings = decompress(data, source)
+    scan = scan_log(data, source)
+    return DecodedLog(
+        source=source,
+        version=scan.version,
+        raw_header=scan.raw_header,
+        header=scan.header,
+        inherited_event_count=scan.inherited_event_count,
+        events=scan.events,
+        warnings=(*warnings, *scan.warnings),
+        seed_length=scan.seed_length,
+    )
+
+
+def encode_log(session: LoadedSession) -> bytes:
+    """A self-contained version-2 JSONL log of ``session`` (header line, then its events)."""
+    where = f"session {session.header.id}"
+    check_contiguous(session.events, where)
+    check_cut(session.header, session.inherited_event_count, session.events)
+    return encode_log_bytes(session.header, session.events)
+
+
+def read_bytes(path: Path) -> bytes:
+    """Read a whole file, mapping OS errors to one-line :class:`StoreError` naming it."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise StoreError(f"log file {path} does not exist") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read log file {path}: {exc.strerror or exc}") from exc
+
+
+def load_log_file(path: str | os.PathLike[str]) -> DecodedLog:
+    """Blocking read and decode of one log file (see :func:`read_log_file`)."""
+    p = Path(path)
+    return decode_log(read_bytes(p), str(p))
+
+
+async def read_log_file(path: str | os.PathLike[str]) -> DecodedLog:
+    """Read and decode one log file (version 2 or 0, plain or zstd) off the event loop."""
+    return await asyncio.to_thread(load_log_file, path)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory entry change durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_replace(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise StoreError(f"cannot write log file {path}: {exc.strerror or exc}") from exc
+
+
+async def write_log_file(path: str | os.PathLike[str], session: LoadedSession) -> None:
+    """Write ``session`` as a version-2 log (zstd-compressed when the name ends in ``.zst``).
+
+    The file is written to a temp file, fsynced and renamed into place.
+    """
+    p = Path(path)
+    data = encode_log(session)
+    if p.name.endswith(".zst"):
+        data = compress(data)
+    await asyncio.to_thread(_write_replace, p, data)

@@ -1,0 +1,150 @@
+"""``MemoryEventStore``: the in-process store (tests, ephemeral runs) with the full contract.
+
+Events are kept as their canonical encoded lines, so a stored log is isolated from the
+caller's objects and every load decodes exactly what a file-backed store would.
+Several store handles may share one :class:`MemorySpace` (the equivalent of reopening a
+database file); closing a handle does not clear the space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dsh.errors import InvalidEventError, SessionExistsError, SessionNotFoundError, StoreClosedError
+from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.vocabulary import TURN_END
+from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.codec import decode_event_line, encode_event_checked
+from dsh.store.rules import check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
+
+
+@dataclass(slots=True)
+class _Stored:
+    header: SessionHeader
+    inherited_event_count: int
+    lines: list[bytes] = field(default_factory=list)
+    prefix: int = 0
+    """Length of the completed-turn prefix (through the last ``turn/end``)."""
+
+
+class MemorySpace:
+    """The sessions a set of :class:`MemoryEventStore` handles share."""
+
+    __slots__ = ("sessions",)
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, _Stored] = {}
+
+
+class MemoryEventStore:
+    """An ``EventStore`` held in process memory (``memory:``)."""
+
+    WHERE = "the memory store"
+
+    def __init__(self, space: MemorySpace | None = None) -> None:
+        self.space = space if space is not None else MemorySpace()
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the memory store is closed")
+
+    def _get(self, session_id: str) -> _Stored:
+        self._check_open()
+        stored = self.space.sessions.get(session_id)
+        if stored is None:
+            raise SessionNotFoundError(session_id, self.WHERE)
+        return stored
+
+    def _decode(self, session_id: str, lines: Sequence[bytes], start: int = 0) -> list[Event]:
+        where = f"session {session_id} in {self.WHERE}"
+        return [decode_event_line(line, f"{where}, seq {start + i}") for i, line in enumerate(lines)]
+
+    async def create(
+        self,
+        header: SessionHeader,
+        seed: Sequence[Event] = (),
+        *,
+        inherited_event_count: int = 0,
+    ) -> None:
+        self._check_open()
+        check_seed(header, seed, inherited_event_count)
+        lines = [encode_event_checked(e) for e in seed]
+        if header.id in self.space.sessions:
+            raise SessionExistsError(header.id, self.WHERE)
+        self.space.sessions[header.id] = _Stored(
+            header, inherited_event_count, lines, last_turn_end_prefix(seed)
+        )
+
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
+        stored = self._get(session_id)
+        check_append(session_id, events, len(stored.lines))
+        lines = [encode_event_checked(e) for e in events]
+        stored.lines.extend(lines)
+        for i in range(len(events) - 1, -1, -1):
+            if events[i].type == TURN_END:
+                stored.prefix = events[i].seq + 1
+                break
+
+    async def load(self, session_id: str) -> LoadedSession:
+        stored = self._get(session_id)
+        events = self._decode(session_id, stored.lines)
+        check_cut(stored.header, stored.inherited_event_count, events)
+        return LoadedSession(stored.header, stored.inherited_event_count, events)
+
+    async def read_from(self, session_id: str, seq: int) -> list[Event]:
+        stored = self._get(session_id)
+        if seq < 0:
+            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
+        return self._decode(session_id, stored.lines[seq:], seq)
+
+    async def exists(self, session_id: str) -> bool:
+        self._check_open()
+        return session_id in self.space.sessions
+
+    def _summaries(self, parent: str | None) -> list[SessionSummary]:
+        self._check_open()
+        rows = [
+            SessionSummary(s.header, s.inherited_event_count, len(s.lines))
+            for s in self.space.sessions.values()
+            if parent is None or s.header.parent_session == parent
+        ]
+        rows.sort(key=lambda r: (r.header.created_at, r.header.id))
+        return rows
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        return self._summaries(None)
+
+    async def children(self, session_id: str) -> list[SessionSummary]:
+        return self._summaries(session_id)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+    ) -> LoadedSession:
+        parent = self._get(parent_id)
+        n = parent.prefix
+        header = fork_header(
+            parent.header,
+            seeded=n > 0,
+            child_id=child_id,
+            origin=origin,
+            delegation_depth=delegation_depth,
+            created_at=created_at,
+        )
+        if header.id in self.space.sessions:
+            raise SessionExistsError(header.id, self.WHERE)
+        lines = parent.lines[:n]
+        if n:
+            lines.append(encode_event_checked(cut_marker(n, header.created_at)))
+        self.space.sessions[header.id] = _Stored(header, n, lines, n)
+        return LoadedSession(header, n, self._decode(header.id, lines))
+
+    async def close(self) -> None:
+        self._closed = True

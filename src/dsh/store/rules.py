@@ -1,0 +1,86 @@
+"""The rules every store enforces: what ``create`` and ``append`` accept, and what ``fork`` builds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from dsh.errors import InvalidEventError, SeqConflictError
+from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
+from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
+from dsh.ids import new_session_id, now_ms
+from dsh.store.codec import check_envelope
+
+CUT_MARKER_DATA: Final = {"inherited": True}
+"""``data`` of the tagged ``session/end-seed`` marker at the inherited cut."""
+
+
+def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_count: int) -> None:
+    """Refuse a creation seed: envelopes, contiguous seqs from 0, and the inherited-cut rules."""
+    where = f"session {header.id}"
+    for i, event in enumerate(seed):
+        check_envelope(event, f"{where}, seed event {i}")
+        if event.seq != i:
+            raise InvalidEventError(
+                f"{where}: seed seqs must be contiguous from 0; expected {i}, found {event.seq}"
+            )
+    check_cut(header, inherited_event_count, seed)
+
+
+def check_append(session_id: str, events: Sequence[Event], next_seq: int) -> None:
+    """Refuse an append batch: stale first seq, gaps, bad envelopes or a cut marker.
+
+    The first seq must equal the stored next seq (else :class:`SeqConflictError`); the
+    tagged cut marker is written only at creation, so appending one is refused.
+    """
+    if not events:
+        return
+    first = events[0].seq
+    if first != next_seq:
+        raise SeqConflictError(session_id, next_seq, first)
+    where = f"session {session_id}"
+    for i, event in enumerate(events):
+        seq = next_seq + i
+        if event.seq != seq:
+            raise InvalidEventError(
+                f"{where}: append seqs must be contiguous; expected {seq}, found {event.seq}"
+            )
+        check_envelope(event, f"{where}, event {seq}")
+        if event.type == SESSION_END_SEED and is_cut_marker(event):
+            raise InvalidEventError(
+                f"{where}: the inherited-cut marker is written only when a session is created (seq {seq})"
+            )
+
+
+def last_turn_end_prefix(events: Sequence[Event]) -> int:
+    """Length of the completed-turn prefix: up to and including the last ``turn/end`` (0 if none)."""
+    for i in range(len(events) - 1, -1, -1):
+        if events[i].type == TURN_END:
+            return i + 1
+    return 0
+
+
+def fork_header(
+    parent: SessionHeader,
+    *,
+    seeded: bool,
+    child_id: str | None,
+    origin: str | None,
+    delegation_depth: int | None,
+    created_at: int | None,
+) -> SessionHeader:
+    """The header of a fork child: the parent's cwd, ``parentSession`` = parent, depth inherited."""
+    return SessionHeader(
+        id=child_id if child_id is not None else new_session_id(),
+        created_at=created_at if created_at is not None else now_ms(),
+        cwd=parent.cwd,
+        parent_session=parent.id,
+        origin=origin,
+        delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
+        is_seeded=seeded,
+    )
+
+
+def cut_marker(seq: int, time: int) -> Event:
+    """The tagged ``session/end-seed {"inherited": true}`` marker at ``seq``."""
+    return Event(SESSION_END_SEED, seq, time, dict(CUT_MARKER_DATA))

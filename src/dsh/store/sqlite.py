@@ -1,0 +1,532 @@
+"""``SqliteEventStore``: every session in one SQLite database file (the embedded default).
+
+- Ownership: ``PRAGMA application_id`` is :data:`APPLICATION_ID` and ``user_version`` is
+  :data:`SCHEMA_VERSION`. Opening refuses a foreign application id, any other non-zero
+  schema version, and a non-empty database without our stamp; there is no migration.
+- ``sessions``: one row per session, the header fields as columns, including
+  ``is_seeded`` and ``inherited_event_count`` (the persisted cut). ``events``: keyed by
+  ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields.
+- WAL, ``busy_timeout``, ``synchronous=FULL``. One connection per store, used only by the
+  store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
+  appends are buffered and written in one transaction at the next durable append, read or
+  ``close()``; a durable append commits (and so fsyncs) before returning.
+- Fork is one transaction: the child row, one ``INSERT ... SELECT`` copying the parent's
+  completed-turn prefix, and the tagged marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import orjson
+
+from dsh.errors import (
+    CorruptLogError,
+    DshError,
+    InvalidEventError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreClosedError,
+    StoreError,
+    UnsupportedFormatError,
+)
+from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
+from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.codec import encode_json_checked
+from dsh.store.rules import check_append, check_seed, cut_marker, fork_header
+from dsh.store.threads import run_blocking
+
+APPLICATION_ID: Final = 0x64736832
+"""``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
+
+SCHEMA_VERSION: Final = 1
+"""``PRAGMA user_version`` of the schema this module reads and writes."""
+
+BUSY_TIMEOUT_S: Final = 5.0
+
+_SCHEMA: Final = (
+    """CREATE TABLE sessions (
+        id TEXT PRIMARY KEY NOT NULL,
+        created_at INTEGER NOT NULL,
+        cwd TEXT,
+        parent_session TEXT,
+        origin TEXT,
+        delegation_depth INTEGER NOT NULL,
+        agent_preset TEXT,
+        is_seeded INTEGER NOT NULL CHECK (is_seeded IN (0, 1)),
+        inherited_event_count INTEGER NOT NULL CHECK (inherited_event_count >= 0)
+    ) STRICT""",
+    "CREATE INDEX sessions_by_parent ON sessions (parent_session) WHERE parent_session IS NOT NULL",
+    """CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        surface_op TEXT,
+        source_event_seqs TEXT,
+        ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
+        PRIMARY KEY (session_id, seq)
+    ) STRICT""",
+    f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
+)
+
+_EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
+_INSERT_EVENT: Final = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_HEADER_COLUMNS: Final = (
+    "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
+    "is_seeded, inherited_event_count"
+)
+_INSERT_SESSION: Final = f"INSERT INTO sessions ({_HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_SELECT_EVENTS: Final = (
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
+)
+_NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
+_SUMMARY: Final = (
+    f"SELECT {_HEADER_COLUMNS}, "
+    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
+)
+
+Row = tuple[str, int, str, int, str, str | None, str | None, int]
+T = TypeVar("T")
+
+
+def _event_row(session_id: str, event: Event) -> Row:
+    """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
+    where = f"{event.type}#{event.seq}"
+    data = encode_json_checked(event.data, f"{where}.data").decode()
+    op = event.surface_op
+    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
+    seqs = event.source_event_seqs
+    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
+    return (session_id, event.seq, event.type, event.time, data, surface_op, source, int(event.ignorable))
+
+
+def _session_row(header: SessionHeader, cut: int) -> tuple[Any, ...]:
+    return (
+        header.id,
+        header.created_at,
+        header.cwd,
+        header.parent_session,
+        header.origin,
+        header.delegation_depth,
+        header.agent_preset,
+        int(header.is_seeded),
+        cut,
+    )
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction, so multi-statement reads see one consistent state."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+@dataclass(slots=True, eq=False)
+class _Tail:
+    """The in-process append state of one session (touched only while ``lock`` is held)."""
+
+    next_seq: int
+    """Next seq, buffered rows included."""
+    pending: list[Row] = field(default_factory=list)
+    stale: bool = False
+    """Set after a failed write: ``next_seq`` must be re-read from the database."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(frozen=True, slots=True)
+class _ForkArgs:
+    child_id: str | None
+    origin: str | None
+    delegation_depth: int | None
+    created_at: int | None
+
+
+class SqliteEventStore:
+    """An ``EventStore`` in one SQLite database file (``sqlite:PATH``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._tails: dict[str, _Tail] = {}
+        self._tails_lock = asyncio.Lock()
+        self._closed = False
+
+    # -- the worker thread: connection, ownership, statements ----------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._adopt(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _owner(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        objects = conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchone()[0]
+        return app_id, version, objects
+
+    def _check_owner(self, app_id: int, version: int, objects: int) -> bool:
+        """True when the database is pristine (ours to stamp); raise when it is not ours."""
+        if version == 0:
+            if app_id != 0 or objects:
+                raise UnsupportedFormatError(
+                    f"{self.path} is not a dsh session database (it holds data without a dsh "
+                    "version stamp); choose another file"
+                )
+            return True
+        if app_id != APPLICATION_ID:
+            raise UnsupportedFormatError(
+                f"{self.path} is not a dsh session database (application_id {app_id:#x}, "
+                f"dsh uses {APPLICATION_ID:#x}); choose another file"
+            )
+        if version > SCHEMA_VERSION:
+            raise UnsupportedFormatError(
+                f"{self.path}: session database schema version {version} is newer than this dsh "
+                f"reads ({SCHEMA_VERSION}) — upgrade dsh"
+            )
+        if version != SCHEMA_VERSION:
+            raise UnsupportedFormatError(
+                f"{self.path}: session database schema version {version} is not supported "
+                f"(this dsh reads version {SCHEMA_VERSION}); there is no migration"
+            )
+        return False
+
+    def _adopt(self, conn: sqlite3.Connection) -> None:
+        if self._check_owner(*self._owner(conn)):
+            with _immediate(conn):
+                if self._check_owner(*self._owner(conn)):
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        if not {"sessions", "events"} <= tables:
+            raise CorruptLogError(f"{self.path}: the dsh schema is incomplete (missing tables)")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+
+    def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in the worker thread; map sqlite/OS errors once, here."""
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            return fn(self._conn, *args)
+        except DshError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+                raise UnsupportedFormatError(f"{self.path} is not an SQLite database") from exc
+            raise StoreError(f"{self.path}: sqlite error: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: sqlite error: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await run_blocking(self._executor, self._guarded, fn, *args)
+
+    def _header(self, row: Sequence[Any]) -> tuple[SessionHeader, int]:
+        try:
+            header = SessionHeader(
+                id=row[0],
+                created_at=row[1],
+                cwd=row[2],
+                parent_session=row[3],
+                origin=row[4],
+                delegation_depth=row[5],
+                agent_preset=row[6],
+                is_seeded=bool(row[7]),
+            )
+        except InvalidEventError as exc:
+            raise CorruptLogError(f"{self.path}: {exc}") from exc
+        return header, row[8]
+
+    def _header_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int]:
+        row = conn.execute(f"SELECT {_HEADER_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id, str(self.path))
+        return self._header(row)
+
+    def _events(self, conn: sqlite3.Connection, session_id: str, start: int) -> list[Event]:
+        loads = orjson.loads
+        events: list[Event] = []
+        append = events.append
+        expected = start
+        rows = conn.execute(_SELECT_EVENTS, (session_id, start))
+        try:
+            for seq, etype, time, data, op, seqs, ignorable in rows:
+                if seq != expected:
+                    raise CorruptLogError(
+                        f"{self.path}: session {session_id}: expected seq {expected}, found {seq}"
+                    )
+                if etype not in KNOWN_TYPES and not ignorable:
+                    raise UnsupportedFormatError(
+                        f"{self.path}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                    )
+                append(
+                    Event(
+                        etype,
+                        seq,
+                        time,
+                        loads(data),
+                        None if op is None else ("append" if op == '"append"' else loads(op)),
+                        None if seqs is None else tuple(loads(seqs)),
+                        ignorable == 1,
+                    )
+                )
+                expected += 1
+        except orjson.JSONDecodeError as exc:
+            raise CorruptLogError(f"{self.path}: session {session_id}, seq {expected}: bad JSON") from exc
+        return events
+
+    def _load_sync(self, conn: sqlite3.Connection, session_id: str) -> LoadedSession:
+        with _snapshot(conn):
+            header, cut = self._header_row(conn, session_id)
+            events = self._events(conn, session_id, 0)
+        try:
+            check_cut(header, cut, events)
+        except InvalidEventError as exc:
+            raise CorruptLogError(f"{self.path}: {exc}") from exc
+        return LoadedSession(header, cut, events)
+
+    def _read_from_sync(self, conn: sqlite3.Connection, session_id: str, seq: int) -> list[Event]:
+        with _snapshot(conn):
+            self._header_row(conn, session_id)
+            return self._events(conn, session_id, seq)
+
+    def _next_seq_sync(self, conn: sqlite3.Connection, session_id: str) -> int:
+        with _snapshot(conn):
+            self._header_row(conn, session_id)
+            next_seq: int = conn.execute(_NEXT_SEQ, (session_id,)).fetchone()[0]
+            return next_seq
+
+    def _create_sync(
+        self, conn: sqlite3.Connection, header: SessionHeader, cut: int, rows: list[Row]
+    ) -> None:
+        with _immediate(conn):
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
+                raise SessionExistsError(header.id, str(self.path))
+            conn.execute(_INSERT_SESSION, _session_row(header, cut))
+            conn.executemany(_INSERT_EVENT, rows)
+
+    def _insert_sync(self, conn: sqlite3.Connection, session_id: str, first: int, rows: list[Row]) -> None:
+        with _immediate(conn):
+            next_seq = conn.execute(_NEXT_SEQ, (session_id,)).fetchone()[0]
+            if next_seq != first:
+                raise SeqConflictError(session_id, next_seq, first)
+            conn.executemany(_INSERT_EVENT, rows)
+
+    def _summaries_sync(self, conn: sqlite3.Connection, parent: str | None) -> list[SessionSummary]:
+        if parent is None:
+            rows = conn.execute(f"{_SUMMARY} ORDER BY s.created_at, s.id").fetchall()
+        else:
+            sql = f"{_SUMMARY} WHERE s.parent_session = ? ORDER BY s.created_at, s.id"
+            rows = conn.execute(sql, (parent,)).fetchall()
+        out = []
+        for row in rows:
+            header, cut = self._header(row)
+            out.append(SessionSummary(header, cut, row[9]))
+        return out
+
+    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, args: _ForkArgs) -> LoadedSession:
+        with _immediate(conn):
+            parent, _ = self._header_row(conn, parent_id)
+            last = conn.execute(
+                f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
+            ).fetchone()[0]
+            n = 0 if last is None else last + 1
+            header = fork_header(
+                parent,
+                seeded=n > 0,
+                child_id=args.child_id,
+                origin=args.origin,
+                delegation_depth=args.delegation_depth,
+                created_at=args.created_at,
+            )
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
+                raise SessionExistsError(header.id, str(self.path))
+            conn.execute(_INSERT_SESSION, _session_row(header, n))
+            if n:
+                conn.execute(
+                    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
+                    "source_event_seqs, ignorable FROM events WHERE session_id = ? AND seq < ?",
+                    (header.id, parent_id, n),
+                )
+                conn.execute(_INSERT_EVENT, _event_row(header.id, cut_marker(n, header.created_at)))
+        return self._load_sync(conn, header.id)
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- the EventStore protocol ---------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the SQLite store {self.path} is closed")
+
+    async def _tail(self, session_id: str) -> _Tail:
+        tail = self._tails.get(session_id)
+        if tail is not None:
+            return tail
+        async with self._tails_lock:
+            tail = self._tails.get(session_id)
+            if tail is None:
+                tail = _Tail(await self._call(self._next_seq_sync, session_id))
+                self._tails[session_id] = tail
+            return tail
+
+    async def _flush(self, session_id: str, tail: _Tail) -> None:
+        """Write ``tail``'s buffered rows in one transaction; caller holds ``tail.lock``."""
+        if not tail.pending:
+            return
+        rows = tail.pending
+        tail.pending = []
+        try:
+            await self._call(self._insert_sync, session_id, rows[0][1], rows)
+        except BaseException:
+            tail.stale = True
+            raise
+
+    async def _flush_session(self, session_id: str) -> None:
+        tail = self._tails.get(session_id)
+        if tail is not None and tail.pending:
+            async with tail.lock:
+                await self._flush(session_id, tail)
+
+    async def _flush_all(self) -> None:
+        for session_id in list(self._tails):
+            await self._flush_session(session_id)
+
+    async def create(
+        self,
+        header: SessionHeader,
+        seed: Sequence[Event] = (),
+        *,
+        inherited_event_count: int = 0,
+    ) -> None:
+        self._check_open()
+        check_seed(header, seed, inherited_event_count)
+        rows = [_event_row(header.id, e) for e in seed]
+        await self._call(self._create_sync, header, inherited_event_count, rows)
+
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
+        self._check_open()
+        tail = await self._tail(session_id)
+        async with tail.lock:
+            self._check_open()
+            if tail.stale:
+                tail.next_seq = await self._call(self._next_seq_sync, session_id)
+                tail.stale = False
+            check_append(session_id, events, tail.next_seq)
+            rows = [_event_row(session_id, e) for e in events]
+            tail.pending.extend(rows)
+            tail.next_seq += len(rows)
+            if durable:
+                await self._flush(session_id, tail)
+
+    async def load(self, session_id: str) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(session_id)
+        return await self._call(self._load_sync, session_id)
+
+    async def read_from(self, session_id: str, seq: int) -> list[Event]:
+        self._check_open()
+        if seq < 0:
+            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
+        await self._flush_session(session_id)
+        return await self._call(self._read_from_sync, session_id, seq)
+
+    async def exists(self, session_id: str) -> bool:
+        self._check_open()
+
+        def probe(conn: sqlite3.Connection) -> bool:
+            return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+        return await self._call(probe)
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        self._check_open()
+        await self._flush_all()
+        return await self._call(self._summaries_sync, None)
+
+    async def children(self, session_id: str) -> list[SessionSummary]:
+        self._check_open()
+        await self._flush_all()
+        return await self._call(self._summaries_sync, session_id)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+    ) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(parent_id)
+        args = _ForkArgs(child_id, origin, delegation_depth, created_at)
+        return await self._call(self._fork_sync, parent_id, args)
+
+    async def close(self) -> None:
+        """Commit buffered events, close the connection and stop the worker (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        first_error: BaseException | None = None
+        for session_id, tail in list(self._tails.items()):
+            async with tail.lock:
+                try:
+                    await self._flush(session_id, tail)
+                except Exception as exc:  # keep committing the other sessions
+                    first_error = first_error or exc
+        self._tails.clear()
+        try:
+            await run_blocking(self._executor, self._close_sync)
+        finally:
+            self._executor.shutdown(wait=False)
+        if first_error is not None:
+            raise first_error
