@@ -78,6 +78,15 @@ async def test_retry_after_travels_in_the_message(
     assert "[request-id=req_42]" in got["message"]
 
 
+async def test_long_provider_messages_keep_the_hints(
+    server: OpenAICompatServer, model: OpenAICompatModel
+) -> None:
+    server.enqueue(http_error(429, "x" * 5000, retry_after="7", headers=[("x-request-id", "req_1")]))
+    message = failure(await collect(model))["message"]
+    assert len(message) < 600 and "…" in message
+    assert retry_after_ms(message) == 7000 and message.endswith("[request-id=req_1]")
+
+
 def _text_then(faults: Faults, **kwargs: Any) -> Response:
     return stream_reply(text=["one ", "two ", "three"], faults=faults, **kwargs)
 
@@ -279,3 +288,19 @@ async def test_two_streams_overlap(server: OpenAICompatServer, model: OpenAIComp
     assert a.started_at < b.ended_at and b.started_at < a.ended_at
     results = sorted([assemble(first).finish_kind, assemble(second).finish_kind])
     assert results == ["stop", "tool-calls"]
+
+
+async def test_cancellation_while_waiting_for_headers(server: OpenAICompatServer) -> None:
+    reply = stream_reply(text="late")
+    server.enqueue(dataclasses.replace(reply, steps=(Stall(None), *reply.steps)))
+    async with OpenAICompatModel(base_url=server.base_url, api_key=KEY, idle_timeout=30) as m:
+        task = asyncio.create_task(collect(m, request()))
+        async with asyncio.timeout(3):
+            while not server.in_flight:
+                await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        async with asyncio.timeout(3):
+            while server.in_flight:
+                await asyncio.sleep(0.01)

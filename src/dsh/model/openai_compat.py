@@ -25,6 +25,7 @@ from dsh.events.chunks import Chunk
 from dsh.jsonx import JSONDecodeError, loads
 from dsh.model.base import ModelRequest
 from dsh.model.failures import (
+    MAX_MESSAGE,
     classify_status,
     classify_stream_error,
     error_text,
@@ -184,7 +185,7 @@ class OpenAICompatModel:
             raise ModelError("TIMEOUT", f"no bytes from the provider for {self._idle:g}s") from exc
 
     def _failure(self, code: str, message: str) -> Chunk:
-        return ck.error_finish(code, scrub(message, self._secrets()))
+        return ck.error_finish(code, scrub(message, self._secrets(), limit=MAX_MESSAGE + 200))
 
     def _status_failure(self, exc: openai.APIStatusError) -> Chunk:
         status = exc.status_code
