@@ -95,6 +95,8 @@ class ToolScheduler:
             }
             if out.is_error and out.code:
                 data["error"] = {"code": out.code}
+            if out.meta is not None:
+                data["meta"] = out.meta
             self._append(TOOL_RESULT, data, source_event_seqs=[seq])
 
         async def run_one(i: int) -> None:
