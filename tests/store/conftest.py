@@ -1,0 +1,44 @@
+"""Store fixtures: openers per backend, each over fresh storage in ``tmp_path``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dsh.store import EventStore, JsonlEventStore, MemoryEventStore, MemorySpace, SqliteEventStore
+from dsh.store.contract import StoreOpener
+
+BACKENDS = ("memory", "jsonl", "sqlite")
+
+OpenerFactory = Callable[[str, Path], StoreOpener]
+
+
+def _make_opener(backend: str, root: Path) -> StoreOpener:
+    space = MemorySpace()
+
+    async def open_store() -> EventStore:
+        if backend == "memory":
+            return MemoryEventStore(space)
+        if backend == "jsonl":
+            return JsonlEventStore(root / "sessions")
+        return SqliteEventStore(root / "sessions.db")
+
+    return open_store
+
+
+@pytest.fixture
+def make_opener() -> OpenerFactory:
+    """``make_opener(backend, dir)``: an opener returning new handles on one storage in ``dir``."""
+    return _make_opener
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def opener(backend: str, tmp_path: Path) -> StoreOpener:
+    return _make_opener(backend, tmp_path)
