@@ -176,8 +176,8 @@ class Agent:
         closers = interrupted_turn_closers(agent.session.events)
         if closers:
             last_time = agent.session.events[-1].time
-            for etype, data in closers:
-                agent.append(etype, data, time=last_time)
+            for etype, data, sources in closers:
+                agent.append(etype, data, source_event_seqs=sources, time=last_time)
             await agent.checkpoint()
         return agent
 

@@ -66,8 +66,12 @@ def open_turn(events: Sequence[Event]) -> int | None:
     return None
 
 
-def interrupted_turn_closers(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]]]:
-    """The (type, data) events that close a turn a crash left open, in append order.
+Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]
+"""``(type, data, sourceEventSeqs)`` of one event to append."""
+
+
+def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
+    """The events that close a turn a crash left open, in append order.
 
     One error ``tool/result`` per logged ``tool/call`` without a result
     (``TOOL_OUTCOME_UNKNOWN``), ``step/end`` if a step is open, then
@@ -89,7 +93,7 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[tuple[str, dict[st
             step_open = {"turn": event.data["turn"], "step": event.data["step"]}
         elif event.type == STEP_END:
             step_open = None
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[Closer] = []
     for call_id, call in calls.items():
         message = tool_result_message(
             call_id,
@@ -106,9 +110,10 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[tuple[str, dict[st
                     "message": message,
                     "error": {"code": "TOOL_OUTCOME_UNKNOWN"},
                 },
+                (call.seq,),
             )
         )
     if step_open is not None:
-        out.append((STEP_END, step_open))
-    out.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}))
+        out.append((STEP_END, step_open, None))
+    out.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}, None))
     return out
