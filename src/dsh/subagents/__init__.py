@@ -5,7 +5,8 @@ from dsh.subagents.tools import (
     ForkArgs,
     SpawnArgs,
     SubagentTool,
+    standard_tools,
     subagent_tools,
 )
 
-__all__ = ["DEFAULT_MAX_DEPTH", "ForkArgs", "SpawnArgs", "SubagentTool", "subagent_tools"]
+__all__ = ["DEFAULT_MAX_DEPTH", "ForkArgs", "SpawnArgs", "SubagentTool", "standard_tools", "subagent_tools"]

@@ -19,6 +19,7 @@ from dsh.model import Delegation
 from dsh.session import all_assistant_text, final_assistant_text
 from dsh.store import LoadedSession
 from dsh.tools import ToolContext, ToolOutput
+from dsh.tools.registry import ToolRegistry, builtin_registry
 
 DEFAULT_MAX_DEPTH = 2
 """Top level is depth 0, a child 1, a grandchild 2; deeper delegation is refused."""
@@ -168,3 +169,11 @@ def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
 def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> list[SubagentTool]:
     """Both delegation tools, ready to register."""
     return [SubagentTool("spawn", max_depth=max_depth), SubagentTool("fork", max_depth=max_depth)]
+
+
+def standard_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolRegistry:
+    """The built-in tools plus ``subagent`` and ``subagent_fork``: what ``dsh run`` uses."""
+    registry = builtin_registry()
+    for tool in subagent_tools(max_depth=max_depth):
+        registry.register(tool)
+    return registry

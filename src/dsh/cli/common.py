@@ -1,0 +1,72 @@
+"""CLI plumbing: one-line errors, async entry, shared options and store opening."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+
+from dsh.errors import DshError, UsageError
+from dsh.jsonx import dumps_unchecked
+
+T = TypeVar("T")
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="DSH_STORE",
+        help="Where sessions live: sqlite:PATH, jsonl:DIR or postgresql://... "
+        "(default: the embedded SQLite database under the user data dir).",
+        show_default=False,
+    ),
+]
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print stable JSON instead of a table.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print one error line to stderr and exit with ``code``."""
+    typer.echo(f"dsh: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn every expected failure into one line on stderr and a non-zero exit."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except UsageError as exc:
+        fail(str(exc), 2)
+    except DshError as exc:
+        fail(str(exc))
+    except FileNotFoundError as exc:
+        fail(f"{exc.filename}: no such file or directory")
+    except IsADirectoryError as exc:
+        fail(f"{exc.filename}: is a directory")
+    except PermissionError as exc:
+        fail(f"{exc.filename}: permission denied")
+    except OSError as exc:
+        fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
+
+
+def run_async(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run ``fn()`` on a fresh event loop with user errors mapped to one line."""
+    with user_errors():
+
+        async def main() -> T:
+            return await fn()
+
+        return asyncio.run(main())
+
+
+def write_json_line(obj: object) -> None:
+    """Write one compact JSON line to stdout."""
+    sys.stdout.buffer.write(dumps_unchecked(obj) + b"\n")
+    sys.stdout.flush()

@@ -1,0 +1,128 @@
+"""The live view of ``dsh run``: streamed text, tool calls, delegations, usage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.markup import escape
+
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+from dsh.events.messages import joined_text
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    SUBAGENT_DESCRIPTOR,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(slots=True)
+class _Child:
+    label: str
+    depth: int
+
+
+class LiveView:
+    """Feed listener that renders one top-level session and its subagents.
+
+    The top-level session streams reasoning (dimmed) and text as they arrive; subagents
+    are shown as labelled, indented summaries so concurrent children stay readable.
+    """
+
+    def __init__(self, console: Console, root_session: str) -> None:
+        self.console = console
+        self.root = root_session
+        self._children: dict[str, _Child] = {}
+        self._mid_line = False
+        self._mode = ""
+
+    def _newline(self) -> None:
+        if self._mid_line:
+            self.console.print()
+            self._mid_line = False
+            self._mode = ""
+
+    def _prefix(self, session_id: str) -> str:
+        child = self._children.get(session_id)
+        if child is None:
+            return ""
+        return "  " * child.depth + f"[cyan]\\[{escape(child.label)}][/cyan] "
+
+    def chunk(self, session_id: str, chunk: Chunk) -> None:
+        if session_id != self.root:
+            return
+        kind = chunk["type"]
+        if kind == "reasoning-delta":
+            if self._mode != "reasoning":
+                self._newline()
+                self._mode = "reasoning"
+            self.console.print(chunk["text"], style="dim", end="", markup=False, highlight=False)
+            self._mid_line = True
+        elif kind == "text-delta":
+            if self._mode != "text":
+                self._newline()
+                self._mode = "text"
+            self.console.print(chunk["text"], end="", markup=False, highlight=False)
+            self._mid_line = True
+
+    def event(self, session_id: str, event: Event) -> None:
+        etype = event.type
+        data = event.data
+        if etype == SUBAGENT_DESCRIPTOR:
+            parent = str(data.get("delegation", {}).get("parentSession", ""))
+            parent_child = self._children.get(parent)
+            depth = parent_child.depth + 1 if parent_child else 1
+            label = str(data.get("label") or session_id[:8])
+            self._children[session_id] = _Child(label, depth)
+            self._newline()
+            self.console.print(
+                "  " * (depth - 1)
+                + f"[magenta]⇢ {escape(str(data.get('provider')))}[/magenta] "
+                + f"[cyan]\\[{escape(label)}][/cyan] session {session_id}"
+            )
+        elif etype == TOOL_CALL:
+            self._newline()
+            self.console.print(
+                self._prefix(session_id)
+                + f"[yellow]→ {escape(str(data['name']))}[/yellow] "
+                + escape(_short(str(data.get("arguments", "")), 100))
+            )
+        elif etype == TOOL_RESULT:
+            block = data["message"]["content"][0]
+            text = joined_text(block.get("content", []))
+            mark = "[red]✗[/red]" if block.get("isError") else "[green]←[/green]"
+            self._newline()
+            self.console.print(self._prefix(session_id) + f"{mark} " + escape(_short(text)))
+        elif etype == ASSISTANT_ATTEMPT:
+            failure = data.get("failure", {})
+            self._newline()
+            self.console.print(
+                self._prefix(session_id)
+                + f"[red]! model call failed: {escape(str(failure.get('code')))}[/red] "
+                + escape(_short(str(failure.get("message", ""))))
+            )
+        elif etype == ASSISTANT_MESSAGE and session_id != self.root:
+            text = joined_text(data.get("message", {}).get("content", []))
+            if text.strip():
+                self._newline()
+                self.console.print(self._prefix(session_id) + escape(_short(text, 400)))
+        elif etype == TURN_END and session_id in self._children:
+            self._newline()
+            kind = data.get("reason", {}).get("kind")
+            self.console.print(self._prefix(session_id) + f"[magenta]⇠ {escape(str(kind))}[/magenta]")
+
+    def finish(self, session_id: str, reason: dict[str, object], usage: dict[str, int]) -> None:
+        self._newline()
+        used = ", ".join(f"{k} {v}" for k, v in usage.items()) or "no usage reported"
+        kind = reason.get("kind")
+        style = "green" if kind in ("completed", "max-tokens") else "red"
+        self.console.print(f"[{style}]■ {escape(str(kind))}[/{style}] · {used} · session {session_id}")

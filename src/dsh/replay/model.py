@@ -1,0 +1,179 @@
+"""ReplayModel: serves each live session the script recorded for it — no key, no network."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dsh.errors import ModelError, ScriptExhaustedError, ScriptNotConsumedError, UnrecordedSessionError
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
+from dsh.model import ModelRequest
+from dsh.replay.derive import derive_script
+from dsh.replay.entries import Entry
+from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders
+
+
+@dataclass(slots=True)
+class SessionScript:
+    """The recorded calls of one session, with the identity used to bind a live session."""
+
+    label: str
+    recorded_id: str
+    created_at: int
+    entries: list[Entry]
+    parent_session: str | None = None
+    call_id: str | None = None
+    cursor: int = 0
+    bound_to: str | None = field(default=None)
+
+
+def delegation_call_id(own_events: Sequence[Event]) -> str | None:
+    """The tool ``callId`` recorded in a child's ``subagent/descriptor``, if any."""
+    for event in own_events:
+        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
+            delegation = event.data.get("delegation")
+            if isinstance(delegation, dict) and isinstance(delegation.get("callId"), str):
+                return str(delegation["callId"])
+            return None
+    return None
+
+
+def script_for(
+    label: str,
+    recorded_id: str,
+    created_at: int,
+    events: Sequence[Event],
+    inherited_event_count: int,
+    parent_session: str | None = None,
+) -> SessionScript:
+    """Derive a session's script from ``events[inherited_event_count:]`` — the slice."""
+    own = events[inherited_event_count:]
+    return SessionScript(
+        label=label,
+        recorded_id=recorded_id,
+        created_at=created_at,
+        entries=derive_script(own, label),
+        parent_session=parent_session,
+        call_id=delegation_call_id(own),
+    )
+
+
+class ReplayModel:
+    """A ``Model`` serving recorded scripts.
+
+    The primary script serves the top-level session. A child binds, at its first call, to
+    the recorded child with the same recorded parent and tool ``callId``; recordings without
+    that identity (the original's) fall back to ``createdAt``/id order, each new live
+    session claiming the next unclaimed script. Errors name the scenario and session.
+    """
+
+    def __init__(
+        self,
+        primary: SessionScript,
+        children: Sequence[SessionScript] = (),
+        *,
+        scenario: str = "replay",
+        provider: str = "replay",
+        cwd: Path | None = None,
+    ) -> None:
+        self.primary = primary
+        self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
+        self.scenario = scenario
+        self._provider = provider
+        self._cwd = cwd
+        self._live: dict[str, SessionScript] = {}
+        self.errors: list[Exception] = []
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def scripts(self) -> list[SessionScript]:
+        return [self.primary, *self.children]
+
+    def _fail(self, exc: Exception) -> Exception:
+        self.errors.append(exc)
+        return exc
+
+    def _bind(self, request: ModelRequest) -> SessionScript:
+        live = request.session_id
+        script = self._live.get(live)
+        if script is not None:
+            return script
+        if request.delegation is None:
+            if self.primary.bound_to is not None:
+                raise self._fail(
+                    UnrecordedSessionError(
+                        f"{self.scenario}: a second top-level session {live} has no recording"
+                    )
+                )
+            script = self.primary
+        else:
+            script = self._bind_child(live, request.delegation.parent_session, request.delegation.call_id)
+        script.bound_to = live
+        self._live[live] = script
+        return script
+
+    def _bind_child(self, live: str, live_parent: str, call_id: str) -> SessionScript:
+        parent = self._live.get(live_parent)
+        recorded_parent = parent.recorded_id if parent is not None else None
+        for script in self.children:
+            if (
+                script.bound_to is None
+                and script.call_id == call_id
+                and script.parent_session == recorded_parent
+            ):
+                return script
+        for script in self.children:
+            if script.bound_to is None and script.call_id is None:
+                return script
+        raise self._fail(
+            UnrecordedSessionError(
+                f"{self.scenario}: no recorded child session for live session {live} "
+                f"(parent {live_parent}, call {call_id}); re-record the scenario"
+            )
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        script = self._bind(request)
+        if script.cursor >= len(script.entries):
+            raise self._fail(
+                ScriptExhaustedError(
+                    f"{self.scenario}: script {script.label} (session {script.recorded_id}) is "
+                    f"exhausted after {len(script.entries)} call(s); re-record the scenario"
+                )
+            )
+        entry = script.entries[script.cursor]
+        script.cursor += 1
+        chunks: Sequence[Chunk] = entry.chunks
+        if has_placeholder(chunks):
+            chunks = resolve_placeholders(list(chunks), request_corpus(request.messages))
+        for chunk in chunks:
+            yield chunk
+        if entry.kind == "throw":
+            raise ModelError(entry.code, entry.message)
+        if entry.kind == "hang":
+            if entry.ready_file is not None:
+                ready = Path(entry.ready_file)
+                if not ready.is_absolute() and self._cwd is not None:
+                    ready = self._cwd / ready
+                ready.write_bytes(b"")
+            await asyncio.Event().wait()
+
+    def assert_consumed(self) -> None:
+        """Raise unless every recorded call was served (and no replay error happened)."""
+        if self.errors:
+            raise ScriptNotConsumedError(str(self.errors[0]))
+        problems = [
+            f"{s.label} (session {s.recorded_id}) served {s.cursor} of {len(s.entries)} call(s)"
+            + ("" if s.bound_to else ", never bound to a live session")
+            for s in self.scripts
+            if s.cursor < len(s.entries)
+        ]
+        if problems:
+            raise ScriptNotConsumedError(f"{self.scenario}: " + "; ".join(problems))

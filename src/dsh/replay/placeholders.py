@@ -1,0 +1,70 @@
+"""``{{fromRequest:<regex>}}`` placeholders, resolved against the live request's text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from dsh.errors import ReplayError
+from dsh.events.messages import Message
+
+_OPEN = "{{fromRequest:"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def request_corpus(messages: Sequence[Message]) -> str:
+    """Every string leaf of the request's messages, depth-first, joined with newlines."""
+    return "\n".join(_strings(list(messages)))
+
+
+def _resolve(text: str, corpus: str) -> str:
+    out: list[str] = []
+    pos = 0
+    while True:
+        start = text.find(_OPEN, pos)
+        if start < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        close = text.find("}}", start + len(_OPEN))
+        if close < 0:
+            raise ReplayError(f"unterminated {_OPEN} placeholder in {text!r}")
+        end = close + 2
+        while end < len(text) and text[end] == "}":
+            end += 1
+        pattern = text[start + len(_OPEN) : end - 2]
+        try:
+            matches = list(re.finditer(pattern, corpus))
+        except re.error as exc:
+            raise ReplayError(f"invalid regex in placeholder {pattern!r}: {exc}") from exc
+        if not matches:
+            raise ReplayError(f"placeholder regex {pattern!r} matched nothing in the request")
+        last = matches[-1]
+        out.append(text[pos:start])
+        out.append(last.group(1) if last.re.groups else last.group(0))
+        pos = end
+
+
+def resolve_placeholders(value: Any, corpus: str) -> Any:
+    """Return ``value`` with every placeholder in its strings resolved."""
+    if isinstance(value, str):
+        return _resolve(value, corpus) if _OPEN in value else value
+    if isinstance(value, dict):
+        return {k: resolve_placeholders(v, corpus) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_placeholders(v, corpus) for v in value]
+    return value
+
+
+def has_placeholder(chunks: Sequence[Any]) -> bool:
+    return any(_OPEN in s for s in _strings(list(chunks)))

@@ -1,0 +1,23 @@
+"""Snapshot scenarios: the runner (record / replay / refresh) and the pytest plugin."""
+
+from dsh.snapshot.runner import (
+    AgentFactory,
+    AgentSetup,
+    ScenarioResult,
+    ScenarioSkipped,
+    SessionReport,
+    default_agent_factory,
+    run_scenario,
+    snapshot_mode,
+)
+
+__all__ = [
+    "AgentFactory",
+    "AgentSetup",
+    "ScenarioResult",
+    "ScenarioSkipped",
+    "SessionReport",
+    "default_agent_factory",
+    "run_scenario",
+    "snapshot_mode",
+]

@@ -1,0 +1,311 @@
+"""The scenario runner: drive ``input.json`` against an agent in replay, record or refresh mode."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from dsh import jsonx
+from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.events import SessionHeader
+from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
+from dsh.model import Model
+from dsh.model.openai_compat import OpenAICompatModel
+from dsh.model.settings import resolve_provider
+from dsh.replay.files import PRIMARY, load_replay_model
+from dsh.replay.model import ReplayModel
+from dsh.session import final_assistant_text
+from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, normalize
+from dsh.store import EventStore, LoadedSession
+from dsh.store.logfile import encode_log
+from dsh.store.memory import MemoryEventStore
+from dsh.subagents import standard_tools
+
+Mode = Literal["replay", "record", "refresh"]
+MODES: tuple[Mode, ...] = ("replay", "record", "refresh")
+TRANSCRIPT = "transcript.expected.jsonl"
+INPUT = "input.json"
+
+
+class ScenarioSkipped(ScenarioError):
+    """The scenario cannot run in this mode here (e.g. record mode without a provider)."""
+
+
+def snapshot_mode(value: str | None = None) -> Mode:
+    """The mode from ``value`` or ``DSH_SNAPSHOT`` (default ``replay``)."""
+    raw = value if value is not None else os.environ.get("DSH_SNAPSHOT", "")
+    raw = raw.strip() or "replay"
+    if raw not in MODES:
+        raise UsageError(f"snapshot mode {raw!r} is not one of replay, record, refresh")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSetup:
+    """What an agent factory gets to build the scenario's agent."""
+
+    store: EventStore
+    model: Model
+    model_name: str
+    cwd: Path
+    feed: Feed
+    replay: bool
+
+
+AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
+
+
+async def default_agent_factory(setup: AgentSetup) -> Agent:
+    """The built-in tools plus both subagent tools; zero-delay retries under replay."""
+    config = AgentConfig(model=setup.model_name, retry=NO_DELAY if setup.replay else RetryPolicy())
+    return await Agent.create(
+        setup.store,
+        model=setup.model,
+        tools=standard_tools(),
+        config=config,
+        cwd=setup.cwd,
+        feed=setup.feed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """One recorded session and the live session it was bound to."""
+
+    recorded_id: str
+    live_id: str | None
+    kind: str
+    inherited_event_count: int
+    calls: int
+    consumed: int
+    final_text: str
+    recorded_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recordedId": self.recorded_id,
+            "liveId": self.live_id,
+            "kind": self.kind,
+            "inheritedEventCount": self.inherited_event_count,
+            "calls": self.calls,
+            "consumed": self.consumed,
+            "finalText": self.final_text,
+        }
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """What a scenario run produced and whether it passed."""
+
+    scenario: str
+    mode: Mode
+    transcript: list[dict[str, Any]]
+    sessions: list[SessionReport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.diff
+
+    def failure_text(self) -> str:
+        parts = [*self.problems]
+        if self.diff:
+            parts.append(f"scenario {self.scenario}: transcript differs from {TRANSCRIPT}:\n{self.diff}")
+        return "\n".join(parts)
+
+
+def read_steps(directory: Path) -> list[dict[str, Any]]:
+    """The validated steps of ``input.json`` (``initialize`` is accepted and ignored)."""
+    path = directory / INPUT
+    try:
+        doc = jsonx.loads(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} is missing") from exc
+    except jsonx.JSONDecodeError as exc:
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} is not valid JSON: {exc}") from exc
+    steps = doc.get("steps") if isinstance(doc, dict) else None
+    if not isinstance(steps, list):
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} needs a 'steps' list")
+    for i, step in enumerate(steps):
+        op = step.get("op") if isinstance(step, dict) else None
+        if op == "prompt":
+            if not isinstance(step.get("text"), str):
+                raise ScenarioError(f"scenario {directory.name}: steps[{i}] prompt needs 'text'")
+        elif op not in ("initialize", "newSession"):
+            raise ScenarioError(f"scenario {directory.name}: steps[{i}] has unsupported op {op!r}")
+    return steps
+
+
+def _prepare_workspace(directory: Path, tmp: Path) -> Path:
+    """A writable copy of the scenario's ``workspace/`` (or an empty dir) to run in."""
+    cwd = tmp.resolve() / "work"
+    workspace = directory / "workspace"
+    if workspace.is_dir():
+        shutil.copytree(workspace, cwd)
+        for path in [cwd, *cwd.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    else:
+        cwd.mkdir()
+    return cwd
+
+
+def _scrub(value: Any, cwd: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(cwd, "{{cwd}}")
+    if isinstance(value, dict):
+        return {k: _scrub(v, cwd) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, cwd) for v in value]
+    return value
+
+
+def _portable(loaded: LoadedSession, cwd: str) -> LoadedSession:
+    """The log with the run's cwd replaced by ``{{cwd}}`` (fixtures carry no machine paths)."""
+    header: SessionHeader = loaded.header.evolve(cwd="{{cwd}}")
+    events = [e.__class__(e.type, e.seq, e.time, _scrub(e.data, cwd), e.surface_op,
+                          e.source_event_seqs, e.ignorable) for e in loaded.events]  # fmt: skip
+    return LoadedSession(header, loaded.inherited_event_count, events)
+
+
+def _write_logs(directory: Path, sessions: dict[str, LoadedSession], primary: str, cwd: str) -> None:
+    for stale in directory.glob("session*.jsonl"):
+        stale.unlink()
+    (directory / PRIMARY).write_bytes(encode_log(_portable(sessions[primary], cwd)))
+    children = sorted(
+        (s for sid, s in sessions.items() if sid != primary),
+        key=lambda s: (s.header.created_at, s.header.id),
+    )
+    for n, child in enumerate(children, start=1):
+        (directory / f"session.{n}.jsonl").write_bytes(encode_log(_portable(child, cwd)))
+
+
+def _reports(
+    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession]
+) -> list[SessionReport]:
+    out = []
+    for script in model.scripts:
+        rec = recorded.get(script.label)
+        live = sessions.get(script.bound_to) if script.bound_to else None
+        live_text = final_assistant_text(live.events[live.inherited_event_count :]) if live else ""
+        rec_text = final_assistant_text(rec.events[rec.inherited_event_count :]) if rec else ""
+        out.append(
+            SessionReport(
+                recorded_id=script.recorded_id,
+                live_id=script.bound_to,
+                kind=child_kind(rec) if rec else "primary",
+                inherited_event_count=live.inherited_event_count if live else 0,
+                calls=len(script.entries),
+                consumed=script.cursor,
+                final_text=live_text,
+                recorded_text=rec_text,
+            )
+        )
+    return out
+
+
+def _record_model() -> tuple[Model, str]:
+    try:
+        settings = resolve_provider()
+    except UsageError as exc:
+        raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
+    model = OpenAICompatModel(
+        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+    )
+    return model, settings.model
+
+
+async def run_scenario(
+    directory: Path,
+    mode: Mode = "replay",
+    *,
+    factory: AgentFactory = default_agent_factory,
+    store: EventStore | None = None,
+    feed: Feed | None = None,
+    record_model: Model | None = None,
+    model_name: str = "deepseek-chat",
+    sliced: bool = True,
+) -> ScenarioResult:
+    """Run the scenario in ``directory``; see the module docstring for the modes."""
+    directory = await asyncio.to_thread(directory.resolve)
+    name = directory.name
+    steps = read_steps(directory)
+    store = store or MemoryEventStore()
+    feed = feed or Feed()
+    with tempfile.TemporaryDirectory(prefix="dsh-snap-") as tmp:
+        cwd = await asyncio.to_thread(_prepare_workspace, directory, Path(tmp))
+        replay_model: ReplayModel | None = None
+        recorded: dict[str, LoadedSession] = {}
+        if mode == "record":
+            model, model_name = (record_model, model_name) if record_model else _record_model()
+        else:
+            replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced)
+            model = replay_model
+            if logs.primary is not None:
+                recorded[PRIMARY] = logs.primary
+            recorded.update(dict(logs.children))
+        setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record")
+        agents: list[Agent] = []
+        problems: list[str] = []
+        for step in steps:
+            if step["op"] == "newSession":
+                agents.append(await factory(setup))
+            elif step["op"] == "prompt":
+                if not agents:
+                    agents.append(await factory(setup))
+                result = await agents[-1].run_turn(step["text"])
+                if not result.ok:
+                    failure = result.failure
+                    detail = f": {failure['code']}: {failure['message']}" if failure else ""
+                    problems.append(
+                        f"scenario {name}: turn {result.turn} ended {result.reason['kind']}{detail}"
+                    )
+        ids = [s.header.id for s in await store.list_sessions()]
+        sessions = {sid: await store.load(sid) for sid in ids}
+        lines: list[dict[str, Any]] = []
+        for agent in agents:
+            lines.extend(build_transcript(sessions, agent.id))
+        transcript = normalize(lines, cwd=str(cwd))
+        result_obj = ScenarioResult(name, mode, transcript, problems=problems)
+        if replay_model is not None:
+            try:
+                replay_model.assert_consumed()
+            except ReplayError as exc:
+                problems.append(str(exc))
+            result_obj.sessions = _reports(replay_model, sessions, recorded)
+            for report in result_obj.sessions:
+                if report.live_id and report.final_text != report.recorded_text:
+                    problems.append(
+                        f"scenario {name}: session {report.recorded_id} answered "
+                        f"{report.final_text!r}, the recording says {report.recorded_text!r}"
+                    )
+        text = dumps_lines(transcript)
+        expected_path = directory / TRANSCRIPT
+        if mode == "record":
+            if not agents:
+                raise ScenarioError(f"scenario {name}: no session was started")
+            _write_logs(directory, sessions, agents[0].id, str(cwd))
+            expected_path.write_text(text)
+        elif mode == "refresh":
+            expected_path.write_text(text)
+        elif expected_path.exists():
+            expected = expected_path.read_text()
+            if expected != text:
+                result_obj.diff = "".join(
+                    difflib.unified_diff(
+                        expected.splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        fromfile=f"{name}/{TRANSCRIPT}",
+                        tofile=f"{name} (replayed)",
+                    )
+                )
+        if mode == "record" and isinstance(model, OpenAICompatModel) and record_model is None:
+            await model.aclose()
+        return result_obj

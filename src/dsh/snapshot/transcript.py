@@ -1,0 +1,180 @@
+"""The normalized transcript of a run, built from its session logs.
+
+One line per visible update: prompts, assistant text, tool calls and results, subagent
+start (kind and cut) and finish, failed attempts and turn ends. A child's lines are spliced
+in where the parent's delegation result is committed (model order), so the transcript does
+not depend on how concurrent children were scheduled. Session ids become
+``{{session:N}}`` by first appearance and the run's cwd becomes ``{{cwd}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh import jsonx
+from dsh.events.messages import joined_text
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    SUBAGENT_DESCRIPTOR,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    USER_MESSAGE,
+)
+from dsh.store import LoadedSession
+
+SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
+
+Line = dict[str, Any]
+
+
+def _descriptor(loaded: LoadedSession) -> dict[str, Any]:
+    for event in loaded.events[loaded.inherited_event_count :]:
+        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
+            return event.data
+    return {}
+
+
+def child_kind(loaded: LoadedSession) -> str:
+    """``fork`` or ``spawn`` for a child session (``primary`` for a top-level one)."""
+    if loaded.header.parent_session is None:
+        return "primary"
+    provider = _descriptor(loaded).get("provider")
+    if provider in ("spawn", "fork"):
+        return str(provider)
+    return "fork" if loaded.header.is_seeded else "spawn"
+
+
+def _children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, str], str]:
+    """(parent id, tool call id) → child id, from delegation identity or creation order."""
+    out: dict[tuple[str, str], str] = {}
+    unkeyed: dict[str, list[LoadedSession]] = {}
+    for sid, loaded in sessions.items():
+        parent = loaded.header.parent_session
+        if parent is None:
+            continue
+        delegation = _descriptor(loaded).get("delegation")
+        if isinstance(delegation, dict) and isinstance(delegation.get("callId"), str):
+            out[(parent, delegation["callId"])] = sid
+        else:
+            unkeyed.setdefault(parent, []).append(loaded)
+    for parent, children in unkeyed.items():
+        children.sort(key=lambda s: (s.header.created_at, s.header.id))
+        parent_log = sessions.get(parent)
+        if parent_log is None:
+            continue
+        calls = [
+            e.data["callId"]
+            for e in parent_log.events[parent_log.inherited_event_count :]
+            if e.type == TOOL_CALL and e.data.get("name") in SUBAGENT_TOOLS
+        ]
+        for call_id, child in zip(calls, children, strict=False):
+            out.setdefault((parent, call_id), child.header.id)
+    return out
+
+
+def _arguments(raw: object) -> object:
+    if isinstance(raw, str):
+        try:
+            return jsonx.loads(raw) if raw.strip() else {}
+        except jsonx.JSONDecodeError:
+            return raw
+    return raw
+
+
+def build_transcript(sessions: Mapping[str, LoadedSession], primary: str) -> list[Line]:
+    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``."""
+    by_call = _children_by_call(sessions)
+    lines: list[Line] = []
+
+    def walk(sid: str) -> None:
+        loaded = sessions[sid]
+        for event in loaded.events[loaded.inherited_event_count :]:
+            etype, data = event.type, event.data
+            if etype == USER_MESSAGE and data.get("source", {}).get("kind") == "user":
+                lines.append({"session": sid, "type": "prompt", "text": joined_text(data["content"])})
+            elif etype == ASSISTANT_MESSAGE and isinstance(data.get("message"), dict):
+                text = joined_text(data["message"].get("content", []))
+                if text:
+                    lines.append({"session": sid, "type": "text", "text": text})
+            elif etype == ASSISTANT_ATTEMPT:
+                code = data.get("failure", {}).get("code")
+                lines.append({"session": sid, "type": "attempt-failed", "code": code})
+            elif etype == TOOL_CALL:
+                lines.append(
+                    {
+                        "session": sid,
+                        "type": "tool-call",
+                        "name": data.get("name"),
+                        "arguments": _arguments(data.get("arguments")),
+                    }
+                )
+            elif etype == TOOL_RESULT:
+                block = data["message"]["content"][0]
+                child = by_call.get((sid, block.get("toolCallId", "")))
+                if child is not None and child in sessions:
+                    child_log = sessions[child]
+                    lines.append(
+                        {
+                            "session": sid,
+                            "type": "subagent-start",
+                            "child": child,
+                            "kind": child_kind(child_log),
+                            "cut": child_log.inherited_event_count,
+                            "label": _descriptor(child_log).get("label"),
+                        }
+                    )
+                    walk(child)
+                    lines.append({"session": sid, "type": "subagent-end", "child": child})
+                lines.append(
+                    {
+                        "session": sid,
+                        "type": "tool-result",
+                        "isError": bool(block.get("isError")),
+                        "text": joined_text(block.get("content", [])),
+                    }
+                )
+            elif etype == TURN_END:
+                lines.append(
+                    {"session": sid, "type": "turn-end", "reason": data.get("reason", {}).get("kind")}
+                )
+
+    walk(primary)
+    return lines
+
+
+def normalize(lines: list[Line], *, cwd: str | None) -> list[Line]:
+    """Session ids → ``{{session:N}}`` by first appearance; cwd → ``{{cwd}}``."""
+    tokens: dict[str, str] = {}
+
+    def token(sid: str) -> str:
+        return tokens.setdefault(sid, f"{{{{session:{len(tokens)}}}}}")
+
+    for line in lines:
+        token(line["session"])
+        if "child" in line:
+            token(line["child"])
+    spellings = sorted({cwd} if cwd else set(), key=len, reverse=True)
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            for sid, tok in tokens.items():
+                if sid in value:
+                    value = value.replace(sid, tok)
+            for spelling in spellings:
+                value = value.replace(spelling, "{{cwd}}")
+            return value
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    return [scrub(line) for line in lines]
+
+
+def dumps_lines(lines: list[Line]) -> str:
+    """One compact JSON object per line."""
+    return "".join(jsonx.dumps(line).decode() + "\n" for line in lines)
