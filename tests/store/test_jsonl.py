@@ -1,0 +1,180 @@
+"""``JsonlEventStore`` specifics: file layout, version refusal, torn tails and crash recovery."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from dsh.errors import CorruptLogError, SessionExistsError, UnsupportedFormatError
+from dsh.events import Event, SessionHeader
+from dsh.store import JsonlEventStore, LoadedSession, decode_log, encode_log
+from dsh.store.jsonl import session_file_name
+from dsh.store.samples import completed_turns, open_turn
+
+HEADER = SessionHeader(id="s1", created_at=7, cwd="/w")
+
+
+async def _store_with(tmp_path: Path, events: list[Event]) -> tuple[JsonlEventStore, Path]:
+    store = JsonlEventStore(tmp_path)
+    await store.create(HEADER)
+    await store.append("s1", events)
+    return store, tmp_path / "s1.jsonl"
+
+
+async def test_one_file_per_session_with_header_then_events(tmp_path: Path) -> None:
+    events = completed_turns(1)
+    store, path = await _store_with(tmp_path, events)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.jsonl"], "no temp files are left"
+    assert path.read_bytes() == encode_log(LoadedSession(HEADER, 0, events))
+    assert store.path_for("s1") == path
+    await store.close()
+
+
+@pytest.mark.parametrize("sid", ["{{sessionId}}", "a/b", "../up", ".hidden", "~7E", "naïve", "x" * 200])
+async def test_any_id_maps_to_one_safe_file(tmp_path: Path, sid: str) -> None:
+    name = session_file_name(sid)
+    assert "/" not in name and not name.startswith(".") and name.endswith(".jsonl")
+    store = JsonlEventStore(tmp_path)
+    await store.create(SessionHeader(id=sid, created_at=1))
+    await store.append(sid, completed_turns(1))
+    assert (await store.load(sid)).header.id == sid
+    assert [s.header.id for s in await store.list_sessions()] == [sid]
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    await store.close()
+
+
+def test_file_names_are_injective() -> None:
+    ids = ["a~2Fb", "a/b", "~", "~7E", ".x", "~2Ex", "x"]
+    assert len({session_file_name(i) for i in ids}) == len(ids)
+
+
+async def test_future_version_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "s9.jsonl").write_bytes(orjson.dumps({"type": "session", "version": 3, "id": "s9"}) + b"\n")
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(
+        UnsupportedFormatError, match=r"s9\.jsonl: log format version 3 is newer .*upgrade dsh"
+    ):
+        await store.load("s9")
+    with pytest.raises(UnsupportedFormatError, match="upgrade dsh"):
+        await store.append("s9", completed_turns(1))
+    with pytest.raises(UnsupportedFormatError):
+        await store.list_sessions()
+    await store.close()
+
+
+async def test_version_0_files_must_be_imported(tmp_path: Path) -> None:
+    (tmp_path / "old.jsonl").write_bytes(b'{"type":"session","version":0,"id":"old","createdAt":0}\n')
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(UnsupportedFormatError, match="import it"):
+        await store.load("old")
+    await store.close()
+
+
+async def test_a_file_naming_another_session_is_corrupt(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(encode_log(LoadedSession(SessionHeader(id="b", created_at=0), 0, [])))
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(CorruptLogError, match=r"a\.jsonl: its header names session 'b'"):
+        await store.load("a")
+    await store.close()
+
+
+async def test_torn_tail_is_dropped_without_rewriting_then_truncated_by_the_next_append(
+    tmp_path: Path,
+) -> None:
+    events = completed_turns(2)
+    store, path = await _store_with(tmp_path, events)
+    await store.close()
+    with path.open("ab") as f:
+        f.write(b'{"type":"turn/start","seq":12,"ti')
+    torn = path.read_bytes()
+    store = JsonlEventStore(tmp_path)
+    loaded = await store.load("s1")
+    assert loaded.events == events
+    assert len(loaded.warnings) == 1 and str(path) in loaded.warnings[0]
+    assert path.read_bytes() == torn, "loading never rewrites the file"
+    more = completed_turns(1, start_seq=12, first_turn=3)
+    await store.append("s1", more)
+    clean = decode_log(path.read_bytes(), str(path))
+    assert clean.warnings == () and clean.events == [*events, *more]
+    await store.close()
+
+
+async def test_corruption_before_the_last_turn_end_is_fatal(tmp_path: Path) -> None:
+    store, path = await _store_with(tmp_path, completed_turns(2))
+    await store.close()
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3][:20]
+    path.write_bytes(b"\n".join(lines))
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(CorruptLogError, match=rf"^{path}, line 4: not valid JSON$"):
+        await store.load("s1")
+    with pytest.raises(CorruptLogError, match="line 4"):
+        await store.append("s1", open_turn(12, 3))
+    await store.close()
+
+
+async def test_a_partial_write_while_open_is_truncated_before_the_next_append(tmp_path: Path) -> None:
+    events = completed_turns(1)
+    store, path = await _store_with(tmp_path, events)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b'{"type":"turn/start","seq":6,"time":0,"da')  # a crashed writer's half line
+    os.close(fd)
+    more = completed_turns(1, start_seq=6, first_turn=2)
+    await store.append("s1", more)
+    await store.close()
+    decoded = decode_log(path.read_bytes(), str(path))
+    assert decoded.warnings == () and decoded.events == [*events, *more]
+
+
+async def test_buffered_events_reach_the_file_at_the_next_durable_append(tmp_path: Path) -> None:
+    events = completed_turns(1)
+    store, path = await _store_with(tmp_path, [])
+    size = path.stat().st_size
+    await store.append("s1", events[:3], durable=False)
+    assert path.stat().st_size == size, "non-durable appends are buffered"
+    await store.append("s1", events[3:])
+    assert decode_log(path.read_bytes(), str(path)).events == events
+    await store.close()
+
+
+async def test_create_never_overwrites_an_existing_file(tmp_path: Path) -> None:
+    store, path = await _store_with(tmp_path, completed_turns(1))
+    before = path.read_bytes()
+    other = JsonlEventStore(tmp_path)
+    with pytest.raises(SessionExistsError, match="'s1' already exists"):
+        await other.create(HEADER)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.jsonl"]
+    await store.close()
+    await other.close()
+
+
+async def test_fork_copies_the_parents_lines_verbatim(tmp_path: Path) -> None:
+    done = completed_turns(2)
+    store, path = await _store_with(tmp_path, [*done, *open_turn(12, 3)])
+    child = await store.fork("s1", child_id="kid", created_at=99)
+    parent_lines = path.read_bytes().split(b"\n")
+    child_lines = (tmp_path / "kid.jsonl").read_bytes().split(b"\n")
+    assert child_lines[1:13] == parent_lines[1:13]
+    assert child_lines[13] == b'{"type":"session/end-seed","seq":12,"time":99,"data":{"inherited":true}}'
+    assert child.inherited_event_count == 12
+    await store.close()
+
+
+async def test_listing_skips_temp_and_foreign_files(tmp_path: Path) -> None:
+    store, _ = await _store_with(tmp_path, [])
+    (tmp_path / ".s2.jsonl.abc.tmp").write_bytes(b"half")
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "dir.jsonl").mkdir()
+    assert [s.header.id for s in await store.list_sessions()] == ["s1"]
+    await store.close()
+
+
+async def test_listing_a_missing_root_is_empty(tmp_path: Path) -> None:
+    store = JsonlEventStore(tmp_path / "absent")
+    assert await store.list_sessions() == []
+    assert not await store.exists("x")
+    await store.close()

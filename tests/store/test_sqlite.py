@@ -1,0 +1,160 @@
+"""``SqliteEventStore`` specifics: ownership stamps, layout, the persisted cut, one-statement fork."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dsh.errors import CorruptLogError, UnsupportedFormatError
+from dsh.events import SessionHeader
+from dsh.store import SqliteEventStore
+from dsh.store.samples import completed_turns, open_turn
+from dsh.store.sqlite import APPLICATION_ID, SCHEMA_VERSION
+
+HEADER = SessionHeader(id="s1", created_at=7, cwd="/w")
+
+
+def _raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+async def test_a_new_database_is_stamped_and_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "s.db"
+    store = SqliteEventStore(path)
+    await store.create(HEADER)
+    await store.close()
+    conn = _raw(path)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+async def _refused(path: Path, match: str) -> None:
+    store = SqliteEventStore(path)
+    with pytest.raises(UnsupportedFormatError, match=match) as info:
+        await store.list_sessions()
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    await store.close()
+
+
+async def test_a_foreign_application_id_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = _raw(path)
+    conn.execute("PRAGMA application_id = 1234")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    await _refused(path, r"not a dsh session database \(application_id 0x4d2")
+
+
+async def test_a_foreign_user_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    store = SqliteEventStore(path)
+    await store.create(HEADER)
+    await store.close()
+    conn = _raw(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    await _refused(path, rf"schema version {SCHEMA_VERSION + 1} is newer than this dsh .*upgrade dsh")
+
+
+async def test_an_unstamped_non_empty_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    conn = _raw(path)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.close()
+    await _refused(path, "without a dsh version stamp")
+    conn = _raw(path)
+    assert conn.execute("SELECT name FROM sqlite_schema").fetchall() == [("users",)], "untouched"
+    conn.close()
+
+
+async def test_a_stamped_application_id_without_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "odd.db"
+    conn = _raw(path)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.close()
+    await _refused(path, "without a dsh version stamp")
+
+
+async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are not the pages you are looking for" * 100)
+    await _refused(path, "is not an SQLite database")
+
+
+async def test_sessions_and_events_layout(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteEventStore(path)
+    await store.create(HEADER.evolve(agent_preset="coder"))
+    await store.append("s1", completed_turns(1))
+    child = await store.fork("s1", child_id="kid", origin="subagent", created_at=9)
+    await store.close()
+    conn = _raw(path)
+    rows = conn.execute(
+        "SELECT id, parent_session, is_seeded, inherited_event_count, agent_preset FROM sessions ORDER BY id"
+    ).fetchall()
+    assert rows == [("kid", "s1", 1, 6, None), ("s1", None, 0, 0, "coder")]
+    event = conn.execute(
+        "SELECT type, time, data, surface_op FROM events WHERE session_id='kid' AND seq=2"
+    ).fetchone()
+    assert event == ("user/message", child.events[2].time, event[2], '"append"')
+    assert conn.execute("SELECT data FROM events WHERE session_id='kid' AND seq=6").fetchone() == (
+        '{"inherited":true}',
+    )
+    conn.close()
+
+
+async def test_load_trusts_the_persisted_cut_and_refuses_a_tampered_one(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteEventStore(path)
+    await store.create(HEADER)
+    await store.append("s1", completed_turns(1))
+    await store.fork("s1", child_id="kid")
+    await store.create(HEADER.evolve(id="plain"))
+    await store.close()
+    conn = _raw(path)
+    conn.execute("UPDATE sessions SET inherited_event_count = 3 WHERE id = 'kid'")
+    conn.execute("UPDATE sessions SET is_seeded = 1 WHERE id = 'plain'")
+    conn.close()
+    store = SqliteEventStore(path)
+    with pytest.raises(
+        CorruptLogError, match=r"s\.db: session kid: explicit cut 3 does not match the marker at 6"
+    ):
+        await store.load("kid")
+    with pytest.raises(CorruptLogError, match="isSeeded but no session/end-seed marker"):
+        await store.load("plain")
+    await store.close()
+
+
+async def test_fork_is_one_transaction_with_one_insert_select(tmp_path: Path) -> None:
+    store = SqliteEventStore(tmp_path / "s.db")
+    await store.create(HEADER)
+    await store.append("s1", [*completed_turns(3), *open_turn(18, 4)])
+    statements: list[str] = []
+    await store._call(lambda conn: conn.set_trace_callback(statements.append))
+    child = await store.fork("s1", child_id="kid")
+    await store._call(lambda conn: conn.set_trace_callback(None))
+    writes = statements[: statements.index("COMMIT") + 1]
+    assert writes[0] == "BEGIN IMMEDIATE"
+    assert sum("INSERT INTO events" in s and "SELECT" in s for s in writes) == 1
+    assert sum(s.startswith("INSERT INTO sessions") for s in writes) == 1
+    assert child.inherited_event_count == 18
+    await store.close()
+
+
+async def test_buffered_appends_commit_together(tmp_path: Path) -> None:
+    store = SqliteEventStore(tmp_path / "s.db")
+    await store.create(HEADER)
+    statements: list[str] = []
+    await store._call(lambda conn: conn.set_trace_callback(statements.append))
+    events = completed_turns(1)
+    for event in events[:-1]:
+        await store.append("s1", [event], durable=False)
+    await store.append("s1", events[-1:])
+    await store._call(lambda conn: conn.set_trace_callback(None))
+    assert statements.count("BEGIN IMMEDIATE") == 1, "one write transaction for the whole turn"
+    assert (await store.load("s1")).events == events
+    await store.close()
