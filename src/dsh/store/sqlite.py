@@ -19,12 +19,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 
@@ -42,113 +41,29 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionSummary
-from dsh.store.codec import encode_json_checked
 from dsh.store.rules import check_append, check_seed, cut_marker, fork_header
+from dsh.store.sqlite_schema import (
+    APPLICATION_ID,
+    EVENT_COLUMNS,
+    HEADER_COLUMNS,
+    INSERT_EVENT,
+    INSERT_SESSION,
+    NEXT_SEQ,
+    SCHEMA_VERSION,
+    SELECT_EVENTS,
+    SUMMARY,
+    Row,
+    connect,
+    event_row,
+    immediate,
+    session_row,
+    snapshot,
+)
 from dsh.store.threads import run_blocking
 
-APPLICATION_ID: Final = 0x64736832
-"""``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteEventStore"]
 
-SCHEMA_VERSION: Final = 1
-"""``PRAGMA user_version`` of the schema this module reads and writes."""
-
-BUSY_TIMEOUT_S: Final = 5.0
-
-_SCHEMA: Final = (
-    """CREATE TABLE sessions (
-        id TEXT PRIMARY KEY NOT NULL,
-        created_at INTEGER NOT NULL,
-        cwd TEXT,
-        parent_session TEXT,
-        origin TEXT,
-        delegation_depth INTEGER NOT NULL,
-        agent_preset TEXT,
-        is_seeded INTEGER NOT NULL CHECK (is_seeded IN (0, 1)),
-        inherited_event_count INTEGER NOT NULL CHECK (inherited_event_count >= 0)
-    ) STRICT""",
-    "CREATE INDEX sessions_by_parent ON sessions (parent_session) WHERE parent_session IS NOT NULL",
-    """CREATE TABLE events (
-        session_id TEXT NOT NULL REFERENCES sessions (id),
-        seq INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        time INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        surface_op TEXT,
-        source_event_seqs TEXT,
-        ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
-        PRIMARY KEY (session_id, seq)
-    ) STRICT""",
-    f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
-)
-
-_EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
-_INSERT_EVENT: Final = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-_HEADER_COLUMNS: Final = (
-    "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
-    "is_seeded, inherited_event_count"
-)
-_INSERT_SESSION: Final = f"INSERT INTO sessions ({_HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_SELECT_EVENTS: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
-    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
-)
-_NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
-_SUMMARY: Final = (
-    f"SELECT {_HEADER_COLUMNS}, "
-    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
-)
-
-Row = tuple[str, int, str, int, str, str | None, str | None, int]
 T = TypeVar("T")
-
-
-def _event_row(session_id: str, event: Event) -> Row:
-    """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
-    where = f"{event.type}#{event.seq}"
-    data = encode_json_checked(event.data, f"{where}.data").decode()
-    op = event.surface_op
-    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
-    seqs = event.source_event_seqs
-    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
-    return (session_id, event.seq, event.type, event.time, data, surface_op, source, int(event.ignorable))
-
-
-def _session_row(header: SessionHeader, cut: int) -> tuple[Any, ...]:
-    return (
-        header.id,
-        header.created_at,
-        header.cwd,
-        header.parent_session,
-        header.origin,
-        header.delegation_depth,
-        header.agent_preset,
-        int(header.is_seeded),
-        cut,
-    )
-
-
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on error)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction, so multi-statement reads see one consistent state."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 @dataclass(slots=True, eq=False)
@@ -186,64 +101,7 @@ class SqliteEventStore:
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        try:
-            self._adopt(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _owner(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        objects = conn.execute(
-            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
-        ).fetchone()[0]
-        return app_id, version, objects
-
-    def _check_owner(self, app_id: int, version: int, objects: int) -> bool:
-        """True when the database is pristine (ours to stamp); raise when it is not ours."""
-        if version == 0:
-            if app_id != 0 or objects:
-                raise UnsupportedFormatError(
-                    f"{self.path} is not a dsh session database (it holds data without a dsh "
-                    "version stamp); choose another file"
-                )
-            return True
-        if app_id != APPLICATION_ID:
-            raise UnsupportedFormatError(
-                f"{self.path} is not a dsh session database (application_id {app_id:#x}, "
-                f"dsh uses {APPLICATION_ID:#x}); choose another file"
-            )
-        if version > SCHEMA_VERSION:
-            raise UnsupportedFormatError(
-                f"{self.path}: session database schema version {version} is newer than this dsh "
-                f"reads ({SCHEMA_VERSION}) — upgrade dsh"
-            )
-        if version != SCHEMA_VERSION:
-            raise UnsupportedFormatError(
-                f"{self.path}: session database schema version {version} is not supported "
-                f"(this dsh reads version {SCHEMA_VERSION}); there is no migration"
-            )
-        return False
-
-    def _adopt(self, conn: sqlite3.Connection) -> None:
-        if self._check_owner(*self._owner(conn)):
-            with _immediate(conn):
-                if self._check_owner(*self._owner(conn)):
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        if not {"sessions", "events"} <= tables:
-            raise CorruptLogError(f"{self.path}: the dsh schema is incomplete (missing tables)")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("PRAGMA foreign_keys = ON")
+        return connect(self.path)
 
     def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in the worker thread; map sqlite/OS errors once, here."""
@@ -282,7 +140,7 @@ class SqliteEventStore:
         return header, row[8]
 
     def _header_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int]:
-        row = conn.execute(f"SELECT {_HEADER_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(f"SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id, str(self.path))
         return self._header(row)
@@ -292,7 +150,7 @@ class SqliteEventStore:
         events: list[Event] = []
         append = events.append
         expected = start
-        rows = conn.execute(_SELECT_EVENTS, (session_id, start))
+        rows = conn.execute(SELECT_EVENTS, (session_id, start))
         try:
             for seq, etype, time, data, op, seqs, ignorable in rows:
                 if seq != expected:
@@ -321,7 +179,7 @@ class SqliteEventStore:
         return events
 
     def _load_sync(self, conn: sqlite3.Connection, session_id: str) -> LoadedSession:
-        with _snapshot(conn):
+        with snapshot(conn):
             header, cut = self._header_row(conn, session_id)
             events = self._events(conn, session_id, 0)
         try:
@@ -331,37 +189,37 @@ class SqliteEventStore:
         return LoadedSession(header, cut, events)
 
     def _read_from_sync(self, conn: sqlite3.Connection, session_id: str, seq: int) -> list[Event]:
-        with _snapshot(conn):
+        with snapshot(conn):
             self._header_row(conn, session_id)
             return self._events(conn, session_id, seq)
 
     def _next_seq_sync(self, conn: sqlite3.Connection, session_id: str) -> int:
-        with _snapshot(conn):
+        with snapshot(conn):
             self._header_row(conn, session_id)
-            next_seq: int = conn.execute(_NEXT_SEQ, (session_id,)).fetchone()[0]
+            next_seq: int = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
             return next_seq
 
     def _create_sync(
         self, conn: sqlite3.Connection, header: SessionHeader, cut: int, rows: list[Row]
     ) -> None:
-        with _immediate(conn):
+        with immediate(conn):
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
                 raise SessionExistsError(header.id, str(self.path))
-            conn.execute(_INSERT_SESSION, _session_row(header, cut))
-            conn.executemany(_INSERT_EVENT, rows)
+            conn.execute(INSERT_SESSION, session_row(header, cut))
+            conn.executemany(INSERT_EVENT, rows)
 
     def _insert_sync(self, conn: sqlite3.Connection, session_id: str, first: int, rows: list[Row]) -> None:
-        with _immediate(conn):
-            next_seq = conn.execute(_NEXT_SEQ, (session_id,)).fetchone()[0]
+        with immediate(conn):
+            next_seq = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
             if next_seq != first:
                 raise SeqConflictError(session_id, next_seq, first)
-            conn.executemany(_INSERT_EVENT, rows)
+            conn.executemany(INSERT_EVENT, rows)
 
     def _summaries_sync(self, conn: sqlite3.Connection, parent: str | None) -> list[SessionSummary]:
         if parent is None:
-            rows = conn.execute(f"{_SUMMARY} ORDER BY s.created_at, s.id").fetchall()
+            rows = conn.execute(f"{SUMMARY} ORDER BY s.created_at, s.id").fetchall()
         else:
-            sql = f"{_SUMMARY} WHERE s.parent_session = ? ORDER BY s.created_at, s.id"
+            sql = f"{SUMMARY} WHERE s.parent_session = ? ORDER BY s.created_at, s.id"
             rows = conn.execute(sql, (parent,)).fetchall()
         out = []
         for row in rows:
@@ -370,7 +228,7 @@ class SqliteEventStore:
         return out
 
     def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, args: _ForkArgs) -> LoadedSession:
-        with _immediate(conn):
+        with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
             last = conn.execute(
                 f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
@@ -386,14 +244,14 @@ class SqliteEventStore:
             )
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
                 raise SessionExistsError(header.id, str(self.path))
-            conn.execute(_INSERT_SESSION, _session_row(header, n))
+            conn.execute(INSERT_SESSION, session_row(header, n))
             if n:
                 conn.execute(
-                    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
+                    f"INSERT INTO events ({EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
                     "source_event_seqs, ignorable FROM events WHERE session_id = ? AND seq < ?",
                     (header.id, parent_id, n),
                 )
-                conn.execute(_INSERT_EVENT, _event_row(header.id, cut_marker(n, header.created_at)))
+                conn.execute(INSERT_EVENT, event_row(header.id, cut_marker(n, header.created_at)))
         return self._load_sync(conn, header.id)
 
     def _close_sync(self) -> None:
@@ -449,7 +307,7 @@ class SqliteEventStore:
     ) -> None:
         self._check_open()
         check_seed(header, seed, inherited_event_count)
-        rows = [_event_row(header.id, e) for e in seed]
+        rows = [event_row(header.id, e) for e in seed]
         await self._call(self._create_sync, header, inherited_event_count, rows)
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
@@ -461,7 +319,7 @@ class SqliteEventStore:
                 tail.next_seq = await self._call(self._next_seq_sync, session_id)
                 tail.stale = False
             check_append(session_id, events, tail.next_seq)
-            rows = [_event_row(session_id, e) for e in events]
+            rows = [event_row(session_id, e) for e in events]
             tail.pending.extend(rows)
             tail.next_seq += len(rows)
             if durable:

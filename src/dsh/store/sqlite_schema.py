@@ -1,0 +1,180 @@
+"""The SQLite layout of the session database: schema, ownership stamps, rows and transactions.
+
+All functions here are blocking and run on the store's worker thread; sqlite3 errors are
+mapped to dsh errors by the caller (:class:`~dsh.store.sqlite.SqliteEventStore`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from dsh.errors import CorruptLogError, UnsupportedFormatError
+from dsh.events import Event, SessionHeader
+from dsh.events.vocabulary import TURN_END
+from dsh.store.codec import encode_json_checked
+
+APPLICATION_ID: Final = 0x64736832
+"""``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
+
+SCHEMA_VERSION: Final = 1
+"""``PRAGMA user_version`` of the schema this module reads and writes."""
+
+BUSY_TIMEOUT_S: Final = 5.0
+
+SCHEMA: Final = (
+    """CREATE TABLE sessions (
+        id TEXT PRIMARY KEY NOT NULL,
+        created_at INTEGER NOT NULL,
+        cwd TEXT,
+        parent_session TEXT,
+        origin TEXT,
+        delegation_depth INTEGER NOT NULL,
+        agent_preset TEXT,
+        is_seeded INTEGER NOT NULL CHECK (is_seeded IN (0, 1)),
+        inherited_event_count INTEGER NOT NULL CHECK (inherited_event_count >= 0)
+    ) STRICT""",
+    "CREATE INDEX sessions_by_parent ON sessions (parent_session) WHERE parent_session IS NOT NULL",
+    """CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        surface_op TEXT,
+        source_event_seqs TEXT,
+        ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
+        PRIMARY KEY (session_id, seq)
+    ) STRICT""",
+    f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
+)
+
+EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
+INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+HEADER_COLUMNS: Final = (
+    "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
+    "is_seeded, inherited_event_count"
+)
+INSERT_SESSION: Final = f"INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+SELECT_EVENTS: Final = (
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
+)
+NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
+SUMMARY: Final = (
+    f"SELECT {HEADER_COLUMNS}, "
+    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
+)
+
+Row = tuple[str, int, str, int, str, str | None, str | None, int]
+
+
+def event_row(session_id: str, event: Event) -> Row:
+    """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
+    where = f"{event.type}#{event.seq}"
+    data = encode_json_checked(event.data, f"{where}.data").decode()
+    op = event.surface_op
+    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
+    seqs = event.source_event_seqs
+    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
+    return (session_id, event.seq, event.type, event.time, data, surface_op, source, int(event.ignorable))
+
+
+def session_row(header: SessionHeader, cut: int) -> tuple[Any, ...]:
+    return (
+        header.id,
+        header.created_at,
+        header.cwd,
+        header.parent_session,
+        header.origin,
+        header.delegation_depth,
+        header.agent_preset,
+        int(header.is_seeded),
+        cut,
+    )
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction, so multi-statement reads see one consistent state."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _owner(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    objects = conn.execute("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
+    return app_id, version, objects
+
+
+def check_owner(path: Path, app_id: int, version: int, objects: int) -> bool:
+    """True when the database is pristine (ours to stamp); raise when it is not ours."""
+    if version == 0:
+        if app_id != 0 or objects:
+            raise UnsupportedFormatError(
+                f"{path} is not a dsh session database (it holds data without a dsh "
+                "version stamp); choose another file"
+            )
+        return True
+    if app_id != APPLICATION_ID:
+        raise UnsupportedFormatError(
+            f"{path} is not a dsh session database (application_id {app_id:#x}, "
+            f"dsh uses {APPLICATION_ID:#x}); choose another file"
+        )
+    if version > SCHEMA_VERSION:
+        raise UnsupportedFormatError(
+            f"{path}: session database schema version {version} is newer than this dsh "
+            f"reads ({SCHEMA_VERSION}) — upgrade dsh"
+        )
+    if version != SCHEMA_VERSION:
+        raise UnsupportedFormatError(
+            f"{path}: session database schema version {version} is not supported "
+            f"(this dsh reads version {SCHEMA_VERSION}); there is no migration"
+        )
+    return False
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open ``path``, refuse it unless it is ours, stamp it when pristine, set the pragmas."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    try:
+        if check_owner(path, *_owner(conn)):
+            with immediate(conn):
+                if check_owner(path, *_owner(conn)):
+                    for statement in SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        if not {"sessions", "events"} <= tables:
+            raise CorruptLogError(f"{path}: the dsh schema is incomplete (missing tables)")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
