@@ -38,10 +38,16 @@ class EventStore(Protocol):
       (header, cut, seed) triple must satisfy the inherited-cut rules.
     - ``append`` adds events whose first seq is the stored next seq (else
       ``SeqConflictError``); ``durable=True`` returns only after the events (and all
-      earlier ones) are on stable storage.
-    - ``load`` returns the header, the cut as persisted (never recomputed), and events.
+      earlier ones) are on stable storage. ``durable=False`` events may be buffered: reads
+      through the same store see them, and they are written at the next durable append,
+      read or ``close()``. Appending the tagged cut marker is refused.
+    - ``load`` returns the header, the cut as persisted (never recomputed), and events;
+      ``read_from`` the events from a seq on.
     - ``fork`` creates a child holding the parent's completed-turn prefix plus the tagged
       marker; an empty prefix gives an unseeded child.
+    - ``list_sessions`` / ``children`` (sessions whose ``parentSession`` is the id) are
+      ordered by ``createdAt`` then id.
+    - ``close`` writes buffered events durably; any later call raises ``StoreClosedError``.
     """
 
     async def create(

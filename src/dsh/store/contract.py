@@ -15,6 +15,8 @@ a store and reopen it. Run them all from pytest with, for example::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -180,6 +182,48 @@ async def stale_append_conflicts_and_loses_nothing(open_store: StoreOpener) -> N
     await second.close()
     store = await open_store()
     _ensure((await store.load("s")).events == events, "after the conflict the writer continues")
+    await store.close()
+
+
+async def cancelled_append_leaves_a_consistent_log(open_store: StoreOpener) -> None:
+    """Cancelling an append either stores the whole batch or nothing; the log stays appendable."""
+    events = completed_turns(2)
+    store = await open_store()
+    await store.create(_header("s"))
+    await store.append("s", events[:1])
+    for steps in range(4):  # cancel at different points: before, during and after the write
+        stored = len((await store.load("s")).events)
+        task = asyncio.ensure_future(store.append("s", events[stored : stored + 3]))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        loaded = (await store.load("s")).events
+        _ensure(loaded == events[: len(loaded)] and len(loaded) in (stored, stored + 3), "all or nothing")
+    stored = len((await store.load("s")).events)
+    await store.append("s", events[stored:])
+    await store.close()
+    store = await open_store()
+    _ensure((await store.load("s")).events == events, "after cancellations the log is complete")
+    await store.close()
+
+
+async def concurrent_sessions_do_not_interfere(open_store: StoreOpener) -> None:
+    """Tasks appending to different sessions at once each get exactly their own log."""
+    store = await open_store()
+    ids = [f"s{i}" for i in range(4)]
+    for sid in ids:
+        await store.create(_header(sid))
+
+    async def writer(sid: str) -> None:
+        events = completed_turns(3)
+        for i in range(0, len(events), 2):
+            await store.append(sid, events[i : i + 2], durable=i % 4 == 0)
+
+    await asyncio.gather(*(writer(sid) for sid in ids))
+    for sid in ids:
+        _ensure((await store.load(sid)).events == completed_turns(3), f"{sid} holds exactly its events")
     await store.close()
 
 
@@ -358,6 +402,8 @@ CHECKS: dict[str, ContractCheck] = {
         append_after_close_and_reopen,
         buffered_appends_are_visible_and_kept,
         stale_append_conflicts_and_loses_nothing,
+        cancelled_append_leaves_a_consistent_log,
+        concurrent_sessions_do_not_interfere,
         append_refuses_bad_events,
         fork_child_holds_completed_turn_prefix,
         fork_of_a_fork_cuts_at_the_last_marker,

@@ -150,7 +150,11 @@ class JsonlEventStore:
         except BaseException:
             os.close(fd)
             raise
-        return _Writer(session_id, path, fd, len(scan.events), scan.committed, len(data))
+        w = _Writer(session_id, path, fd, len(scan.events), scan.committed, len(data))
+        # Registered here, not by the awaiting coroutine: if that is cancelled, the open
+        # handle is still kept (and closed by close()) instead of leaking.
+        self._writers[session_id] = w
+        return w
 
     def _write(self, w: _Writer, data: bytes, count: int, first: int, fsync: bool) -> None:
         """Write one batch at the end of ``w``'s file (blocking; caller holds ``w.lock``)."""
@@ -281,7 +285,6 @@ class JsonlEventStore:
             w = self._writers.get(session_id)
             if w is None:
                 w = await run_blocking(None, self._open_writer, session_id)
-                self._writers[session_id] = w
             return w
 
     async def _flush(self, w: _Writer, *, durable: bool) -> None:
