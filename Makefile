@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
 
-.PHONY: run test lint typecheck contracts pytest bench clean
+.PHONY: run test lint typecheck contracts pytest bench scenarios clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: lint typecheck contracts pytest
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
+
+# Re-record the bundled scenarios with our record mode against the local test server.
+scenarios: $(STAMP)
+	$(BIN)/python -m tests.scenario_recipes
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -109,7 +109,7 @@ class ReplayModel:
             if self.primary.bound_to is not None:
                 raise self._fail(
                     UnrecordedSessionError(
-                        f"{self.scenario}: a second top-level session {live} has no recording"
+                        f"scenario {self.scenario}: a second top-level session {live} has no recording"
                     )
                 )
             script = self.primary
@@ -134,7 +134,7 @@ class ReplayModel:
                 return script
         raise self._fail(
             UnrecordedSessionError(
-                f"{self.scenario}: no recorded child session for live session {live} "
+                f"scenario {self.scenario}: no recorded child session for live session {live} "
                 f"(parent {live_parent}, call {call_id}); re-record the scenario"
             )
         )
@@ -144,7 +144,7 @@ class ReplayModel:
         if script.cursor >= len(script.entries):
             raise self._fail(
                 ScriptExhaustedError(
-                    f"{self.scenario}: script {script.label} (session {script.recorded_id}) is "
+                    f"scenario {self.scenario}: script {script.label} (session {script.recorded_id}) is "
                     f"exhausted after {len(script.entries)} call(s); re-record the scenario"
                 )
             )
@@ -176,4 +176,4 @@ class ReplayModel:
             if s.cursor < len(s.entries)
         ]
         if problems:
-            raise ScriptNotConsumedError(f"{self.scenario}: " + "; ".join(problems))
+            raise ScriptNotConsumedError(f"scenario {self.scenario}: " + "; ".join(problems))

@@ -225,10 +225,14 @@ class OpenAICompatServer:
                 await self._respond(request, reader, writer)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:
+            # close() cancels responses still playing; a connection task must end quietly, or
+            # asyncio's stream callback reports the cancellation as an unhandled exception.
+            pass
         finally:
             self._tasks.discard(task)
             writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
+            with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
                 await writer.wait_closed()
 
     async def _read_request(self, reader: asyncio.StreamReader) -> RecordedRequest | None:

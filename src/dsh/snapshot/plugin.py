@@ -1,0 +1,108 @@
+"""The pytest plugin: every scenario directory under ``dsh_snapshot_paths`` is a test item.
+
+Registered through the ``pytest11`` entry point. A scenario directory is one holding an
+``input.json``; its item is named after the directory, so ``pytest -k subagent-fork`` works.
+The mode comes from ``--dsh-snapshot`` or ``DSH_SNAPSHOT`` (replay, record, refresh). A
+project plugs in its own agent with the ini option ``dsh_snapshot_factory =
+package.module:function`` (an async ``AgentSetup -> Agent`` callable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.errors import DshError
+from dsh.snapshot.runner import (
+    INPUT,
+    AgentFactory,
+    ScenarioSkipped,
+    default_agent_factory,
+    run_scenario,
+    snapshot_mode,
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dsh-snapshot", "dsh recorded scenarios")
+    group.addoption(
+        "--dsh-snapshot",
+        action="store",
+        default=None,
+        choices=("replay", "record", "refresh"),
+        help="Scenario mode (default: $DSH_SNAPSHOT or replay).",
+    )
+    parser.addini(
+        "dsh_snapshot_paths",
+        type="paths",
+        default=[],
+        help="Directories holding scenario directories (default: tests/snapshots).",
+    )
+    parser.addini(
+        "dsh_snapshot_factory",
+        default="",
+        help="module:function building the agent for a scenario (default: dsh's standard agent).",
+    )
+
+
+def _roots(config: pytest.Config) -> list[Path]:
+    configured: list[Path] = config.getini("dsh_snapshot_paths")
+    return [p.resolve() for p in configured] or [(config.rootpath / "tests" / "snapshots").resolve()]
+
+
+def _factory(config: pytest.Config) -> AgentFactory:
+    spec = str(config.getini("dsh_snapshot_factory")).strip()
+    if not spec:
+        return default_agent_factory
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise pytest.UsageError(f"dsh_snapshot_factory {spec!r} must look like package.module:function")
+    factory: AgentFactory = getattr(importlib.import_module(module), name)
+    return factory
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name != INPUT:
+        return None
+    scenario = file_path.parent.resolve()
+    if not any(scenario.parent == root for root in _roots(parent.config)):
+        return None
+    collector: pytest.Collector = ScenarioFile.from_parent(parent, path=file_path)
+    return collector
+
+
+class ScenarioFile(pytest.File):
+    """The ``input.json`` of one scenario; yields that scenario's single item."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        yield ScenarioItem.from_parent(self, name=self.path.parent.name)
+
+
+class ScenarioItem(pytest.Item):
+    """Runs one scenario in the configured mode."""
+
+    def runtest(self) -> None:
+        mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
+        try:
+            result = asyncio.run(run_scenario(self.path.parent, mode, factory=_factory(self.config)))
+        except ScenarioSkipped as exc:
+            pytest.skip(str(exc))
+        if not result.ok:
+            raise ScenarioFailed(result.failure_text())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed | DshError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"scenario {self.name}"
+
+
+class ScenarioFailed(AssertionError):
+    """A scenario's replay did not match (the message holds the diff or the problems)."""

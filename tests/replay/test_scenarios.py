@@ -1,0 +1,194 @@
+"""Scenario replay: the original's recordings, our bundled scenarios, the slice, binding."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from dsh.events.chunks import Chunk
+from dsh.loop import Agent
+from dsh.model import ModelRequest
+from dsh.snapshot import AgentSetup, default_agent_factory, run_scenario
+from tests.scenario_recipes import RECIPES, SNAPSHOTS, record
+
+REPLAYABLE = [
+    "text-turn",
+    "tool-call-turn",
+    "fs-read",
+    "fs-write",
+    "empty-response-retry",
+    "packed-chunks",
+    "subagent-spawn-in-process",
+    "subagent-fork-in-process",
+]
+
+
+@pytest.mark.parametrize("name", REPLAYABLE)
+async def test_upstream_recording_replays(upstream: Path, name: str) -> None:
+    result = await run_scenario(upstream / name, "replay")
+    assert result.ok, result.failure_text()
+    assert result.sessions[0].kind == "primary"
+    for report in result.sessions:
+        assert report.live_id is not None
+        assert report.consumed == report.calls > 0
+        assert report.final_text == report.recorded_text
+
+
+async def test_upstream_fork_child_answers_marmalade(upstream: Path) -> None:
+    result = await run_scenario(upstream / "subagent-fork-in-process", "replay")
+    child = result.sessions[1]
+    assert child.kind == "fork" and child.final_text == "MARMALADE"
+    assert child.inherited_event_count > 0
+    assert result.sessions[0].final_text == "PARENT_DONE"
+
+
+@pytest.mark.parametrize("name", ["subagent-fork-in-process"])
+async def test_upstream_fork_is_red_without_the_slice(upstream: Path, name: str) -> None:
+    result = await run_scenario(upstream / name, "replay", sliced=False)
+    assert not result.ok
+    child = result.sessions[1]
+    assert child.final_text == "OK"  # the parent's recorded turn-1 answer
+    assert "answered 'OK'" in result.failure_text()
+
+
+@pytest.mark.parametrize("name", ["subagent-fork", "subagent-mixed"])
+async def test_bundled_fork_scenarios_are_red_without_the_slice(name: str) -> None:
+    sliced = await run_scenario(SNAPSHOTS / name, "replay")
+    assert sliced.ok, sliced.failure_text()
+    unsliced = await run_scenario(SNAPSHOTS / name, "replay", sliced=False)
+    assert not unsliced.ok
+    assert unsliced.diff  # the fork child says OK instead of the codeword
+    assert '"text":"OK"' in unsliced.diff
+
+
+class _Shuffled:
+    """Delays each session's first call by a random moment, so concurrent children start in
+    a different order on every run."""
+
+    def __init__(self, inner: object, rng: random.Random) -> None:
+        self._inner = inner
+        self._rng = rng
+        self._seen: set[str] = set()
+
+    @property
+    def provider(self) -> str:
+        return str(getattr(self._inner, "provider", "replay"))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        if request.session_id not in self._seen:
+            self._seen.add(request.session_id)
+            await asyncio.sleep(self._rng.uniform(0, 0.004))
+        async for chunk in self._inner.stream(request):  # type: ignore[attr-defined]
+            yield chunk
+
+
+async def test_parallel_distinct_children_replay_50_times_shuffled() -> None:
+    rng = random.Random(20261130)
+    orders: set[tuple[str, ...]] = set()
+
+    for _ in range(50):
+        async def factory(setup: AgentSetup) -> Agent:
+            shuffled = _Shuffled(setup.model, rng)
+            return await default_agent_factory(
+                AgentSetup(setup.store, shuffled, setup.model_name, setup.cwd, setup.feed, setup.replay)
+            )
+
+        result = await run_scenario(SNAPSHOTS / "subagent-parallel-distinct", "replay", factory=factory)
+        assert result.ok, result.failure_text()
+        texts = {r.final_text for r in result.sessions[1:]}
+        assert texts == {"ALPHA", "BETA"}
+        orders.add(tuple(r.recorded_id for r in sorted(result.sessions[1:], key=lambda r: r.live_id or "")))
+    assert len(orders) > 1  # the children really did bind in different orders
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+async def test_record_then_replay_round_trip(tmp_path: Path, name: str) -> None:
+    directory = tmp_path / name
+    result, server = await record(RECIPES[name], directory)
+    assert result.ok, result.failure_text()
+    assert server.requests, "recording went over HTTP"
+    bundled = (SNAPSHOTS / name / "transcript.expected.jsonl").read_text()
+    assert (directory / "transcript.expected.jsonl").read_text() == bundled
+    replayed = await run_scenario(directory, "replay")
+    assert replayed.ok, replayed.failure_text()
+    for report in replayed.sessions:
+        assert report.consumed == report.calls
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
+async def test_unconsumed_script_fails_naming_scenario_and_session(tmp_path: Path) -> None:
+    scenario = _copy(SNAPSHOTS / "text-turn", tmp_path)
+    extra = {"kind": "chunks", "chunks": [{"type": "finish", "reason": {"kind": "stop"}}]}
+    (scenario / "replay.override.json").write_text(json.dumps({"patches": [{"at": 1, "entry": extra}]}))
+    result = await run_scenario(scenario, "replay")
+    assert not result.ok
+    text = result.failure_text()
+    assert "text-turn" in text and "session.jsonl" in text and "served 1 of 2" in text
+    assert len(text.splitlines()) == 1
+
+
+async def test_exhausted_script_fails_naming_scenario_and_session(tmp_path: Path) -> None:
+    scenario = _copy(SNAPSHOTS / "tool-call-turn", tmp_path)
+    recorded = (scenario / "session.jsonl").read_text().splitlines()
+    first_call = next(json.loads(x) for x in recorded[1:] if '"assistant/message"' in x)
+    override = [{"kind": "chunks", "chunks": first_call["data"]["stream"]["chunks"]}]
+    (scenario / "replay.override.json").write_text(json.dumps(override))
+    result = await run_scenario(scenario, "replay")
+    assert not result.ok
+    problem = next(p for p in result.problems if "exhausted" in p)
+    assert "tool-call-turn" in problem and "session.jsonl" in problem
+    assert "\n" not in problem
+
+
+async def test_extra_live_session_fails(tmp_path: Path) -> None:
+    scenario = _copy(SNAPSHOTS / "text-turn", tmp_path)
+    steps = json.loads((scenario / "input.json").read_text())["steps"]
+    steps += [{"op": "newSession"}, {"op": "prompt", "text": "again"}]
+    (scenario / "input.json").write_text(json.dumps({"steps": steps}))
+    result = await run_scenario(scenario, "replay")
+    assert not result.ok
+    problem = next(p for p in result.problems if "second top-level session" in p)
+    assert "scenario text-turn:" in problem and "\n" not in problem
+
+
+async def test_malformed_override_is_refused_on_load(tmp_path: Path) -> None:
+    from dsh.errors import OverrideError
+
+    scenario = _copy(SNAPSHOTS / "text-turn", tmp_path)
+    (scenario / "replay.override.json").write_text(json.dumps([{"kind": "chunks", "chunks": [], "x": 1}]))
+    with pytest.raises(OverrideError) as info:
+        await run_scenario(scenario, "replay")
+    assert "text-turn" in str(info.value) and "replay.override.json" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+async def test_transcript_mismatch_shows_a_unified_diff(tmp_path: Path) -> None:
+    scenario = _copy(SNAPSHOTS / "text-turn", tmp_path)
+    path = scenario / "transcript.expected.jsonl"
+    path.write_text(path.read_text().replace("PONG", "PING"))
+    result = await run_scenario(scenario, "replay")
+    assert not result.ok
+    assert "-" in result.diff and "+" in result.diff and "PING" in result.diff
+
+
+async def test_refresh_rewrites_only_the_transcript(tmp_path: Path) -> None:
+    scenario = _copy(SNAPSHOTS / "subagent-spawn", tmp_path)
+    logs = {p.name: p.read_bytes() for p in scenario.glob("session*.jsonl")}
+    (scenario / "transcript.expected.jsonl").write_text("stale\n")
+    result = await run_scenario(scenario, "refresh")
+    assert result.ok
+    assert (scenario / "transcript.expected.jsonl").read_text() == (
+        SNAPSHOTS / "subagent-spawn" / "transcript.expected.jsonl"
+    ).read_text()
+    assert {p.name: p.read_bytes() for p in scenario.glob("session*.jsonl")} == logs
