@@ -299,8 +299,9 @@ class JsonlEventStore:
         await run_blocking(None, self._write, w, data, count, first, durable)
 
     async def _flush_session(self, session_id: str) -> None:
+        """Write buffered lines and wait for an in-flight write, so a read sees whole lines."""
         w = self._writers.get(session_id)
-        if w is not None and w.pending:
+        if w is not None:
             async with w.lock:
                 await self._flush(w, durable=False)
 

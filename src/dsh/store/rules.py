@@ -9,7 +9,9 @@ from dsh.errors import InvalidEventError, SeqConflictError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
 from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
 from dsh.ids import new_session_id, now_ms
-from dsh.store.codec import check_envelope
+from dsh.store.codec import check_envelope, encode_json_checked
+
+MAX_INT: Final = 2**63 - 1
 
 CUT_MARKER_DATA: Final = {"inherited": True}
 """``data`` of the tagged ``session/end-seed`` marker at the inherited cut."""
@@ -18,6 +20,9 @@ CUT_MARKER_DATA: Final = {"inherited": True}
 def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_count: int) -> None:
     """Refuse a creation seed: envelopes, contiguous seqs from 0, and the inherited-cut rules."""
     where = f"session {header.id}"
+    encode_json_checked(header.to_wire(), f"{where} header")
+    if header.created_at > MAX_INT or header.delegation_depth > MAX_INT:
+        raise InvalidEventError(f"{where}: header integers must fit in 64 bits")
     for i, event in enumerate(seed):
         check_envelope(event, f"{where}, seed event {i}")
         if event.seq != i:
