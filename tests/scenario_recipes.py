@@ -6,7 +6,7 @@ runs our own record mode over real HTTP against that server:
 
     .venv/bin/python -m tests.scenario_recipes [NAME ...]     (or: make scenarios)
 
-rewrites ``tests/snapshots/<name>/`` (logs and ``transcript.expected.jsonl``).
+rewrites ``src/dsh/snapshot/scenarios/<name>/`` (logs and ``transcript.expected.jsonl``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dsh.snapshot import ScenarioResult, run_scenario
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "src" / "dsh" / "snapshot" / "scenarios"
 MODEL = "deepseek-chat"
 
 
