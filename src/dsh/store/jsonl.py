@@ -38,7 +38,7 @@ from dsh.events import Event, SessionHeader
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.logfile import ZSTD_MAGIC, Scan, fsync_dir, scan_log
-from dsh.store.rules import check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
+from dsh.store.rules import ForkArgs, check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
 from dsh.store.threads import run_blocking
 
 try:  # advisory locks keep two processes from interleaving appends (POSIX only)
@@ -90,14 +90,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-@dataclass(frozen=True, slots=True)
-class _ForkArgs:
-    child_id: str | None
-    origin: str | None
-    delegation_depth: int | None
-    created_at: int | None
 
 
 class JsonlEventStore:
@@ -251,7 +243,7 @@ class JsonlEventStore:
         out.sort(key=lambda s: (s.header.created_at, s.header.id))
         return out
 
-    def _fork_sync(self, parent_id: str, child: _ForkArgs) -> LoadedSession:
+    def _fork_sync(self, parent_id: str, child: ForkArgs) -> LoadedSession:
         data, scan = self._read(parent_id)
         n = last_turn_end_prefix(scan.events)
         header = fork_header(
@@ -370,7 +362,7 @@ class JsonlEventStore:
     ) -> LoadedSession:
         self._check_open()
         await self._flush_session(parent_id)
-        args = _ForkArgs(child_id, origin, delegation_depth, created_at)
+        args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await run_blocking(None, self._fork_sync, parent_id, args)
 
     async def close(self) -> None:

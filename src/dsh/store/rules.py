@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from dsh.errors import InvalidEventError, SeqConflictError
@@ -63,6 +64,16 @@ def last_turn_end_prefix(events: Sequence[Event]) -> int:
         if events[i].type == TURN_END:
             return i + 1
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class ForkArgs:
+    """The caller's choices for a fork child (``None`` = the default)."""
+
+    child_id: str | None = None
+    origin: str | None = None
+    delegation_depth: int | None = None
+    created_at: int | None = None
 
 
 def fork_header(

@@ -41,7 +41,7 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionSummary
-from dsh.store.rules import check_append, check_seed, cut_marker, fork_header
+from dsh.store.rules import ForkArgs, check_append, check_seed, cut_marker, fork_header
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     EVENT_COLUMNS,
@@ -76,14 +76,6 @@ class _Tail:
     stale: bool = False
     """Set after a failed write: ``next_seq`` must be re-read from the database."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
-@dataclass(frozen=True, slots=True)
-class _ForkArgs:
-    child_id: str | None
-    origin: str | None
-    delegation_depth: int | None
-    created_at: int | None
 
 
 class SqliteEventStore:
@@ -227,7 +219,7 @@ class SqliteEventStore:
             out.append(SessionSummary(header, cut, row[9]))
         return out
 
-    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, args: _ForkArgs) -> LoadedSession:
+    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, args: ForkArgs) -> LoadedSession:
         with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
             last = conn.execute(
@@ -366,7 +358,7 @@ class SqliteEventStore:
     ) -> LoadedSession:
         self._check_open()
         await self._flush_session(parent_id)
-        args = _ForkArgs(child_id, origin, delegation_depth, created_at)
+        args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await self._call(self._fork_sync, parent_id, args)
 
     async def close(self) -> None:
