@@ -1,8 +1,13 @@
-"""The ``dsh`` Typer application and its entry point."""
+"""The ``dsh`` Typer application: wires every command group into one entry point."""
 
 from __future__ import annotations
 
 import typer
+
+from dsh.cli.log_cmd import log_app
+from dsh.cli.replay_cmd import demo, replay
+from dsh.cli.run_cmd import run
+from dsh.cli.sessions_cmd import sessions_app
 
 app = typer.Typer(
     name="dsh",
@@ -10,13 +15,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-
-
-@app.command()
-def demo() -> None:
-    """Replay a bundled recorded scenario keylessly and show the session tree."""
-    typer.echo("dsh demo: nothing recorded yet")
+app.command(name="run")(run)
+app.add_typer(log_app, name="log")
+app.add_typer(sessions_app, name="sessions")
+app.command(name="replay")(replay)
+app.command(name="demo")(demo)
 
 
 def main() -> None:

@@ -38,9 +38,10 @@ class LiveView:
     are shown as labelled, indented summaries so concurrent children stay readable.
     """
 
-    def __init__(self, console: Console, root_session: str) -> None:
+    def __init__(self, console: Console, root_session: str | None = None) -> None:
         self.console = console
         self.root = root_session
+        """The top-level session; ``None`` adopts the first session that is not a child."""
         self._children: dict[str, _Child] = {}
         self._mid_line = False
         self._mode = ""
@@ -58,6 +59,8 @@ class LiveView:
         return "  " * child.depth + f"[cyan]\\[{escape(child.label)}][/cyan] "
 
     def chunk(self, session_id: str, chunk: Chunk) -> None:
+        if self.root is None and session_id not in self._children:
+            self.root = session_id
         if session_id != self.root:
             return
         kind = chunk["type"]
@@ -76,6 +79,8 @@ class LiveView:
 
     def event(self, session_id: str, event: Event) -> None:
         etype = event.type
+        if self.root is None and etype != SUBAGENT_DESCRIPTOR:
+            self.root = session_id
         data = event.data
         if etype == SUBAGENT_DESCRIPTOR:
             parent = str(data.get("delegation", {}).get("parentSession", ""))

@@ -31,6 +31,8 @@ from dsh.subagents import standard_tools
 Mode = Literal["replay", "record", "refresh"]
 MODES: tuple[Mode, ...] = ("replay", "record", "refresh")
 TRANSCRIPT = "transcript.expected.jsonl"
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+"""The bundled scenarios shipped with dsh."""
 INPUT = "input.json"
 
 
