@@ -312,3 +312,28 @@ async def test_resume_closes_a_turn_left_open_by_a_crash(tmp_path: Path) -> None
     assert resumed.session.events[-1].data["reason"] == {"kind": "interrupted"}
     check_log_invariants(resumed.session.events)
     assert len((await store.load(agent.id)).events) == len(types)
+
+
+async def test_changed_request_header_is_logged_with_reason_change(tmp_path: Path) -> None:
+    registry = builtin_registry()
+    agent = await _agent(tmp_path, [text_reply("one"), text_reply("two")], tools=registry)
+    await agent.run_turn("first")
+    registry.register(_BarrierTool(1, delays={}))
+    await agent.run_turn("second")
+    headers = [e.data for e in agent.session.events if e.type == "request/header"]
+    assert [h["reason"] for h in headers] == ["initial", "change"]
+    assert "probe" in [t["name"] for t in headers[1]["header"]["tools"]]
+
+
+async def test_log_round_trips_exactly_through_sqlite(tmp_path: Path) -> None:
+    store = SqliteEventStore(tmp_path / "s.db")
+    agent = await Agent.create(
+        store, model=ScriptedModel([text_reply("é ünïcode ✓", deltas=4)]), tools=builtin_registry(),
+        config=_config(), cwd=tmp_path,
+    )  # fmt: skip
+    await agent.run_turn("hi")
+    await store.close()
+    again = SqliteEventStore(tmp_path / "s.db")
+    loaded = await again.load(agent.id)
+    assert [e.to_wire() for e in loaded.events] == [e.to_wire() for e in agent.session.events]
+    await again.close()
