@@ -12,7 +12,7 @@ import pytest
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store.sqlite import SqliteEventStore
-from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import DEEPSEEK_STYLE, Faults, Response, WireToolCall, http_error, stream_reply
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from tests.invariants import check_log_invariants
