@@ -1,0 +1,417 @@
+"""``dsh sessions``: import, list, show, tree, fork and export the sessions of a store."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.text import Text
+from rich.tree import Tree
+
+from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
+from dsh.cli.tables import make_console, render_list, render_session, session_json, type_counts, warn
+from dsh.errors import SessionExistsError, SessionNotFoundError
+from dsh.events import Event, SessionHeader
+from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
+from dsh.store.base import EventStore, LoadedSession, SessionSummary
+from dsh.store.logfile import read_log_file, write_log_file
+from dsh.store.transfer import export_session
+from dsh.store.url import default_sqlite_path, open_store
+
+T = TypeVar("T")
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="Work with the sessions of a store (--store / DSH_STORE): import, list, show, tree, fork, export.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The session id.", show_default=False)]
+
+KINDS = ("spawn", "fork")
+
+
+async def _using(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
+    """Open the store named by ``url``, run ``body`` on it and always close it."""
+    store = open_store(url)
+    try:
+        return await body(store)
+    finally:
+        await store.close()
+
+
+def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
+    """Run ``body`` against the store on a fresh event loop; user errors become one line."""
+    return run_async(lambda: _using(url, body))
+
+
+def _store_label(url: str | None) -> str:
+    return url or str(default_sqlite_path())
+
+
+def session_kind(header: SessionHeader, own_events: Sequence[Event]) -> str | None:
+    """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session.
+
+    The ``provider`` of the child's own ``subagent/descriptor`` decides when present;
+    otherwise a seeded child is a fork, a non-subagent child (made by ``dsh sessions
+    fork``) is a fork, and an unseeded subagent child is a spawn.
+    """
+    if header.parent_session is None:
+        return None
+    for event in own_events:
+        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
+            provider = event.data.get("provider")
+            if provider in KINDS:
+                return str(provider)
+            break
+    if header.is_seeded or header.origin != "subagent":
+        return "fork"
+    return "spawn"
+
+
+def _loaded_json(session: LoadedSession) -> dict[str, Any]:
+    return session_json(session.header, session.inherited_event_count, len(session.events))
+
+
+def _summary_json(summary: SessionSummary) -> dict[str, Any]:
+    return session_json(summary.header, summary.inherited_event_count, summary.event_count)
+
+
+def _ordered(summaries: Sequence[SessionSummary]) -> list[SessionSummary]:
+    return sorted(summaries, key=lambda s: (s.header.created_at, s.header.id))
+
+
+# --------------------------------------------------------------------------- import
+
+
+@dataclass(slots=True)
+class _Imported:
+    path: str
+    session: LoadedSession
+
+
+async def _import_all(store: EventStore, files: Sequence[Path]) -> list[_Imported]:
+    """Decode and check every file first, then store them: a refused file stores nothing."""
+    pending: list[_Imported] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        decoded = await read_log_file(path)
+        session = decoded.for_import()
+        sid = session.header.id
+        if sid in seen:
+            raise SessionExistsError(sid, f"this import (recorded by both {seen[sid]} and {path})")
+        if await store.exists(sid):
+            raise SessionExistsError(sid, f"the store (not importing {path})")
+        seen[sid] = str(path)
+        pending.append(_Imported(str(path), session))
+    for item in pending:
+        s = item.session
+        await store.create(s.header, s.events, inherited_event_count=s.inherited_event_count)
+    return pending
+
+
+@sessions_app.command("import")
+def import_cmd(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="FILE",
+            help="Log files to import (version 0 or 2, plain or .jsonl.zst).",
+            show_default=False,
+        ),
+    ],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Import log files into the store, each under its recorded session id.
+
+    Every event keeps its seq, type and data, so the inherited cut never moves. All files
+    are checked before anything is stored: an unreadable file, a session id already in the
+    store, or the same id in two files refuses the whole import. With --json: a list of
+    session objects, each with the "path" it came from.
+    """
+    imported = _in_store(store, lambda s: _import_all(s, files))
+    with user_errors():
+        for item in imported:
+            for message in item.session.warnings:
+                warn(message)
+        if as_json:
+            write_json_line([{**_loaded_json(i.session), "path": i.path} for i in imported])
+            return
+        for item in imported:
+            s = item.session
+            typer.echo(
+                f"imported {s.header.id} from {item.path}: {len(s.events)} events, "
+                f"cut {s.inherited_event_count}"
+            )
+
+
+# --------------------------------------------------------------------------- list
+
+
+@sessions_app.command("list")
+def list_cmd(store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """List every session in the store with its parent, cut and event count.
+
+    Oldest first. With --json: a list of session objects (see the README).
+    """
+
+    async def body(s: EventStore) -> list[SessionSummary]:
+        return _ordered(await s.list_sessions())
+
+    summaries = _in_store(store, body)
+    with user_errors():
+        if as_json:
+            write_json_line([_summary_json(summary) for summary in summaries])
+            return
+        render_list(summaries, _store_label(store))
+
+
+# --------------------------------------------------------------------------- show
+
+
+@dataclass(slots=True)
+class _Shown:
+    session: LoadedSession
+    children: list[str]
+
+
+@sessions_app.command("show")
+def show_cmd(
+    session_id: IdArgument,
+    events: Annotated[
+        bool, typer.Option("--events", help="Also print every event (with --json: as wire dicts).")
+    ] = False,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one session: header, inherited cut, event counts per type and children.
+
+    With --json: the session object plus "types", "children" and "warnings" (and
+    "events", the wire dicts, with --events).
+    """
+
+    async def body(s: EventStore) -> _Shown:
+        loaded = await s.load(session_id)
+        kids = _ordered(await s.children(session_id))
+        return _Shown(loaded, [k.header.id for k in kids])
+
+    shown = _in_store(store, body)
+    loaded = shown.session
+    with user_errors():
+        for message in loaded.warnings:
+            warn(message)
+        if as_json:
+            out = {
+                **_loaded_json(loaded),
+                "types": type_counts(loaded.events),
+                "children": shown.children,
+                "warnings": list(loaded.warnings),
+            }
+            if events:
+                out["events"] = [event.to_wire() for event in loaded.events]
+            write_json_line(out)
+            return
+        cut = loaded.inherited_event_count
+        kind = session_kind(loaded.header, loaded.events[cut:])
+        render_session(loaded, kind, shown.children, with_events=events)
+
+
+# --------------------------------------------------------------------------- tree
+
+
+@dataclass(slots=True)
+class _Node:
+    summary: SessionSummary
+    kind: str | None
+    children: list[_Node] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.summary.header.id,
+            "kind": self.kind,
+            "inheritedEventCount": self.summary.inherited_event_count,
+            "eventCount": self.summary.event_count,
+            "children": [child.to_json() for child in self.children],
+        }
+
+
+async def _kind_of(store: EventStore, summary: SessionSummary) -> str | None:
+    if summary.header.parent_session is None:
+        return None
+    own = await store.read_from(summary.header.id, summary.inherited_event_count)
+    return session_kind(summary.header, own)
+
+
+async def _build_tree(store: EventStore, root_id: str | None, label: str) -> list[_Node]:
+    """The forest under ``root_id`` (or every root: no parent, or a parent not in the store)."""
+    summaries = _ordered(await store.list_sessions())
+    by_id = {s.header.id: s for s in summaries}
+    kids: dict[str, list[SessionSummary]] = {}
+    for s in summaries:
+        parent = s.header.parent_session
+        if parent is not None and parent in by_id:
+            kids.setdefault(parent, []).append(s)
+    if root_id is not None:
+        if root_id not in by_id:
+            raise SessionNotFoundError(root_id, label)
+        roots = [by_id[root_id]]
+    else:
+        roots = [s for s in summaries if s.header.parent_session not in by_id]
+    seen: set[str] = set()
+
+    async def build(summary: SessionSummary) -> _Node:
+        seen.add(summary.header.id)
+        node = _Node(summary, await _kind_of(store, summary))
+        for child in kids.get(summary.header.id, []):
+            if child.header.id not in seen:
+                node.children.append(await build(child))
+        return node
+
+    forest = [await build(root) for root in roots]
+    if root_id is None:
+        # Sessions on a parentSession cycle have no root; show each cycle once from its oldest member.
+        for s in summaries:
+            if s.header.id not in seen:
+                forest.append(await build(s))
+    return forest
+
+
+def _tree_label(node: _Node) -> Text:
+    s = node.summary
+    kind = (f"{node.kind} ", "cyan") if node.kind else ""
+    return Text.assemble(
+        kind, (s.header.id, "bold"), f"  cut {s.inherited_event_count}, {s.event_count} events"
+    )
+
+
+def _add_branches(tree: Tree, node: _Node) -> None:
+    for child in node.children:
+        _add_branches(tree.add(_tree_label(child)), child)
+
+
+@sessions_app.command("tree")
+def tree_cmd(
+    session_id: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="ID",
+            help="Show only this session and its descendants (default: every root).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show sessions with their children nested, each child labelled spawn or fork, with its cut.
+
+    Without ID every root is shown: a session with no parent, or whose parent is not in the
+    store. With --json: one node (with ID) or a list of root nodes (without), each node
+    {id, kind, inheritedEventCount, eventCount, children}; kind is null for a top-level session.
+    """
+    forest = _in_store(store, lambda s: _build_tree(s, session_id, _store_label(store)))
+    with user_errors():
+        if as_json:
+            if session_id is not None:
+                write_json_line(forest[0].to_json())
+            else:
+                write_json_line([node.to_json() for node in forest])
+            return
+        console = make_console()
+        if not forest:
+            console.print(f"no sessions in {_store_label(store)}")
+            return
+        for node in forest:
+            tree = Tree(_tree_label(node))
+            _add_branches(tree, node)
+            console.print(tree)
+
+
+# --------------------------------------------------------------------------- fork
+
+
+@sessions_app.command("fork")
+def fork_cmd(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The parent session to fork.", show_default=False)
+    ],
+    child_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            metavar="CHILD_ID",
+            help="Id for the new child session (default: a fresh id).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fork a session at its last completed turn into a new child session.
+
+    The child holds the parent's completed turns (through its last turn/end), then the
+    session/end-seed marker; its inherited cut is the length of that prefix. A parent with
+    no completed turn gives an empty, unseeded child. With --json: the child's session object.
+    """
+    child = _in_store(store, lambda s: s.fork(session_id, child_id=child_id))
+    with user_errors():
+        if as_json:
+            write_json_line(_loaded_json(child))
+            return
+        cut = child.inherited_event_count
+        if cut:
+            typer.echo(f"forked {session_id} -> {child.header.id}: cut {cut}, {len(child.events)} events")
+        else:
+            typer.echo(
+                f"forked {session_id} -> {child.header.id}: the parent has no completed turn, "
+                "so the child starts empty (cut 0)"
+            )
+
+
+# --------------------------------------------------------------------------- export
+
+
+@sessions_app.command("export")
+def export_cmd(
+    session_id: IdArgument,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write to this file (compressed when the name ends in .zst); default: stdout.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Export a session as a self-contained version-2 JSONL log.
+
+    A fork child's file includes its inherited prefix. Importing the file into any store
+    gives back every event and the inherited cut exactly.
+    """
+    if output is None:
+        data = _in_store(store, lambda s: export_session(s, session_id))
+        with user_errors():
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        return
+    target = output
+
+    async def body(s: EventStore) -> LoadedSession:
+        loaded = await s.load(session_id)
+        await write_log_file(target, loaded)
+        return loaded
+
+    loaded = _in_store(store, body)
+    typer.echo(
+        f"exported {session_id} to {os.fspath(target)}: {len(loaded.events)} events, "
+        f"cut {loaded.inherited_event_count}"
+    )

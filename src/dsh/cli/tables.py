@@ -1,0 +1,169 @@
+"""Shared CLI rendering: the console, the stable JSON shape of a session, tables and formatters."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dsh.events import Event, SessionHeader
+from dsh.jsonx import dumps_unchecked
+from dsh.store.base import LoadedSession, SessionSummary
+
+WIDE = 240
+"""Console width used when stdout is not a terminal, so ids never wrap in pipes and logs."""
+
+
+def make_console() -> Console:
+    """A stdout console for recorded data: no markup, emoji or highlighting is ever applied.
+
+    On a TTY it takes the terminal's width; otherwise it is wide enough for full ids.
+    """
+    console = Console(markup=False, emoji=False, highlight=False)
+    if not console.is_terminal:
+        console = Console(markup=False, emoji=False, highlight=False, width=max(console.width, WIDE))
+    return console
+
+
+def warn(message: str) -> None:
+    """Print one warning line to stderr (``dsh: warning: ...``)."""
+    typer.echo(f"dsh: warning: {message}", err=True)
+
+
+def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:
+    """The stable JSON shape of one stored session (every key always present).
+
+    ``id``, ``parentSession``, ``isSeeded``, ``inheritedEventCount``, ``eventCount``,
+    ``createdAt``, ``cwd``, ``origin``, ``delegationDepth``, ``agentPreset``; absent
+    optional header fields are ``null``.
+    """
+    return {
+        "id": header.id,
+        "parentSession": header.parent_session,
+        "isSeeded": header.is_seeded,
+        "inheritedEventCount": inherited_event_count,
+        "eventCount": event_count,
+        "createdAt": header.created_at,
+        "cwd": header.cwd,
+        "origin": header.origin,
+        "delegationDepth": header.delegation_depth,
+        "agentPreset": header.agent_preset,
+    }
+
+
+def type_counts(events: Sequence[Event]) -> dict[str, int]:
+    """Event type → number of events of that type, sorted by type name."""
+    counts = Counter(event.type for event in events)
+    return {name: counts[name] for name in sorted(counts)}
+
+
+def format_time(ms: int) -> str:
+    """Epoch milliseconds as a UTC timestamp (``2026-07-06 12:34:56Z``)."""
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def preview(data: object, limit: int = 100) -> str:
+    """One-line compact JSON of ``data``, cut to ``limit`` characters."""
+    text = dumps_unchecked(data).decode("utf-8", errors="replace")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def or_dash(value: object) -> str:
+    """``str(value)``, or an em dash for ``None``."""
+    return "—" if value is None else str(value)
+
+
+def types_table(counts: dict[str, int]) -> Table:
+    """A two-column table: event type and count."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("type")
+    table.add_column("count", justify="right")
+    for name, count in counts.items():
+        table.add_row(name, str(count))
+    return table
+
+
+def key_value_grid(rows: Sequence[tuple[str, str]]) -> Table:
+    """A borderless grid of bold keys and their values."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key, value in rows:
+        grid.add_row(key, value)
+    return grid
+
+
+def render_list(summaries: Sequence[SessionSummary], store_label: str) -> None:
+    """Print ``dsh sessions list`` as a table (id, parent, seeded, cut, events, created)."""
+    console = make_console()
+    if not summaries:
+        console.print(f"no sessions in {store_label}")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("id", "parent", "seeded"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("cut", justify="right")
+    table.add_column("events", justify="right")
+    table.add_column("created", no_wrap=True)
+    for summary in summaries:
+        h = summary.header
+        table.add_row(
+            h.id,
+            or_dash(h.parent_session),
+            "yes" if h.is_seeded else "no",
+            str(summary.inherited_event_count),
+            str(summary.event_count),
+            format_time(h.created_at),
+        )
+    console.print(table)
+
+
+def render_session(
+    loaded: LoadedSession, kind: str | None, children: Sequence[str], *, with_events: bool
+) -> None:
+    """Print ``dsh sessions show``: the header grid, then type counts or every event.
+
+    Inherited events (before the cut) are dimmed on a terminal; the ``session/end-seed``
+    marker row sits at the cut.
+    """
+    h = loaded.header
+    cut = loaded.inherited_event_count
+    rows = [
+        ("session", h.id),
+        ("parent", or_dash(h.parent_session)),
+        ("kind", or_dash(kind)),
+        ("created", format_time(h.created_at)),
+        ("cwd", or_dash(h.cwd)),
+        ("origin", or_dash(h.origin)),
+        ("depth", str(h.delegation_depth)),
+        ("preset", or_dash(h.agent_preset)),
+        ("seeded", "yes" if h.is_seeded else "no"),
+        ("cut", f"{cut} inherited, {len(loaded.events) - cut} own"),
+        ("events", str(len(loaded.events))),
+        ("children", ", ".join(children) if children else "—"),
+    ]
+    console = make_console()
+    console.print(key_value_grid(rows))
+    console.print()
+    if not with_events:
+        console.print(types_table(type_counts(loaded.events)))
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("seq", justify="right")
+    table.add_column("time", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("data", overflow="ellipsis", no_wrap=True)
+    for event in loaded.events:
+        style = "dim" if event.seq < cut else ""
+        table.add_row(str(event.seq), format_time(event.time), event.type, preview(event.data), style=style)
+    console.print(table)

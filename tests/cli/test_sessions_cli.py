@@ -1,0 +1,190 @@
+"""``dsh sessions`` run as a subprocess: import → list → show → tree → fork → export → inspect, and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsh.events import completed_turn_prefix
+from dsh.store.logfile import load_log_file
+
+from .conftest import Dsh, assert_user_error, raw_type_counts, store_url
+
+FORK_PARENT = "96cf59c9-b347-48b9-b234-a5200913ad05"
+FORK_CHILD = "ada8966c-9fa3-441b-8721-37ff1e795e6a"
+SPAWN_PARENT = "5138ed0d-e86e-4a7d-b75b-803307e92b17"
+SPAWN_CHILD = "ea339828-7885-42e1-9083-4355e6f1708d"
+SESSION_KEYS = {
+    "id",
+    "parentSession",
+    "isSeeded",
+    "inheritedEventCount",
+    "eventCount",
+    "createdAt",
+    "cwd",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+}
+
+
+def subagent_logs(upstream: Path) -> list[Path]:
+    return [
+        upstream / "subagent-fork-in-process" / "session.jsonl",
+        upstream / "subagent-fork-in-process" / "session.1.jsonl",
+        upstream / "subagent-spawn-in-process" / "session.jsonl",
+        upstream / "subagent-spawn-in-process" / "session.1.jsonl",
+    ]
+
+
+def node(forest: list[dict[str, Any]], sid: str) -> dict[str, Any]:
+    (found,) = [n for n in forest if n["id"] == sid]
+    return found
+
+
+def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
+    logs = subagent_logs(upstream)
+    expected = {load_log_file(p).header.id: p for p in logs}
+
+    # import keeps the recorded ids and cuts
+    imported = dsh("sessions", "import", *logs, "--json").ok().json()
+    assert [s["id"] for s in imported] == [FORK_PARENT, FORK_CHILD, SPAWN_PARENT, SPAWN_CHILD]
+    assert [s["path"] for s in imported] == [str(p) for p in logs]
+    assert {s["id"]: s["inheritedEventCount"] for s in imported}[FORK_CHILD] == 42
+
+    duplicate, listing, showing, tree = dsh.many(
+        ("sessions", "import", logs[1]),
+        ("sessions", "list", "--json"),
+        ("sessions", "show", FORK_CHILD, "--events", "--json"),
+        ("sessions", "tree", "--json"),
+    )
+
+    # a second import of a stored id is refused and names it
+    assert_user_error(duplicate, FORK_CHILD, "already exists", str(logs[1]))
+
+    # list
+    listed = {s["id"]: s for s in listing.ok().json()}
+    assert set(listed) == set(expected)
+    for sid, path in expected.items():
+        assert set(listed[sid]) == SESSION_KEYS
+        assert listed[sid]["eventCount"] == sum(raw_type_counts(path).values())
+    child = listed[FORK_CHILD]
+    assert child["isSeeded"] is True and child["inheritedEventCount"] == 42
+    assert child["parentSession"] == FORK_PARENT and child["origin"] == "subagent"
+    assert child["delegationDepth"] == 1
+    assert listed[SPAWN_CHILD]["isSeeded"] is False and listed[SPAWN_CHILD]["inheritedEventCount"] == 0
+    assert listed[FORK_PARENT]["parentSession"] is None
+
+    # show --events: wire events, the tagged marker at the cut
+    shown = showing.ok().json()
+    assert {k: shown[k] for k in SESSION_KEYS} == child
+    assert shown["types"] == dict(sorted(raw_type_counts(expected[FORK_CHILD]).items()))
+    assert shown["children"] == [] and shown["warnings"] == []
+    events = shown["events"]
+    assert [e["seq"] for e in events] == list(range(99))
+    assert events[42]["type"] == "session/end-seed" and events[42]["data"] == {"inherited": True}
+
+    # tree: fork child as fork with cut 42, spawn child as spawn with cut 0
+    forest = tree.ok().json()
+    assert {n["id"] for n in forest} == {FORK_PARENT, SPAWN_PARENT}
+    fork_root = node(forest, FORK_PARENT)
+    assert fork_root["kind"] is None and fork_root["inheritedEventCount"] == 0
+    assert fork_root["children"] == [
+        {"id": FORK_CHILD, "kind": "fork", "inheritedEventCount": 42, "eventCount": 99, "children": []}
+    ]
+    assert node(forest, SPAWN_PARENT)["children"] == [
+        {"id": SPAWN_CHILD, "kind": "spawn", "inheritedEventCount": 0, "eventCount": 40, "children": []}
+    ]
+
+    # fork at the parent's last completed turn
+    prefix = len(completed_turn_prefix(load_log_file(expected[FORK_PARENT]).events))
+    forked = dsh("sessions", "fork", FORK_PARENT, "--id", "cli-fork", "--json").ok().json()
+    assert set(forked) == SESSION_KEYS
+    assert forked["id"] == "cli-fork" and forked["parentSession"] == FORK_PARENT
+    assert forked["isSeeded"] is True
+    assert forked["inheritedEventCount"] == prefix and forked["eventCount"] == prefix + 1
+
+    # export (a file for SQLite, stdout for JSONL) → inspect → import elsewhere: same counts and cut
+    exported = tmp_path / "child.jsonl"
+    to_file = dsh.store.startswith("sqlite:")
+    export_args = ("sessions", "export", FORK_CHILD, *(("-o", str(exported)) if to_file else ()))
+    subtree, export = dsh.many(("sessions", "tree", FORK_PARENT, "--json"), export_args)
+    assert subtree.ok().json()["id"] == FORK_PARENT
+    assert {(c["id"], c["kind"], c["inheritedEventCount"]) for c in subtree.json()["children"]} == {
+        (FORK_CHILD, "fork", 42),
+        ("cli-fork", "fork", prefix),
+    }
+    if to_file:
+        assert FORK_CHILD in export.ok().stdout and str(exported) in export.stdout
+    else:
+        exported.write_text(export.ok().stdout, encoding="utf-8")
+    other = store_url("jsonl" if to_file else "sqlite", tmp_path / "other")
+    inspected, reimported = dsh.many(
+        ("log", "inspect", exported, "--json"), ("sessions", "import", exported, "--json", "--store", other)
+    )
+    info = inspected.ok().json()
+    assert info["version"] == 2
+    assert info["isSeeded"] is True and info["inheritedEventCount"] == 42 and info["eventCount"] == 99
+    assert info["types"] == shown["types"]
+    (again,) = reimported.ok().json()
+    assert {k: again[k] for k in SESSION_KEYS} == child
+
+
+def test_human_output_and_all_or_nothing_import(dsh_sqlite: Dsh, upstream: Path, tmp_path: Path) -> None:
+    dsh = dsh_sqlite
+    good = upstream / "text-turn" / "session.jsonl"
+    good_id = load_log_file(good).header.id
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text().replace('"type":"turn/start"', '"type":"turn/start",,'))
+    opened = tmp_path / "open.jsonl"
+    opened.write_text(
+        '{"type":"session","version":2,"id":"open","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'
+        '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+    )
+
+    # a refused file, or the same id twice, stores nothing from the batch
+    twice, broken = dsh.many(("sessions", "import", good, good), ("sessions", "import", good, bad))
+    assert str(good) in assert_user_error(twice, good_id, "already exists")
+    assert_user_error(broken, "bad.jsonl", "line")
+
+    out = dsh("sessions", "import", *subagent_logs(upstream), opened).ok().stdout
+    assert f"imported {FORK_CHILD} from " in out and "cut 42" in out
+
+    # a fork of a session with no completed turn is empty and unseeded
+    out = dsh("sessions", "fork", "open", "--id", "empty").ok().stdout
+    assert "open -> empty" in out and "cut 0" in out
+
+    tree, listing, show = dsh.many(
+        ("sessions", "tree"), ("sessions", "list"), ("sessions", "show", FORK_PARENT)
+    )
+    lines = tree.ok().stdout.splitlines()
+    (fork_line,) = [line for line in lines if FORK_CHILD in line]
+    assert "fork" in fork_line and "cut 42" in fork_line
+    (spawn_line,) = [line for line in lines if SPAWN_CHILD in line]
+    assert "spawn" in spawn_line and "cut 0" in spawn_line
+    (empty_line,) = [line for line in lines if "empty" in line]
+    assert "fork" in empty_line and "cut 0, 0 events" in empty_line
+
+    rows = [line.split() for line in listing.ok().stdout.splitlines()]
+    assert len(rows) == 1 + 6 and not any(good_id in row for row in rows)
+    (row,) = [row for row in rows if row[0] == FORK_CHILD]
+    assert row[:5] == [FORK_CHILD, FORK_PARENT, "yes", "42", "99"]
+
+    fields = {line.split()[0]: line.split()[1:] for line in show.ok().stdout.splitlines() if line.strip()}
+    assert fields["children"] == [FORK_CHILD]
+    assert fields["kind"] == ["—"] and fields["seeded"] == ["no"]
+
+
+def test_unknown_ids_and_bad_stores_are_one_line_errors(dsh_sqlite: Dsh, tmp_path: Path) -> None:
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("hello\n" * 100)
+    commands = [("show", "nope-1"), ("tree", "nope-2"), ("fork", "nope-3"), ("export", "nope-4")]
+    *unknown, bad_url, foreign = dsh_sqlite.many(
+        *[("sessions", *command) for command in commands],
+        ("sessions", "list", "--store", "bogus:x"),
+        ("sessions", "list", "--store", f"sqlite:{not_a_db}"),
+    )
+    for (_, sid), result in zip(commands, unknown, strict=True):
+        assert_user_error(result, sid, "not found")
+    assert_user_error(bad_url, "bogus:x")
+    assert_user_error(foreign, str(not_a_db))
