@@ -1,8 +1,9 @@
-"""Store URLs: ``sqlite:PATH``, ``jsonl:DIR``, ``memory:`` → an ``EventStore``; the default location.
+"""Store URLs: ``sqlite:PATH``, ``jsonl:DIR``, ``memory:``, ``postgresql://...`` → an ``EventStore``.
 
-Backends register an opener per scheme in :data:`SCHEMES` (``scheme -> opener(url, rest)``).
-This is the extension point for further backends (e.g. ``postgresql://...``): add an
-entry here; an unknown scheme is a :class:`~dsh.errors.UsageError` naming the URL.
+Backends register an opener per scheme in :data:`SCHEMES` (``scheme -> opener(url, rest)``);
+an unknown scheme is a :class:`~dsh.errors.UsageError` naming the URL. The PostgreSQL
+backend is imported only when a ``postgresql://`` (or ``postgres://``) URL is opened: psycopg
+is an optional dependency (the ``postgres`` extra) and costs start-up time otherwise.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def _open_jsonl(url: str, rest: str) -> EventStore:
     return JsonlEventStore(_local_path(rest))
 
 
+def _open_postgres(url: str, rest: str) -> EventStore:
+    try:  # optional dependency, imported on use (see the module docstring)
+        from dsh.store.postgres import PostgresEventStore
+    except ImportError as exc:
+        raise UsageError("PostgreSQL store URLs need psycopg: pip install 'dsh[postgres]'") from exc
+    return PostgresEventStore(url)
+
+
 def _open_memory(url: str, rest: str) -> EventStore:
     if rest:
         raise UsageError(f"store URL {url!r}: memory: takes no path")
@@ -58,6 +67,8 @@ SCHEMES: dict[str, StoreOpener] = {
     "sqlite": _open_sqlite,
     "jsonl": _open_jsonl,
     "memory": _open_memory,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
 }
 """Scheme → opener. Other backends add their scheme here (see the module docstring)."""
 

@@ -1,0 +1,515 @@
+"""``PostgresEventStore``: every session in one PostgreSQL database, shared by many workers and hosts.
+
+- Layout and version policy: :mod:`dsh.store.postgres_schema` (a ``dsh_schema`` version row
+  checked on connect, no migration; ``sessions`` with the header columns, ``is_seeded``,
+  ``inherited_event_count`` and ``next_seq``; ``events`` keyed by ``(session_id, seq)``).
+- URLs: :mod:`dsh.store.postgres_url` (``postgresql://user@host:5432/db?schema=NAME``).
+  Construction does no I/O; the first operation connects, checks (or stamps) the schema
+  and opens a ``psycopg_pool.AsyncConnectionPool``. ``close()`` closes the pool.
+- Appends: one statement, hence one transaction, per batch. It advances the session
+  row's ``next_seq`` only if it still equals the batch's first seq, so two writers on one
+  session serialize on that row and the loser gets :class:`~dsh.errors.SeqConflictError`
+  naming the session and seq; the ``(session_id, seq)`` primary key makes a duplicate
+  impossible even so. The same statement ``NOTIFY``s ``dsh_events`` (delivered on commit),
+  which :meth:`PostgresEventStore.listen` turns into wake-ups for live tailing.
+  ``durable=False`` appends are buffered in process (visible to this handle's reads) and
+  written at the next durable append, read of the session, or ``close()``.
+- Fork: one transaction creating the child row, copying the parent's completed-turn
+  prefix with one ``INSERT ... SELECT`` and writing the tagged marker.
+- psycopg errors are mapped to dsh errors here and only here; messages name the URL with
+  any password replaced by ``***``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from dsh.errors import (
+    CorruptLogError,
+    DshError,
+    InvalidEventError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreClosedError,
+    StoreError,
+    UnsupportedFormatError,
+)
+from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.vocabulary import KNOWN_TYPES
+from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.postgres_schema import (
+    APPEND,
+    COPY_PREFIX,
+    CREATE,
+    EXISTS,
+    FORK_PARENT,
+    INSERT_EVENT,
+    INSERT_SESSION,
+    LIST_CHILDREN,
+    LIST_SESSIONS,
+    NEXT_SEQ,
+    NOTIFY_CHANNEL,
+    SCHEMA_VERSION,
+    SELECT_EVENTS,
+    SESSION,
+    Row,
+    event_row,
+    header_params,
+    notify_payload,
+    prepare_database,
+    rows_params,
+    set_search_path,
+)
+from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
+from dsh.store.rules import check_append, check_seed, cut_marker, fork_header
+
+__all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
+
+Conn = psycopg.AsyncConnection[TupleRow]
+
+DEFAULT_MAX_CONNECTIONS: Final = 4
+DEFAULT_CONNECT_TIMEOUT_S: Final = 10
+"""libpq ``connect_timeout`` unless the URL sets one (libpq's own default waits forever)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(slots=True, eq=False)
+class _Tail:
+    """The in-process append state of one session (touched only while ``lock`` is held)."""
+
+    next_seq: int
+    """Next seq, buffered rows included."""
+    pending: list[Row] = field(default_factory=list)
+    stale: bool = False
+    """Set after a failed write: ``next_seq`` must be re-read from the database."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class PostgresListener:
+    """Wake-ups for one session's appends, on a dedicated ``LISTEN`` connection."""
+
+    def __init__(self, store: PostgresEventStore, conn: Conn, payload: str) -> None:
+        self._store = store
+        self._conn = conn
+        self._payload = payload
+
+    async def wait(self, max_wait: float) -> bool:
+        """Wait up to ``max_wait`` seconds for an append to the session; ``False`` when none came."""
+        deadline = time.monotonic() + max_wait
+        async with self._store.mapped_errors():
+            while (remaining := deadline - time.monotonic()) > 0:
+                got = [n async for n in self._conn.notifies(timeout=remaining, stop_after=1)]
+                if not got:
+                    return False
+                if any(n.payload == self._payload for n in got):
+                    return True
+        return False
+
+
+class PostgresEventStore:
+    """An ``EventStore`` in a PostgreSQL database (``postgresql://...``), safe for many processes."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Parse ``url`` (a ``UsageError`` when malformed); no connection is made yet.
+
+        ``schema`` overrides the URL's ``schema=`` parameter; ``max_connections`` bounds the
+        pool of this handle.
+        """
+        self.target: PostgresTarget = parse_postgres_url(url, schema)
+        self.url = self.target.label
+        """The URL with any password hidden: what messages show."""
+        self.max_connections = max_connections
+        self._connect_kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in conninfo_to_dict(self.target.conninfo):
+            self._connect_kwargs["connect_timeout"] = connect_timeout
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._schema_name = ""
+        self._open_lock = asyncio.Lock()
+        self._tails: dict[str, _Tail] = {}
+        self._tails_lock = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresEventStore({self.url!r})"
+
+    # -- connections and errors -----------------------------------------------------------
+
+    @asynccontextmanager
+    async def mapped_errors(self) -> AsyncIterator[None]:
+        """Map psycopg and OS errors raised in the block to one-line dsh errors naming the URL."""
+        try:
+            yield
+        except DshError:
+            raise
+        except psycopg.OperationalError as exc:
+            reason = self.target.scrub(_first_line(exc))
+            raise StoreError(f"{self.url}: PostgreSQL is unreachable or failed: {reason}") from exc
+        except psycopg.Error as exc:
+            reason = self.target.scrub(_first_line(exc))
+            raise StoreError(f"{self.url}: PostgreSQL error: {reason}") from exc
+        except OSError as exc:
+            raise StoreError(f"{self.url}: {exc.strerror or exc}") from exc
+
+    async def _connect(self) -> Conn:
+        """A new autocommit connection with the store's search path (outside the pool)."""
+        conn = await psycopg.AsyncConnection.connect(self.target.conninfo, **self._connect_kwargs)
+        try:
+            await set_search_path(conn, self.target.schema)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    async def _configure(self, conn: Conn) -> None:
+        await set_search_path(conn, self.target.schema)
+
+    async def _ready(self) -> AsyncConnectionPool[Conn]:
+        """The pool, opened on first use after the schema check (callers map errors)."""
+        if self._pool is not None:
+            return self._pool
+        async with self._open_lock:
+            if self._pool is None:
+                self._check_open()
+                conn = await self._connect()
+                try:
+                    self._schema_name = await prepare_database(conn, self.url, self.target.schema)
+                finally:
+                    await conn.close()
+                pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                    self.target.conninfo,
+                    min_size=1,
+                    max_size=max(1, self.max_connections),
+                    open=False,
+                    kwargs=self._connect_kwargs,
+                    configure=self._configure,
+                    name="dsh-store",
+                )
+                await pool.open(wait=False)
+                self._pool = pool
+            return self._pool
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Conn]:
+        async with self.mapped_errors():
+            pool = await self._ready()
+            async with pool.connection() as conn:
+                yield conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the PostgreSQL store {self.url} is closed")
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _header(self, row: Sequence[Any]) -> tuple[SessionHeader, int]:
+        try:
+            header = SessionHeader(
+                id=row[0],
+                created_at=row[1],
+                cwd=row[2],
+                parent_session=row[3],
+                origin=row[4],
+                delegation_depth=row[5],
+                agent_preset=row[6],
+                is_seeded=row[7],
+            )
+        except InvalidEventError as exc:
+            raise CorruptLogError(f"{self.url}: {exc}") from exc
+        return header, row[8]
+
+    async def _session(self, conn: Conn, session_id: str) -> tuple[SessionHeader, int, int]:
+        """``(header, cut, next seq)`` of a stored session."""
+        cur = await conn.execute(SESSION, (session_id,))
+        row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id, self.url)
+        header, cut = self._header(row)
+        return header, cut, row[9]
+
+    async def _events(self, conn: Conn, session_id: str, start: int, end: int) -> list[Event]:
+        """Events ``start <= seq < end`` (``end`` read from the session row first, so the
+        result is one consistent prefix even while another writer appends)."""
+        cur = await conn.execute(SELECT_EVENTS, (session_id, start, end))
+        rows = await cur.fetchall()
+        loads = orjson.loads
+        events: list[Event] = []
+        append = events.append
+        expected = start
+        try:
+            for seq, etype, when, data, op, seqs, ignorable in rows:
+                if seq != expected:
+                    raise CorruptLogError(
+                        f"{self.url}: session {session_id}: expected seq {expected}, found {seq}"
+                    )
+                if etype not in KNOWN_TYPES and not ignorable:
+                    raise UnsupportedFormatError(
+                        f"{self.url}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                    )
+                append(
+                    Event(
+                        etype,
+                        seq,
+                        when,
+                        loads(data),
+                        None if op is None else ("append" if op == '"append"' else loads(op)),
+                        None if seqs is None else tuple(loads(seqs)),
+                        ignorable,
+                    )
+                )
+                expected += 1
+        except orjson.JSONDecodeError as exc:
+            raise CorruptLogError(f"{self.url}: session {session_id}, seq {expected}: bad JSON") from exc
+        if expected < end:
+            raise CorruptLogError(
+                f"{self.url}: session {session_id}: events end at seq {expected}, the session row says {end}"
+            )
+        return events
+
+    async def _load(self, conn: Conn, session_id: str) -> LoadedSession:
+        header, cut, end = await self._session(conn, session_id)
+        events = await self._events(conn, session_id, 0, end)
+        try:
+            check_cut(header, cut, events)
+        except InvalidEventError as exc:
+            raise CorruptLogError(f"{self.url}: {exc}") from exc
+        return LoadedSession(header, cut, events)
+
+    async def _next_seq(self, session_id: str) -> int:
+        async with self._conn() as conn:
+            cur = await conn.execute(NEXT_SEQ, (session_id,))
+            row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id, self.url)
+        next_seq: int = row[0]
+        return next_seq
+
+    async def _insert(self, session_id: str, rows: list[Row]) -> None:
+        first = rows[0][0]
+        params = {
+            "sid": session_id,
+            "first": first,
+            "end": first + len(rows),
+            "channel": NOTIFY_CHANNEL,
+            "payload": notify_payload(self._schema_name, session_id),
+            **rows_params(rows),
+        }
+        async with self._conn() as conn:
+            cur = await conn.execute(APPEND, params)
+            if cur.rowcount == 1:
+                return
+            cur = await conn.execute(NEXT_SEQ, (session_id,))
+            row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id, self.url)
+        raise SeqConflictError(session_id, row[0], first)
+
+    # -- in-process tails (buffered appends) ----------------------------------------------
+
+    async def _tail(self, session_id: str) -> _Tail:
+        tail = self._tails.get(session_id)
+        if tail is not None:
+            return tail
+        async with self._tails_lock:
+            tail = self._tails.get(session_id)
+            if tail is None:
+                tail = _Tail(await self._next_seq(session_id))
+                self._tails[session_id] = tail
+            return tail
+
+    async def _flush(self, session_id: str, tail: _Tail) -> None:
+        """Write ``tail``'s buffered rows in one transaction; caller holds ``tail.lock``."""
+        if not tail.pending:
+            return
+        rows = tail.pending
+        tail.pending = []
+        try:
+            await self._insert(session_id, rows)
+        except BaseException:
+            tail.stale = True
+            raise
+
+    async def _flush_session(self, session_id: str) -> None:
+        tail = self._tails.get(session_id)
+        if tail is not None and tail.pending:
+            async with tail.lock:
+                await self._flush(session_id, tail)
+
+    async def _flush_all(self) -> None:
+        for session_id in list(self._tails):
+            await self._flush_session(session_id)
+
+    # -- the EventStore protocol ----------------------------------------------------------
+
+    async def create(
+        self,
+        header: SessionHeader,
+        seed: Sequence[Event] = (),
+        *,
+        inherited_event_count: int = 0,
+    ) -> None:
+        self._check_open()
+        check_seed(header, seed, inherited_event_count)
+        rows = [event_row(e) for e in seed]
+        params = {**header_params(header, inherited_event_count, len(rows)), **rows_params(rows)}
+        async with self._conn() as conn:
+            cur = await conn.execute(CREATE, params)
+            row = await cur.fetchone()
+        if row is None or row[0] != 1:
+            raise SessionExistsError(header.id, self.url)
+
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
+        self._check_open()
+        tail = await self._tail(session_id)
+        async with tail.lock:
+            self._check_open()
+            if tail.stale:
+                tail.next_seq = await self._next_seq(session_id)
+                tail.stale = False
+            check_append(session_id, events, tail.next_seq)
+            rows = [event_row(e) for e in events]
+            tail.pending.extend(rows)
+            tail.next_seq += len(rows)
+            if durable:
+                await self._flush(session_id, tail)
+
+    async def load(self, session_id: str) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(session_id)
+        async with self._conn() as conn:
+            return await self._load(conn, session_id)
+
+    async def read_from(self, session_id: str, seq: int) -> list[Event]:
+        self._check_open()
+        if seq < 0:
+            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
+        await self._flush_session(session_id)
+        async with self._conn() as conn:
+            _, _, end = await self._session(conn, session_id)
+            return await self._events(conn, session_id, seq, end)
+
+    async def exists(self, session_id: str) -> bool:
+        self._check_open()
+        async with self._conn() as conn:
+            cur = await conn.execute(EXISTS, (session_id,))
+            return await cur.fetchone() is not None
+
+    async def _summaries(self, parent: str | None) -> list[SessionSummary]:
+        self._check_open()
+        await self._flush_all()
+        async with self._conn() as conn:
+            if parent is None:
+                cur = await conn.execute(LIST_SESSIONS)
+            else:
+                cur = await conn.execute(LIST_CHILDREN, (parent,))
+            rows = await cur.fetchall()
+        out = []
+        for row in rows:
+            header, cut = self._header(row)
+            out.append(SessionSummary(header, cut, row[9]))
+        return out
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        return await self._summaries(None)
+
+    async def children(self, session_id: str) -> list[SessionSummary]:
+        return await self._summaries(session_id)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+    ) -> LoadedSession:
+        self._check_open()
+        await self._flush_session(parent_id)
+        async with self._conn() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(FORK_PARENT, (parent_id,))
+                row = await cur.fetchone()
+                if row is None:
+                    raise SessionNotFoundError(parent_id, self.url)
+                parent, _ = self._header(row)
+                n = 0 if row[10] is None else row[10] + 1
+                header = fork_header(
+                    parent,
+                    seeded=n > 0,
+                    child_id=child_id,
+                    origin=origin,
+                    delegation_depth=delegation_depth,
+                    created_at=created_at,
+                )
+                cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))
+                if await cur.fetchone() is None:
+                    raise SessionExistsError(header.id, self.url)
+                if n:
+                    await conn.execute(COPY_PREFIX, (header.id, parent_id, n))
+                    marker = event_row(cut_marker(n, header.created_at))
+                    await conn.execute(INSERT_EVENT, (header.id, *marker))
+            return await self._load(conn, header.id)
+
+    async def close(self) -> None:
+        """Write buffered events, then close the pool (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        first_error: BaseException | None = None
+        for session_id, tail in list(self._tails.items()):
+            async with tail.lock:
+                try:
+                    await self._flush(session_id, tail)
+                except Exception as exc:  # keep writing the other sessions
+                    first_error = first_error or exc
+        self._tails.clear()
+        async with self._open_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+        if first_error is not None:
+            raise first_error
+
+    # -- live tailing ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def listen(self, session_id: str) -> AsyncIterator[PostgresListener]:
+        """Wake-ups for appends to ``session_id`` (``LISTEN`` on a dedicated connection).
+
+        Used by :func:`dsh.store.tail.follow`; start listening *before* reading, so no
+        append between the read and the wait is missed.
+        """
+        self._check_open()
+        async with self.mapped_errors():
+            await self._ready()
+            conn = await self._connect()
+        try:
+            async with self.mapped_errors():
+                await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            yield PostgresListener(self, conn, notify_payload(self._schema_name, session_id))
+        finally:
+            await conn.close()

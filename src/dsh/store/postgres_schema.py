@@ -1,0 +1,259 @@
+"""The PostgreSQL layout of a dsh session database: tables, the version row, statements and rows.
+
+- ``dsh_schema``: exactly one row ``(application 'dsh', version SCHEMA_VERSION)``. On
+  connect it is checked; any other application or version is refused with a clear error
+  (there is no migration). A pristine schema is stamped under an advisory lock, so any
+  number of processes may open a new database at once.
+- ``sessions``: one row per session, the header fields as columns, including
+  ``is_seeded`` and ``inherited_event_count`` (the persisted cut), plus ``next_seq``: the
+  stored next seq, the row every writer of the session updates (and so locks) in its
+  append transaction.
+- ``events``: keyed by ``(session_id, seq)``; ``type``, ``time`` and the canonical JSON
+  *text* of ``data``/``surfaceOp``/``sourceEventSeqs`` (``text``, not ``jsonb``: jsonb
+  reorders keys and renormalizes numbers, and a stored log must round-trip byte for byte).
+
+The functions here are the only place that knows the SQL; the store maps psycopg errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
+from dsh.events import Event, SessionHeader
+from dsh.events.vocabulary import TURN_END
+from dsh.store.codec import encode_json_checked
+
+APPLICATION: Final = "dsh"
+"""``dsh_schema.application`` of a dsh session database."""
+
+SCHEMA_VERSION: Final = 1
+"""``dsh_schema.version`` of the layout this module reads and writes."""
+
+ADVISORY_LOCK: Final = 0x64736832
+"""``pg_advisory_xact_lock`` key held while a pristine schema is stamped (ASCII ``dsh2``)."""
+
+NOTIFY_CHANNEL: Final = "dsh_events"
+"""Every append transaction notifies this channel with :func:`notify_payload`."""
+
+DSH_TABLES: Final = ("dsh_schema", "sessions", "events")
+
+DDL: Final = (
+    """CREATE TABLE dsh_schema (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        application text NOT NULL,
+        version integer NOT NULL
+    )""",
+    """CREATE TABLE sessions (
+        id text PRIMARY KEY,
+        created_at bigint NOT NULL,
+        cwd text,
+        parent_session text,
+        origin text,
+        delegation_depth bigint NOT NULL,
+        agent_preset text,
+        is_seeded boolean NOT NULL,
+        inherited_event_count bigint NOT NULL CHECK (inherited_event_count >= 0),
+        next_seq bigint NOT NULL CHECK (next_seq >= 0)
+    )""",
+    "CREATE INDEX sessions_by_parent ON sessions (parent_session) WHERE parent_session IS NOT NULL",
+    """CREATE TABLE events (
+        session_id text NOT NULL REFERENCES sessions (id),
+        seq bigint NOT NULL CHECK (seq >= 0),
+        type text NOT NULL,
+        time bigint NOT NULL,
+        data text NOT NULL,
+        surface_op text,
+        source_event_seqs text,
+        ignorable boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (session_id, seq)
+    )""",
+    f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
+)
+
+EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
+HEADER_COLUMNS: Final = (
+    "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
+    "is_seeded, inherited_event_count"
+)
+_UNNEST: Final = (
+    "unnest(%(seq)s::bigint[], %(type)s::text[], %(time)s::bigint[], %(data)s::text[], "
+    "%(surface_op)s::text[], %(source)s::text[], %(ignorable)s::boolean[]) "
+    "AS r (seq, type, time, data, surface_op, source_event_seqs, ignorable)"
+)
+_FROM_UNNEST: Final = "r.seq, r.type, r.time, r.data, r.surface_op, r.source_event_seqs, r.ignorable"
+
+APPEND: Final = f"""WITH bump AS (
+        UPDATE sessions SET next_seq = %(end)s WHERE id = %(sid)s AND next_seq = %(first)s RETURNING id
+    ), ins AS (
+        INSERT INTO events ({EVENT_COLUMNS}) SELECT bump.id, {_FROM_UNNEST} FROM bump, {_UNNEST}
+    )
+    SELECT pg_notify(%(channel)s, %(payload)s) FROM bump"""
+"""One statement (so one transaction) per batch: advance ``next_seq`` only if it still is the
+batch's first seq (the row lock serializes writers of one session), insert the rows, notify.
+No row back means another writer got there first (or the session does not exist)."""
+
+CREATE: Final = f"""WITH s AS (
+        INSERT INTO sessions ({HEADER_COLUMNS}, next_seq)
+        VALUES (%(id)s, %(created_at)s, %(cwd)s, %(parent_session)s, %(origin)s, %(delegation_depth)s,
+                %(agent_preset)s, %(is_seeded)s, %(cut)s, %(end)s)
+        ON CONFLICT (id) DO NOTHING RETURNING id
+    ), ins AS (
+        INSERT INTO events ({EVENT_COLUMNS}) SELECT s.id, {_FROM_UNNEST} FROM s, {_UNNEST}
+    )
+    SELECT count(*) FROM s"""
+
+SESSION: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions WHERE id = %s"
+NEXT_SEQ: Final = "SELECT next_seq FROM sessions WHERE id = %s"
+EXISTS: Final = "SELECT 1 FROM sessions WHERE id = %s"
+SELECT_EVENTS: Final = (
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+    "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
+)
+_ORDER: Final = ' ORDER BY created_at, id COLLATE "C"'
+LIST_SESSIONS: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions{_ORDER}"
+LIST_CHILDREN: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions WHERE parent_session = %s{_ORDER}"
+
+FORK_PARENT: Final = f"""SELECT {HEADER_COLUMNS}, next_seq,
+        (SELECT max(e.seq) FROM events e WHERE e.session_id = s.id AND e.type = '{TURN_END}')
+    FROM sessions s WHERE id = %s"""
+INSERT_SESSION: Final = f"""INSERT INTO sessions ({HEADER_COLUMNS}, next_seq)
+    VALUES (%(id)s, %(created_at)s, %(cwd)s, %(parent_session)s, %(origin)s, %(delegation_depth)s,
+            %(agent_preset)s, %(is_seeded)s, %(cut)s, %(end)s)
+    ON CONFLICT (id) DO NOTHING RETURNING id"""
+COPY_PREFIX: Final = f"""INSERT INTO events ({EVENT_COLUMNS})
+    SELECT %s, seq, type, time, data, surface_op, source_event_seqs, ignorable
+    FROM events WHERE session_id = %s AND seq < %s"""
+INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+
+_PROBE: Final = """SELECT current_schema(), current_setting('server_encoding'),
+    ARRAY(SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = current_schema() AND c.relname = ANY(%s))"""
+
+Row = tuple[int, str, int, str, str | None, str | None, bool]
+"""An ``events`` row without its session id: seq, type, time, data, surfaceOp, sourceEventSeqs, ignorable."""
+
+
+def event_row(event: Event) -> Row:
+    """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
+    where = f"{event.type}#{event.seq}"
+    data = encode_json_checked(event.data, f"{where}.data").decode()
+    op = event.surface_op
+    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
+    seqs = event.source_event_seqs
+    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
+    return (event.seq, event.type, event.time, data, surface_op, source, event.ignorable)
+
+
+def rows_params(rows: Sequence[Row]) -> dict[str, list[Any]]:
+    """The column arrays ``unnest`` takes for ``rows`` (parameters of :data:`APPEND` and :data:`CREATE`)."""
+    columns: list[list[Any]] = [[], [], [], [], [], [], []]
+    for row in rows:
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    names = ("seq", "type", "time", "data", "surface_op", "source", "ignorable")
+    return dict(zip(names, columns, strict=True))
+
+
+def header_params(header: SessionHeader, cut: int, end: int) -> dict[str, Any]:
+    """The ``sessions`` columns of ``header`` (with its cut and next seq) as named parameters."""
+    return {
+        "id": header.id,
+        "created_at": header.created_at,
+        "cwd": header.cwd,
+        "parent_session": header.parent_session,
+        "origin": header.origin,
+        "delegation_depth": header.delegation_depth,
+        "agent_preset": header.agent_preset,
+        "is_seeded": header.is_seeded,
+        "cut": cut,
+        "end": end,
+    }
+
+
+def notify_payload(schema: str, session_id: str) -> str:
+    """The payload an append to ``session_id`` in ``schema`` notifies (a JSON pair)."""
+    return orjson.dumps([schema, session_id]).decode()
+
+
+async def _probe(conn: psycopg.AsyncConnection[Any]) -> tuple[str | None, str, set[str]]:
+    cur = await conn.execute(_PROBE, (list(DSH_TABLES),))
+    row = await cur.fetchone()
+    assert row is not None
+    return row[0], row[1], set(row[2])
+
+
+async def _check_version(conn: psycopg.AsyncConnection[Any], where: str, schema: str) -> None:
+    cur = await conn.execute("SELECT application, version FROM dsh_schema")
+    rows = await cur.fetchall()
+    if len(rows) != 1 or rows[0][0] != APPLICATION:
+        found = ", ".join(repr(r[0]) for r in rows) or "no row"
+        raise UnsupportedFormatError(
+            f"{where}: schema {schema} is not a dsh session database (dsh_schema holds {found}); "
+            "choose another schema"
+        )
+    version = rows[0][1]
+    if version > SCHEMA_VERSION:
+        raise UnsupportedFormatError(
+            f"{where}: session database schema version {version} is newer than this dsh reads "
+            f"({SCHEMA_VERSION}) — upgrade dsh"
+        )
+    if version != SCHEMA_VERSION:
+        raise UnsupportedFormatError(
+            f"{where}: session database schema version {version} is not supported (this dsh reads "
+            f"version {SCHEMA_VERSION}); there is no migration"
+        )
+
+
+async def set_search_path(conn: psycopg.AsyncConnection[Any], schema: str | None) -> None:
+    """Point ``conn`` at ``schema`` (every statement of the store is unqualified)."""
+    if schema is not None:
+        await conn.execute("SELECT set_config('search_path', quote_ident(%s), false)", (schema,))
+
+
+async def prepare_database(conn: psycopg.AsyncConnection[Any], where: str, schema: str | None) -> str:
+    """Check the dsh tables behind ``conn`` (stamping a pristine schema); return the schema name.
+
+    ``conn`` is in autocommit mode with its search path set. Refuses a non-UTF8 database,
+    a schema holding same-named tables dsh did not create, and any other schema version.
+    """
+    current, encoding, found = await _probe(conn)
+    if encoding != "UTF8":
+        raise UnsupportedFormatError(
+            f"{where}: the database encoding is {encoding}; dsh stores JSON text and needs a UTF8 database"
+        )
+    if current is None or "dsh_schema" not in found:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+            if schema is not None and current is None:
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            current, _, found = await _probe(conn)
+            if current is None:
+                raise UsageError(
+                    f"{where}: no schema on the search_path exists to hold the dsh tables; "
+                    "add ?schema=NAME to the store URL"
+                )
+            if "dsh_schema" not in found:
+                if found:
+                    names = ", ".join(sorted(found))
+                    raise UnsupportedFormatError(
+                        f"{where}: schema {current} already holds tables dsh did not create ({names}); "
+                        "choose another schema with ?schema=NAME"
+                    )
+                for statement in DDL:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO dsh_schema (application, version) VALUES (%s, %s)",
+                    (APPLICATION, SCHEMA_VERSION),
+                )
+                found = set(DSH_TABLES)
+    await _check_version(conn, where, current)
+    if not set(DSH_TABLES) <= found:
+        missing = ", ".join(sorted(set(DSH_TABLES) - found))
+        raise CorruptLogError(f"{where}: the dsh schema {current} is incomplete (missing {missing})")
+    return current
