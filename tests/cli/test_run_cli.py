@@ -80,7 +80,7 @@ def test_run_json_then_resume_continues_the_session(tmp_path: Path) -> None:
         result = lines[-1]
         assert result["type"] == "result" and result["text"] == "first"
         session = result["sessionId"]
-        assert [x["type"] for x in lines[:-1]][0] == "turn/start"
+        assert lines[0]["type"] == "turn/start"
         assert all(x["sessionId"] == session for x in lines[:-1])
         second = dsh(tmp_path, "run", "two", "--json", "--resume", session, "--base-url", server.base_url,
                      DSH_API_KEY=KEY)  # fmt: skip
@@ -143,3 +143,24 @@ def test_ctrl_c_cancels_the_turn_cleanly_and_exits_130(tmp_path: Path) -> None:
     assert stored[-1]["type"] == "turn/end" and stored[-1]["data"]["reason"]["kind"] == "aborted"
     interrupted = [e for e in stored if e["type"] == "assistant/message"]
     assert interrupted and interrupted[0]["data"]["interrupted"] is True
+
+
+def _delegating(req: RecordedRequest) -> Response:
+    users = [m.get("content") for m in req.messages if m.get("role") == "user"]
+    if users[-1] == "Say CHILD_OK" and not any(m.get("role") == "tool" for m in req.messages):
+        return stream_reply(text=["CHILD", "_OK"])
+    if any(m.get("role") == "tool" for m in req.messages):
+        return stream_reply(text="PARENT_DONE")
+    args = json.dumps({"description": "probe child", "prompt": "Say CHILD_OK"})
+    return stream_reply(tool_calls=[WireToolCall.split("call_sub", "subagent", args, 2)])
+
+
+def test_run_shows_delegations_live_with_the_child_label(tmp_path: Path) -> None:
+    with OpenAICompatServer(handler=_delegating) as server:
+        out = dsh(tmp_path, "run", "delegate", "--base-url", server.base_url, DSH_API_KEY=KEY)
+        tree = dsh(tmp_path, "sessions", "tree", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "[probe child]" in out.stdout and "CHILD_OK" in out.stdout and "PARENT_DONE" in out.stdout
+    assert "⇢ spawn" in out.stdout
+    roots = json.loads(tree.stdout)
+    assert roots[0]["children"][0]["kind"] == "spawn"

@@ -15,7 +15,6 @@ from dsh.cli.render import LiveView
 from dsh.errors import UsageError
 from dsh.events import Event
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
-from dsh.model.openai_compat import OpenAICompatModel
 from dsh.model.settings import resolve_provider
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
@@ -81,6 +80,9 @@ async def _run(
     if model_name is not None and not model_name.strip():
         raise UsageError("--model must not be empty")
     settings = resolve_provider(api_key=api_key, base_url=base_url, model=model_name)
+    # Imported here, not at module top: the SDK costs ~250 ms that every other command skips.
+    from dsh.model.openai_compat import OpenAICompatModel
+
     name = settings.model
     model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
     store = open_store(store_url)

@@ -17,7 +17,6 @@ from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.events import SessionHeader
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
-from dsh.model.openai_compat import OpenAICompatModel
 from dsh.model.settings import resolve_provider
 from dsh.replay.files import PRIMARY, load_replay_model
 from dsh.replay.model import ReplayModel
@@ -214,6 +213,9 @@ def _reports(
 
 
 def _record_model() -> tuple[Model, str]:
+    # Imported here, not at module top: the SDK costs ~250 ms of start-up that replay never needs.
+    from dsh.model.openai_compat import OpenAICompatModel
+
     try:
         settings = resolve_provider()
     except UsageError as exc:
@@ -308,6 +310,8 @@ async def run_scenario(
                         tofile=f"{name} (replayed)",
                     )
                 )
-        if mode == "record" and isinstance(model, OpenAICompatModel) and record_model is None:
-            await model.aclose()
+        if mode == "record" and record_model is None:
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
         return result_obj

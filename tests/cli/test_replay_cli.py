@@ -1,0 +1,83 @@
+"""``dsh replay`` and ``dsh demo`` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh.snapshot.runner import SCENARIOS
+
+
+def dsh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("DSH_STORE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "dsh.cli", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_replay_json_reports_every_session(tmp_path: Path) -> None:
+    out = dsh(tmp_path, "replay", str(SCENARIOS / "subagent-mixed"), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["ok"] is True and report["scenario"] == "subagent-mixed"
+    kinds = [
+        (s["kind"], s["inheritedEventCount"], s["calls"], s["consumed"], s["finalText"])
+        for s in report["sessions"]
+    ]
+    assert kinds == [
+        ("primary", 0, 4, 4, "PARENT_DONE"),
+        ("spawn", 0, 1, 1, "ALPHA"),
+        ("fork", 7, 1, 1, "SAFFRON"),
+    ]
+    assert all(s["recordedId"] and s["liveId"] for s in report["sessions"])
+
+
+def test_replay_of_an_upstream_recording(upstream: Path, tmp_path: Path) -> None:
+    out = dsh(tmp_path, "replay", str(upstream / "subagent-fork-in-process"), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [s["finalText"] for s in report["sessions"]] == ["PARENT_DONE", "MARMALADE"]
+
+
+def test_replay_live_view_and_store(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'kept.db'}"
+    out = dsh(tmp_path, "replay", str(SCENARIOS / "subagent-fork"), "--store", store)
+    assert out.returncode == 0, out.stderr
+    assert "MARMALADE" in out.stdout and "replay ok" in out.stdout and "fork" in out.stdout
+    listed = dsh(tmp_path, "sessions", "list", "--json", "--store", store)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert sorted(r["isSeeded"] for r in rows) == [False, True]
+
+
+def test_replay_mismatch_exits_non_zero(tmp_path: Path) -> None:
+    scenario = tmp_path / "text-turn"
+    shutil.copytree(SCENARIOS / "text-turn", scenario)
+    path = scenario / "transcript.expected.jsonl"
+    path.write_text(path.read_text().replace("PONG", "PING"))
+    out = dsh(tmp_path, "replay", str(scenario), "--json")
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert report["ok"] is False and "PING" in report["diff"]
+
+
+def test_replay_bad_directory_is_one_line(tmp_path: Path) -> None:
+    out = dsh(tmp_path, "replay", str(tmp_path / "missing"))
+    assert out.returncode == 2 and out.stderr.startswith("dsh: error:") and out.stderr.count("\n") == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = dsh(tmp_path, "replay", str(empty))
+    assert out.returncode != 0 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_demo_replays_into_the_store_and_prints_the_tree(tmp_path: Path) -> None:
+    out = dsh(tmp_path, "demo")
+    assert out.returncode == 0, out.stderr
+    assert "replay ok" in out.stdout
+    assert "spawn" in out.stdout and "fork" in out.stdout and "cut 7" in out.stdout
+    assert (tmp_path / "data" / "dsh" / "sessions.db").exists()
