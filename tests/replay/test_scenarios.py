@@ -93,6 +93,7 @@ async def test_parallel_distinct_children_replay_50_times_shuffled() -> None:
     orders: set[tuple[str, ...]] = set()
 
     for _ in range(50):
+
         async def factory(setup: AgentSetup) -> Agent:
             shuffled = _Shuffled(setup.model, rng)
             return await default_agent_factory(
