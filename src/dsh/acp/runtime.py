@@ -1,0 +1,109 @@
+"""What an ACP server runs sessions with: the store, the model source, the agent config and profile."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
+from dsh.errors import ReplayError
+from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
+from dsh.model import Model
+from dsh.model.openai_compat import OpenAICompatModel
+from dsh.replay.files import load_replay_model
+from dsh.replay.model import ReplayModel
+from dsh.store import EventStore
+
+log = logging.getLogger("dsh.acp")
+
+
+class ModelSource(Protocol):
+    """Gives each ACP session (new or loaded) its model."""
+
+    @property
+    def retry(self) -> RetryPolicy: ...
+
+    async def model_for(self, cwd: Path) -> Model: ...
+
+    async def aclose(self) -> None: ...
+
+
+class LiveModels:
+    """One live OpenAI-compatible model shared by every session."""
+
+    def __init__(self, model: OpenAICompatModel) -> None:
+        self._model = model
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy()
+
+    async def model_for(self, cwd: Path) -> Model:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._model.aclose()
+
+
+class ReplayModels:
+    """A scenario's recorded scripts, served afresh to each session (keyless, zero-delay retries).
+
+    Each session gets its own :class:`ReplayModel` over the scenario in ``directory`` (the
+    primary script for the session, per-child scripts for its subagents, exactly as
+    ``dsh replay``), built with the session's cwd so a relative ``readyFile`` lands there.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._served: list[ReplayModel] = []
+
+    def check(self) -> None:
+        """Load the scenario once, so a bad directory fails before serving."""
+        load_replay_model(self.directory)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return NO_DELAY
+
+    async def model_for(self, cwd: Path) -> Model:
+        model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd)
+        self._served.append(model)
+        return model
+
+    async def aclose(self) -> None:
+        for model in self._served:
+            if model.primary.bound_to is None:
+                continue
+            try:
+                model.assert_consumed()
+            except ReplayError as exc:
+                log.warning("replay not fully consumed: %s", exc)
+
+
+@dataclass(slots=True)
+class Runtime:
+    """Everything sessions share: store, models, agent config, update profile."""
+
+    store: EventStore
+    models: ModelSource
+    model_name: str
+    profile: Profile = "full"
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    closed: bool = field(default=False)
+
+    def config(self) -> AgentConfig:
+        return AgentConfig(model=self.model_name, retry=self.models.retry)
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            await self.models.aclose()
+        finally:
+            with contextlib.suppress(Exception):
+                await self.store.close()

@@ -1,0 +1,448 @@
+"""The ACP agent: dsh sessions behind initialize, session/new|load|list|prompt|cancel, authenticate.
+
+A plain class on purpose: the SDK answers ``-32601`` for every method it does not find,
+whereas subclassing its ``Agent`` Protocol would turn each unimplemented method into a
+silent ``null`` success. The ACP session id is the dsh session id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AudioContentBlock,
+    AuthenticateResponse,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    TextContentBlock,
+)
+
+from dsh import __version__
+from dsh.acp.runtime import Runtime
+from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+from dsh.events.messages import Message, text_block, user_message
+from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
+from dsh.loop import Agent, Feed, TurnResult
+from dsh.subagents import standard_tools
+
+log = logging.getLogger("dsh.acp")
+
+PROTOCOL_VERSION = 1
+LIST_PAGE = 50
+
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+
+
+def invalid_params(detail: str) -> RequestError:
+    return RequestError(-32602, f"Invalid params: {detail}")
+
+
+def turn_failed(detail: str) -> RequestError:
+    lines = detail.strip().splitlines()
+    return RequestError(-32603, f"Internal error: turn failed: {lines[0] if lines else 'unknown failure'}")
+
+
+class Outbox:
+    """Sends one session's updates in order; fed synchronously from feed listeners."""
+
+    def __init__(self, send: Callable[[Update], Awaitable[None]]) -> None:
+        self._send = send
+        self._queue: asyncio.Queue[Update] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def put(self, updates: Sequence[Update]) -> None:
+        if self._closed or not updates:
+            return
+        for update in updates:
+            self._queue.put_nowait(update)
+        if self._pump is None:
+            self._pump = asyncio.get_running_loop().create_task(self._run(), name="dsh-acp-outbox")
+
+    async def _run(self) -> None:
+        while True:
+            update = await self._queue.get()
+            try:
+                await self._send(update)
+            except Exception:
+                log.exception("could not send a session update")
+            finally:
+                self._queue.task_done()
+
+    async def flush(self) -> None:
+        """Return once every update put so far has been written."""
+        if self._pump is not None and not self._closed:
+            await self._queue.join()
+
+    async def aclose(self) -> None:
+        await self.flush()
+        self._closed = True
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+
+
+class AcpSession:
+    """One ACP session: its agent, update mapping, outbox and the prompt in flight."""
+
+    def __init__(self, agent: Agent, feed: Feed, live: LiveUpdates, outbox: Outbox) -> None:
+        self.agent = agent
+        self.live = live
+        self.outbox = outbox
+        self.turn: asyncio.Task[TurnResult] | None = None
+        self.started = False
+        self.cancel_requested = False
+        feed.on_event(self._on_event)
+        feed.on_chunk(self._on_chunk)
+
+    @property
+    def id(self) -> str:
+        return self.agent.id
+
+    @property
+    def busy(self) -> bool:
+        return self.turn is not None
+
+    def _on_event(self, session_id: str, event: Event) -> None:
+        try:
+            if session_id == self.id and event.type == TURN_START:
+                self.started = True
+                if self.cancel_requested and self.turn is not None:
+                    self.turn.cancel()
+            self.outbox.put(self.live.event(session_id, event))
+        except Exception:
+            log.exception("could not map event %s of session %s", event.type, session_id)
+
+    def _on_chunk(self, session_id: str, chunk: Chunk) -> None:
+        try:
+            self.outbox.put(self.live.chunk(session_id, chunk))
+        except Exception:
+            log.exception("could not map a stream chunk of session %s", session_id)
+
+    def cancel(self) -> None:
+        """Cancel the turn in flight; one not started yet is cancelled at its ``turn/start``."""
+        if self.turn is None:
+            return
+        self.cancel_requested = True
+        if self.started:
+            self.turn.cancel()
+
+
+def admit_prompt(blocks: Sequence[PromptBlock]) -> Message:
+    """The user message for a prompt: text kept, resource links as bracketed references."""
+    content = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            if block.text:
+                content.append(text_block(block.text))
+        elif isinstance(block, ResourceContentBlock):
+            content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
+        else:
+            kind = getattr(block, "type", type(block).__name__)
+            raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
+    if not content:
+        raise invalid_params("the prompt is empty")
+    message = user_message("")
+    message["content"] = content
+    return message
+
+
+def _iso(ms: int) -> str:
+    stamp = datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def _same_dir(stored: str | None, wanted: str) -> bool:
+    return stored is not None and os.path.normpath(stored) == os.path.normpath(wanted)
+
+
+def _check_workspace(cwd: str, mcp_servers: Sequence[Any] | None, extra_dirs: Sequence[str] | None) -> Path:
+    if not os.path.isabs(cwd):
+        raise invalid_params(f"cwd must be an absolute path: {cwd}")
+    if extra_dirs:
+        raise invalid_params("additionalDirectories is not supported")
+    if mcp_servers:
+        raise invalid_params("mcpServers is not supported")
+    path = Path(cwd)
+    if not path.is_dir():
+        raise invalid_params(f"cwd is not a directory: {cwd}")
+    return path
+
+
+class DshAcpAgent:
+    """The agent side of one ACP connection."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._conn: Client | None = None
+        self._sessions: dict[str, AcpSession] = {}
+        self._prompts: set[asyncio.Task[Any]] = set()
+        self._closing = False
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        who = f"{client_info.name} {client_info.version}" if client_info else "an unnamed client"
+        log.info("initialize from %s (protocol %s)", who, protocol_version)
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="dsh", title="dsh", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        return AuthenticateResponse()
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def _attach(self, agent: Agent, feed: Feed) -> AcpSession:
+        session_id = agent.id
+
+        async def send(update: Update) -> None:
+            if self._conn is None:
+                raise ConnectionError("no ACP connection")
+            await self._conn.session_update(session_id=session_id, update=update)
+
+        live = LiveUpdates(
+            self.runtime.profile, session_id, str(agent.cwd), context_window=self.runtime.context_window
+        )
+        state = AcpSession(agent, feed, live, Outbox(send))
+        self._sessions[session_id] = state
+        return state
+
+    def _session(self, session_id: str) -> AcpSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise invalid_params(f"unknown session {session_id} (use session/new or session/load)")
+        return state
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        workspace = _check_workspace(cwd, mcp_servers, additional_directories)
+        if self._closing:
+            raise RequestError(-32603, "Internal error: the server is shutting down")
+        runtime = self.runtime
+        model = await runtime.models.model_for(workspace)
+        feed = Feed()
+        agent = await Agent.create(
+            runtime.store,
+            model=model,
+            tools=standard_tools(),
+            config=runtime.config(),
+            cwd=workspace,
+            feed=feed,
+        )
+        self._attach(agent, feed)
+        log.info("session/new %s in %s", agent.id, workspace)
+        return NewSessionResponse(session_id=agent.id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        workspace = _check_workspace(cwd, mcp_servers, additional_directories)
+        state = self._sessions.get(session_id)
+        if state is not None and state.busy:
+            raise invalid_params(f"session {session_id} has a prompt in flight")
+        if state is None:
+            store = self.runtime.store
+            if not await store.exists(session_id):
+                raise invalid_params(f"unknown session {session_id}")
+            feed = Feed()
+            model = await self.runtime.models.model_for(workspace)
+            agent = await Agent.resume(
+                store,
+                session_id,
+                model=model,
+                tools=standard_tools(),
+                config=self.runtime.config(),
+                feed=feed,
+            )
+            state = self._attach(agent, feed)
+        agent = state.agent
+        delegations = await self._delegations(session_id)
+        updates = history_updates(agent.session.events, self.runtime.profile, str(agent.cwd), delegations)
+        state.outbox.put(updates)
+        await state.outbox.flush()
+        log.info("session/load %s: replayed %d update(s)", session_id, len(updates))
+        return LoadSessionResponse()
+
+    async def _delegations(self, session_id: str) -> dict[str, Delegation]:
+        """Call id → child session, from the stored children's ``subagent/descriptor``."""
+        store = self.runtime.store
+        found: dict[str, Delegation] = {}
+        for child in await store.children(session_id):
+            loaded = await store.load(child.header.id)
+            for event in loaded.events[loaded.inherited_event_count :]:
+                if event.type != SUBAGENT_DESCRIPTOR:
+                    continue
+                delegation = descriptor_delegation(event)
+                if delegation is not None and delegation[0] == session_id:
+                    found[delegation[1]] = Delegation(child.header.id, delegation[2])
+                break
+        return found
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        store = self.runtime.store
+        rows = [
+            s
+            for s in await store.list_sessions()
+            if s.header.parent_session is None and (cwd is None or _same_dir(s.header.cwd, cwd))
+        ]
+        rows.sort(key=lambda s: (-s.header.created_at, s.header.id))
+        try:
+            offset = int(cursor) if cursor else 0
+        except ValueError:
+            raise invalid_params(f"unknown cursor {cursor!r}") from None
+        if offset < 0 or offset > len(rows):
+            raise invalid_params(f"unknown cursor {cursor!r}")
+        page = rows[offset : offset + LIST_PAGE]
+        sessions = []
+        for row in page:
+            updated = row.header.created_at
+            if row.event_count:
+                tail = await store.read_from(row.header.id, row.event_count - 1)
+                if tail:
+                    updated = tail[-1].time
+            sessions.append(
+                SessionInfo(session_id=row.header.id, cwd=row.header.cwd or "", updated_at=_iso(updated))
+            )
+        more = offset + LIST_PAGE < len(rows)
+        if more:
+            return ListSessionsResponse(sessions=sessions, next_cursor=str(offset + LIST_PAGE))
+        return ListSessionsResponse(sessions=sessions)
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
+        state = self._session(session_id)
+        if state.busy:
+            raise invalid_params("a prompt is already in flight")
+        message = admit_prompt(prompt)
+        if self._closing:
+            raise RequestError(-32603, "Internal error: the server is shutting down")
+        state.started = False
+        state.cancel_requested = False
+        task = asyncio.get_running_loop().create_task(
+            state.agent.run_turn(message), name=f"turn {session_id}"
+        )
+        state.turn = task
+        current = asyncio.current_task()
+        if current is not None:
+            self._prompts.add(current)
+        try:
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise
+            await state.outbox.flush()
+            return self._settle(state, task)
+        finally:
+            state.turn = None
+            if current is not None:
+                self._prompts.discard(current)
+
+    def _settle(self, state: AcpSession, task: asyncio.Task[TurnResult]) -> PromptResponse:
+        if task.cancelled():
+            log.info("session %s: turn cancelled", state.id)
+            return PromptResponse(stop_reason="cancelled")
+        exc = task.exception()
+        if exc is not None:
+            log.error("session %s: turn raised", state.id, exc_info=exc)
+            if state.cancel_requested:
+                return PromptResponse(stop_reason="cancelled")
+            raise turn_failed(f"{type(exc).__name__}: {exc}")
+        result = task.result()
+        kind = result.reason.get("kind")
+        log.info("session %s: turn %d ended %s", state.id, result.turn, kind)
+        if state.cancel_requested or kind in ("aborted", "interrupted"):
+            return PromptResponse(stop_reason="cancelled")
+        if kind == "error":
+            failure = result.failure
+            raise turn_failed(failure["message"] if failure else "the turn ended with an error")
+        if kind == "max-tokens" and self.runtime.profile == "full":
+            return PromptResponse(stop_reason="max_tokens")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self._sessions.get(session_id)
+        if state is None:
+            log.info("session/cancel for unknown session %s ignored", session_id)
+            return
+        log.info("session/cancel %s", session_id)
+        state.cancel()
+
+    # -- teardown ---------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Refuse new work, cancel every turn (logs end ``aborted``), settle prompts, drain output."""
+        self._closing = True
+        turns = []
+        for state in self._sessions.values():
+            if state.turn is not None:
+                turns.append(state.turn)
+                state.cancel_requested = True
+                state.turn.cancel()
+        if turns:
+            await asyncio.gather(*turns, return_exceptions=True)
+        prompts = [t for t in self._prompts if t is not asyncio.current_task()]
+        if prompts:
+            await asyncio.wait(prompts, timeout=10)
+        for state in self._sessions.values():
+            await state.outbox.aclose()

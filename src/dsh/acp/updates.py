@@ -1,0 +1,360 @@
+"""Session updates: how one dsh session's events and stream chunks look to an ACP client.
+
+Two profiles. ``full`` streams reasoning as ``agent_thought_chunk`` and text as
+``agent_message_chunk`` as the deltas arrive, shows every tool call as ``tool_call`` /
+``tool_call_update`` (status and result), names the child session and its kind on a
+subagent delegation, and ends each turn with ``usage_update``. ``dsh-compat`` is exactly
+the original's automation subset: one ``agent_message_chunk`` per non-empty text block of
+each committed assistant message of the top-level session, nothing else.
+
+The mapping is pure: :class:`LiveUpdates` turns the live feed into update models, and
+:func:`history_updates` turns a stored log into the updates ``session/load`` replays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+from dsh import jsonx
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+from dsh.events.messages import Block, Message
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    SUBAGENT_DESCRIPTOR,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+)
+from dsh.session.history import project_event
+
+Profile = Literal["full", "dsh-compat"]
+PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
+
+Update = (
+    AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | UsageUpdate
+)
+ToolKind = Literal["read", "edit", "search", "execute", "other"]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+ToolContent = list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]
+
+DEFAULT_CONTEXT_WINDOW: Final = 131_072
+"""``usage_update.size`` when nothing better is known: DeepSeek's 128K-token context."""
+
+_KINDS: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "write": "edit",
+    "edit": "edit",
+    "glob": "search",
+    "bash": "execute",
+    "subagent": "other",
+    "subagent_fork": "other",
+}
+_TITLE_LIMIT: Final = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Delegation:
+    """A subagent a tool call started: the child session and its kind (spawn or fork)."""
+
+    child_id: str
+    kind: str
+
+    def content(self) -> ContentToolCallContent:
+        return _text_content(f"{self.kind} subagent: child session {self.child_id}")
+
+    def meta(self) -> dict[str, Any]:
+        return {"dsh/subagent": {"sessionId": self.child_id, "kind": self.kind}}
+
+
+def _text(text: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=text)
+
+
+def _text_content(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(type="content", content=_text(text))
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _TITLE_LIMIT else line[: _TITLE_LIMIT - 1] + "…"
+
+
+def parse_arguments(raw: Any) -> Any:
+    """A tool call's arguments as JSON (``""`` is ``{}``); unparseable text is kept as text."""
+    if not isinstance(raw, str):
+        return raw
+    if not raw.strip():
+        return {}
+    try:
+        return jsonx.loads(raw)
+    except jsonx.JSONDecodeError:
+        return {"arguments": raw}
+
+
+def tool_title(name: str, args: Any) -> str:
+    """A short human title for a tool call."""
+    a: Mapping[str, Any] = args if isinstance(args, dict) else {}
+
+    def arg(key: str) -> str:
+        value = a.get(key)
+        return value if isinstance(value, str) else ""
+
+    if name in ("read", "write", "edit") and arg("file_path"):
+        return _one_line(f"{name.capitalize()} {arg('file_path')}")
+    if name == "glob" and arg("pattern"):
+        return _one_line(f"Glob {arg('pattern')}")
+    if name == "bash" and arg("command"):
+        return _one_line(f"Run {arg('command')}")
+    if name in ("subagent", "subagent_fork"):
+        kind = "spawn" if name == "subagent" else "fork"
+        label = arg("description")
+        return _one_line(f"Subagent ({kind})" + (f": {label}" if label else ""))
+    return name
+
+
+def tool_locations(name: str, args: Any, cwd: str) -> list[ToolCallLocation] | None:
+    """The file a read/write/edit call touches, as an absolute path."""
+    if name not in ("read", "write", "edit") or not isinstance(args, dict):
+        return None
+    path = args.get("file_path")
+    if not isinstance(path, str) or not path:
+        return None
+    full = os.path.normpath(os.path.join(cwd, path))
+    offset = args.get("offset")
+    line = offset if name == "read" and type(offset) is int and offset > 0 else None
+    return [ToolCallLocation(path=full, line=line)] if line else [ToolCallLocation(path=full)]
+
+
+def tool_start(call_id: str, name: str, raw_arguments: Any, cwd: str, *, status: ToolStatus) -> ToolCallStart:
+    args = parse_arguments(raw_arguments)
+    start = ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=tool_title(name, args),
+        kind=_KINDS.get(name, "other"),
+        status=status,
+        raw_input=args,
+    )
+    locations = tool_locations(name, args, cwd)
+    if locations:
+        start.locations = locations
+    return start
+
+
+def _result_block(message: Message | None) -> Block:
+    for block in (message or {}).get("content", []):
+        if isinstance(block, dict) and block.get("type") == "tool-result":
+            return block
+    return {}
+
+
+def tool_finish(message: Message | None, delegation: Delegation | None) -> ToolCallProgress:
+    """The update that settles a tool call from its ``tool-result`` message."""
+    block = _result_block(message)
+    content: ToolContent = [delegation.content()] if delegation else []
+    for inner in block.get("content", []):
+        if isinstance(inner, dict) and inner.get("type") == "text":
+            content.append(_text_content(str(inner.get("text", ""))))
+    update = ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=str(block.get("toolCallId", "")),
+        status="failed" if block.get("isError") else "completed",
+        content=content,
+    )
+    if delegation:
+        update.field_meta = delegation.meta()
+    return update
+
+
+def message_chunks(message: Message, profile: Profile, *, with_ids: bool) -> list[Update]:
+    """The updates of one assistant message's blocks (committed, or replayed on load)."""
+    out: list[Update] = []
+    message_id = message.get("id") if with_ids and isinstance(message.get("id"), str) else None
+    for block in message.get("content", []):
+        kind = block.get("type") if isinstance(block, dict) else None
+        text = block.get("text") if isinstance(block, dict) else None
+        if not isinstance(text, str) or not text:
+            continue
+        if kind == "text":
+            out.append(
+                AgentMessageChunk(
+                    session_update="agent_message_chunk", content=_text(text), message_id=message_id
+                )
+            )
+        elif kind == "reasoning" and profile == "full":
+            out.append(
+                AgentThoughtChunk(
+                    session_update="agent_thought_chunk", content=_text(text), message_id=message_id
+                )
+            )
+    return out
+
+
+def context_tokens(usage: Any) -> int | None:
+    """Tokens in context after one model call: input + cached input + output."""
+    if not isinstance(usage, dict):
+        return None
+    keys = ("inputTokens", "cacheReadTokens", "outputTokens")
+    counts = [usage.get(k) for k in keys]
+    if not any(type(c) is int for c in counts):
+        return None
+    return sum(c for c in counts if type(c) is int)
+
+
+def descriptor_delegation(event: Event) -> tuple[str, str, str] | None:
+    """``(parent session, call id, kind)`` from a ``subagent/descriptor`` event."""
+    data = event.data if isinstance(event.data, dict) else {}
+    delegation = data.get("delegation")
+    if not isinstance(delegation, dict):
+        return None
+    parent, call_id = delegation.get("parentSession"), delegation.get("callId")
+    if not isinstance(parent, str) or not isinstance(call_id, str):
+        return None
+    kind = data.get("provider")
+    return parent, call_id, kind if isinstance(kind, str) else "spawn"
+
+
+class LiveUpdates:
+    """Maps the live feed of one ACP session (its dsh session and its subagents) to updates."""
+
+    def __init__(
+        self, profile: Profile, root: str, cwd: str, *, context_window: int = DEFAULT_CONTEXT_WINDOW
+    ) -> None:
+        self.profile = profile
+        self.root = root
+        self.cwd = cwd
+        self.context_window = context_window
+        self._delegations: dict[str, Delegation] = {}
+        self._context: int | None = None
+
+    def chunk(self, session_id: str, chunk: Chunk) -> list[Update]:
+        if self.profile != "full" or session_id != self.root:
+            return []
+        text = chunk.get("text")
+        if not isinstance(text, str) or not text:
+            return []
+        if chunk["type"] == "text-delta":
+            return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(text))]
+        if chunk["type"] == "reasoning-delta":
+            return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(text))]
+        return []
+
+    def event(self, session_id: str, event: Event) -> list[Update]:
+        if session_id != self.root:
+            return self._descendant_event(session_id, event)
+        if self.profile == "dsh-compat":
+            if event.type == ASSISTANT_MESSAGE:
+                return message_chunks(event.data.get("message") or {}, self.profile, with_ids=False)
+            return []
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
+            used = context_tokens(data.get("usage"))
+            if used is not None:
+                self._context = used
+        elif event.type == TOOL_CALL:
+            name = str(data.get("name", ""))
+            return [tool_start(str(data.get("callId", "")), name, data.get("arguments"), self.cwd,
+                               status="in_progress")]  # fmt: skip
+        elif event.type == TOOL_RESULT:
+            call_id = str(_result_block(data.get("message")).get("toolCallId", ""))
+            return [tool_finish(data.get("message"), self._delegations.get(call_id))]
+        elif event.type == TURN_END and self._context is not None:
+            used, self._context = self._context, None
+            return [
+                UsageUpdate(session_update="usage_update", used=used, size=max(self.context_window, used))
+            ]
+        return []
+
+    def _descendant_event(self, session_id: str, event: Event) -> list[Update]:
+        if self.profile != "full" or event.type != SUBAGENT_DESCRIPTOR:
+            return []
+        found = descriptor_delegation(event)
+        if found is None or found[0] != self.root:
+            return []
+        call_id, delegation = found[1], Delegation(session_id, found[2])
+        self._delegations[call_id] = delegation
+        update = ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=call_id, content=[delegation.content()]
+        )
+        update.field_meta = delegation.meta()
+        return [update]
+
+
+def history_updates(
+    events: Sequence[Event],
+    profile: Profile,
+    cwd: str,
+    delegations: Mapping[str, Delegation] | None = None,
+) -> list[Update]:
+    """The updates ``session/load`` replays: the session's model-visible history.
+
+    User prompts become ``user_message_chunk``; assistant messages become message chunks
+    (and, in ``full``, thought chunks plus a ``tool_call`` per tool-call block); tool
+    results settle their calls (``full`` only). Chunks carry the logged message id.
+    """
+    delegations = delegations or {}
+    out: list[Update] = []
+    for event in events:
+        message = project_event(event)
+        if message is None:
+            continue
+        source = message.get("source") or {}
+        if event.type == ASSISTANT_MESSAGE:
+            out.extend(message_chunks(message, profile, with_ids=True))
+            if profile == "full":
+                out.extend(_history_tool_starts(message.get("content", []), cwd, delegations))
+        elif event.type == TOOL_RESULT:
+            if profile == "full":
+                call_id = str(_result_block(message).get("toolCallId", ""))
+                out.append(tool_finish(message, delegations.get(call_id)))
+        elif source.get("kind") == "user":
+            out.extend(_user_chunks(message))
+    return out
+
+
+def _history_tool_starts(
+    blocks: Iterable[Block], cwd: str, delegations: Mapping[str, Delegation]
+) -> list[Update]:
+    out: list[Update] = []
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") != "tool-call":
+            continue
+        call_id = str(block.get("id", ""))
+        start = tool_start(call_id, str(block.get("name", "")), block.get("arguments"), cwd, status="pending")
+        delegation = delegations.get(call_id)
+        if delegation:
+            start.content = [delegation.content()]
+            start.field_meta = delegation.meta()
+        out.append(start)
+    return out
+
+
+def _user_chunks(message: Message) -> list[Update]:
+    out: list[Update] = []
+    message_id = message.get("id") if isinstance(message.get("id"), str) else None
+    for block in message.get("content", []):
+        if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
+            text = _text(str(block["text"]))
+            out.append(
+                UserMessageChunk(session_update="user_message_chunk", content=text, message_id=message_id)
+            )
+    return out

@@ -1,0 +1,100 @@
+"""``dsh acp``: serve dsh agents over the Agent Client Protocol on stdin/stdout."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dsh.acp import ServeOptions, build_runtime, serve_stdio
+from dsh.cli.common import StoreOption, fail, run_async, user_errors
+from dsh.errors import ReplayError, ScenarioError
+
+
+class ProfileChoice(StrEnum):
+    """Which session updates the server streams."""
+
+    full = "full"
+    dsh_compat = "dsh-compat"
+
+
+def acp(
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model id (default: $DSH_MODEL or deepseek-chat).", show_default=False),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint (default: $DSH_BASE_URL, $DEEPSEEK_BASE_URL or DeepSeek).",
+            show_default=False,
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key (default: $DEEPSEEK_API_KEY or $DSH_API_KEY). Never logged.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            "--replay",
+            metavar="DIR",
+            help="Serve the recorded scenario in DIR instead of a live model (keyless).",
+            show_default=False,
+        ),
+    ] = None,
+    profile: Annotated[
+        ProfileChoice,
+        typer.Option(
+            "--profile",
+            help="full: thoughts, streamed text, tool calls, subagents, usage. "
+            "dsh-compat: the original's subset (committed top-level text only).",
+        ),
+    ] = ProfileChoice.full,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-file",
+            help="Append the server's log here (default: no log; stderr is never written).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients."""
+    if log_file is not None:
+        try:
+            with log_file.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            fail(f"--log-file {log_file}: {exc.strerror or exc}", 2)
+        log_file = log_file.resolve()
+    options = ServeOptions(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        store=store,
+        replay=replay,
+        profile="dsh-compat" if profile is ProfileChoice.dsh_compat else "full",
+        log_file=log_file,
+    )
+    with user_errors():
+        try:
+            runtime = build_runtime(options)
+        except (ScenarioError, ReplayError) as exc:
+            fail(f"--replay {replay}: {exc}", 2)
+    run_async(lambda: serve_stdio(runtime, log_file))
+
+
+def main() -> None:
+    """Run ``acp`` as a one-command program (``python -c 'from dsh.cli.acp_cmd import main; main()'``)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    app.command(name="acp")(acp)
+    app()
