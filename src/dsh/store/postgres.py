@@ -386,7 +386,9 @@ class PostgresEventStore:
         tail = await self._tail(session_id)
         async with tail.lock:
             self._check_open()
-            if tail.stale:
+            first = events[0].seq if events else tail.next_seq
+            if tail.stale or (first != tail.next_seq and not tail.pending):
+                # Another handle may have appended since this one last looked: ask the database.
                 tail.next_seq = await self._next_seq(session_id)
                 tail.stale = False
             check_append(session_id, events, tail.next_seq)
