@@ -10,7 +10,7 @@ seen: a writer's ``durable=False`` buffer shows up when that writer flushes it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Final, Protocol, runtime_checkable
 
@@ -93,7 +93,7 @@ async def follow(
     *,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     until_turn_end: bool = True,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Yield the session's events from ``from_seq`` on, then each new one as it is committed.
 
     With ``until_turn_end`` the iteration ends right after a live ``turn/end`` that leaves no
