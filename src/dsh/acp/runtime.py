@@ -13,7 +13,6 @@ from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
 from dsh.errors import ReplayError
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
-from dsh.model.openai_compat import OpenAICompatModel
 from dsh.replay.files import load_replay_model
 from dsh.replay.model import ReplayModel
 from dsh.store import EventStore
@@ -32,10 +31,16 @@ class ModelSource(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ClosableModel(Model, Protocol):
+    """A live model that holds a connection pool (``OpenAICompatModel``)."""
+
+    async def aclose(self) -> None: ...
+
+
 class LiveModels:
     """One live OpenAI-compatible model shared by every session."""
 
-    def __init__(self, model: OpenAICompatModel) -> None:
+    def __init__(self, model: ClosableModel) -> None:
         self._model = model
 
     @property

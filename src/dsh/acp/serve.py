@@ -18,7 +18,6 @@ from dsh.acp.server import DshAcpAgent
 from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_stdio
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
 from dsh.errors import UsageError
-from dsh.model.openai_compat import OpenAICompatModel
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.store.url import open_store
 
@@ -57,6 +56,9 @@ def build_runtime(options: ServeOptions) -> Runtime:
     else:
         settings = resolve_provider(api_key=options.api_key, base_url=options.base_url, model=options.model)
         name = settings.model
+        # Imported here so a keyless (replay) server never pays for the HTTP client's import.
+        from dsh.model.openai_compat import OpenAICompatModel
+
         live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
         models = LiveModels(live)
     store = open_store(options.store)

@@ -1,0 +1,175 @@
+"""Pure pieces: frame checks and encoding, and the event → session update mapping per profile."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dsh.acp.transport import check_message, encode_frame
+from dsh.acp.updates import (
+    LiveUpdates,
+    history_updates,
+    parse_arguments,
+    tool_locations,
+    tool_title,
+)
+from dsh.events import Event
+
+
+def dump(update: Any) -> dict[str, Any]:
+    return update.model_dump(mode="json", by_alias=True, exclude_none=True)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ([], -32600),
+        ("text", -32600),
+        ({}, -32600),
+        ({"id": [1], "method": "x"}, -32600),
+        ({"id": True, "method": "x"}, -32600),
+        ({"id": 1, "method": 7}, -32600),
+        ({"id": 1, "method": "x", "params": 3}, -32600),
+        ({"id": 1, "method": "x", "params": {}}, None),
+        ({"method": "session/cancel", "params": {}}, None),
+        ({"id": "a", "result": {}}, None),
+    ],
+)
+def test_check_message(message: Any, code: int | None) -> None:
+    problem = check_message(message)
+    assert (problem["error"]["code"] if problem else None) == code
+
+
+def test_encode_frame_drops_null_data_and_survives_odd_values() -> None:
+    frame = json.loads(
+        encode_frame({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "m", "data": None}})
+    )
+    assert frame["error"] == {"code": -1, "message": "m"}
+    kept = json.loads(
+        encode_frame({"id": 2, "error": {"code": -1, "message": "m", "data": {"x": ValueError("v")}}})
+    )
+    assert kept["error"]["data"] == {"x": "v"}
+    assert encode_frame({"a": "é"}).endswith(b"\n") and encode_frame({"a": "é"}).count(b"\n") == 1
+
+
+def test_tool_titles_kinds_and_locations() -> None:
+    assert tool_title("read", {"file_path": "a.txt"}) == "Read a.txt"
+    assert tool_title("bash", {"command": "echo  hi\nthere"}) == "Run echo hi there"
+    assert tool_title("subagent_fork", {"description": "Recall"}) == "Subagent (fork): Recall"
+    assert tool_title("subagent", {}) == "Subagent (spawn)"
+    assert tool_title("mystery", {"x": 1}) == "mystery"
+    assert len(tool_title("bash", {"command": "x" * 500})) == 120
+    [loc] = tool_locations("read", {"file_path": "sub/../a.txt", "offset": 3}, "/w") or []
+    assert (loc.path, loc.line) == ("/w/a.txt", 3)
+    assert tool_locations("glob", {"pattern": "*"}, "/w") is None
+    assert parse_arguments("") == {} and parse_arguments("{bad") == {"arguments": "{bad"}
+
+
+def ev(etype: str, data: Any, seq: int = 0) -> Event:
+    surface = "append" if etype in ("user/message", "assistant/message", "tool/result") else None
+    return Event(etype, seq, 0, data, surface)
+
+
+def assistant(*blocks: dict[str, Any], usage: dict[str, int] | None = None) -> Event:
+    data: dict[str, Any] = {
+        "turn": 1,
+        "step": 1,
+        "message": {"role": "assistant", "content": list(blocks), "id": "m1"},
+    }
+    if usage:
+        data["usage"] = usage
+    return ev("assistant/message", data)
+
+
+def result(call_id: str, text: str, *, error: bool = False) -> Event:
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+    }
+    message = {"source": {"kind": "tool", "callId": call_id}, "content": [block], "role": "user", "id": "r1"}
+    return ev("tool/result", {"turn": 1, "step": 1, "message": message})
+
+
+def test_compat_profile_is_committed_top_level_text_only() -> None:
+    live = LiveUpdates("dsh-compat", "root", "/w")
+    assert live.chunk("root", {"type": "text-delta", "index": 0, "text": "x"}) == []
+    message = assistant(
+        {"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "A"}, {"type": "text", "text": ""},
+        {"type": "text", "text": "B"},
+    )  # fmt: skip
+    assert [dump(u) for u in live.event("root", message)] == [
+        {"content": {"type": "text", "text": "A"}, "sessionUpdate": "agent_message_chunk"},
+        {"content": {"type": "text", "text": "B"}, "sessionUpdate": "agent_message_chunk"},
+    ]
+    assert live.event("child", message) == []
+    call = {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"}
+    assert live.event("root", ev("tool/call", call)) == []
+    assert live.event("root", ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}})) == []
+
+
+def test_full_profile_streams_tools_and_usage() -> None:
+    live = LiveUpdates("full", "root", "/w", context_window=1000)
+    [thought] = live.chunk("root", {"type": "reasoning-delta", "index": 0, "text": "t"})
+    assert dump(thought)["sessionUpdate"] == "agent_thought_chunk"
+    assert live.chunk("child", {"type": "text-delta", "index": 0, "text": "x"}) == []
+    assert live.chunk("root", {"type": "usage", "usage": {}}) == []
+    assert (
+        live.event(
+            "root", assistant({"type": "text", "text": "A"}, usage={"inputTokens": 7, "outputTokens": 3})
+        )
+        == []
+    )
+    call = {"turn": 1, "step": 1, "callId": "c1", "name": "write", "arguments": '{"file_path": "n.txt"}'}
+    [start] = live.event("root", ev("tool/call", call))
+    assert dump(start) == {
+        "toolCallId": "c1", "title": "Write n.txt", "kind": "edit", "status": "in_progress",
+        "locations": [{"path": "/w/n.txt"}], "rawInput": {"file_path": "n.txt"}, "sessionUpdate": "tool_call",
+    }  # fmt: skip
+    [done] = live.event("root", result("c1", "Error: nope", error=True))
+    assert dump(done)["status"] == "failed"
+    assert dump(done)["content"] == [{"type": "content", "content": {"type": "text", "text": "Error: nope"}}]
+    [usage] = live.event("root", ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    assert dump(usage) == {"used": 10, "size": 1000, "sessionUpdate": "usage_update"}
+    assert live.event("root", ev("turn/end", {"turn": 2, "reason": {"kind": "completed"}})) == []
+
+
+def test_grandchild_delegations_are_not_shown_on_the_root() -> None:
+    live = LiveUpdates("full", "root", "/w")
+    descriptor = {
+        "mode": "one-shot",
+        "provider": "spawn",
+        "delegation": {"parentSession": "child", "callId": "c9"},
+    }
+    assert live.event("grandchild", ev("subagent/descriptor", descriptor)) == []
+    descriptor["delegation"] = {"parentSession": "root", "callId": "c1"}
+    [named] = live.event("child", ev("subagent/descriptor", descriptor))
+    assert dump(named)["_meta"] == {"dsh/subagent": {"sessionId": "child", "kind": "spawn"}}
+
+
+def test_history_per_profile() -> None:
+    user = ev(
+        "user/message",
+        {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "u1"},
+    )
+    call = {"type": "tool-call", "id": "c1", "name": "glob", "arguments": '{"pattern": "*.py"}'}
+    events = [
+        user,
+        assistant({"type": "reasoning", "text": "r"}, call),
+        result("c1", "a.py"),
+        ev("turn/end", {}),
+    ]
+    compat = [dump(u)["sessionUpdate"] for u in history_updates(events, "dsh-compat", "/w")]
+    assert compat == ["user_message_chunk"]
+    full = [dump(u) for u in history_updates(events, "full", "/w")]
+    assert [u["sessionUpdate"] for u in full] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+    ]
+    assert full[0]["messageId"] == "u1" and full[1]["messageId"] == "m1"
+    assert full[2]["status"] == "pending" and full[2]["title"] == "Glob *.py"
