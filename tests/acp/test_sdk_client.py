@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.exceptions import RequestError
+from acp.helpers import text_block
+from acp.meta import PROTOCOL_VERSION
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -19,8 +22,8 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
+from acp.stdio import spawn_agent_process
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from dsh.store.sqlite import SqliteEventStore
 from tests.acp.wire import SERVER, TIMEOUT, scenario_copy, server_args, server_env
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.exceptions import RequestError
 from acp.schema import ResourceContentBlock, TextContentBlock
 
-from acp import RequestError
 from dsh.acp import DshAcpAgent, ReplayModels, Runtime
 from dsh.acp.updates import Profile
 from dsh.store.memory import MemoryEventStore, MemorySpace

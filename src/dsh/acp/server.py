@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acp import RequestError
+from acp.exceptions import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -206,6 +206,7 @@ class DshAcpAgent:
         self._conn: Client | None = None
         self._sessions: dict[str, AcpSession] = {}
         self._prompts: set[asyncio.Task[Any]] = set()
+        self._loading = asyncio.Lock()
         self._closing = False
 
     def on_connect(self, conn: Client) -> None:
@@ -293,28 +294,27 @@ class DshAcpAgent:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         workspace = _check_workspace(cwd, mcp_servers, additional_directories)
-        state = self._sessions.get(session_id)
-        if state is not None and state.busy:
-            raise invalid_params(f"session {session_id} has a prompt in flight")
-        if state is None:
-            store = self.runtime.store
-            if not await store.exists(session_id):
+        store = self.runtime.store
+        async with self._loading:
+            state = self._sessions.get(session_id)
+            if state is None and not await store.exists(session_id):
                 raise invalid_params(f"unknown session {session_id}")
-            feed = Feed()
-            model = await self.runtime.models.model_for(workspace)
-            agent = await Agent.resume(
-                store,
-                session_id,
-                model=model,
-                tools=standard_tools(),
-                config=self.runtime.config(),
-                feed=feed,
-            )
-            state = self._attach(agent, feed)
-        agent = state.agent
-        delegations = await self._delegations(session_id)
-        updates = history_updates(agent.session.events, self.runtime.profile, str(agent.cwd), delegations)
-        state.outbox.put(updates)
+            delegations = await self._delegations(session_id)
+            if state is None:
+                feed = Feed()
+                model = await self.runtime.models.model_for(workspace)
+                config = self.runtime.config()
+                agent = await Agent.resume(
+                    store, session_id, model=model, tools=standard_tools(), config=config, feed=feed
+                )
+                state = self._attach(agent, feed)
+            if state.busy:
+                raise invalid_params(f"session {session_id} has a prompt in flight")
+            # No await between the busy check and queueing the history: a prompt cannot
+            # slip its live updates in before it.
+            agent = state.agent
+            updates = history_updates(agent.session.events, self.runtime.profile, str(agent.cwd), delegations)
+            state.outbox.put(updates)
         await state.outbox.flush()
         log.info("session/load %s: replayed %d update(s)", session_id, len(updates))
         return LoadSessionResponse()
