@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.acp.wire import SERVER, TIMEOUT, server_env
@@ -42,3 +43,51 @@ def test_bad_replay_directory_and_log_file_exit_2(tmp_path: Path) -> None:
     bad_log = run("--replay", str(empty), "--log-file", str(tmp_path / "no" / "log"), cwd=tmp_path)
     assert (bad_log.returncode, bad_log.stdout) == (2, "")
     assert bad_log.stderr.startswith("dsh: error: --log-file")
+
+
+NOISY = """
+import os, sys
+from pathlib import Path
+from dsh.acp.transport import protected_stdio
+log = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+with protected_stdio(log) as fds:
+    os.write(2, b"e" * 300_000)
+    print("stray print", flush=True)
+    sys.stderr.write("stray stderr\\n")
+    os.system("echo from-a-child; echo child-err >&2")
+    os.write(fds.stdout_fd, b'{"ok":1}\\n')
+print("restored")
+"""
+
+
+def noisy(*args: str) -> tuple[bytes, int]:
+    """Run NOISY with stderr an unread pipe: it must neither block nor leak onto stdout."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", NOISY, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    assert proc.stdout is not None
+    try:
+        code = proc.wait(timeout=TIMEOUT)  # stdout is tiny; a blocked stderr would time out here
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stderr is not None
+        proc.stderr.close()
+        proc.stdout.close()
+    return out, code
+
+
+def test_protected_stdio_keeps_stdout_for_frames_and_never_blocks_on_stderr(tmp_path: Path) -> None:
+    out, code = noisy()
+    assert (out, code) == (b'{"ok":1}\nrestored\n', 0)
+    log = tmp_path / "log"
+    out, code = noisy(str(log))
+    assert (out, code) == (b'{"ok":1}\nrestored\n', 0)
+    text = log.read_text()
+    assert "stray print" in text and "stray stderr" in text and "from-a-child" in text and "child-err" in text
+    assert text.count("e") >= 300_000

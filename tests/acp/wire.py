@@ -158,31 +158,6 @@ class RawServer:
             raise AssertionError("dsh acp did not exit after stdin was closed") from None
 
 
-def normalize(value: Any, *, cwd: str | None = None, ids: dict[str, str] | None = None) -> Any:
-    """Session ids (any UUID) → ``{{session:N}}`` by first appearance; the run's cwd → ``{{cwd}}``."""
-    table = {} if ids is None else ids
-
-    def fix(text: str) -> str:
-        if cwd:
-            text = text.replace(cwd, "{{cwd}}")
-
-        def token(match: re.Match[str]) -> str:
-            return table.setdefault(match.group(0), f"{{{{session:{len(table) + 1}}}}}")
-
-        return _UUID.sub(token, text)
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            return fix(v)
-        if isinstance(v, dict):
-            return {fix(k): walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(value)
-
-
 def upstream_normalize(frame: dict[str, Any]) -> dict[str, Any]:
     """The original's snapshot normalization: every session id (any UUID) → ``{{sessionId}}``."""
     text = _UUID.sub("{{sessionId}}", json.dumps(frame))
