@@ -81,9 +81,9 @@ HEADER_COLUMNS: Final = (
     "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
     "is_seeded, inherited_event_count"
 )
-_UNNEST: Final = (
-    "unnest(%(seq)s::bigint[], %(type)s::text[], %(time)s::bigint[], %(data)s::text[], "
-    "%(surface_op)s::text[], %(source)s::text[], %(ignorable)s::boolean[]) "
+_UNNEST: Final = (  # binary parameters (%b): psycopg's text array dumper escapes JSON slowly
+    "unnest(%(seq)b::bigint[], %(type)b::text[], %(time)b::bigint[], %(data)b::text[], "
+    "%(surface_op)b::text[], %(source)b::text[], %(ignorable)b::boolean[]) "
     "AS r (seq, type, time, data, surface_op, source_event_seqs, ignorable)"
 )
 _FROM_UNNEST: Final = "r.seq, r.type, r.time, r.data, r.surface_op, r.source_event_seqs, r.ignorable"
