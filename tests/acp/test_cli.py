@@ -91,3 +91,23 @@ def test_protected_stdio_keeps_stdout_for_frames_and_never_blocks_on_stderr(tmp_
     text = log.read_text()
     assert "stray print" in text and "stray stderr" in text and "from-a-child" in text and "child-err" in text
     assert text.count("e") >= 300_000
+
+
+def test_without_the_sdk_extra_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = (
+        "import sys\n"
+        "class NoAcp:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'acp' or name.startswith('acp.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoAcp())\n"
+        "from dsh.cli.acp_cmd import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker, "--replay", str(tmp_path)],
+        capture_output=True, text=True, env=server_env(), timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("dsh: error: dsh acp needs the Agent Client Protocol SDK")
+    assert len(done.stderr.splitlines()) == 1

@@ -1,4 +1,8 @@
-"""``dsh acp``: serve dsh agents over the Agent Client Protocol on stdin/stdout."""
+"""``dsh acp``: serve dsh agents over the Agent Client Protocol on stdin/stdout.
+
+The ACP SDK is the optional extra ``dsh[acp]``: this module imports it only when the
+command runs, so the rest of the CLI works (and starts fast) without it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from dsh.acp import ServeOptions, build_runtime, serve_stdio
 from dsh.cli.common import StoreOption, fail, run_async, user_errors
 from dsh.errors import ReplayError, ScenarioError
 
@@ -69,6 +72,12 @@ def acp(
     ] = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients."""
+    try:
+        from dsh.acp import ServeOptions, build_runtime, serve_stdio
+    except ModuleNotFoundError as exc:
+        if exc.name != "acp" and not (exc.name or "").startswith("acp."):
+            raise
+        fail(f"dsh acp needs the Agent Client Protocol SDK: pip install 'dsh[acp]' ({exc})", 2)
     if log_file is not None:
         try:
             with log_file.open("a", encoding="utf-8"):
