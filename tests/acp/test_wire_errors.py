@@ -92,9 +92,11 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
             -32602,
             "Invalid params: additionalDirectories is not supported",
         )
-        session_id = (await server.call("session/new", {"cwd": str(cwd), "mcpServers": []}))["result"][
-            "sessionId"
-        ]
+        mcp = [{"name": "fs", "command": "/bin/true", "args": [], "env": []}]
+        offered = await server.call("session/new", {"cwd": str(cwd), "mcpServers": mcp})
+        assert "sessionId" in offered["result"]  # accepted, not connected (logged)
+        created = await server.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        session_id = created["result"]["sessionId"]
 
         # Unknown session ids.
         unknown = {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}

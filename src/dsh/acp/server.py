@@ -191,7 +191,10 @@ def _check_workspace(cwd: str, mcp_servers: Sequence[Any] | None, extra_dirs: Se
     if extra_dirs:
         raise invalid_params("additionalDirectories is not supported")
     if mcp_servers:
-        raise invalid_params("mcpServers is not supported")
+        # Rejecting them would lock out every editor user with an MCP server configured;
+        # the model simply does not see their tools (README, known limitations).
+        names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
+        log.warning("ignoring %d MCP server(s) the client offered: %s", len(mcp_servers), names)
     path = Path(cwd)
     if not path.is_dir():
         raise invalid_params(f"cwd is not a directory: {cwd}")
