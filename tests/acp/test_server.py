@@ -185,3 +185,21 @@ async def test_load_in_compat_profile_replays_only_message_text(
         ("user_message_chunk", "go"),
         ("agent_message_chunk", "cut"),
     ]
+
+
+async def test_compat_cancel_shows_the_committed_partial_message(
+    tmp_path: Path, cwd: Path, served: list[DshAcpAgent]
+) -> None:
+    ready = tmp_path / "ready"
+    agent, conn, _ = await make(tmp_path, [{"kind": "hang", "readyFile": str(ready)}], "dsh-compat")
+    served.append(agent)
+    session_id = (await agent.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+    prompt = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text("go")]))
+    while not ready.exists():
+        await asyncio.sleep(0.01)
+    assert conn.updates == []  # nothing committed yet: compat shows no deltas
+    await agent.cancel(session_id=session_id)
+    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    assert [(u.session_update, u.content.text) for _, u in conn.updates] == [
+        ("agent_message_chunk", "partial")
+    ]
