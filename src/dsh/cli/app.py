@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import typer
 
+from dsh.cli.acp_cmd import acp
 from dsh.cli.log_cmd import log_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
 from dsh.cli.sessions_cmd import sessions_app
+from dsh.cli.tail_cmd import tail
 
 app = typer.Typer(
     name="dsh",
@@ -22,6 +24,8 @@ app.add_typer(log_app, name="log")
 app.add_typer(sessions_app, name="sessions")
 app.command(name="replay")(replay)
 app.command(name="demo")(demo)
+app.command(name="acp")(acp)
+sessions_app.command(name="tail")(tail)
 
 
 def main() -> None:
