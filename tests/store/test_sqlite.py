@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh.errors import CorruptLogError, UnsupportedFormatError
-from dsh.events import SessionHeader
+from dsh.events import Event, SessionHeader
 from dsh.store import SqliteEventStore
 from dsh.store.samples import completed_turns, open_turn
 from dsh.store.sqlite import APPLICATION_ID, SCHEMA_VERSION
@@ -158,3 +158,18 @@ async def test_buffered_appends_commit_together(tmp_path: Path) -> None:
     assert statements.count("BEGIN IMMEDIATE") == 1, "one write transaction for the whole turn"
     assert (await store.load("s1")).events == events
     await store.close()
+
+
+async def test_a_second_writer_can_append_at_the_real_next_seq(tmp_path: Path) -> None:
+    """Regression: a store whose cached next seq went stale (another process appended) must
+    accept a batch at the database's real next seq instead of refusing it forever."""
+    path = tmp_path / "shared.db"
+    a, b = SqliteEventStore(path), SqliteEventStore(path)
+    await a.create(SessionHeader(id="s", created_at=1))
+    await b.append("s", [Event("turn/start", 0, 0, {"turn": 1})])  # b caches next seq 1
+    await a.append("s", [Event("turn/end", 1, 0, {"turn": 1})])  # a appends; b's cache is stale
+    await b.append("s", [Event("turn/start", 2, 0, {"turn": 2})])
+    loaded = await a.load("s")
+    assert [e.seq for e in loaded.events] == [0, 1, 2]
+    await a.close()
+    await b.close()

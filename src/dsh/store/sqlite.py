@@ -307,7 +307,9 @@ class SqliteEventStore:
         tail = await self._tail(session_id)
         async with tail.lock:
             self._check_open()
-            if tail.stale:
+            stale_cache = bool(events) and events[0].seq != tail.next_seq and not tail.pending
+            if tail.stale or stale_cache:
+                # Another writer (process) may have appended since we cached the next seq.
                 tail.next_seq = await self._call(self._next_seq_sync, session_id)
                 tail.stale = False
             check_append(session_id, events, tail.next_seq)
