@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from dsh.cli.common import StoreOption, fail, run_async, user_errors
+from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
 from dsh.errors import ReplayError, ScenarioError
 
 
@@ -24,26 +24,9 @@ class ProfileChoice(StrEnum):
 
 
 def acp(
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model id (default: $DSH_MODEL or deepseek-chat).", show_default=False),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible endpoint (default: $DSH_BASE_URL, $DEEPSEEK_BASE_URL or DeepSeek).",
-            show_default=False,
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key (default: $DEEPSEEK_API_KEY or $DSH_API_KEY). Never logged.",
-            show_default=False,
-        ),
-    ] = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    api_key: ApiKeyOption = None,
     store: StoreOption = None,
     replay: Annotated[
         Path | None,

@@ -26,6 +26,29 @@ StoreOption = Annotated[
     ),
 ]
 
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="Model id (default: $DSH_MODEL or deepseek-chat).", show_default=False),
+]
+
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint (default: $DSH_BASE_URL, $DEEPSEEK_BASE_URL or DeepSeek).",
+        show_default=False,
+    ),
+]
+
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="API key (default: $DEEPSEEK_API_KEY or $DSH_API_KEY). Never logged.",
+        show_default=False,
+    ),
+]
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print stable JSON instead of a table.")]
 
 

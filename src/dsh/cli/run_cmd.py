@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from dsh.cli.common import StoreOption, fail, run_async, write_json_line
+from dsh.cli.common import (
+    ApiKeyOption,
+    BaseUrlOption,
+    ModelOption,
+    StoreOption,
+    fail,
+    run_async,
+    write_json_line,
+)
 from dsh.cli.render import LiveView
 from dsh.errors import UsageError
 from dsh.events import Event
@@ -21,27 +29,10 @@ from dsh.subagents import standard_tools
 
 
 def run(
-    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model id (default: $DSH_MODEL or deepseek-chat).", show_default=False),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible endpoint (default: $DSH_BASE_URL, $DEEPSEEK_BASE_URL or DeepSeek).",
-            show_default=False,
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key (default: $DEEPSEEK_API_KEY or $DSH_API_KEY). Never logged.",
-            show_default=False,
-        ),
-    ] = None,
+    prompt: Annotated[str, typer.Argument(metavar="PROMPT", help="What the agent should do.")],
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    api_key: ApiKeyOption = None,
     store: StoreOption = None,
     cwd: Annotated[
         Path | None,
