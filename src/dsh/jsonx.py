@@ -8,8 +8,9 @@ the 64-bit range), with :class:`~dsh.errors.InvalidEventError`.
 
 from __future__ import annotations
 
+import marshal
 import math
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -51,8 +52,29 @@ def _find_non_json(value: object, path: str) -> str | None:
     return None
 
 
+_STRICT: Final = orjson.OPT_STRICT_INTEGER
+
+
+def _surely_json(value: object) -> bool:
+    """A fast, conservative test: ``True`` only if ``value`` is lossless JSON.
+
+    ``marshal`` (C) accepts only exact builtin types (no subclasses, enums or other
+    objects), so what is left to rule out is what orjson would write lossily: tuples
+    (written as lists) and NaN/Infinity (written as ``null``) make the round trip differ;
+    non-string keys, sets, bytes and integers beyond 53 bits make orjson refuse. A
+    ``False`` only means "not proven": the walker then decides.
+    """
+    try:
+        marshal.dumps(value)  # type: ignore[arg-type]  # any object: a refusal is the answer
+        return bool(orjson.loads(orjson.dumps(value, option=_STRICT)) == value)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_json(value: object, what: str = "value") -> None:
     """Raise :class:`InvalidEventError` unless ``value`` is lossless JSON."""
+    if _surely_json(value):
+        return
     problem = _find_non_json(value, what)
     if problem is not None:
         raise InvalidEventError(f"refusing non-JSON data at {problem}")
