@@ -105,6 +105,8 @@ class Agent:
         self._persister = Persister(store, session, persisted)
         self._history = HistoryProjector()
         self._last_header = _last_header(session.events)
+        self._header: dict[str, Any] | None = None
+        self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._lock = asyncio.Lock()
         self._scheduler = ToolScheduler(
@@ -292,6 +294,17 @@ class Agent:
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
 
     def _request_header(self) -> dict[str, Any]:
+        """The request header, rebuilt only when what it is made of changes.
+
+        Building it copies every tool schema (``ToolRegistry.specs``), so the last one is
+        kept and reused while the provider, the model settings, the system prompt, the
+        registry and its tool names are the same (a registry's specs are fixed when a tool
+        is registered).
+        """
+        cfg, tools = self.config, self.tools
+        key = (self.model.provider, cfg.model, cfg.max_tokens, cfg.system, tools, tuple(tools.names()))
+        if self._header is not None and key == self._header_key:
+            return self._header
         config: dict[str, Any] = {"provider": self.model.provider, "model": self.config.model}
         if self.config.max_tokens is not None:
             config["maxTokens"] = self.config.max_tokens
@@ -301,11 +314,12 @@ class Agent:
         specs = self.tools.specs()
         if specs:
             header["tools"] = specs
+        self._header, self._header_key = header, key
         return header
 
     async def _model_step(self, turn: int, step: int) -> Any:
         header = self._request_header()
-        if self._requests == 0 or header != self._last_header:
+        if self._requests == 0 or (header is not self._last_header and header != self._last_header):
             if self._requests == 0:
                 reason = "initial" if self._last_header is None else "resume"
             else:
