@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.anchors.agents_sdk import AgentsSdkSession
-from bench.anchors.floors import JsonlFloor, SqliteFloor
+from bench.anchors.floors import AsyncJsonlFloor, JsonlFloor, SqliteFloor
 from bench.anchors.langgraph_saver import LangGraphSaver
 from bench.common import Conversation, Stat, conversation, fresh_process, growth
 from bench.dsh_store import DshStore
@@ -38,6 +38,7 @@ def entries() -> list[Entry]:
         Entry(DshStore("sqlite"), "bench.dsh_store:load_sqlite"),
         Entry(DshStore("jsonl"), "bench.dsh_store:load_jsonl"),
         Entry(JsonlFloor(deltas=True), "bench.anchors.floors:load_jsonl"),
+        Entry(AsyncJsonlFloor(), "bench.anchors.floors:load_jsonl"),
         Entry(JsonlFloor(deltas=False), "bench.anchors.floors:load_jsonl"),
         Entry(SqliteFloor(), "bench.anchors.floors:load_sqlite"),
         Entry(AgentsSdkSession(), "bench.anchors.agents_sdk:load"),

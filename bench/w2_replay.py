@@ -3,7 +3,8 @@
 - dsh: the recording is made by the real loop; replay = ``load_replay_model`` (read the log,
   derive the script) + a fresh agent (built-in and subagent tools, memory store as the
   scenario runner uses) running the N turns with the ``ReplayModel`` — every chunk served
-  exactly as recorded, every event written to the store.
+  exactly as recorded, every event written to the store (encoded and checked). Also shown:
+  the same replay into a durable SQLite store (two fsynced commits per call).
 - VCR.py: the same N streamed Chat Completions calls recorded through the ``openai`` SDK
   against dsh's local OpenAI-compatible test server on 127.0.0.1, then replayed from the
   cassette with the server stopped. Opening the cassette is timed separately.
@@ -26,9 +27,10 @@ from dsh import jsonx
 from dsh.events.chunks import Chunk
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.replay.files import load_replay_model
-from dsh.store import LoadedSession
+from dsh.store import EventStore, LoadedSession
 from dsh.store.logfile import encode_log
 from dsh.store.memory import MemoryEventStore
+from dsh.store.sqlite import SqliteEventStore
 from dsh.subagents import standard_tools
 
 CALLS = 50
@@ -54,12 +56,14 @@ async def record_scenario(directory: Path, conv: Conversation) -> None:
     (directory / "input.json").write_bytes(jsonx.dumps({"steps": steps}))
 
 
-async def replay_dsh(directory: Path, conv: Conversation, cwd: Path) -> tuple[float, float, int]:
+async def replay_dsh(
+    directory: Path, conv: Conversation, cwd: Path, store: EventStore | None = None
+) -> tuple[float, float, int]:
     """Replay the scenario through the loop: (open+derive seconds, total seconds, chunks served)."""
     t0 = now()
     model, _ = load_replay_model(directory, cwd=cwd)
     t_open = now() - t0
-    store = MemoryEventStore()
+    store = store if store is not None else MemoryEventStore()
     agent = await Agent.create(
         store,
         model=model,
@@ -73,6 +77,7 @@ async def replay_dsh(directory: Path, conv: Conversation, cwd: Path) -> tuple[fl
             raise RuntimeError(f"replay turn ended {result.reason}")
     model.assert_consumed()
     total = now() - t0
+    await store.close()
     served = sum(len(e.data["stream"]["chunks"]) for e in agent.session.events if "stream" in e.data)
     return t_open, total, served
 
@@ -159,6 +164,8 @@ class W2Figures:
     """Seconds per replayed call, reading and deriving the script included."""
     dsh_open: Stat = field(default_factory=Stat)
     dsh_loop_per_call: Stat = field(default_factory=Stat)
+    dsh_sqlite_per_call: Stat = field(default_factory=Stat)
+    """The same replay writing to a durable SQLite store (two commits per call)."""
     vcr_per_call: Stat = field(default_factory=Stat)
     vcr_open: Stat = field(default_factory=Stat)
     floor_per_call: Stat = field(default_factory=Stat)
@@ -172,6 +179,7 @@ class W2Figures:
             "dsh_per_call_s": self.dsh_per_call.to_json(),
             "dsh_open_derive_s": self.dsh_open.to_json(),
             "dsh_loop_per_call_s": self.dsh_loop_per_call.to_json(),
+            "dsh_sqlite_store_per_call_s": self.dsh_sqlite_per_call.to_json(),
             "vcr_per_call_s": self.vcr_per_call.to_json(),
             "vcr_cassette_open_s": self.vcr_open.to_json(),
             "floor_per_call_s": self.floor_per_call.to_json(),
@@ -203,6 +211,9 @@ def run_w2(rounds: int, workdir: Path, progress: Callable[[str], None], calls: i
             figs.dsh_per_call.add(total / calls)
             figs.dsh_loop_per_call.add((total - t_open) / calls)
             figs.chunks_per_call = served / calls
+            sqlite_store = SqliteEventStore(root / f"replay-{r}.db")
+            _, total, _ = asyncio.run(replay_dsh(scenario, conv, cwd, sqlite_store))
+            figs.dsh_sqlite_per_call.add(total / calls)
             if figs.vcr_error is None:
                 v_open, v_calls = replay_cassette(cassette, conv, base_url)
                 figs.vcr_open.add(v_open)

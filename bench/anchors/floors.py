@@ -3,6 +3,10 @@
 - ``jsonl-deltas``: JSONL, one line per streamed delta (plus the user message and the final
   message), ``fsync`` at every turn end — the floor for a log that keeps every delta.
 - ``jsonl-messages``: JSONL, the user and the final assistant message only, ``fsync`` per turn.
+- ``jsonl-deltas-async``: the every-delta JSONL floor written the way an asyncio program must
+  (dsh's stores never block the event loop): each turn's write + ``fsync`` runs in a worker
+  thread (``loop.run_in_executor``). Not a target's reference: it shows what the thread
+  handoff around ``fsync`` costs on this machine.
 - ``sqlite-rows``: stdlib ``sqlite3``, one row per event (user, each delta, final), WAL,
   ``synchronous=FULL``, one transaction per turn.
 
@@ -12,6 +16,7 @@ child; cold load reads every record back and decodes it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from pathlib import Path
@@ -96,6 +101,57 @@ class JsonlFloor:
             os.fsync(dst.fileno())
         fork_s = now() - t0
         return W1Run(per_turn, fork_s, dir_size(root) - size, size)
+
+
+class AsyncJsonlFloor:
+    """The every-delta JSONL floor with each turn's write + ``fsync`` in a worker thread."""
+
+    key = "jsonl-deltas-async"
+    label = "floor: JSONL, one line per delta, fsync per turn off the event loop"
+
+    def run(self, root: Path, conv: Conversation) -> W1Run:
+        root.mkdir(parents=True, exist_ok=True)
+        per_turn, half_offset = asyncio.run(self._append(root / f"{SESSION}.jsonl", conv))
+        size = dir_size(root)
+        t0 = now()
+        with open(root / f"{SESSION}.jsonl", "rb") as src:
+            prefix = src.read(half_offset)
+        with open(root / f"{CHILD}.jsonl", "wb") as dst:
+            dst.write(prefix)
+            dst.flush()
+            os.fsync(dst.fileno())
+        fork_s = now() - t0
+        return W1Run(per_turn, fork_s, dir_size(root) - size, size)
+
+    async def _append(self, path: Path, conv: Conversation) -> tuple[list[float], int]:
+        loop = asyncio.get_running_loop()
+        dumps = orjson.dumps
+        per_turn: list[float] = []
+        half = conv.turns // 2
+        half_offset = 0
+        offset = 0
+        seq = 0
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+        def write(data: bytes) -> None:
+            os.write(fd, data)
+            os.fsync(fd)
+
+        try:
+            for i in range(conv.turns):
+                t0 = now()
+                lines = [dumps(r) for r in delta_records(conv, i, seq)]
+                seq += len(lines)
+                lines.append(b"")
+                data = b"\n".join(lines)
+                await loop.run_in_executor(None, write, data)
+                offset += len(data)
+                per_turn.append(now() - t0)
+                if i + 1 == half:
+                    half_offset = offset
+        finally:
+            os.close(fd)
+        return per_turn, half_offset
 
 
 def load_jsonl(root: Path) -> int:
