@@ -55,35 +55,42 @@ def _find_non_json(value: object, path: str) -> str | None:
 _STRICT: Final = orjson.OPT_STRICT_INTEGER
 
 
-def _surely_json(value: object) -> bool:
-    """A fast, conservative test: ``True`` only if ``value`` is lossless JSON.
+def _proven_encoding(value: object) -> bytes | None:
+    """The canonical encoding of ``value`` if a fast, conservative test proves it lossless.
 
     ``marshal`` (C) accepts only exact builtin types (no subclasses, enums or other
     objects), so what is left to rule out is what orjson would write lossily: tuples
     (written as lists) and NaN/Infinity (written as ``null``) make the round trip differ;
-    non-string keys, sets, bytes and integers beyond 53 bits make orjson refuse. A
-    ``False`` only means "not proven": the walker then decides.
+    non-string keys, sets, bytes and integers beyond 53 bits make orjson refuse. ``None``
+    only means "not proven": the walker then decides.
     """
     try:
         marshal.dumps(value)  # type: ignore[arg-type]  # any object: a refusal is the answer
-        return bool(orjson.loads(orjson.dumps(value, option=_STRICT)) == value)
+        encoded = orjson.dumps(value, option=_STRICT)
+        return encoded if orjson.loads(encoded) == value else None
     except (TypeError, ValueError):
-        return False
+        return None
+
+
+def encode_checked(value: object, what: str = "value") -> bytes:
+    """Canonical compact JSON of ``value``; :class:`InvalidEventError` unless it is lossless."""
+    encoded = _proven_encoding(value)
+    if encoded is not None:
+        return encoded
+    problem = _find_non_json(value, what)
+    if problem is not None:
+        raise InvalidEventError(f"refusing non-JSON data at {problem}")
+    return orjson.dumps(value)
 
 
 def check_json(value: object, what: str = "value") -> None:
     """Raise :class:`InvalidEventError` unless ``value`` is lossless JSON."""
-    if _surely_json(value):
-        return
-    problem = _find_non_json(value, what)
-    if problem is not None:
-        raise InvalidEventError(f"refusing non-JSON data at {problem}")
+    encode_checked(value, what)
 
 
 def dumps(value: object) -> bytes:
     """Serialize ``value`` compactly after checking it is lossless JSON."""
-    check_json(value)
-    return orjson.dumps(value)
+    return encode_checked(value)
 
 
 def dumps_unchecked(value: object) -> bytes:
@@ -97,3 +104,5 @@ def loads(data: bytes | str) -> JsonValue:
 
 
 JSONDecodeError = orjson.JSONDecodeError
+Fragment = orjson.Fragment
+"""Already-encoded JSON that ``orjson.dumps`` embeds verbatim."""

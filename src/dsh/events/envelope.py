@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsh import jsonx
@@ -23,6 +23,15 @@ class Event:
     """``"append"`` on model-visible events, or a replace object; ``None`` when absent."""
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool = False
+    data_json: bytes | None = field(default=None, compare=False, repr=False)
+    """The canonical, already checked encoding of ``data`` (set by ``Session.append``), so
+    stores and exports never serialize and verify the same data twice. ``None``: unknown."""
+    line_json: bytes | None = field(default=None, compare=False, repr=False)
+    """Memo of the whole canonical line, filled by the first checked encode (``remember_line``)."""
+
+    def remember_line(self, line: bytes) -> None:
+        """Memoize the canonical encoding of this (immutable) event."""
+        object.__setattr__(self, "line_json", line)
 
     def to_wire(self) -> JsonObject:
         """Return the wire dict with the original's key order (``type`` first)."""
@@ -45,6 +54,7 @@ class Event:
             self.surface_op,
             self.source_event_seqs,
             self.ignorable,
+            self.data_json,
         )
 
 

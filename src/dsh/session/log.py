@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dsh import jsonx
 from dsh.errors import InvalidEventError
 from dsh.events import Event, SessionHeader, check_contiguous, check_cut, check_event
 from dsh.events.vocabulary import SURFACE_TYPES, TURN_START
@@ -64,6 +65,7 @@ class Session:
         seq = len(self._events)
         if source_event_seqs is not None and any(s >= seq or s < 0 for s in source_event_seqs):
             raise InvalidEventError(f"session {self.id}: sourceEventSeqs must cite earlier seqs")
+        where = f"{type}#{seq}"
         event = Event(
             type,
             seq,
@@ -71,8 +73,8 @@ class Session:
             data,
             "append" if type in SURFACE_TYPES else None,
             tuple(source_event_seqs) if source_event_seqs is not None else None,
+            data_json=jsonx.encode_checked(data, f"{where}.data"),
         )
-        check_event(event)
         self._events.append(event)
         return event
 

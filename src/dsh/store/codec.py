@@ -24,6 +24,13 @@ HEADER_TYPE: Final = "session"
 _MAX_INT: Final = 2**63 - 1
 
 
+def encode_data_checked(event: Event, where: str) -> bytes:
+    """The canonical encoding of ``event.data``, reusing the one made (and checked) on append."""
+    if event.data_json is not None:
+        return event.data_json
+    return encode_json_checked(event.data, where)
+
+
 def encode_json_checked(value: object, where: str) -> bytes:
     """Serialize ``value`` compactly; refuse anything that would not round-trip exactly."""
     try:
@@ -58,8 +65,17 @@ def check_envelope(event: Event, where: str) -> None:
 
 def encode_event_checked(event: Event) -> bytes:
     """Canonical compact JSON of one event (no newline), refusing non-lossless data."""
+    if event.line_json is not None:
+        return event.line_json
     where = f"{event.type}#{event.seq}"
     wire = event.to_wire()
+    if event.data_json is not None and (event.surface_op is None or type(event.surface_op) is str):
+        # The data was encoded and checked once, on append; the envelope (ints, strings,
+        # a list of ints) was checked by check_envelope and cannot be lossy.
+        wire["data"] = jsonx.Fragment(event.data_json)
+        line = orjson.dumps(wire)
+        event.remember_line(line)
+        return line
     try:
         encoded = orjson.dumps(wire)
     except TypeError:

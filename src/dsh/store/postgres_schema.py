@@ -27,7 +27,7 @@ from psycopg import sql
 from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
-from dsh.store.codec import encode_json_checked
+from dsh.store.codec import encode_data_checked, encode_json_checked
 
 APPLICATION: Final = "dsh"
 """``dsh_schema.application`` of a dsh session database."""
@@ -142,7 +142,7 @@ Row = tuple[int, str, int, str, str | None, str | None, bool]
 def event_row(event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
     where = f"{event.type}#{event.seq}"
-    data = encode_json_checked(event.data, f"{where}.data").decode()
+    data = encode_data_checked(event, f"{where}.data").decode()
     op = event.surface_op
     surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
     seqs = event.source_event_seqs

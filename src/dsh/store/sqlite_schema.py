@@ -17,7 +17,7 @@ import orjson
 from dsh.errors import CorruptLogError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
-from dsh.store.codec import encode_json_checked
+from dsh.store.codec import encode_data_checked, encode_json_checked
 
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
@@ -77,7 +77,7 @@ Row = tuple[str, int, str, int, str, str | None, str | None, int]
 def event_row(session_id: str, event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
     where = f"{event.type}#{event.seq}"
-    data = encode_json_checked(event.data, f"{where}.data").decode()
+    data = encode_data_checked(event, f"{where}.data").decode()
     op = event.surface_op
     surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
     seqs = event.source_event_seqs
