@@ -26,7 +26,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
@@ -49,6 +48,7 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.buffer import AppendBuffer
 from dsh.store.postgres_schema import (
     APPEND,
     COPY_PREFIX,
@@ -73,7 +73,7 @@ from dsh.store.postgres_schema import (
     set_search_path,
 )
 from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
-from dsh.store.rules import check_append, check_seed, cut_marker, fork_header
+from dsh.store.rules import check_seed, cut_marker, fork_header, header_from_row
 
 __all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
 
@@ -87,18 +87,6 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-@dataclass(slots=True, eq=False)
-class _Tail:
-    """The in-process append state of one session (touched only while ``lock`` is held)."""
-
-    next_seq: int
-    """Next seq, buffered rows included."""
-    pending: list[Row] = field(default_factory=list)
-    stale: bool = False
-    """Set after a failed write: ``next_seq`` must be re-read from the database."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class PostgresListener:
@@ -148,8 +136,9 @@ class PostgresEventStore:
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._schema_name = ""
         self._open_lock = asyncio.Lock()
-        self._tails: dict[str, _Tail] = {}
-        self._tails_lock = asyncio.Lock()
+        self._buffer: AppendBuffer[Row] = AppendBuffer(
+            next_seq=self._next_seq, to_row=lambda _sid, e: event_row(e), insert=self._insert
+        )
         self._closed = False
 
     def __repr__(self) -> str:
@@ -225,20 +214,7 @@ class PostgresEventStore:
     # -- rows -----------------------------------------------------------------------------
 
     def _header(self, row: Sequence[Any]) -> tuple[SessionHeader, int]:
-        try:
-            header = SessionHeader(
-                id=row[0],
-                created_at=row[1],
-                cwd=row[2],
-                parent_session=row[3],
-                origin=row[4],
-                delegation_depth=row[5],
-                agent_preset=row[6],
-                is_seeded=row[7],
-            )
-        except InvalidEventError as exc:
-            raise CorruptLogError(f"{self.url}: {exc}") from exc
-        return header, row[8]
+        return header_from_row(row, str(self.url))
 
     async def _session(self, conn: Conn, session_id: str) -> tuple[SessionHeader, int, int]:
         """``(header, cut, next seq)`` of a stored session."""
@@ -327,41 +303,6 @@ class PostgresEventStore:
             raise SessionNotFoundError(session_id, self.url)
         raise SeqConflictError(session_id, row[0], first)
 
-    # -- in-process tails (buffered appends) ----------------------------------------------
-
-    async def _tail(self, session_id: str) -> _Tail:
-        tail = self._tails.get(session_id)
-        if tail is not None:
-            return tail
-        async with self._tails_lock:
-            tail = self._tails.get(session_id)
-            if tail is None:
-                tail = _Tail(await self._next_seq(session_id))
-                self._tails[session_id] = tail
-            return tail
-
-    async def _flush(self, session_id: str, tail: _Tail) -> None:
-        """Write ``tail``'s buffered rows in one transaction; caller holds ``tail.lock``."""
-        if not tail.pending:
-            return
-        rows = tail.pending
-        tail.pending = []
-        try:
-            await self._insert(session_id, rows)
-        except BaseException:
-            tail.stale = True
-            raise
-
-    async def _flush_session(self, session_id: str) -> None:
-        tail = self._tails.get(session_id)
-        if tail is not None and tail.pending:
-            async with tail.lock:
-                await self._flush(session_id, tail)
-
-    async def _flush_all(self) -> None:
-        for session_id in list(self._tails):
-            await self._flush_session(session_id)
-
     # -- the EventStore protocol ----------------------------------------------------------
 
     async def create(
@@ -383,24 +324,11 @@ class PostgresEventStore:
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         self._check_open()
-        tail = await self._tail(session_id)
-        async with tail.lock:
-            self._check_open()
-            first = events[0].seq if events else tail.next_seq
-            if tail.stale or (first != tail.next_seq and not tail.pending):
-                # Another handle may have appended since this one last looked: ask the database.
-                tail.next_seq = await self._next_seq(session_id)
-                tail.stale = False
-            check_append(session_id, events, tail.next_seq)
-            rows = [event_row(e) for e in events]
-            tail.pending.extend(rows)
-            tail.next_seq += len(rows)
-            if durable:
-                await self._flush(session_id, tail)
+        await self._buffer.append(session_id, events, durable=durable, check_open=self._check_open)
 
     async def load(self, session_id: str) -> LoadedSession:
         self._check_open()
-        await self._flush_session(session_id)
+        await self._buffer.flush(session_id)
         async with self._conn() as conn:
             return await self._load(conn, session_id)
 
@@ -408,7 +336,7 @@ class PostgresEventStore:
         self._check_open()
         if seq < 0:
             raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        await self._flush_session(session_id)
+        await self._buffer.flush(session_id)
         async with self._conn() as conn:
             _, _, end = await self._session(conn, session_id)
             return await self._events(conn, session_id, seq, end)
@@ -421,7 +349,7 @@ class PostgresEventStore:
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         self._check_open()
-        await self._flush_all()
+        await self._buffer.flush_all()
         async with self._conn() as conn:
             if parent is None:
                 cur = await conn.execute(LIST_SESSIONS)
@@ -450,7 +378,7 @@ class PostgresEventStore:
         created_at: int | None = None,
     ) -> LoadedSession:
         self._check_open()
-        await self._flush_session(parent_id)
+        await self._buffer.flush(parent_id)
         async with self._conn() as conn:
             async with conn.transaction():
                 cur = await conn.execute(FORK_PARENT, (parent_id,))
@@ -481,20 +409,16 @@ class PostgresEventStore:
         if self._closed:
             return
         self._closed = True
-        first_error: BaseException | None = None
-        for session_id, tail in list(self._tails.items()):
-            async with tail.lock:
-                try:
-                    await self._flush(session_id, tail)
-                except Exception as exc:  # keep writing the other sessions
-                    first_error = first_error or exc
-        self._tails.clear()
+        try:
+            await self._buffer.close()
+        finally:
+            await self._close_pool()
+
+    async def _close_pool(self) -> None:
         async with self._open_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
-        if first_error is not None:
-            raise first_error
 
     # -- live tailing ---------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from dsh.errors import InvalidEventError, SeqConflictError
+from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
 from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
 from dsh.ids import new_session_id, now_ms
@@ -100,3 +100,26 @@ def fork_header(
 def cut_marker(seq: int, time: int) -> Event:
     """The tagged ``session/end-seed {"inherited": true}`` marker at ``seq``."""
     return Event(SESSION_END_SEED, seq, time, dict(CUT_MARKER_DATA))
+
+
+def header_from_row(row: Sequence[Any], where: str) -> tuple[SessionHeader, int]:
+    """The header and cut of a ``sessions`` row of the SQL stores.
+
+    Columns, in order: id, created_at, cwd, parent_session, origin, delegation_depth,
+    agent_preset, is_seeded, inherited_event_count. A row that breaks the header rules is
+    corrupt (``CorruptLogError`` naming ``where``).
+    """
+    try:
+        header = SessionHeader(
+            id=row[0],
+            created_at=row[1],
+            cwd=row[2],
+            parent_session=row[3],
+            origin=row[4],
+            delegation_depth=row[5],
+            agent_preset=row[6],
+            is_seeded=bool(row[7]),
+        )
+    except InvalidEventError as exc:
+        raise CorruptLogError(f"{where}: {exc}") from exc
+    return header, int(row[8])

@@ -16,12 +16,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,7 +39,8 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionSummary
-from dsh.store.rules import ForkArgs, check_append, check_seed, cut_marker, fork_header
+from dsh.store.buffer import AppendBuffer
+from dsh.store.rules import ForkArgs, check_seed, cut_marker, fork_header, header_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     EVENT_COLUMNS,
@@ -66,18 +65,6 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteEventStore"]
 T = TypeVar("T")
 
 
-@dataclass(slots=True, eq=False)
-class _Tail:
-    """The in-process append state of one session (touched only while ``lock`` is held)."""
-
-    next_seq: int
-    """Next seq, buffered rows included."""
-    pending: list[Row] = field(default_factory=list)
-    stale: bool = False
-    """Set after a failed write: ``next_seq`` must be re-read from the database."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
 class SqliteEventStore:
     """An ``EventStore`` in one SQLite database file (``sqlite:PATH``)."""
 
@@ -85,8 +72,11 @@ class SqliteEventStore:
         self.path = Path(path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
         self._conn: sqlite3.Connection | None = None
-        self._tails: dict[str, _Tail] = {}
-        self._tails_lock = asyncio.Lock()
+        self._buffer: AppendBuffer[Row] = AppendBuffer(
+            next_seq=lambda sid: self._call(self._next_seq_sync, sid),
+            to_row=event_row,
+            insert=lambda sid, rows: self._call(self._insert_sync, sid, rows[0][1], rows),
+        )
         self._closed = False
 
     # -- the worker thread: connection, ownership, statements ----------------------------
@@ -116,20 +106,7 @@ class SqliteEventStore:
         return await run_blocking(self._executor, self._guarded, fn, *args)
 
     def _header(self, row: Sequence[Any]) -> tuple[SessionHeader, int]:
-        try:
-            header = SessionHeader(
-                id=row[0],
-                created_at=row[1],
-                cwd=row[2],
-                parent_session=row[3],
-                origin=row[4],
-                delegation_depth=row[5],
-                agent_preset=row[6],
-                is_seeded=bool(row[7]),
-            )
-        except InvalidEventError as exc:
-            raise CorruptLogError(f"{self.path}: {exc}") from exc
-        return header, row[8]
+        return header_from_row(row, str(self.path))
 
     def _header_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int]:
         row = conn.execute(f"SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -257,39 +234,6 @@ class SqliteEventStore:
         if self._closed:
             raise StoreClosedError(f"the SQLite store {self.path} is closed")
 
-    async def _tail(self, session_id: str) -> _Tail:
-        tail = self._tails.get(session_id)
-        if tail is not None:
-            return tail
-        async with self._tails_lock:
-            tail = self._tails.get(session_id)
-            if tail is None:
-                tail = _Tail(await self._call(self._next_seq_sync, session_id))
-                self._tails[session_id] = tail
-            return tail
-
-    async def _flush(self, session_id: str, tail: _Tail) -> None:
-        """Write ``tail``'s buffered rows in one transaction; caller holds ``tail.lock``."""
-        if not tail.pending:
-            return
-        rows = tail.pending
-        tail.pending = []
-        try:
-            await self._call(self._insert_sync, session_id, rows[0][1], rows)
-        except BaseException:
-            tail.stale = True
-            raise
-
-    async def _flush_session(self, session_id: str) -> None:
-        tail = self._tails.get(session_id)
-        if tail is not None and tail.pending:
-            async with tail.lock:
-                await self._flush(session_id, tail)
-
-    async def _flush_all(self) -> None:
-        for session_id in list(self._tails):
-            await self._flush_session(session_id)
-
     async def create(
         self,
         header: SessionHeader,
@@ -304,31 +248,18 @@ class SqliteEventStore:
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         self._check_open()
-        tail = await self._tail(session_id)
-        async with tail.lock:
-            self._check_open()
-            stale_cache = bool(events) and events[0].seq != tail.next_seq and not tail.pending
-            if tail.stale or stale_cache:
-                # Another writer (process) may have appended since we cached the next seq.
-                tail.next_seq = await self._call(self._next_seq_sync, session_id)
-                tail.stale = False
-            check_append(session_id, events, tail.next_seq)
-            rows = [event_row(session_id, e) for e in events]
-            tail.pending.extend(rows)
-            tail.next_seq += len(rows)
-            if durable:
-                await self._flush(session_id, tail)
+        await self._buffer.append(session_id, events, durable=durable, check_open=self._check_open)
 
     async def load(self, session_id: str) -> LoadedSession:
         self._check_open()
-        await self._flush_session(session_id)
+        await self._buffer.flush(session_id)
         return await self._call(self._load_sync, session_id)
 
     async def read_from(self, session_id: str, seq: int) -> list[Event]:
         self._check_open()
         if seq < 0:
             raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        await self._flush_session(session_id)
+        await self._buffer.flush(session_id)
         return await self._call(self._read_from_sync, session_id, seq)
 
     async def exists(self, session_id: str) -> bool:
@@ -341,12 +272,12 @@ class SqliteEventStore:
 
     async def list_sessions(self) -> list[SessionSummary]:
         self._check_open()
-        await self._flush_all()
+        await self._buffer.flush_all()
         return await self._call(self._summaries_sync, None)
 
     async def children(self, session_id: str) -> list[SessionSummary]:
         self._check_open()
-        await self._flush_all()
+        await self._buffer.flush_all()
         return await self._call(self._summaries_sync, session_id)
 
     async def fork(
@@ -359,7 +290,7 @@ class SqliteEventStore:
         created_at: int | None = None,
     ) -> LoadedSession:
         self._check_open()
-        await self._flush_session(parent_id)
+        await self._buffer.flush(parent_id)
         args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await self._call(self._fork_sync, parent_id, args)
 
@@ -368,17 +299,13 @@ class SqliteEventStore:
         if self._closed:
             return
         self._closed = True
-        first_error: BaseException | None = None
-        for session_id, tail in list(self._tails.items()):
-            async with tail.lock:
-                try:
-                    await self._flush(session_id, tail)
-                except Exception as exc:  # keep committing the other sessions
-                    first_error = first_error or exc
-        self._tails.clear()
+        try:
+            await self._buffer.close()
+        finally:
+            await self._close_connection()
+
+    async def _close_connection(self) -> None:
         try:
             await run_blocking(self._executor, self._close_sync)
         finally:
             self._executor.shutdown(wait=False)
-        if first_error is not None:
-            raise first_error
