@@ -173,3 +173,38 @@ async def test_a_second_writer_can_append_at_the_real_next_seq(tmp_path: Path) -
     assert [e.seq for e in loaded.events] == [0, 1, 2]
     await a.close()
     await b.close()
+
+
+async def test_large_event_data_is_stored_compressed_and_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "z.db"
+    store = SqliteEventStore(path)
+    await store.create(SessionHeader(id="z", created_at=1))
+    big = {"text": "delta " * 500, "n": 1}
+    small = {"turn": 1}
+    await store.append("z", [Event("turn/start", 0, 5, small), Event("session/title", 1, 6, {"title": big})])
+    await store.close()
+    conn = sqlite3.connect(path)
+    kinds = conn.execute("SELECT seq, typeof(data), length(data) FROM events ORDER BY seq").fetchall()
+    conn.close()
+    assert kinds[0][1] == "text"
+    assert kinds[1][1] == "blob" and kinds[1][2] < 500  # 3 KB of JSON, compressed
+    again = SqliteEventStore(path)
+    loaded = await again.load("z")
+    assert loaded.events[1].data == {"title": big} and loaded.events[0].data == small
+    await again.close()
+
+
+async def test_a_corrupt_compressed_payload_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "z.db"
+    store = SqliteEventStore(path)
+    await store.create(SessionHeader(id="z", created_at=1))
+    await store.append("z", [Event("session/title", 0, 6, {"title": "x" * 4000})])
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET data = x'00ff00ff' WHERE seq = 0")
+    conn.commit()
+    conn.close()
+    again = SqliteEventStore(path)
+    with pytest.raises(CorruptLogError, match=str(path)):
+        await again.load("z")
+    await again.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,7 @@ from dsh.store.sqlite_schema import (
     immediate,
     session_row,
     snapshot,
+    unpack_data,
 )
 from dsh.store.threads import run_blocking
 
@@ -136,14 +138,14 @@ class SqliteEventStore:
                         etype,
                         seq,
                         time,
-                        loads(data),
+                        loads(unpack_data(data)),
                         None if op is None else ("append" if op == '"append"' else loads(op)),
                         None if seqs is None else tuple(loads(seqs)),
                         ignorable == 1,
                     )
                 )
                 expected += 1
-        except orjson.JSONDecodeError as exc:
+        except (orjson.JSONDecodeError, zlib.error) as exc:
             raise CorruptLogError(f"{self.path}: session {session_id}, seq {expected}: bad JSON") from exc
         return events
 

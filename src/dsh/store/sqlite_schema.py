@@ -7,6 +7,7 @@ mapped to dsh errors by the caller (:class:`~dsh.store.sqlite.SqliteEventStore`)
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,8 +23,14 @@ from dsh.store.codec import encode_data_checked, encode_json_checked
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
 
-SCHEMA_VERSION: Final = 1
-"""``PRAGMA user_version`` of the schema this module reads and writes."""
+SCHEMA_VERSION: Final = 2
+"""``PRAGMA user_version`` of the schema this module reads and writes.
+
+2: ``events.data`` holds the event's canonical JSON as TEXT, or zlib-compressed as a BLOB
+when that is smaller (payloads of at least :data:`COMPRESS_MIN` bytes)."""
+
+COMPRESS_MIN: Final = 1024
+"""Event data this large or larger is stored zlib-compressed when that saves space."""
 
 BUSY_TIMEOUT_S: Final = 5.0
 
@@ -45,7 +52,7 @@ SCHEMA: Final = (
         seq INTEGER NOT NULL,
         type TEXT NOT NULL,
         time INTEGER NOT NULL,
-        data TEXT NOT NULL,
+        data ANY NOT NULL CHECK (typeof(data) IN ('text', 'blob')),
         surface_op TEXT,
         source_event_seqs TEXT,
         ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
@@ -71,13 +78,27 @@ SUMMARY: Final = (
     "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
 )
 
-Row = tuple[str, int, str, int, str, str | None, str | None, int]
+Row = tuple[str, int, str, int, str | bytes, str | None, str | None, int]
+
+
+def pack_data(encoded: bytes) -> str | bytes:
+    """The ``data`` column value: the JSON text, or its zlib compression when smaller."""
+    if len(encoded) >= COMPRESS_MIN:
+        packed = zlib.compress(encoded, 1)
+        if len(packed) < len(encoded):
+            return packed
+    return encoded.decode()
+
+
+def unpack_data(value: str | bytes) -> str | bytes:
+    """The JSON of a ``data`` column value (inflating a compressed BLOB)."""
+    return zlib.decompress(value) if isinstance(value, bytes) else value
 
 
 def event_row(session_id: str, event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
     where = f"{event.type}#{event.seq}"
-    data = encode_data_checked(event, f"{where}.data").decode()
+    data = pack_data(encode_data_checked(event, f"{where}.data"))
     op = event.surface_op
     surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
     seqs = event.source_event_seqs
