@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.errors import ModelError
-from dsh.events import Event, SessionHeader
+from dsh.events import Assembled, Event, SessionHeader
 from dsh.events.chunks import Chunk, Failure
 from dsh.events.messages import Message, user_message
 from dsh.events.vocabulary import (
@@ -317,7 +317,7 @@ class Agent:
         self._header, self._header_key = header, key
         return header
 
-    async def _model_step(self, turn: int, step: int) -> Any:
+    async def _model_step(self, turn: int, step: int) -> Assembled:
         header = self._request_header()
         if self._requests == 0 or (header is not self._last_header and header != self._last_header):
             if self._requests == 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ from dsh.events.messages import assistant_message
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
 from dsh.model import Model, ModelRequest
 
-Append = Any
+Append = Callable[[str, Any], Event]
 """``(type, data) -> Event``: appends to the session and publishes on the feed."""
 
 
@@ -44,7 +45,7 @@ async def settle_model_call(
     turn: int,
     step: int,
     append: Append,
-    on_chunk: Any,
+    on_chunk: Callable[[Chunk], None],
 ) -> Settlement:
     """Run one call and append exactly one settlement.
 
