@@ -9,6 +9,18 @@ from dsh.events.chunks import Chunk, Failure, Usage, finish_failure
 from dsh.events.messages import Block
 
 
+def assemble_block(block_type: str, index: int, parts: list[str], call_id: str = "", name: str = "") -> Block:
+    """The content block built from a block's deltas (an id-less tool call gets ``call-<index>``)."""
+    if block_type == "tool-call":
+        return {
+            "type": "tool-call",
+            "id": call_id or f"call-{index}",
+            "name": name,
+            "arguments": "".join(parts),
+        }
+    return {"type": block_type, "text": "".join(parts)}
+
+
 @dataclass(slots=True)
 class _Open:
     block_type: str
@@ -82,14 +94,7 @@ class BlockAssembler:
     def _block(self, index: int, block: _Open) -> Block:
         if block.closed is not None:
             return block.closed
-        if block.block_type == "tool-call":
-            return {
-                "type": "tool-call",
-                "id": block.call_id or f"call-{index}",
-                "name": block.name,
-                "arguments": "".join(block.text),
-            }
-        return {"type": block.block_type, "text": "".join(block.text)}
+        return assemble_block(block.block_type, index, block.text, block.call_id, block.name)
 
     @property
     def finished(self) -> bool:

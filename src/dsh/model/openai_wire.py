@@ -16,6 +16,7 @@ from typing import Any
 
 from dsh.errors import ModelError
 from dsh.events import chunks as ck
+from dsh.events.assembler import assemble_block
 from dsh.events.chunks import Chunk, Usage
 from dsh.events.messages import Block, Message, ToolSpec, joined_text, text_block, tool_calls
 from dsh.model.base import ModelRequest
@@ -153,14 +154,7 @@ class _Block:
     name: str = ""
 
     def assembled(self) -> Block:
-        if self.block_type == "tool-call":
-            return {
-                "type": "tool-call",
-                "id": self.call_id or f"call-{self.index}",
-                "name": self.name,
-                "arguments": "".join(self.parts),
-            }
-        return {"type": self.block_type, "text": "".join(self.parts)}
+        return assemble_block(self.block_type, self.index, self.parts, self.call_id, self.name)
 
 
 def _malformed(what: str) -> ModelError:

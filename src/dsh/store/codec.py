@@ -76,15 +76,7 @@ def encode_event_checked(event: Event) -> bytes:
         line = orjson.dumps(wire)
         event.remember_line(line)
         return line
-    try:
-        encoded = orjson.dumps(wire)
-    except TypeError:
-        jsonx.check_json(wire, where)
-        raise InvalidEventError(f"refusing non-JSON data in event {where}") from None
-    if orjson.loads(encoded) != wire:
-        jsonx.check_json(wire, where)
-        raise InvalidEventError(f"refusing event {where}: it does not survive a JSON round trip")
-    return encoded
+    return encode_json_checked(wire, f"event {where}")
 
 
 def encode_event_lines(events: Iterable[Event]) -> bytes:

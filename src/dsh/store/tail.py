@@ -10,7 +10,7 @@ seen: a writer's ``durable=False`` buffer shows up when that writer flushes it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Final, Protocol, runtime_checkable
 
@@ -65,25 +65,29 @@ async def _batches(
 ) -> AsyncGenerator[Sequence[Event], None]:
     """The events stored from ``from_seq`` on (possibly none), then each non-empty batch of
     newer events as it is committed, forever."""
-    next_seq = from_seq
-    first = True
     if isinstance(store, ListeningStore):
         async with store.listen(session_id) as listener:
-            while True:
-                batch = await store.read_from(session_id, next_seq)
-                if batch or first:
-                    first = False
-                    next_seq += len(batch)
-                    yield batch
-                await listener.wait(LISTEN_SAFETY_POLL)
-    else:
-        while True:
-            batch = await store.read_from(session_id, next_seq)
-            if batch or first:
-                first = False
-                next_seq += len(batch)
+            async for batch in _poll(store, session_id, from_seq, lambda: listener.wait(LISTEN_SAFETY_POLL)):
                 yield batch
-            await asyncio.sleep(poll_interval)
+    else:
+        async for batch in _poll(store, session_id, from_seq, lambda: asyncio.sleep(poll_interval)):
+            yield batch
+
+
+async def _poll(
+    store: EventStore, session_id: str, from_seq: int, wait: Callable[[], Awaitable[object]]
+) -> AsyncGenerator[Sequence[Event], None]:
+    """Read from ``from_seq`` on: the first batch (possibly empty), then each non-empty one,
+    calling ``wait`` between reads."""
+    next_seq = from_seq
+    first = True
+    while True:
+        batch = await store.read_from(session_id, next_seq)
+        if batch or first:
+            first = False
+            next_seq += len(batch)
+            yield batch
+        await wait()
 
 
 async def follow(
