@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -148,9 +147,3 @@ def check_contiguous(events: Sequence[Event], where: str, start: int = 0) -> Non
     for i, event in enumerate(events):
         if event.seq != start + i:
             raise InvalidEventError(f"{where}: expected seq {start + i}, found {event.seq}")
-
-
-def check_cwd(cwd: str | None, where: str) -> None:
-    """Refuse a relative ``cwd``."""
-    if cwd is not None and not os.path.isabs(cwd) and not cwd.startswith("{{"):
-        raise InvalidEventError(f"{where}: cwd {cwd!r} must be absolute")

@@ -74,11 +74,10 @@ def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
                 continue  # a v0 message: its chunks already made the call
             close()
             chunks = tuple(stream.get("chunks", ()))
-            dt = tuple(stream.get("dt", ()))
             if _has_finish(chunks):
-                script.append(Entry("chunks", chunks, dt=dt))
+                script.append(Entry("chunks", chunks))
             elif etype == ASSISTANT_MESSAGE and event.data.get("interrupted"):
-                script.append(Entry("hang", chunks, dt=dt))
+                script.append(Entry("hang", chunks))
             else:
                 failure = event.data.get("failure") or {}
                 script.append(
@@ -87,7 +86,6 @@ def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
                         chunks,
                         code=str(failure.get("code", "UNKNOWN")),
                         message=str(failure.get("message", "recorded failure")),
-                        dt=dt,
                     )
                 )
         elif etype == "compaction/summary":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh.errors import OverrideError
@@ -25,7 +25,6 @@ class Entry:
     code: str = ""
     message: str = ""
     ready_file: str | None = None
-    dt: tuple[int, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == "chunks":
