@@ -10,6 +10,7 @@ import pytest
 from dsh.events.vocabulary import SESSION_END_SEED
 from dsh.store import decode_log, export_session, import_log, read_log_file
 from dsh.store.contract import StoreOpener
+from tests.store.conftest import OpenerFactory
 
 pytestmark = pytest.mark.fixtures
 
@@ -55,23 +56,38 @@ async def test_spawn_child_is_unseeded(upstream: Path) -> None:
     assert decoded.header.origin == "subagent" and decoded.header.delegation_depth == 1
 
 
-async def test_import_then_export_keeps_every_event_and_the_cut(upstream: Path, opener: StoreOpener) -> None:
+async def test_import_then_export_keeps_every_event_and_the_cut(
+    upstream: Path, backend: str, make_opener: OpenerFactory, tmp_path: Path
+) -> None:
+    # One store per scenario: recordings of different scenarios may share a session id
+    # (hook-cc-invalid-matcher reuses text-turn's), and a store refuses a second import.
+    for scenario in sorted({p.parent for p in _logs(upstream)}):
+        store = await make_opener(backend, tmp_path / scenario.name)()
+        for path in sorted(scenario.glob("session*.jsonl")):
+            decoded = await read_log_file(path)
+            stored = await import_log(store, path)
+            exported = await export_session(store, decoded.header.id)
+            again = decode_log(exported, f"export of {path}")
+            assert again.version == 2
+            assert again.events == stored.events == decoded.for_import().events, path
+            assert again.inherited_event_count == decoded.inherited_event_count, path
+            assert again.header == decoded.header, path
+            assert Counter(e.type for e in again.events) == Counter(e.type for e in decoded.events), path
+        await store.close()
+
+
+async def test_an_imported_fork_child_keeps_its_cut_across_reopen(
+    upstream: Path, opener: StoreOpener
+) -> None:
     store = await opener()
-    for path in _logs(upstream):
-        decoded = await read_log_file(path)
-        stored = await import_log(store, path)
-        exported = await export_session(store, decoded.header.id)
-        again = decode_log(exported, f"export of {path}")
-        assert again.version == 2
-        assert again.events == stored.events == decoded.for_import().events, path
-        assert again.inherited_event_count == decoded.inherited_event_count, path
-        assert again.header == decoded.header, path
-        assert Counter(e.type for e in again.events) == Counter(e.type for e in decoded.events), path
-    parent = await read_log_file(upstream / "subagent-fork-in-process" / "session.jsonl")
+    scenario = upstream / "subagent-fork-in-process"
+    for path in sorted(scenario.glob("session*.jsonl")):
+        await import_log(store, path)
+    parent = await read_log_file(scenario / "session.jsonl")
     children = await store.children(parent.header.id)
     assert [(c.header.is_seeded, c.inherited_event_count) for c in children] == [(True, 42)]
     await store.close()
     reopened = await opener()
-    child = await read_log_file(upstream / "subagent-fork-in-process" / "session.1.jsonl")
+    child = await read_log_file(scenario / "session.1.jsonl")
     assert (await reopened.load(child.header.id)).inherited_event_count == 42
     await reopened.close()
