@@ -25,6 +25,7 @@ file, session id or value involved.
     │   ├── UnrecordedSessionError
     │   ├── ScriptExhaustedError
     │   ├── ScriptNotConsumedError
+    │   ├── ReplayDivergenceError   the live run asked something the recording did not
     │   └── OverrideError           a malformed replay.override.json
     └── ScenarioError               a malformed scenario directory / transcript mismatch
 """
@@ -130,6 +131,12 @@ class ScriptExhaustedError(ReplayError):
 
 class ScriptNotConsumedError(ReplayError):
     """A recorded script was not bound or not fully consumed."""
+
+
+class ReplayDivergenceError(ReplayError):
+    """At a replayed call the live request differs from what the recorded model saw."""
+
+    code = "REPLAY_DIVERGED"
 
 
 class OverrideError(ReplayError):
