@@ -15,6 +15,7 @@ file, session id or value involved.
     │   ├── SessionNotFoundError
     │   ├── SessionExistsError
     │   ├── SeqConflictError        two writers raced on the same session
+    │   ├── SessionBusyError        another writer holds the session's lease
     │   ├── CorruptLogError         committed corruption (path and line/seq named)
     │   ├── UnsupportedFormatError  a log/database version or owner we do not read
     │   └── StoreClosedError
@@ -82,6 +83,21 @@ class SeqConflictError(StoreError):
             f"seq conflict on session {session_id!r}: append starts at seq {got}, "
             f"the store is at seq {expected} (another writer appended first)"
         )
+
+
+class SessionBusyError(StoreError):
+    """Another writer holds the session's lease (the holder's pid, host and start time are named)."""
+
+    def __init__(self, session_id: str, pid: int | None, host: str | None, since: str | None) -> None:
+        self.session_id = session_id
+        self.pid = pid
+        self.host = host
+        self.since = since
+        if pid is None:
+            holder = "another writer (its pid and host are not recorded)"
+        else:
+            holder = f"pid {pid} on {host} since {since}"
+        super().__init__(f"session {session_id} is busy (held by {holder})")
 
 
 class CorruptLogError(StoreError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from dsh.events import Event, SessionHeader
@@ -17,6 +18,8 @@ class LoadedSession:
     inherited_event_count: int
     events: list[Event]
     warnings: tuple[str, ...] = ()
+    dropped_bytes: int = 0
+    """Bytes of a torn tail that the load left out (JSONL only; truncated by the next append)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,36 @@ class SessionSummary:
     header: SessionHeader
     inherited_event_count: int
     event_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseHolder:
+    """Who holds a session lease: process id, host name and since when (epoch ms)."""
+
+    pid: int
+    host: str
+    since: int
+
+    @property
+    def since_text(self) -> str:
+        """``since`` as a UTC timestamp to the second, e.g. ``2026-12-01T09:30:00Z``."""
+        try:
+            moment = datetime.fromtimestamp(self.since / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return str(self.since)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SessionLease(Protocol):
+    """A held session lease: the one live writer's right to append (``release`` is idempotent)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def holder(self) -> LeaseHolder: ...
+
+    async def release(self) -> None: ...
 
 
 @runtime_checkable
@@ -47,7 +80,13 @@ class EventStore(Protocol):
       marker; an empty prefix gives an unseeded child.
     - ``list_sessions`` / ``children`` (sessions whose ``parentSession`` is the id) are
       ordered by ``createdAt`` then id.
-    - ``close`` writes buffered events durably; any later call raises ``StoreClosedError``.
+    - ``lease`` takes the session's single-writer lease (held until released or the
+      store handle closes, and released by the OS or server when the holder dies); another
+      holder makes it raise ``SessionBusyError`` at once, or after ``wait`` seconds of
+      polling. One handle may hold a lease more than once (it is shared). Readers never
+      need it. A lease may be taken before the session exists.
+    - ``close`` writes buffered events durably and releases every lease; any later call
+      raises ``StoreClosedError``.
     """
 
     async def create(
@@ -79,5 +118,7 @@ class EventStore(Protocol):
         delegation_depth: int | None = None,
         created_at: int | None = None,
     ) -> LoadedSession: ...
+
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease: ...
 
     async def close(self) -> None: ...

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
+import socket
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from typing import Any
 from dsh.errors import (
     InvalidEventError,
     SeqConflictError,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     StoreClosedError,
@@ -393,6 +398,122 @@ async def closed_store_refuses_use(open_store: StoreOpener) -> None:
     await _raises(StoreClosedError, store.list_sessions(), "list after close")
 
 
+async def _busy(store: EventStore, sid: str, what: str, wait: float = 0.0) -> SessionBusyError:
+    exc = await _raises(SessionBusyError, store.lease(sid, wait=wait), what)
+    assert isinstance(exc, SessionBusyError)
+    return exc
+
+
+BUSY_LINE = re.compile(
+    r"session (?P<sid>\S+) is busy \(held by pid (?P<pid>\d+) on (?P<host>\S+) since (?P<since>\S+)\)"
+)
+"""The one-line ``SessionBusyError`` message."""
+
+
+async def lease_excludes_a_second_writer(open_store: StoreOpener) -> None:
+    """A held lease makes another handle's ``lease`` fail fast with the one-line busy message."""
+    first = await open_store()
+    await first.create(_header("s"))
+    await first.append("s", completed_turns(1))
+    lease = await first.lease("s")
+    _ensure(lease.session_id == "s" and lease.holder.pid == os.getpid(), "the lease names its holder")
+    second = await open_store()
+    started = time.monotonic()
+    busy = await _busy(second, "s", "a second writer")
+    _ensure(time.monotonic() - started < 1.0, "without wait the second writer fails fast")
+    match = BUSY_LINE.fullmatch(str(busy))
+    _ensure(match is not None, f"the busy message is one line in the documented form: {busy}")
+    assert match is not None
+    _ensure(match["sid"] == "s" and int(match["pid"]) == os.getpid(), f"the message names the holder: {busy}")
+    _ensure(match["host"] == socket.gethostname(), f"the message names the host: {busy}")
+    _ensure(busy.session_id == "s" and busy.pid == os.getpid(), "the error carries the holder")
+    # readers never need the lease
+    _ensure((await second.load("s")).events == completed_turns(1), "a reader loads a leased session")
+    _ensure(await second.read_from("s", 2) == completed_turns(1)[2:], "a reader reads a leased session")
+    _ensure([x.header.id for x in await second.list_sessions()] == ["s"], "a reader lists it")
+    _ensure(b"turn/end" in await export_session(second, "s"), "a reader exports it")
+    await lease.release()
+    await lease.release()  # idempotent
+    again = await second.lease("s")
+    _ensure(again.holder.pid == os.getpid(), "after release another handle takes the lease")
+    await _busy(first, "s", "the first handle after the second took it")
+    await again.release()
+    await first.close()
+    await second.close()
+
+
+async def lease_is_per_session_and_may_precede_create(open_store: StoreOpener) -> None:
+    """Leases of different sessions are independent; a lease may be taken before ``create``."""
+    first = await open_store()
+    second = await open_store()
+    early = await first.lease("new")
+    await first.create(_header("new"))
+    other = await second.lease("other")
+    await _busy(second, "new", "a session leased before its creation")
+    await first.create(_header("other"))
+    await _busy(first, "other", "the other session")
+    await early.release()
+    await other.release()
+    await (await second.lease("new")).release()  # free again
+    await first.close()
+    await second.close()
+
+
+async def lease_is_shared_within_a_handle(open_store: StoreOpener) -> None:
+    """One handle may hold a session's lease more than once; it is free after the last release."""
+    first = await open_store()
+    await first.create(_header("s"))
+    a = await first.lease("s")
+    b = await first.lease("s")
+    second = await open_store()
+    await a.release()
+    await a.release()  # a second release of one token does not drop the other
+    await _busy(second, "s", "one of two tokens still held")
+    await b.release()
+    await (await second.lease("s")).release()
+    await first.close()
+    await second.close()
+
+
+async def lease_waits_for_the_holder(open_store: StoreOpener) -> None:
+    """``wait=`` polls until the holder releases; it gives up with the busy error at the deadline."""
+    first = await open_store()
+    await first.create(_header("s"))
+    held = await first.lease("s")
+    second = await open_store()
+    started = time.monotonic()
+    await _busy(second, "s", "waiting past the deadline", wait=0.3)
+    waited = time.monotonic() - started
+    _ensure(0.3 <= waited < 2.0, f"gave up after the wait ({waited:.2f} s)")
+
+    async def release_soon() -> None:
+        await asyncio.sleep(0.2)
+        await held.release()
+
+    releaser = asyncio.ensure_future(release_soon())
+    started = time.monotonic()
+    got = await second.lease("s", wait=5.0)
+    waited = time.monotonic() - started
+    await releaser
+    _ensure(waited < 2.0, f"the waiting writer got the lease soon after the release ({waited:.2f} s)")
+    await got.release()
+    await first.close()
+    await second.close()
+
+
+async def closing_a_store_releases_its_leases(open_store: StoreOpener) -> None:
+    """``close()`` releases every lease the handle holds (as a dying holder's would be)."""
+    first = await open_store()
+    await first.create(_header("s"))
+    await first.lease("s")
+    await first.close()
+    second = await open_store()
+    lease = await second.lease("s")
+    await lease.release()
+    await second.close()
+    await _raises(StoreClosedError, second.lease("s"), "lease after close")
+
+
 CHECKS: dict[str, ContractCheck] = {
     check.__name__: check
     for check in (
@@ -412,6 +533,11 @@ CHECKS: dict[str, ContractCheck] = {
         children_and_list_sessions,
         export_import_round_trip,
         closed_store_refuses_use,
+        lease_excludes_a_second_writer,
+        lease_is_per_session_and_may_precede_create,
+        lease_is_shared_within_a_handle,
+        lease_waits_for_the_holder,
+        closing_a_store_releases_its_leases,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader
-from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
+from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import ZSTD_MAGIC, Scan, fsync_dir, scan_log
 from dsh.store.rules import ForkArgs, check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
 from dsh.store.threads import run_blocking
@@ -47,24 +47,13 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
     _fcntl = None  # type: ignore[assignment]
 
 SUFFIX: Final = ".jsonl"
-_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-_SAFE_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_MAX_NAME: Final = 250
+LEASE_SUFFIX: Final = ".lock"
+"""A session's lease file is ``<root>/.<id file name>.lock`` (hidden, so never listed)."""
 
 
 def session_file_name(session_id: str) -> str:
     """The file name holding ``session_id`` (an injective, filesystem-safe mapping)."""
-    if _PLAIN_ID.fullmatch(session_id):
-        name = session_id
-    else:
-        raw = session_id.encode("utf-8", "surrogatepass")
-        name = "".join(
-            chr(b) if b in _SAFE_BYTES and not (i == 0 and b == 0x2E) else f"~{b:02X}"
-            for i, b in enumerate(raw)
-        )
-    if not name or len(name) > _MAX_NAME:
-        raise StoreError(f"session id {session_id[:40]!r} cannot be stored as a JSONL file name")
-    return name + SUFFIX
+    return session_file_stem(session_id) + SUFFIX
 
 
 @dataclass(slots=True, eq=False)
@@ -101,6 +90,7 @@ class JsonlEventStore:
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
+        self._leases = LeaseTable(FileLeases(self.root, prefix=".", suffix=SUFFIX + LEASE_SUFFIX))
 
     # -- paths and scanning (blocking helpers, run off the loop) ------------------------
 
@@ -365,8 +355,13 @@ class JsonlEventStore:
         args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await run_blocking(None, self._fork_sync, parent_id, args)
 
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """The session's single-writer lease: ``flock`` on ``<root>/.<id>.jsonl.lock``."""
+        self._check_open()
+        return await self._leases.acquire(session_id, wait)
+
     async def close(self) -> None:
-        """Write buffered events durably and close every append handle (idempotent)."""
+        """Write buffered events durably, close every append handle, release the leases (idempotent)."""
         if self._closed:
             return
         self._closed = True
@@ -380,5 +375,9 @@ class JsonlEventStore:
                 finally:
                     os.close(w.fd)
         self._writers.clear()
+        try:
+            await self._leases.close()
+        except Exception as exc:
+            first_error = first_error or exc
         if first_error is not None:
             raise first_error

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from dsh.errors import InvalidEventError, SessionExistsError, SessionNotFoundError, StoreClosedError
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import TURN_END
-from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
+from dsh.store.lease import LeaseTable
 from dsh.store.rules import check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
 
 
@@ -29,12 +30,40 @@ class _Stored:
 
 
 class MemorySpace:
-    """The sessions a set of :class:`MemoryEventStore` handles share."""
+    """The sessions (and session leases) a set of :class:`MemoryEventStore` handles share."""
 
-    __slots__ = ("sessions",)
+    __slots__ = ("leases", "sessions")
 
     def __init__(self) -> None:
         self.sessions: dict[str, _Stored] = {}
+        self.leases: dict[str, tuple[object, LeaseHolder]] = {}
+
+
+class _MemoryLeases:
+    """The in-process lease backend: a lock per session id in the shared space."""
+
+    def __init__(self, space: MemorySpace) -> None:
+        self.space = space
+
+    async def try_acquire(self, session_id: str, me: LeaseHolder) -> tuple[str, object] | None:
+        if session_id in self.space.leases:
+            return None
+        token = object()
+        self.space.leases[session_id] = (token, me)
+        return session_id, token
+
+    async def holder(self, session_id: str) -> LeaseHolder | None:
+        entry = self.space.leases.get(session_id)
+        return None if entry is None else entry[1]
+
+    async def give_up(self, session_id: str) -> None:
+        return None
+
+    async def release(self, lock: tuple[str, object]) -> None:
+        session_id, token = lock
+        entry = self.space.leases.get(session_id)
+        if entry is not None and entry[0] is token:
+            del self.space.leases[session_id]
 
 
 class MemoryEventStore:
@@ -44,6 +73,7 @@ class MemoryEventStore:
 
     def __init__(self, space: MemorySpace | None = None) -> None:
         self.space = space if space is not None else MemorySpace()
+        self._leases = LeaseTable(_MemoryLeases(self.space))
         self._closed = False
 
     def _check_open(self) -> None:
@@ -146,5 +176,13 @@ class MemoryEventStore:
         self.space.sessions[header.id] = _Stored(header, n, lines, n)
         return LoadedSession(header, n, self._decode(header.id, lines))
 
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """The session's single-writer lease (an in-process lock in the shared space)."""
+        self._check_open()
+        return await self._leases.acquire(session_id, wait)
+
     async def close(self) -> None:
+        if self._closed:
+            return
         self._closed = True
+        await self._leases.close()

@@ -47,8 +47,9 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES
-from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
     APPEND,
     COPY_PREFIX,
@@ -57,6 +58,7 @@ from dsh.store.postgres_schema import (
     FORK_PARENT,
     INSERT_EVENT,
     INSERT_SESSION,
+    LEASE_HOLDER,
     LIST_CHILDREN,
     LIST_SESSIONS,
     NEXT_SEQ,
@@ -64,10 +66,15 @@ from dsh.store.postgres_schema import (
     SCHEMA_VERSION,
     SELECT_EVENTS,
     SESSION,
+    TRY_LEASE,
     Row,
     event_row,
     header_params,
+    lease_application_name,
+    lease_key,
+    lease_key_halves,
     notify_payload,
+    parse_lease_application_name,
     prepare_database,
     rows_params,
     set_search_path,
@@ -110,6 +117,59 @@ class PostgresListener:
         return False
 
 
+class _PostgresLeases:
+    """Session leases as session-level advisory locks, one dedicated connection per lease.
+
+    The server releases the lock when the connection ends, so a holder that dies (or loses
+    its connection) frees the session. While a writer waits, one connection per session is
+    kept for the retries.
+    """
+
+    def __init__(self, store: PostgresEventStore) -> None:
+        self._store = store
+        self._spare: dict[str, Conn] = {}
+
+    async def try_acquire(self, session_id: str, me: LeaseHolder) -> Conn | None:
+        store = self._store
+        async with store.mapped_errors():
+            await store._ready()
+            key = lease_key(store._schema_name, session_id)
+            conn = self._spare.pop(session_id, None)
+            if conn is None:
+                name = lease_application_name(me)
+                conn = await psycopg.AsyncConnection.connect(
+                    store.target.conninfo, **store._connect_kwargs, application_name=name
+                )
+            try:
+                cur = await conn.execute(TRY_LEASE, (key,))
+                row = await cur.fetchone()
+            except BaseException:
+                await conn.close()
+                raise
+        if row is not None and row[0] is True:
+            return conn
+        self._spare[session_id] = conn
+        return None
+
+    async def holder(self, session_id: str) -> LeaseHolder | None:
+        store = self._store
+        key = lease_key(store._schema_name, session_id)
+        async with store._conn() as conn:
+            cur = await conn.execute(LEASE_HOLDER, lease_key_halves(key))
+            row = await cur.fetchone()
+        return None if row is None else parse_lease_application_name(row[0])
+
+    async def give_up(self, session_id: str) -> None:
+        conn = self._spare.pop(session_id, None)
+        if conn is not None:
+            async with self._store.mapped_errors():
+                await conn.close()
+
+    async def release(self, lock: Conn) -> None:
+        async with self._store.mapped_errors():
+            await lock.close()
+
+
 class PostgresEventStore:
     """An ``EventStore`` in a PostgreSQL database (``postgresql://...``), safe for many processes."""
 
@@ -139,6 +199,7 @@ class PostgresEventStore:
         self._buffer: AppendBuffer[Row] = AppendBuffer(
             next_seq=self._next_seq, to_row=lambda _sid, e: event_row(e), insert=self._insert
         )
+        self._leases = LeaseTable(_PostgresLeases(self))
         self._closed = False
 
     def __repr__(self) -> str:
@@ -404,15 +465,23 @@ class PostgresEventStore:
                     await conn.execute(INSERT_EVENT, (header.id, *marker))
             return await self._load(conn, header.id)
 
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """The session's single-writer lease: ``pg_try_advisory_lock`` on a dedicated connection."""
+        self._check_open()
+        return await self._leases.acquire(session_id, wait)
+
     async def close(self) -> None:
-        """Write buffered events, then close the pool (idempotent)."""
+        """Write buffered events, release the leases, then close the pool (idempotent)."""
         if self._closed:
             return
         self._closed = True
         try:
             await self._buffer.close()
         finally:
-            await self._close_pool()
+            try:
+                await self._leases.close()
+            finally:
+                await self._close_pool()
 
     async def _close_pool(self) -> None:
         async with self._open_lock:

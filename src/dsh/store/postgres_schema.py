@@ -17,6 +17,7 @@ The functions here are the only place that knows the SQL; the store maps psycopg
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -27,6 +28,7 @@ from psycopg import sql
 from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
+from dsh.store.base import LeaseHolder
 from dsh.store.codec import encode_data_checked, encode_json_checked
 
 APPLICATION: Final = "dsh"
@@ -130,6 +132,48 @@ COPY_PREFIX: Final = f"""INSERT INTO events ({EVENT_COLUMNS})
     SELECT %s, seq, type, time, data, surface_op, source_event_seqs, ignorable
     FROM events WHERE session_id = %s AND seq < %s"""
 INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+
+TRY_LEASE: Final = "SELECT pg_try_advisory_lock(%s)"
+"""A session lease: a session-level advisory lock on the lease's own connection."""
+LEASE_HOLDER: Final = """SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid"""
+"""The ``application_name`` of the connection holding an advisory lock (key split in two halves)."""
+
+_LEASE_APP: Final = "dsh lease"
+
+
+def lease_key(schema: str, session_id: str) -> int:
+    """The signed 64-bit advisory lock key of ``session_id`` in ``schema``."""
+    digest = hashlib.blake2b(f"{schema}\0{session_id}".encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+def lease_key_halves(key: int) -> tuple[int, int]:
+    """``(classid, objid)`` as ``pg_locks`` shows a bigint advisory key."""
+    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
+    return unsigned >> 32, unsigned & 0xFFFF_FFFF
+
+
+def lease_application_name(holder: LeaseHolder) -> str:
+    """The lease connection's ``application_name``: the holder, readable by a refused writer.
+
+    PostgreSQL keeps 63 bytes; the host comes last, so only a very long host name is cut.
+    """
+    name = f"{_LEASE_APP} {holder.pid} {holder.since} {holder.host}"
+    return name.encode()[:63].decode(errors="ignore")
+
+
+def parse_lease_application_name(name: str | None) -> LeaseHolder | None:
+    """The holder recorded by :func:`lease_application_name`, or ``None``."""
+    if not name or not name.startswith(_LEASE_APP + " "):
+        return None
+    parts = name[len(_LEASE_APP) + 1 :].split(" ", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return LeaseHolder(int(parts[0]), parts[2], int(parts[1]))
+
 
 _PROBE: Final = """SELECT current_schema(), current_setting('server_encoding'),
     ARRAY(SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -39,8 +39,9 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
-from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rules import ForkArgs, check_seed, cut_marker, fork_header, header_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
@@ -79,7 +80,13 @@ class SqliteEventStore:
             to_row=event_row,
             insert=lambda sid, rows: self._call(self._insert_sync, sid, rows[0][1], rows),
         )
+        self._leases = LeaseTable(FileLeases(self.lease_dir))
         self._closed = False
+
+    @property
+    def lease_dir(self) -> Path:
+        """Where the session lease files live: ``<db>-leases/<id>.lock`` beside the database."""
+        return self.path.parent / f"{self.path.name}-leases"
 
     # -- the worker thread: connection, ownership, statements ----------------------------
 
@@ -296,15 +303,23 @@ class SqliteEventStore:
         args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await self._call(self._fork_sync, parent_id, args)
 
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """The session's single-writer lease: ``flock`` on ``<db>-leases/<id>.lock``."""
+        self._check_open()
+        return await self._leases.acquire(session_id, wait)
+
     async def close(self) -> None:
-        """Commit buffered events, close the connection and stop the worker (idempotent)."""
+        """Commit buffered events, close the connection, stop the worker, release the leases (idempotent)."""
         if self._closed:
             return
         self._closed = True
         try:
             await self._buffer.close()
         finally:
-            await self._close_connection()
+            try:
+                await self._close_connection()
+            finally:
+                await self._leases.close()
 
     async def _close_connection(self) -> None:
         try:
