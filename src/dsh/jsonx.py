@@ -98,6 +98,11 @@ def dumps_unchecked(value: object) -> bytes:
     return orjson.dumps(value)
 
 
+def dumps_sorted(value: object) -> str:
+    """Compact JSON text with sorted keys, for comparing values (not for writing logs)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def loads(data: bytes | str) -> JsonValue:
     """Parse JSON text; raises ``orjson.JSONDecodeError`` (a ``ValueError``) on bad input."""
     return orjson.loads(data)

@@ -17,27 +17,74 @@ from dsh.model import ModelRequest
 from dsh.snapshot import AgentSetup, default_agent_factory, run_scenario
 from tests.scenario_recipes import RECIPES, SNAPSHOTS, record
 
-REPLAYABLE = [
+STRICT = [
     "text-turn",
     "tool-call-turn",
     "fs-read",
+    "fs-read-window",
     "fs-write",
+    "fs-write-overwrite",
+    "fs-delete-recreate",
+    "bash-spill",
     "empty-response-retry",
-    "packed-chunks",
+    "max-tokens-continue",
+    "handshake",
+    "cancel-tool-calls",
+    "error-finish",
     "subagent-spawn-in-process",
     "subagent-fork-in-process",
+    "hook-cc-invalid-matcher",  # the original drops the whole hooks file: no hook runs there either
 ]
+"""The original's recordings whose tools and behaviour dsh has: they replay strictly."""
+
+NOT_REPRODUCED = {"hook-cc-posttool-context": "hooks-claude-code"}
+"""Recordings whose only difference is a message the original injected and dsh does not
+produce yet: they pass, and the report names the kind under ``notReproduced``."""
+
+NOT_YET = {
+    "escalation-approved": "sandbox escalation (sandbox_permissions) is not built",
+    "fs-escalation-approved": "sandbox escalation (sandbox_permissions) is not built",
+    "missing-sandbox-runner": "the sandbox runner and background bash jobs are not built",
+    "hook-cc-pretool-deny": "hooks are not built (PreToolUse deny)",
+    "hook-cc-promptsubmit-block": "hooks are not built (UserPromptSubmit block)",
+    "hook-cc-stop-continue": "hooks are not built (Stop continue)",
+    "hook-codex-pretool-block": "hooks are not built (Codex PreToolUse block)",
+    "packed-chunks": "hooks are not built (its PreToolUse hook blocked bash)",
+    "subagent-continuable": "background and continuable subagents are not built",
+    "subagent-report": "background subagents and the report tool are not built",
+}
+"""Recordings that need later work: they must fail the check, never pass it."""
 
 
-@pytest.mark.parametrize("name", REPLAYABLE)
-async def test_upstream_recording_replays(upstream: Path, name: str) -> None:
+def test_every_upstream_recording_is_classified(upstream: Path) -> None:
+    assert sorted(STRICT + list(NOT_YET) + list(NOT_REPRODUCED)) == sorted(p.name for p in upstream.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", STRICT)
+async def test_upstream_recording_replays_strictly(upstream: Path, name: str) -> None:
     result = await run_scenario(upstream / name, "replay")
     assert result.ok, result.failure_text()
     assert result.sessions[0].kind == "primary"
     for report in result.sessions:
-        assert report.live_id is not None
-        assert report.consumed == report.calls > 0
+        assert report.live_id is not None or report.calls == 0
+        assert report.consumed == report.calls
+        assert report.divergence is None and report.tolerated == []
+        assert report.tool_results.equal == report.tool_results.total
         assert report.final_text == report.recorded_text
+
+
+@pytest.mark.parametrize("name", sorted(NOT_REPRODUCED))
+async def test_upstream_recording_lists_what_dsh_does_not_inject(upstream: Path, name: str) -> None:
+    result = await run_scenario(upstream / name, "replay")
+    assert result.ok, result.failure_text()
+    assert NOT_REPRODUCED[name] in result.sessions[0].not_reproduced
+    assert result.sessions[0].tool_results.equal == result.sessions[0].tool_results.total
+
+
+@pytest.mark.parametrize("name", sorted(NOT_YET))
+async def test_upstream_recording_needing_later_work_fails_the_check(upstream: Path, name: str) -> None:
+    result = await run_scenario(upstream / name, "replay", step_timeout=2.0)
+    assert not result.ok, f"{name} passed but needs: {NOT_YET[name]}"
 
 
 async def test_upstream_fork_child_answers_marmalade(upstream: Path) -> None:
@@ -50,21 +97,26 @@ async def test_upstream_fork_child_answers_marmalade(upstream: Path) -> None:
 
 @pytest.mark.parametrize("name", ["subagent-fork-in-process"])
 async def test_upstream_fork_is_red_without_the_slice(upstream: Path, name: str) -> None:
-    result = await run_scenario(upstream / name, "replay", sliced=False)
-    assert not result.ok
-    child = result.sessions[1]
+    strict = await run_scenario(upstream / name, "replay", sliced=False)
+    assert not strict.ok  # the check sees the child asked with its own prompt, not the parent's
+    assert "session session.1.jsonl" in strict.failure_text()
+    assert "diverged at call 1" in strict.failure_text()
+    drifting = await run_scenario(upstream / name, "replay", sliced=False, drift="warn")
+    assert not drifting.ok
+    child = drifting.sessions[1]
     assert child.final_text == "OK"  # the parent's recorded turn-1 answer
-    assert "answered 'OK'" in result.failure_text()
+    assert "answered 'OK'" in drifting.failure_text()
 
 
 @pytest.mark.parametrize("name", ["subagent-fork", "subagent-mixed"])
 async def test_bundled_fork_scenarios_are_red_without_the_slice(name: str) -> None:
     sliced = await run_scenario(SNAPSHOTS / name, "replay")
     assert sliced.ok, sliced.failure_text()
-    unsliced = await run_scenario(SNAPSHOTS / name, "replay", sliced=False)
+    unsliced = await run_scenario(SNAPSHOTS / name, "replay", sliced=False, drift="warn")
     assert not unsliced.ok
     assert unsliced.diff  # the fork child says OK instead of the codeword
     assert '"text":"OK"' in unsliced.diff
+    assert (await run_scenario(SNAPSHOTS / name, "replay", sliced=False)).sessions[-1].divergence
 
 
 class _Shuffled:

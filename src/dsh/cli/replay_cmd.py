@@ -7,20 +7,23 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dsh.cli.common import JsonOption, StoreOption, fail, run_async, write_json_line
 from dsh.cli.render import LiveView
 from dsh.cli.sessions_cmd import tree_cmd
+from dsh.errors import UsageError
 from dsh.loop import Feed
+from dsh.replay.fidelity import Drift
 from dsh.snapshot import ScenarioResult, run_scenario
-from dsh.snapshot.runner import SCENARIOS
+from dsh.snapshot.runner import SCENARIOS, drift_mode
 from dsh.store import EventStore
 from dsh.store.url import open_store
 
 
-async def _replay(directory: Path, store: EventStore, feed: Feed) -> ScenarioResult:
+async def _replay(directory: Path, store: EventStore, feed: Feed, drift: Drift = "strict") -> ScenarioResult:
     try:
-        return await run_scenario(directory, "replay", store=store, feed=feed)
+        return await run_scenario(directory, "replay", store=store, feed=feed, drift=drift)
     finally:
         await store.close()
 
@@ -32,15 +35,26 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
         "sessions": [s.to_json() for s in result.sessions],
         "problems": result.problems,
         "diff": result.diff,
+        "divergenceDiff": next((s.divergence.diff() for s in result.sessions if s.divergence), None),
     }
     if console is not None:
         console.print()
         for s in result.sessions:
-            mark = "[green]✓[/green]" if s.consumed == s.calls else "[red]✗[/red]"
-            console.print(
-                f"{mark} {s.kind:<7} recorded {s.recorded_id} → live {s.live_id} · cut "
-                f"{s.inherited_event_count} · {s.consumed}/{s.calls} calls · {s.final_text!r}"
+            good = s.consumed == s.calls and s.divergence is None
+            good = good and s.tool_results.equal == s.tool_results.total
+            mark = "[green]✓[/green]" if good else "[red]✗[/red]"
+            line = (
+                f" {s.kind:<7} recorded {s.recorded_id} → live {s.live_id} · cut "
+                f"{s.inherited_event_count} · {s.consumed}/{s.calls} calls · tool results "
+                f"{s.tool_results.equal}/{s.tool_results.total} · {s.final_text!r}"
             )
+            console.print(mark + escape(line))
+            if s.not_reproduced:
+                console.print(f"  not reproduced (injected by the original): {', '.join(s.not_reproduced)}")
+            for t in s.tolerated:
+                console.print(
+                    f"  tolerated ({t.tolerated_by}): {t.headline(result.scenario)}", style="yellow"
+                )
         for problem in result.problems:
             console.print(problem, style="red", markup=False)
         if result.diff:
@@ -53,22 +67,38 @@ def replay(
     directory: Annotated[Path, typer.Argument(help="A scenario directory (ours or the original's).")],
     store: StoreOption = None,
     as_json: JsonOption = False,
+    drift: Annotated[
+        str,
+        typer.Option(
+            "--drift",
+            help="strict (default): the first divergence from the recording fails the replay; "
+            "warn: report divergences without failing.",
+        ),
+    ] = "strict",
 ) -> None:
     """Replay the scenario in DIRECTORY keylessly: every session gets its recorded script.
 
-    Checks that every script is consumed, that each session's final text equals the recorded
-    one and, when the scenario has a transcript.expected.jsonl, that the transcript matches.
-    Sessions go to a temporary in-memory store unless --store is given.
+    Before each recorded model call is served, the live request is compared with what the
+    recorded model saw (history, tool results, and for dsh's own recordings the system
+    prompt, tool schemas and model config): the first divergence fails with a diff. Also
+    checks that every script is consumed, that every recorded tool result was reproduced,
+    that each session's final text equals the recorded one and, when the scenario has a
+    transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
+    in-memory store unless --store is given.
     """
     if not directory.is_dir():
         fail(f"{directory}: not a scenario directory", 2)
+    try:
+        mode = drift_mode(drift)
+    except UsageError as exc:
+        fail(f"--drift: {exc}", 2)
     feed = Feed()
     console = None if as_json else Console(highlight=False)
     if console is not None:
         view = LiveView(console)
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
-    result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed))
+    result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed, mode))
     report = _report(result, console)
     if as_json:
         write_json_line(report)

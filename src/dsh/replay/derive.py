@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.errors import ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_CHUNK, ASSISTANT_MESSAGE
+from dsh.events.messages import Message
+from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_HEADER
 from dsh.replay.entries import Entry
+from dsh.session.history import project_event
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """What the recorded model saw at one call: the first ``history`` messages of the
+    session's model-visible history and the ``request/header`` in force (if any)."""
+
+    turn: int | None
+    step: int | None
+    history: int
+    header: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class Derived:
+    """A session's script and, call for call, what its recorded model saw."""
+
+    entries: list[Entry] = field(default_factory=list)
+    calls: list[RecordedCall] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
 
 
 def _has_finish(chunks: Sequence[Chunk]) -> bool:
@@ -30,24 +53,59 @@ def _summary_call(data: dict[str, Any], where: str) -> Entry:
     return Entry("chunks", tuple(chunks))
 
 
+def _settled_call(etype: str, data: dict[str, Any], chunks: tuple[Chunk, ...]) -> Entry:
+    if _has_finish(chunks):
+        return Entry("chunks", chunks)
+    if etype == ASSISTANT_MESSAGE and data.get("interrupted"):
+        return Entry("hang", chunks)
+    failure = data.get("failure") or {}
+    return Entry(
+        "throw",
+        chunks,
+        code=str(failure.get("code", "UNKNOWN")),
+        message=str(failure.get("message", "recorded failure")),
+    )
+
+
 def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
-    """Derive the replay script of ``events`` — already sliced at the inherited cut.
+    """Derive the replay script of ``events`` — already sliced at the inherited cut."""
+    return derive(events, where).entries
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def derive(
+    events: Sequence[Event], where: str, *, strict: bool = True, inherited: Sequence[Event] = ()
+) -> Derived:
+    """Derive the script of ``events`` (already sliced at the inherited cut) and what the
+    recorded model saw at each call.
 
     Version 2: each settlement with a ``stream`` is one entry; an attempt whose stream has
     no ``finish`` becomes a ``throw`` with its recorded failure; an interrupted message
     (cancelled mid-stream) becomes a ``hang`` serving its partial chunks. Version 0:
     ``assistant/chunk`` events grouped by ``(turn, step)``, a group closing at its
     ``finish`` or when the key changes (a group without ``finish`` is an error). Both
-    kinds may appear in one log; each is one call, in log order.
+    kinds may appear in one log; each is one call, in log order. ``strict=False`` keeps a
+    group without ``finish`` as a call instead of refusing it (for a primary script an
+    override replaces whole: only what the recorded model saw is used then). ``inherited``:
+    the events before the cut — they make no calls, but a fork child's model saw them.
     """
-    script: list[Entry] = []
+    out = Derived()
+    out.messages.extend(m for m in map(project_event, inherited) if m is not None)
+    script = out.entries
     group: list[Chunk] = []
     key: tuple[Any, Any] | None = None
+    header: dict[str, Any] | None = None
+
+    def call(turn: object, step: object) -> None:
+        out.calls.append(RecordedCall(_int(turn), _int(step), len(out.messages), header))
 
     def close() -> None:
         nonlocal group, key
         if group:
-            if not _has_finish(group):
+            if strict and not _has_finish(group):
                 raise ReplayError(
                     f"{where}: model call turn {key[0] if key else '?'} step "
                     f"{key[1] if key else '?'} ended without a finish chunk; it needs a "
@@ -64,33 +122,28 @@ def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
             k = (data.get("turn"), data.get("step"))
             if group and k != key:
                 close()
+            if not group:
+                call(*k)
             key = k
             group.append(data["chunk"])
             if data["chunk"].get("type") == "finish":
                 close()
         elif etype in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
             stream = event.data.get("stream")
-            if not isinstance(stream, dict):
-                continue  # a v0 message: its chunks already made the call
-            close()
-            chunks = tuple(stream.get("chunks", ()))
-            if _has_finish(chunks):
-                script.append(Entry("chunks", chunks))
-            elif etype == ASSISTANT_MESSAGE and event.data.get("interrupted"):
-                script.append(Entry("hang", chunks))
-            else:
-                failure = event.data.get("failure") or {}
-                script.append(
-                    Entry(
-                        "throw",
-                        chunks,
-                        code=str(failure.get("code", "UNKNOWN")),
-                        message=str(failure.get("message", "recorded failure")),
-                    )
-                )
+            if isinstance(stream, dict):  # a v0 message has none: its chunks made the call
+                close()
+                call(event.data.get("turn"), event.data.get("step"))
+                script.append(_settled_call(etype, event.data, tuple(stream.get("chunks", ()))))
         elif etype == "compaction/summary":
             close()
             if isinstance(event.data, dict) and event.data.get("llmStreamCall") is True:
+                call(None, None)
                 script.append(_summary_call(event.data, where))
+        elif etype == REQUEST_HEADER:
+            value = event.data.get("header") if isinstance(event.data, dict) else None
+            header = value if isinstance(value, dict) else None
+        message = project_event(event)
+        if message is not None:
+            out.messages.append(message)
     close()
-    return script
+    return out

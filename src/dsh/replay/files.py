@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dsh import jsonx
 from dsh.errors import OverrideError, ScenarioError
 from dsh.replay.entries import apply_override
+from dsh.replay.fidelity import Drift, Tolerances
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
 from dsh.store.logfile import load_log_file
 
 PRIMARY = "session.jsonl"
+INPUT = "input.json"
 OVERRIDE = "replay.override.json"
 _CHILD = re.compile(r"^session\.(\d+)\.jsonl$")
 
@@ -24,6 +27,8 @@ class RecordedLogs:
 
     primary: LoadedSession | None
     children: list[tuple[str, LoadedSession]]
+    versions: dict[str, int] = field(default_factory=dict)
+    """Each log's format version by file name (0: the original's, 2: ours)."""
 
 
 def child_files(directory: Path) -> list[Path]:
@@ -41,52 +46,95 @@ def child_files(directory: Path) -> list[Path]:
 
 def read_recorded(directory: Path) -> RecordedLogs:
     """Read every recorded log of a scenario (v0 or v2)."""
+    versions: dict[str, int] = {}
+
+    def load(path: Path) -> LoadedSession:
+        decoded = load_log_file(path)
+        versions[path.name] = decoded.version
+        return decoded.as_loaded()
+
     primary_path = directory / PRIMARY
-    primary = load_log_file(primary_path).as_loaded() if primary_path.exists() else None
-    children = [(p.name, load_log_file(p).as_loaded()) for p in child_files(directory)]
-    return RecordedLogs(primary, children)
+    primary = load(primary_path) if primary_path.exists() else None
+    children = [(p.name, load(p)) for p in child_files(directory)]
+    return RecordedLogs(primary, children, versions)
 
 
-def _script(label: str, loaded: LoadedSession) -> SessionScript:
-    return script_for(
-        label,
-        loaded.header.id,
-        loaded.header.created_at,
-        loaded.events,
-        loaded.inherited_event_count,
-        loaded.header.parent_session,
-    )
+def read_override(directory: Path) -> object | None:
+    """The parsed ``replay.override.json``, or ``None`` when the scenario has none."""
+    path = directory / OVERRIDE
+    if not path.exists():
+        return None
+    try:
+        document: object = jsonx.loads(path.read_bytes())
+    except jsonx.JSONDecodeError as exc:
+        raise OverrideError(f"scenario {directory.name}: {OVERRIDE} is not valid JSON: {exc}") from exc
+    return document
+
+
+def read_input(directory: Path) -> dict[str, Any]:
+    """The scenario's ``input.json`` as an object."""
+    path = directory / INPUT
+    try:
+        doc = jsonx.loads(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} is missing") from exc
+    except jsonx.JSONDecodeError as exc:
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"scenario {directory.name}: {INPUT} must be a JSON object")
+    return doc
+
+
+def read_tolerances(directory: Path, drift: Drift = "strict") -> Tolerances:
+    """The tolerances the scenario declares (``input.json`` → ``"replay"``), with ``drift``."""
+    if not (directory / INPUT).exists():
+        return Tolerances(drift=drift)
+    doc = read_input(directory)
+    return Tolerances.from_scenario(doc.get("replay"), f"scenario {directory.name}: {INPUT}", drift)
 
 
 def load_replay_model(
-    directory: Path, *, cwd: Path | None = None, sliced: bool = True
+    directory: Path,
+    *,
+    cwd: Path | None = None,
+    sliced: bool = True,
+    tolerances: Tolerances | None = None,
 ) -> tuple[ReplayModel, RecordedLogs]:
-    """A ReplayModel for the scenario in ``directory`` (``sliced=False`` only for tests
-    that prove why the slice at the inherited cut is needed)."""
+    """A ReplayModel for the scenario in ``directory``.
+
+    Every script checks each live request against its recording (``tolerances``: the
+    scenario's declared rules and drift mode; default strict). A full-replacement override
+    replaces the primary script *before* derivation, so a recorded call the override stands
+    in for need not be servable. ``sliced=False`` only for tests that prove why the slice at
+    the inherited cut is needed.
+    """
     name = directory.name
     if not directory.is_dir():
         raise ScenarioError(f"scenario {directory} is not a directory")
+    tolerances = tolerances if tolerances is not None else read_tolerances(directory)
     recorded = read_recorded(directory)
-    override_path = directory / OVERRIDE
-    if recorded.primary is None and not override_path.exists():
+    override = read_override(directory)
+    if recorded.primary is None and override is None:
         raise ScenarioError(f"scenario {name}: {PRIMARY} is missing (record the scenario first)")
+
+    def script(label: str, loaded: LoadedSession, *, cut: int, strict: bool = True) -> SessionScript:
+        header = loaded.header
+        return script_for(
+            label, header.id, header.created_at, loaded.events, cut, header.parent_session,
+            version=recorded.versions.get(label, 2), tolerances=tolerances, cwd=cwd, strict=strict,
+        )  # fmt: skip
+
+    replaces = isinstance(override, list)
     if recorded.primary is not None:
-        primary = _script(PRIMARY, recorded.primary)
+        primary = script(
+            PRIMARY, recorded.primary, cut=recorded.primary.inherited_event_count, strict=not replaces
+        )
     else:
         primary = SessionScript(PRIMARY, "", 0, [])
-    if override_path.exists():
-        try:
-            document = jsonx.loads(override_path.read_bytes())
-        except jsonx.JSONDecodeError as exc:
-            raise OverrideError(f"scenario {name}: {OVERRIDE} is not valid JSON: {exc}") from exc
-        primary.entries = apply_override(primary.entries, document, f"scenario {name}: {OVERRIDE}")
-    children = []
-    for label, loaded in recorded.children:
-        if sliced:
-            children.append(_script(label, loaded))
-        else:
-            children.append(
-                script_for(label, loaded.header.id, loaded.header.created_at, loaded.events, 0,
-                           loaded.header.parent_session)
-            )  # fmt: skip
+    if override is not None:
+        primary.entries = apply_override(primary.entries, override, f"scenario {name}: {OVERRIDE}")
+    children = [
+        script(label, loaded, cut=loaded.inherited_event_count if sliced else 0)
+        for label, loaded in recorded.children
+    ]
     return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded

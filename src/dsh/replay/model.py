@@ -7,13 +7,20 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsh.errors import ModelError, ScriptExhaustedError, ScriptNotConsumedError, UnrecordedSessionError
+from dsh.errors import (
+    ModelError,
+    ReplayDivergenceError,
+    ScriptExhaustedError,
+    ScriptNotConsumedError,
+    UnrecordedSessionError,
+)
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.model import ModelRequest
-from dsh.replay.derive import derive_script
+from dsh.replay.derive import derive
 from dsh.replay.entries import Entry
+from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders
 
 
@@ -29,6 +36,10 @@ class SessionScript:
     call_id: str | None = None
     cursor: int = 0
     bound_to: str | None = field(default=None)
+    check: SessionCheck | None = None
+    """Compares each live request with the recorded one; ``None``: nothing to compare."""
+    divergence: Divergence | None = None
+    tolerated: list[Divergence] = field(default_factory=list)
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -49,16 +60,29 @@ def script_for(
     events: Sequence[Event],
     inherited_event_count: int,
     parent_session: str | None = None,
+    *,
+    version: int = 2,
+    tolerances: Tolerances | None = None,
+    cwd: str | Path | None = None,
+    strict: bool = True,
 ) -> SessionScript:
-    """Derive a session's script from ``events[inherited_event_count:]`` — the slice."""
+    """Derive a session's script from ``events[inherited_event_count:]`` — the slice —
+    with the check of what its recorded model saw at each call (``tolerances=None``: no
+    check). ``strict=False``: a call without ``finish`` is not refused (an override
+    replaces the entries)."""
     own = events[inherited_event_count:]
+    derived = derive(own, label, strict=strict, inherited=events[:inherited_event_count])
+    check = None
+    if tolerances is not None:
+        check = SessionCheck(label, recorded_id, derived, version=version, tolerances=tolerances, cwd=cwd)
     return SessionScript(
         label=label,
         recorded_id=recorded_id,
         created_at=created_at,
-        entries=derive_script(own, label),
+        entries=derived.entries,
         parent_session=parent_session,
         call_id=delegation_call_id(own),
+        check=check,
     )
 
 
@@ -87,6 +111,8 @@ class ReplayModel:
         self._cwd = cwd
         self._live: dict[str, SessionScript] = {}
         self.errors: list[Exception] = []
+        self.divergences: list[Divergence] = []
+        """Every untolerated divergence, in the order they happened (the first fails the run)."""
 
     @property
     def provider(self) -> str:
@@ -148,6 +174,7 @@ class ReplayModel:
                     f"exhausted after {len(script.entries)} call(s); re-record the scenario"
                 )
             )
+        self._check(script, request)
         entry = script.entries[script.cursor]
         script.cursor += 1
         chunks: Sequence[Chunk] = entry.chunks
@@ -164,6 +191,20 @@ class ReplayModel:
                     ready = self._cwd / ready
                 ready.write_bytes(b"")
             await asyncio.Event().wait()
+
+    def _check(self, script: SessionScript, request: ModelRequest) -> None:
+        """Fail (or, tolerated, note) where the live request differs from the recorded one."""
+        if script.check is None:
+            return
+        found = script.check.check(script.cursor, request)
+        if found is None:
+            return
+        if found.tolerated_by is not None:
+            script.tolerated.append(found)
+            return
+        script.divergence = found
+        self.divergences.append(found)
+        raise self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
 
     def assert_consumed(self) -> None:
         """Raise unless every recorded call was served (and no replay error happened)."""

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from dsh.errors import DshError
+from dsh.replay.files import INPUT
 from dsh.snapshot.runner import (
-    INPUT,
     AgentFactory,
     ScenarioSkipped,
     default_agent_factory,
+    drift_mode,
     run_scenario,
     snapshot_mode,
 )
@@ -37,6 +38,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("replay", "record", "refresh"),
         help="Scenario mode (default: $DSH_SNAPSHOT or replay).",
     )
+    group.addoption(
+        "--dsh-drift",
+        action="store",
+        default=None,
+        choices=("strict", "warn"),
+        help="warn: report where a replay diverges from its recording without failing "
+        "(default: $DSH_DRIFT or strict).",
+    )
     parser.addini(
         "dsh_snapshot_paths",
         type="paths",
@@ -48,6 +57,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         help="module:function building the agent for a scenario (default: dsh's standard agent).",
     )
+
+
+_DRIFTED = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """List every tolerated divergence (``--dsh-drift=warn`` or a declared rule)."""
+    drifted = config.stash.get(_DRIFTED, [])
+    if drifted:
+        terminalreporter.section("dsh: tolerated divergences from the recordings")
+        for line in drifted:
+            terminalreporter.line(line)
 
 
 def _roots(config: pytest.Config) -> list[Path]:
@@ -88,12 +109,21 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
+        drift = drift_mode(self.config.getoption("--dsh-drift"))
         try:
-            result = asyncio.run(run_scenario(self.path.parent, mode, factory=_factory(self.config)))
+            result = asyncio.run(
+                run_scenario(self.path.parent, mode, factory=_factory(self.config), drift=drift)
+            )
         except ScenarioSkipped as exc:
             pytest.skip(str(exc))
         if not result.ok:
             raise ScenarioFailed(result.failure_text())
+        drifted = self.config.stash.setdefault(_DRIFTED, [])
+        for report in result.sessions:
+            for tolerated in report.tolerated:
+                drifted.append(
+                    f"{tolerated.headline(result.scenario)} (tolerated by {tolerated.tolerated_by})"
+                )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ScenarioFailed | DshError):

@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dsh import jsonx
 from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.events import SessionHeader
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
-from dsh.replay.files import PRIMARY, load_replay_model
+from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, tool_results
+from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.session import final_assistant_text
+from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
 from dsh.store.logfile import encode_log
@@ -32,11 +33,18 @@ MODES: tuple[Mode, ...] = ("replay", "record", "refresh")
 TRANSCRIPT = "transcript.expected.jsonl"
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 """The bundled scenarios shipped with dsh."""
-INPUT = "input.json"
 
 
 class ScenarioSkipped(ScenarioError):
     """The scenario cannot run in this mode here (e.g. record mode without a provider)."""
+
+
+def drift_mode(value: str | None = None) -> Drift:
+    """The drift mode from ``value`` or ``DSH_DRIFT`` (default ``strict``)."""
+    raw = (value if value is not None else os.environ.get("DSH_DRIFT", "")).strip() or "strict"
+    if raw not in DRIFTS:
+        raise UsageError(f"drift mode {raw!r} is not one of strict, warn")
+    return raw
 
 
 def snapshot_mode(value: str | None = None) -> Mode:
@@ -88,6 +96,10 @@ class SessionReport:
     consumed: int
     final_text: str
     recorded_text: str
+    tool_results: ToolTally = field(default_factory=lambda: ToolTally(0, 0))
+    divergence: Divergence | None = None
+    not_reproduced: list[str] = field(default_factory=list)
+    tolerated: list[Divergence] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +110,10 @@ class SessionReport:
             "calls": self.calls,
             "consumed": self.consumed,
             "finalText": self.final_text,
+            "toolResults": self.tool_results.to_json(),
+            "divergence": self.divergence.to_json() if self.divergence else None,
+            "notReproduced": self.not_reproduced,
+            "tolerated": [t.to_json() for t in self.tolerated],
         }
 
 
@@ -124,25 +140,8 @@ class ScenarioResult:
 
 
 def read_steps(directory: Path) -> list[dict[str, Any]]:
-    """The validated steps of ``input.json`` (``initialize`` is accepted and ignored)."""
-    path = directory / INPUT
-    try:
-        doc = jsonx.loads(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise ScenarioError(f"scenario {directory.name}: {INPUT} is missing") from exc
-    except jsonx.JSONDecodeError as exc:
-        raise ScenarioError(f"scenario {directory.name}: {INPUT} is not valid JSON: {exc}") from exc
-    steps = doc.get("steps") if isinstance(doc, dict) else None
-    if not isinstance(steps, list):
-        raise ScenarioError(f"scenario {directory.name}: {INPUT} needs a 'steps' list")
-    for i, step in enumerate(steps):
-        op = step.get("op") if isinstance(step, dict) else None
-        if op == "prompt":
-            if not isinstance(step.get("text"), str):
-                raise ScenarioError(f"scenario {directory.name}: steps[{i}] prompt needs 'text'")
-        elif op not in ("initialize", "newSession"):
-            raise ScenarioError(f"scenario {directory.name}: steps[{i}] has unsupported op {op!r}")
-    return steps
+    """The validated steps of ``input.json`` (see :mod:`dsh.snapshot.steps` for the ops)."""
+    return validate_steps(read_input(directory).get("steps"), directory.name)
 
 
 def _prepare_workspace(directory: Path, tmp: Path) -> Path:
@@ -189,14 +188,14 @@ def _write_logs(directory: Path, sessions: dict[str, LoadedSession], primary: st
 
 
 def _reports(
-    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession]
+    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession], cwd: Path
 ) -> list[SessionReport]:
     out = []
     for script in model.scripts:
         rec = recorded.get(script.label)
         live = sessions.get(script.bound_to) if script.bound_to else None
-        live_text = final_assistant_text(live.events[live.inherited_event_count :]) if live else ""
-        rec_text = final_assistant_text(rec.events[rec.inherited_event_count :]) if rec else ""
+        live_own = live.events[live.inherited_event_count :] if live else []
+        rec_own = rec.events[rec.inherited_event_count :] if rec else []
         out.append(
             SessionReport(
                 recorded_id=script.recorded_id,
@@ -205,11 +204,43 @@ def _reports(
                 inherited_event_count=live.inherited_event_count if live else 0,
                 calls=len(script.entries),
                 consumed=script.cursor,
-                final_text=live_text,
-                recorded_text=rec_text,
+                final_text=final_assistant_text(live_own) if live else "",
+                recorded_text=final_assistant_text(rec_own) if rec else "",
+                tool_results=tool_results(rec_own, live_own, cwd),
+                divergence=script.divergence,
+                not_reproduced=script.check.not_reproduced if script.check else [],
+                tolerated=list(script.tolerated),
             )
         )
     return out
+
+
+def _check_reports(name: str, reports: list[SessionReport], problems: list[str]) -> None:
+    """Per session: the same final answer, and every recorded tool result reproduced (or a
+    difference tolerated and listed)."""
+    diverged = any(report.divergence for report in reports)
+    for report in reports:
+        if report.live_id and not diverged and report.final_text != report.recorded_text:
+            problems.append(
+                f"scenario {name}: session {report.recorded_id} answered "
+                f"{report.final_text!r}, the recording says {report.recorded_text!r}"
+            )
+        tally = report.tool_results
+        if tally.equal < tally.total and report.divergence is None and not report.tolerated:
+            problems.append(
+                f"scenario {name}: session {report.recorded_id}: {tally.total - tally.equal} of "
+                f"{tally.total} tool result(s) differ from the recording ({', '.join(tally.differing)})"
+            )
+
+
+def _recorded_model_name(loaded: LoadedSession | None) -> str | None:
+    """The model the recording's primary session last asked for (its ``request/header``)."""
+    for event in reversed(loaded.events if loaded else []):
+        if event.type == "request/header":
+            config = event.data.get("header", {}).get("config", {})
+            name = config.get("model") if isinstance(config, dict) else None
+            return name if isinstance(name, str) and name else None
+    return None
 
 
 def _record_model() -> tuple[Model, str]:
@@ -234,10 +265,17 @@ async def run_scenario(
     store: EventStore | None = None,
     feed: Feed | None = None,
     record_model: Model | None = None,
-    model_name: str = "deepseek-chat",
+    model_name: str | None = None,
     sliced: bool = True,
+    drift: Drift = "strict",
+    step_timeout: float = 10.0,
 ) -> ScenarioResult:
-    """Run the scenario in ``directory``; see the module docstring for the modes."""
+    """Run the scenario in ``directory``; see the module docstring for the modes.
+
+    In replay and refresh every model call is checked against the recording (see
+    :mod:`dsh.replay.fidelity`): the first divergence fails the run unless a rule the
+    scenario declares (``input.json`` → ``"replay"``) or ``drift="warn"`` tolerates it.
+    """
     directory = await asyncio.to_thread(directory.resolve)
     name = directory.name
     steps = read_steps(directory)
@@ -248,29 +286,24 @@ async def run_scenario(
         replay_model: ReplayModel | None = None
         recorded: dict[str, LoadedSession] = {}
         if mode == "record":
-            model, model_name = (record_model, model_name) if record_model else _record_model()
+            if record_model is not None:
+                model, model_name = record_model, model_name or "deepseek-chat"
+            else:
+                model, model_name = _record_model()
         else:
-            replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced)
+            tolerances = read_tolerances(directory, drift)
+            replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
             model = replay_model
             if logs.primary is not None:
                 recorded[PRIMARY] = logs.primary
             recorded.update(dict(logs.children))
+            model_name = model_name or _recorded_model_name(logs.primary) or "deepseek-chat"
         setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record")
-        agents: list[Agent] = []
-        problems: list[str] = []
-        for step in steps:
-            if step["op"] == "newSession":
-                agents.append(await factory(setup))
-            elif step["op"] == "prompt":
-                if not agents:
-                    agents.append(await factory(setup))
-                result = await agents[-1].run_turn(step["text"])
-                if not result.ok:
-                    failure = result.failure
-                    detail = f": {failure['code']}: {failure['message']}" if failure else ""
-                    problems.append(
-                        f"scenario {name}: turn {result.turn} ended {result.reason['kind']}{detail}"
-                    )
+        player = StepPlayer(
+            name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
+        )
+        await player.play(steps)
+        agents, problems = player.agents, player.problems
         ids = [s.header.id for s in await store.list_sessions()]
         sessions = {sid: await store.load(sid) for sid in ids}
         lines: list[dict[str, Any]] = []
@@ -279,17 +312,15 @@ async def run_scenario(
         transcript = normalize(lines, cwd=str(cwd))
         result_obj = ScenarioResult(name, mode, transcript, problems=problems)
         if replay_model is not None:
+            for divergence in replay_model.divergences[:1]:
+                problems.insert(0, f"{divergence.headline(name)}\n{divergence.diff(40)}")
             try:
                 replay_model.assert_consumed()
             except ReplayError as exc:
-                problems.append(str(exc))
-            result_obj.sessions = _reports(replay_model, sessions, recorded)
-            for report in result_obj.sessions:
-                if report.live_id and report.final_text != report.recorded_text:
-                    problems.append(
-                        f"scenario {name}: session {report.recorded_id} answered "
-                        f"{report.final_text!r}, the recording says {report.recorded_text!r}"
-                    )
+                if not replay_model.divergences:
+                    problems.append(str(exc))
+            result_obj.sessions = _reports(replay_model, sessions, recorded, cwd)
+            _check_reports(name, result_obj.sessions, problems)
         text = dumps_lines(transcript)
         expected_path = directory / TRANSCRIPT
         if mode == "record":
