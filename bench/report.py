@@ -99,7 +99,13 @@ def w2_table(f: W2Figures) -> str:
             "dsh ReplayModel through the loop (read + derive + N turns, memory store)",
             fmt_range(f.dsh_per_call, "ms"),
             fmt_range(f.dsh_open, "ms"),
-            "exact chunks, timed",
+            "exact chunks, timed; every call checked",
+        ],
+        [
+            "  the same with the divergence check off",
+            fmt_range(f.dsh_unchecked_per_call, "ms"),
+            "",
+            "",
         ],
         [
             "  of which the loop alone",

@@ -57,11 +57,16 @@ async def record_scenario(directory: Path, conv: Conversation) -> None:
 
 
 async def replay_dsh(
-    directory: Path, conv: Conversation, cwd: Path, store: EventStore | None = None
+    directory: Path, conv: Conversation, cwd: Path, store: EventStore | None = None, *, check: bool = True
 ) -> tuple[float, float, int]:
-    """Replay the scenario through the loop: (open+derive seconds, total seconds, chunks served)."""
+    """Replay the scenario through the loop: (open+derive seconds, total seconds, chunks served).
+
+    ``check=False`` drops the per-call divergence check after loading (to show its cost)."""
     t0 = now()
     model, _ = load_replay_model(directory, cwd=cwd)
+    if not check:
+        for script in model.scripts:
+            script.check = None
     t_open = now() - t0
     store = store if store is not None else MemoryEventStore()
     agent = await Agent.create(
@@ -164,6 +169,8 @@ class W2Figures:
     """Seconds per replayed call, reading and deriving the script included."""
     dsh_open: Stat = field(default_factory=Stat)
     dsh_loop_per_call: Stat = field(default_factory=Stat)
+    dsh_unchecked_per_call: Stat = field(default_factory=Stat)
+    """The same replay with the divergence check turned off (its cost = the difference)."""
     dsh_sqlite_per_call: Stat = field(default_factory=Stat)
     """The same replay writing to a durable SQLite store (two commits per call)."""
     vcr_per_call: Stat = field(default_factory=Stat)
@@ -179,6 +186,7 @@ class W2Figures:
             "dsh_per_call_s": self.dsh_per_call.to_json(),
             "dsh_open_derive_s": self.dsh_open.to_json(),
             "dsh_loop_per_call_s": self.dsh_loop_per_call.to_json(),
+            "dsh_unchecked_per_call_s": self.dsh_unchecked_per_call.to_json(),
             "dsh_sqlite_store_per_call_s": self.dsh_sqlite_per_call.to_json(),
             "vcr_per_call_s": self.vcr_per_call.to_json(),
             "vcr_cassette_open_s": self.vcr_open.to_json(),
@@ -211,6 +219,8 @@ def run_w2(rounds: int, workdir: Path, progress: Callable[[str], None], calls: i
             figs.dsh_per_call.add(total / calls)
             figs.dsh_loop_per_call.add((total - t_open) / calls)
             figs.chunks_per_call = served / calls
+            _, total, _ = asyncio.run(replay_dsh(scenario, conv, cwd, check=False))
+            figs.dsh_unchecked_per_call.add(total / calls)
             sqlite_store = SqliteEventStore(root / f"replay-{r}.db")
             _, total, _ = asyncio.run(replay_dsh(scenario, conv, cwd, sqlite_store))
             figs.dsh_sqlite_per_call.add(total / calls)
