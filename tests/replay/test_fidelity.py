@@ -177,3 +177,14 @@ def test_dsh_replay_json_reports_what_was_checked(changed_result: Path) -> None:
     assert report["ok"] is True and report["sessions"][0]["tolerated"][0]["toleratedBy"] == "--drift=warn"
     bad = _dsh("replay", str(changed_result), "--drift=loose")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_replay_names_the_commands_it_will_run_unless_trusted(upstream: Path) -> None:
+    scenario = upstream / "tool-call-turn"
+    warned = _dsh("replay", str(scenario), "--json")
+    assert warned.returncode == 0, warned.stderr
+    [line] = warned.stderr.strip().splitlines()
+    assert "runs 1 recorded bash command(s) on this machine, unconfined" in line and "echo" in line
+    assert "--trust" in line
+    trusted = _dsh("replay", str(scenario), "--json", "--trust")
+    assert trusted.returncode == 0 and trusted.stderr == ""

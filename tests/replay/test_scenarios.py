@@ -57,7 +57,9 @@ NOT_YET = {
 
 
 def test_every_upstream_recording_is_classified(upstream: Path) -> None:
-    assert sorted(STRICT + list(NOT_YET) + list(NOT_REPRODUCED)) == sorted(p.name for p in upstream.iterdir() if p.is_dir())
+    assert sorted(STRICT + list(NOT_YET) + list(NOT_REPRODUCED)) == sorted(
+        p.name for p in upstream.iterdir() if p.is_dir()
+    )
 
 
 @pytest.mark.parametrize("name", STRICT)

@@ -13,7 +13,7 @@ from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
 from dsh.errors import ReplayError
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
-from dsh.replay.files import load_replay_model
+from dsh.replay.files import load_replay_model, untrusted_warning
 from dsh.replay.model import ReplayModel
 from dsh.store import EventStore
 
@@ -62,19 +62,26 @@ class ReplayModels:
     ``dsh replay``), built with the session's cwd so a relative ``readyFile`` lands there.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, trust: bool = False) -> None:
         self.directory = directory
+        self.trust = trust
         self._served: list[ReplayModel] = []
+        self._warning: str | None = None
 
     def check(self) -> None:
-        """Load the scenario once, so a bad directory fails before serving."""
+        """Load the scenario once, so a bad directory fails before serving; unless trusted,
+        note the recorded commands a replay would run (logged when the first session starts)."""
         load_replay_model(self.directory)
+        self._warning = None if self.trust else untrusted_warning(self.directory)
 
     @property
     def retry(self) -> RetryPolicy:
         return NO_DELAY
 
     async def model_for(self, cwd: Path) -> Model:
+        if self._warning is not None:
+            log.warning("%s", self._warning)
+            self._warning = None
         model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd)
         self._served.append(model)
         return model

@@ -36,6 +36,8 @@ class ServeOptions:
     profile: Profile = "full"
     log_file: Path | None = None
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    trust: bool = False
+    """Replay only: do not log a warning naming the recording's bash commands."""
 
 
 def build_runtime(options: ServeOptions) -> Runtime:
@@ -50,7 +52,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         raise UsageError("--model must not be empty")
     models: ModelSource
     if options.replay is not None:
-        replay = ReplayModels(options.replay.resolve())
+        replay = ReplayModels(options.replay.resolve(), trust=options.trust)
         replay.check()
         models, name = replay, options.model or DEFAULT_MODEL
     else:

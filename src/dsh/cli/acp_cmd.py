@@ -45,6 +45,12 @@ def acp(
             "dsh-compat: the original's subset (committed top-level text only).",
         ),
     ] = ProfileChoice.full,
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust", help="With --replay: do not log a warning naming the recording's bash commands."
+        ),
+    ] = False,
     log_file: Annotated[
         Path | None,
         typer.Option(
@@ -76,6 +82,7 @@ def acp(
         replay=replay,
         profile="dsh-compat" if profile is ProfileChoice.dsh_compat else "full",
         log_file=log_file,
+        trust=trust,
     )
     with user_errors():
         try:

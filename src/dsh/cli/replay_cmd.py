@@ -12,9 +12,10 @@ from rich.markup import escape
 from dsh.cli.common import JsonOption, StoreOption, fail, run_async, write_json_line
 from dsh.cli.render import LiveView
 from dsh.cli.sessions_cmd import tree_cmd
-from dsh.errors import UsageError
+from dsh.errors import DshError, UsageError
 from dsh.loop import Feed
 from dsh.replay.fidelity import Drift
+from dsh.replay.files import untrusted_warning
 from dsh.snapshot import ScenarioResult, run_scenario
 from dsh.snapshot.runner import SCENARIOS, drift_mode
 from dsh.store import EventStore
@@ -75,6 +76,12 @@ def replay(
             "warn: report divergences without failing.",
         ),
     ] = "strict",
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust", help="Do not warn before running the recording's bash commands on this machine."
+        ),
+    ] = False,
 ) -> None:
     """Replay the scenario in DIRECTORY keylessly: every session gets its recorded script.
 
@@ -92,6 +99,13 @@ def replay(
         mode = drift_mode(drift)
     except UsageError as exc:
         fail(f"--drift: {exc}", 2)
+    if not trust:
+        try:
+            warning = untrusted_warning(directory)
+        except DshError as exc:
+            fail(str(exc), 2)
+        if warning:
+            typer.echo(warning, err=True)
     feed = Feed()
     console = None if as_json else Console(highlight=False)
     if console is not None:

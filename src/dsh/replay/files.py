@@ -9,6 +9,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import OverrideError, ScenarioError
+from dsh.events.vocabulary import TOOL_CALL
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
 from dsh.replay.model import ReplayModel, SessionScript, script_for
@@ -138,3 +139,49 @@ def load_replay_model(
         for label, loaded in recorded.children
     ]
     return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded
+
+
+def _shown(command: str, limit: int = 80) -> str:
+    escaped = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in command)
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
+def recorded_commands(directory: Path) -> list[str]:
+    """The ``bash`` commands a replay of the scenario will run (recorded calls and override
+    entries), each shown on one line with control characters escaped, in log order."""
+    recorded = read_recorded(directory)
+    calls: list[object] = []
+    for loaded in [recorded.primary, *(c for _, c in recorded.children)]:
+        for event in loaded.events if loaded else []:
+            if event.type == TOOL_CALL and event.data.get("name") == "bash":
+                calls.append(event.data.get("arguments"))
+    override = read_override(directory)
+    for entry in override if isinstance(override, list) else []:
+        for chunk in entry.get("chunks", []) if isinstance(entry, dict) else []:
+            block = chunk.get("block") if isinstance(chunk, dict) else None
+            if isinstance(block, dict) and block.get("type") == "tool-call" and block.get("name") == "bash":
+                calls.append(block.get("arguments"))
+    out: list[str] = []
+    for raw in calls:
+        try:
+            args = jsonx.loads(raw) if isinstance(raw, str) else raw
+        except jsonx.JSONDecodeError:
+            continue
+        command = args.get("command") if isinstance(args, dict) else None
+        if isinstance(command, str) and _shown(command) not in out:
+            out.append(_shown(command))
+    return out
+
+
+def untrusted_warning(directory: Path) -> str | None:
+    """One line naming the commands a replay will run unconfined, or ``None`` if it runs none."""
+    commands = recorded_commands(directory)
+    if not commands:
+        return None
+    listed = "; ".join(f"`{c}`" for c in commands[:5]) + (
+        f"; … ({len(commands) - 5} more)" if len(commands) > 5 else ""
+    )
+    return (
+        f"warning: replaying {directory.name} runs {len(commands)} recorded bash command(s) on this machine, "
+        f"unconfined, in a temporary workspace: {listed} (pass --trust if you trust this recording)"
+    )

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dsh.errors import DshError
-from dsh.replay.files import INPUT
+from dsh.replay.files import INPUT, untrusted_warning
 from dsh.snapshot.runner import (
     AgentFactory,
     ScenarioSkipped,
@@ -53,6 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Directories holding scenario directories (default: tests/snapshots).",
     )
     parser.addini(
+        "dsh_snapshot_trust",
+        type="bool",
+        default=False,
+        help="Trust the scenarios: do not list the recorded bash commands replay runs on this machine.",
+    )
+    parser.addini(
         "dsh_snapshot_factory",
         default="",
         help="module:function building the agent for a scenario (default: dsh's standard agent).",
@@ -60,10 +66,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _DRIFTED = pytest.StashKey[list[str]]()
+_UNTRUSTED = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """List every tolerated divergence (``--dsh-drift=warn`` or a declared rule)."""
+    untrusted = config.stash.get(_UNTRUSTED, [])
+    if untrusted:
+        terminalreporter.section(
+            "dsh: recorded commands replay ran (ini dsh_snapshot_trust = true hides this)"
+        )
+        for line in untrusted:
+            terminalreporter.line(line)
     drifted = config.stash.get(_DRIFTED, [])
     if drifted:
         terminalreporter.section("dsh: tolerated divergences from the recordings")
@@ -110,6 +124,10 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
         drift = drift_mode(self.config.getoption("--dsh-drift"))
+        if mode != "record" and not self.config.getini("dsh_snapshot_trust"):
+            warning = untrusted_warning(self.path.parent)
+            if warning:
+                self.config.stash.setdefault(_UNTRUSTED, []).append(warning)
         try:
             result = asyncio.run(
                 run_scenario(self.path.parent, mode, factory=_factory(self.config), drift=drift)
