@@ -128,7 +128,13 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
 
     client = Recorder()
     async with spawn_agent_process(
-        client, *SERVER, *server_args(replay=second, store=store), env=server_env()
+        # The recording is of a fresh session; here it continues one: its history diverges on purpose.
+        client,
+        *SERVER,
+        *server_args(replay=second, store=store),
+        "--drift",
+        "warn",
+        env=server_env(),
     ) as (conn, proc):
         await initialize(conn)
         await conn.load_session(cwd=str(cwd), session_id=session_id, mcp_servers=[])
@@ -165,7 +171,7 @@ async def test_tool_calls_stream_with_status_and_result(tmp_path: Path, upstream
     ) as (conn, _):
         await initialize(conn)
         session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
-        text = "Use the bash tool to run exactly: echo SNAPSHOT_OK. Then reply with the single word DONE."
+        text = "Use the bash tool to run exactly: echo SNAPSHOT_OK. Then reply with the single word DONE and stop."
         reply = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
     assert reply.stop_reason == "end_turn"
     [start] = client.of(ToolCallStart)

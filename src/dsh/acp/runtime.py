@@ -13,7 +13,8 @@ from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
 from dsh.errors import ReplayError
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
-from dsh.replay.files import load_replay_model, untrusted_warning
+from dsh.replay.fidelity import Drift
+from dsh.replay.files import load_replay_model, read_tolerances, untrusted_warning
 from dsh.replay.model import ReplayModel
 from dsh.store import EventStore
 
@@ -62,16 +63,17 @@ class ReplayModels:
     ``dsh replay``), built with the session's cwd so a relative ``readyFile`` lands there.
     """
 
-    def __init__(self, directory: Path, *, trust: bool = False) -> None:
+    def __init__(self, directory: Path, *, trust: bool = False, drift: Drift = "strict") -> None:
         self.directory = directory
         self.trust = trust
+        self.drift = drift
         self._served: list[ReplayModel] = []
         self._warning: str | None = None
 
     def check(self) -> None:
         """Load the scenario once, so a bad directory fails before serving; unless trusted,
         note the recorded commands a replay would run (logged when the first session starts)."""
-        load_replay_model(self.directory)
+        load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
         self._warning = None if self.trust else untrusted_warning(self.directory)
 
     @property
@@ -82,7 +84,8 @@ class ReplayModels:
         if self._warning is not None:
             log.warning("%s", self._warning)
             self._warning = None
-        model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd)
+        tolerances = read_tolerances(self.directory, self.drift)
+        model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd, tolerances=tolerances)
         self._served.append(model)
         return model
 

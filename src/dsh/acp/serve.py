@@ -19,6 +19,7 @@ from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_s
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
 from dsh.errors import UsageError
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
+from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
 
 log = logging.getLogger("dsh.acp")
@@ -38,6 +39,8 @@ class ServeOptions:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     trust: bool = False
     """Replay only: do not log a warning naming the recording's bash commands."""
+    drift: Drift = "strict"
+    """Replay only: ``warn`` serves on where a request diverges from the recording."""
 
 
 def build_runtime(options: ServeOptions) -> Runtime:
@@ -52,7 +55,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         raise UsageError("--model must not be empty")
     models: ModelSource
     if options.replay is not None:
-        replay = ReplayModels(options.replay.resolve(), trust=options.trust)
+        replay = ReplayModels(options.replay.resolve(), trust=options.trust, drift=options.drift)
         replay.check()
         models, name = replay, options.model or DEFAULT_MODEL
     else:

@@ -13,7 +13,8 @@ from typing import Annotated
 import typer
 
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
-from dsh.errors import ReplayError, ScenarioError
+from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.snapshot.runner import drift_mode
 
 
 class ProfileChoice(StrEnum):
@@ -51,6 +52,14 @@ def acp(
             "--trust", help="With --replay: do not log a warning naming the recording's bash commands."
         ),
     ] = False,
+    drift: Annotated[
+        str,
+        typer.Option(
+            "--drift",
+            help="With --replay: strict (default) fails a call that diverges from the "
+            "recording; warn serves it anyway.",
+        ),
+    ] = "strict",
     log_file: Annotated[
         Path | None,
         typer.Option(
@@ -74,6 +83,10 @@ def acp(
         except OSError as exc:
             fail(f"--log-file {log_file}: {exc.strerror or exc}", 2)
         log_file = log_file.resolve()
+    try:
+        drift_value = drift_mode(drift)
+    except UsageError as exc:
+        fail(f"--drift: {exc}", 2)
     options = ServeOptions(
         model=model,
         base_url=base_url,
@@ -83,6 +96,7 @@ def acp(
         profile="dsh-compat" if profile is ProfileChoice.dsh_compat else "full",
         log_file=log_file,
         trust=trust,
+        drift=drift_value,
     )
     with user_errors():
         try:
