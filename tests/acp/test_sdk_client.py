@@ -171,7 +171,10 @@ async def test_tool_calls_stream_with_status_and_result(tmp_path: Path, upstream
     ) as (conn, _):
         await initialize(conn)
         session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
-        text = "Use the bash tool to run exactly: echo SNAPSHOT_OK. Then reply with the single word DONE and stop."
+        text = (
+            "Use the bash tool to run exactly: echo SNAPSHOT_OK. "
+            "Then reply with the single word DONE and stop."
+        )
         reply = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
     assert reply.stop_reason == "end_turn"
     [start] = client.of(ToolCallStart)
