@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -44,12 +45,30 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON event per line instead of the live view.")
     ] = False,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            metavar="SECONDS",
+            min=0.0,
+            help="With --resume: wait up to SECONDS for another writer of the session to finish "
+            "(default: fail at once if the session is busy).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first)."""
+    """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
+
+    A session has one live writer: --resume ID fails with "session ID is busy (held by pid N
+    on HOST since T)" while another process runs it, unless --wait gives it time.
+    """
     workspace = (cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
         fail(f"--cwd {workspace}: not a directory", 2)
-    result = run_async(lambda: _run(prompt, model, base_url, api_key, store, workspace, resume, as_json))
+    if wait is not None and not resume:
+        fail("--wait SECONDS needs --resume ID", 2)
+    target = _Target(store, workspace, resume, wait or 0.0)
+    result = run_async(lambda: _run(prompt, model, base_url, api_key, target, as_json))
     if result is None:
         raise typer.Exit(130)
     if not result.ok:
@@ -58,14 +77,22 @@ def run(
         fail(f"turn {result.turn} of session {result.session_id} ended {result.reason.get('kind')}: {detail}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where the turn runs: the store, the workspace, the session to resume and the lease wait."""
+
+    store_url: str | None
+    workspace: Path
+    resume: str | None
+    wait: float
+
+
 async def _run(
     prompt: str,
     model_name: str | None,
     base_url: str | None,
     api_key: str | None,
-    store_url: str | None,
-    workspace: Path,
-    resume: str | None,
+    target: _Target,
     as_json: bool,
 ) -> TurnResult | None:
     if model_name is not None and not model_name.strip():
@@ -76,16 +103,25 @@ async def _run(
 
     name = settings.model
     model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
-    store = open_store(store_url)
+    store = open_store(target.store_url)
     feed = Feed()
     config = AgentConfig(model=name)
+    agent: Agent | None = None
     try:
         tools = standard_tools()
-        if resume:
-            agent = await Agent.resume(store, resume, model=model, tools=tools, config=config, feed=feed)
+        if target.resume:
+            agent = await Agent.resume(
+                store,
+                target.resume,
+                model=model,
+                tools=tools,
+                config=config,
+                feed=feed,
+                lease_wait=target.wait,
+            )
         else:
             agent = await Agent.create(
-                store, model=model, tools=tools, config=config, cwd=workspace, feed=feed
+                store, model=model, tools=tools, config=config, cwd=target.workspace, feed=feed
             )
         view = _attach_output(feed, agent.id, as_json)
         task = asyncio.ensure_future(agent.run_turn(prompt))
@@ -114,8 +150,12 @@ async def _run(
             )
         return result
     finally:
-        await store.close()
-        await model.aclose()
+        try:
+            if agent is not None:
+                await agent.aclose()
+        finally:
+            await store.close()
+            await model.aclose()
 
 
 def _attach_output(feed: Feed, root: str, as_json: bool) -> LiveView | None:

@@ -35,7 +35,7 @@ from dsh.session import (
     interrupted_turn_closers,
     usage_totals,
 )
-from dsh.store import EventStore, LoadedSession
+from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.tools import ToolContext
 from dsh.tools.registry import ToolRegistry
 
@@ -78,6 +78,10 @@ class Agent:
     Build with :meth:`create` (a new session), :meth:`resume` (a stored one; a turn a crash
     left open is closed first) or :meth:`attach` (a just-created or forked
     :class:`LoadedSession`, e.g. a subagent child whose cut was set by the store).
+
+    ``create`` and ``resume`` take the session's store lease first (one live writer per
+    session; another holder raises ``SessionBusyError``) and hold it until :meth:`aclose`
+    (or ``async with agent:``), or until the store is closed.
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class Agent:
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._lock = asyncio.Lock()
+        self._lease: SessionLease | None = None
         self._scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
@@ -131,12 +136,19 @@ class Agent:
         session_id: str | None = None,
         **kwargs: Any,
     ) -> Agent:
-        """Create and store a fresh top-level session."""
+        """Create and store a fresh top-level session (under its lease)."""
         header = SessionHeader(id=session_id or new_session_id(), created_at=now_ms(), cwd=_absolute(cwd))
-        await store.create(header)
-        return cls.attach(
-            LoadedSession(header, 0, []), store=store, model=model, tools=tools, config=config, **kwargs
-        )
+        lease = await store.lease(header.id)
+        try:
+            await store.create(header)
+            agent = cls.attach(
+                LoadedSession(header, 0, []), store=store, model=model, tools=tools, config=config, **kwargs
+            )
+        except BaseException:
+            await lease.release()
+            raise
+        agent._lease = lease
+        return agent
 
     @classmethod
     def attach(
@@ -170,18 +182,41 @@ class Agent:
         model: Model,
         tools: ToolRegistry,
         config: AgentConfig,
+        lease_wait: float = 0.0,
         **kwargs: Any,
     ) -> Agent:
-        """Load a stored session (its persisted cut unchanged) and close a crashed turn."""
-        loaded = await store.load(session_id)
-        agent = cls.attach(loaded, store=store, model=model, tools=tools, config=config, **kwargs)
-        closers = interrupted_turn_closers(agent.session.events)
-        if closers:
-            last_time = agent.session.events[-1].time
-            for etype, data, sources in closers:
-                agent.append(etype, data, source_event_seqs=sources, time=last_time)
-            await agent.checkpoint()
+        """Take the session's lease, load it (its persisted cut unchanged), close a crashed turn.
+
+        The lease comes first (waiting up to ``lease_wait`` seconds for another holder), so
+        an open turn found by the load is a crashed one, never another writer's live turn.
+        """
+        lease = await store.lease(session_id, wait=lease_wait)
+        try:
+            loaded = await store.load(session_id)
+            agent = cls.attach(loaded, store=store, model=model, tools=tools, config=config, **kwargs)
+            agent._lease = lease
+            closers = interrupted_turn_closers(agent.session.events)
+            if closers:
+                last_time = agent.session.events[-1].time
+                for etype, data, sources in closers:
+                    agent.append(etype, data, source_event_seqs=sources, time=last_time)
+                await agent.checkpoint()
+        except BaseException:
+            await lease.release()
+            raise
         return agent
+
+    async def aclose(self) -> None:
+        """Release the session's lease (idempotent); the store stays open."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            await lease.release()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     # -- log access ---------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Stores: durable, append-only session logs behind the ``EventStore`` Protocol."""
 
-from dsh.store.base import EventStore, LoadedSession, SessionSummary
+from dsh.store.base import EventStore, LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.jsonl import JsonlEventStore
 from dsh.store.logfile import DecodedLog, decode_log, encode_log, read_log_file, write_log_file
 from dsh.store.memory import MemoryEventStore, MemorySpace
@@ -12,9 +12,11 @@ __all__ = [
     "DecodedLog",
     "EventStore",
     "JsonlEventStore",
+    "LeaseHolder",
     "LoadedSession",
     "MemoryEventStore",
     "MemorySpace",
+    "SessionLease",
     "SessionSummary",
     "SqliteEventStore",
     "decode_log",
