@@ -188,3 +188,20 @@ def test_unknown_ids_and_bad_stores_are_one_line_errors(dsh_sqlite: Dsh, tmp_pat
         assert_user_error(result, sid, "not found")
     assert_user_error(bad_url, "bogus:x")
     assert_user_error(foreign, str(not_a_db))
+
+
+def test_import_of_several_files_is_all_or_nothing(dsh: Dsh, tmp_path: Path) -> None:
+    def log(sid: str, created_at: int) -> Path:
+        path = tmp_path / f"{sid}.jsonl"
+        path.write_text(
+            f'{{"type":"session","version":2,"id":"{sid}","createdAt":{created_at},"isSeeded":false,'
+            '"delegationDepth":0}\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+        )
+        return path
+
+    # the third file decodes, but the store refuses its header (createdAt beyond 64 bits)
+    a, b, c = log("a", 1), log("b", 2), log("c", 2**63)
+    assert_user_error(dsh("sessions", "import", a, b, c), "64 bits")
+    assert dsh("sessions", "list", "--json").json() == [], "nothing of the refused batch is stored"
+    imported = dsh("sessions", "import", a, b, "--json").json()
+    assert [s["id"] for s in imported] == ["a", "b"]

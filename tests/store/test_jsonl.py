@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -178,3 +182,78 @@ async def test_listing_a_missing_root_is_empty(tmp_path: Path) -> None:
     assert await store.list_sessions() == []
     assert not await store.exists("x")
     await store.close()
+
+
+BATCH_KILLED = """
+import asyncio, sys, time
+from dsh.events import SessionHeader
+from dsh.store import JsonlEventStore, LoadedSession, staging
+
+placed = 0
+place = staging._place
+
+def place_then_hang(*args):
+    global placed
+    place(*args)
+    placed += 1
+    if placed == 2:
+        print("placed", flush=True)
+        time.sleep(3600)
+
+staging._place = place_then_hang
+batch = [LoadedSession(SessionHeader(id=f"b{i}", created_at=i), 0, []) for i in range(3)]
+asyncio.run(JsonlEventStore(sys.argv[1]).create_batch(batch))
+"""
+
+
+def _age(path: Path, seconds: float = 60.0) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+async def test_a_batch_killed_before_its_commit_is_rolled_back_by_the_next_open(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BATCH_KILLED, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "placed"
+    assert (tmp_path / "b0.jsonl").exists() and (tmp_path / "b1.jsonl").exists()
+    proc.kill()
+    proc.communicate()
+    (stage,) = [p for p in tmp_path.iterdir() if p.name.startswith(".import-")]
+    store = JsonlEventStore(tmp_path)
+    assert await store.list_sessions() != [], "a staging directory this young may still be in use"
+    await store.close()
+    _age(stage)
+    store = JsonlEventStore(tmp_path)
+    assert await store.list_sessions() == [], "nothing of the killed batch remains"
+    assert len(store.warnings) == 1 and "rolled back an interrupted import (2 session" in store.warnings[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    await store.close()
+
+
+async def test_temp_files_of_dead_writers_are_removed_on_the_next_open(tmp_path: Path) -> None:
+    store, _ = await _store_with(tmp_path, completed_turns(1))
+    await store.close()
+    dead = tmp_path / ".s2.jsonl.k1l2m3.tmp"
+    dead.write_bytes(b'{"type":"session"')
+    _age(dead)
+    young = tmp_path / ".s3.jsonl.a1b2c3.tmp"
+    young.write_bytes(b"being written")
+    held = tmp_path / ".s4.jsonl.x9y8z7.tmp"
+    held.write_bytes(b"a slow writer")
+    _age(held)
+    fd = os.open(held, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # its writer is alive
+    empty_stage = tmp_path / ".import-zzz.tmp"
+    empty_stage.mkdir()
+    _age(empty_stage)
+    try:
+        store = JsonlEventStore(tmp_path)
+        assert [s.header.id for s in await store.list_sessions()] == ["s1"]
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == [".s3.jsonl.a1b2c3.tmp", ".s4.jsonl.x9y8z7.tmp", "s1.jsonl"]
+        assert store.warnings == []
+        await store.close()
+    finally:
+        os.close(fd)

@@ -97,7 +97,7 @@ class _Imported:
 
 
 async def _import_all(store: EventStore, files: Sequence[Path]) -> list[_Imported]:
-    """Decode and check every file first, then store them: a refused file stores nothing."""
+    """Decode and check every file first, then store them in one batch: all, or none."""
     pending: list[_Imported] = []
     seen: dict[str, str] = {}
     for path in files:
@@ -110,9 +110,7 @@ async def _import_all(store: EventStore, files: Sequence[Path]) -> list[_Importe
             raise SessionExistsError(sid, f"the store (not importing {path})")
         seen[sid] = str(path)
         pending.append(_Imported(str(path), session))
-    for item in pending:
-        s = item.session
-        await store.create(s.header, s.events, inherited_event_count=s.inherited_event_count)
+    await store.create_batch([item.session for item in pending])  # all of them, or none
     return pending
 
 

@@ -80,6 +80,8 @@ class EventStore(Protocol):
       marker; an empty prefix gives an unseeded child.
     - ``list_sessions`` / ``children`` (sessions whose ``parentSession`` is the id) are
       ordered by ``createdAt`` then id.
+    - ``create_batch`` creates several sessions (header, cut, seed each) all-or-nothing:
+      when one is refused (or the store fails) none of them is stored.
     - ``lease`` takes the session's single-writer lease (held until released or the
       store handle closes, and released by the OS or server when the holder dies); another
       holder makes it raise ``SessionBusyError`` at once, or after ``wait`` seconds of
@@ -118,6 +120,8 @@ class EventStore(Protocol):
         delegation_depth: int | None = None,
         created_at: int | None = None,
     ) -> LoadedSession: ...
+
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None: ...
 
     async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease: ...
 

@@ -398,6 +398,33 @@ async def closed_store_refuses_use(open_store: StoreOpener) -> None:
     await _raises(StoreClosedError, store.list_sessions(), "list after close")
 
 
+async def create_batch_is_all_or_nothing(open_store: StoreOpener) -> None:
+    """``create_batch`` stores every session of the batch, or none when any one is refused."""
+    store = await open_store()
+    await store.create(_header("taken"))
+    good = [LoadedSession(_header(f"b{i}"), 0, completed_turns(1)) for i in range(2)]
+    gap = completed_turns(1)[1:]
+    bad = [
+        (LoadedSession(_header("b2", created_at=2**63), 0, []), InvalidEventError, "a 65-bit header"),
+        (LoadedSession(_header("b2"), 0, gap), InvalidEventError, "a seed with a gap"),
+        (LoadedSession(_header("taken"), 0, []), SessionExistsError, "an id already stored"),
+        (good[0], SessionExistsError, "the same id twice in the batch"),
+    ]
+    for third, kind, what in bad:
+        await _raises(kind, store.create_batch([*good, third]), f"a batch whose third session has {what}")
+        for sid in ("b0", "b1", "b2"):
+            _ensure(not await store.exists(sid), f"{what}: nothing of the batch was stored ({sid})")
+        _ensure((await store.load("taken")).events == [], f"{what}: the stored session is untouched")
+    await store.create_batch([])
+    await store.create_batch(good)
+    await store.close()
+    store = await open_store()
+    for session in good:
+        _ensure(await store.load(session.header.id) == session, "a stored batch round-trips")
+    _ensure(len(await store.list_sessions()) == 3, "exactly the batch was added")
+    await store.close()
+
+
 async def _busy(store: EventStore, sid: str, what: str, wait: float = 0.0) -> SessionBusyError:
     exc = await _raises(SessionBusyError, store.lease(sid, wait=wait), what)
     assert isinstance(exc, SessionBusyError)
@@ -533,6 +560,7 @@ CHECKS: dict[str, ContractCheck] = {
         children_and_list_sessions,
         export_import_round_trip,
         closed_store_refuses_use,
+        create_batch_is_all_or_nothing,
         lease_excludes_a_second_writer,
         lease_is_per_session_and_may_precede_create,
         lease_is_shared_within_a_handle,

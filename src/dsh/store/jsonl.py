@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +36,17 @@ from dsh.events import Event, SessionHeader
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
-from dsh.store.logfile import ZSTD_MAGIC, Scan, fsync_dir, scan_log
-from dsh.store.rules import ForkArgs, check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
+from dsh.store.logfile import ZSTD_MAGIC, Scan, scan_log
+from dsh.store.rules import (
+    ForkArgs,
+    check_append,
+    check_batch,
+    check_seed,
+    cut_marker,
+    fork_header,
+    last_turn_end_prefix,
+)
+from dsh.store.staging import publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
 try:  # advisory locks keep two processes from interleaving appends (POSIX only)
@@ -91,6 +99,8 @@ class JsonlEventStore:
         self._closed = False
         self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
         self._leases = LeaseTable(FileLeases(self.root, prefix=".", suffix=SUFFIX + LEASE_SUFFIX))
+        self._recovered = False
+        self.warnings: list[str] = []
 
     # -- paths and scanning (blocking helpers, run off the loop) ------------------------
 
@@ -175,33 +185,30 @@ class JsonlEventStore:
             if _fcntl is not None:
                 _fcntl.flock(fd, _fcntl.LOCK_UN)
 
+    def _exists_error(self, session_id: str) -> SessionExistsError:
+        return SessionExistsError(session_id, str(self.root))
+
     def _publish(self, session_id: str, data: bytes) -> None:
         """Atomically create a session file holding ``data``; never overwrite one."""
         path = self.path_for(session_id)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            if path.exists():
-                raise SessionExistsError(session_id, str(self.root))
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.root)
-            tmp = Path(tmp_name)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    raise SessionExistsError(session_id, str(self.root)) from None
-                except OSError:  # no hard links here: rename after the existence check
-                    if path.exists():
-                        raise SessionExistsError(session_id, str(self.root)) from None
-                    os.rename(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-            fsync_dir(self.root)
+            publish_file(self.root, session_id, path, data, self._exists_error)
         except OSError as exc:
             raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+    def _publish_batch(self, items: list[tuple[str, bytes]]) -> None:
+        """Create every session file, or none (staged, then linked; see :mod:`dsh.store.staging`)."""
+        staged = [(sid, self.path_for(sid), data) for sid, data in items]
+        try:
+            publish_batch(self.root, staged, self._exists_error)
+        except OSError as exc:
+            raise StoreError(f"cannot import into {self.root}: {exc.strerror or exc}") from exc
+
+    def _recover_sync(self) -> list[str]:
+        try:
+            return recover(self.root)
+        except OSError as exc:
+            raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
 
     def _summaries_sync(self, parent: str | None) -> list[SessionSummary]:
         try:
@@ -259,6 +266,15 @@ class JsonlEventStore:
         if self._closed:
             raise StoreClosedError(f"the JSONL store at {self.root} is closed")
 
+    async def _ready(self) -> None:
+        """Refuse use after close; on first use, clean up after writers that died (once per handle)."""
+        self._check_open()
+        if not self._recovered:
+            async with self._open_lock:
+                if not self._recovered:
+                    self.warnings.extend(await run_blocking(None, self._recover_sync))
+                    self._recovered = True
+
     async def _writer(self, session_id: str) -> _Writer:
         w = self._writers.get(session_id)
         if w is not None:
@@ -298,13 +314,21 @@ class JsonlEventStore:
         *,
         inherited_event_count: int = 0,
     ) -> None:
-        self._check_open()
+        await self._ready()
         check_seed(header, seed, inherited_event_count)
         data = encode_header_line(header) + encode_event_lines(seed)
         await run_blocking(None, self._publish, header.id, data)
 
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+        """Create every session file, or none: staged, linked into place, committed at the end."""
+        await self._ready()
+        check_batch(sessions)
+        items = [(s.header.id, encode_header_line(s.header) + encode_event_lines(s.events)) for s in sessions]
+        if items:
+            await run_blocking(None, self._publish_batch, items)
+
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
-        self._check_open()
+        await self._ready()
         w = await self._writer(session_id)
         async with w.lock:
             self._check_open()
@@ -316,7 +340,7 @@ class JsonlEventStore:
                 await self._flush(w, durable=True)
 
     async def load(self, session_id: str) -> LoadedSession:
-        self._check_open()
+        await self._ready()
         await self._flush_session(session_id)
         _, scan = await run_blocking(None, self._read, session_id)
         return LoadedSession(scan.header, scan.inherited_event_count, scan.events, tuple(scan.warnings))
@@ -328,16 +352,16 @@ class JsonlEventStore:
         return loaded.events[seq:]
 
     async def exists(self, session_id: str) -> bool:
-        self._check_open()
+        await self._ready()
         return await run_blocking(None, self.path_for(session_id).is_file)
 
     async def list_sessions(self) -> list[SessionSummary]:
-        self._check_open()
+        await self._ready()
         await self._flush_all()
         return await run_blocking(None, self._summaries_sync, None)
 
     async def children(self, session_id: str) -> list[SessionSummary]:
-        self._check_open()
+        await self._ready()
         await self._flush_all()
         return await run_blocking(None, self._summaries_sync, session_id)
 
@@ -350,7 +374,7 @@ class JsonlEventStore:
         delegation_depth: int | None = None,
         created_at: int | None = None,
     ) -> LoadedSession:
-        self._check_open()
+        await self._ready()
         await self._flush_session(parent_id)
         args = ForkArgs(child_id, origin, delegation_depth, created_at)
         return await run_blocking(None, self._fork_sync, parent_id, args)

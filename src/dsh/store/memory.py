@@ -17,7 +17,14 @@ from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
 from dsh.store.lease import LeaseTable
-from dsh.store.rules import check_append, check_seed, cut_marker, fork_header, last_turn_end_prefix
+from dsh.store.rules import (
+    check_append,
+    check_batch,
+    check_seed,
+    cut_marker,
+    fork_header,
+    last_turn_end_prefix,
+)
 
 
 @dataclass(slots=True)
@@ -106,6 +113,18 @@ class MemoryEventStore:
         self.space.sessions[header.id] = _Stored(
             header, inherited_event_count, lines, last_turn_end_prefix(seed)
         )
+
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+        self._check_open()
+        check_batch(sessions)
+        stored = []
+        for s in sessions:
+            if s.header.id in self.space.sessions:
+                raise SessionExistsError(s.header.id, self.WHERE)
+            lines = [encode_event_checked(e) for e in s.events]
+            stored.append(_Stored(s.header, s.inherited_event_count, lines, last_turn_end_prefix(s.events)))
+        for item in stored:
+            self.space.sessions[item.header.id] = item
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         stored = self._get(session_id)

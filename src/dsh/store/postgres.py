@@ -80,7 +80,7 @@ from dsh.store.postgres_schema import (
     set_search_path,
 )
 from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
-from dsh.store.rules import check_seed, cut_marker, fork_header, header_from_row
+from dsh.store.rules import check_batch, check_seed, cut_marker, fork_header, header_from_row
 
 __all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
 
@@ -382,6 +382,28 @@ class PostgresEventStore:
             row = await cur.fetchone()
         if row is None or row[0] != 1:
             raise SessionExistsError(header.id, self.url)
+
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+        """Create every session in one transaction: all of them, or none."""
+        self._check_open()
+        check_batch(sessions)
+        batch = []
+        for s in sessions:
+            rows = [event_row(e) for e in s.events]
+            batch.append(
+                (
+                    s.header.id,
+                    {**header_params(s.header, s.inherited_event_count, len(rows)), **rows_params(rows)},
+                )
+            )
+        if not batch:
+            return
+        async with self._conn() as conn, conn.transaction():
+            for sid, params in batch:
+                cur = await conn.execute(CREATE, params)
+                row = await cur.fetchone()
+                if row is None or row[0] != 1:
+                    raise SessionExistsError(sid, self.url)
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         self._check_open()

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError
+from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError, SessionExistsError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
 from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
 from dsh.ids import new_session_id, now_ms
+from dsh.store.base import LoadedSession
 from dsh.store.codec import check_envelope, encode_json_checked
 
 MAX_INT: Final = 2**63 - 1
@@ -31,6 +32,17 @@ def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_cou
                 f"{where}: seed seqs must be contiguous from 0; expected {i}, found {event.seq}"
             )
     check_cut(header, inherited_event_count, seed)
+
+
+def check_batch(sessions: Sequence[LoadedSession]) -> None:
+    """Refuse a ``create_batch``: any session :func:`check_seed` refuses, or one id twice."""
+    seen: set[str] = set()
+    for session in sessions:
+        check_seed(session.header, session.events, session.inherited_event_count)
+        sid = session.header.id
+        if sid in seen:
+            raise SessionExistsError(sid, "this batch (it holds the id twice)")
+        seen.add(sid)
 
 
 def check_append(session_id: str, events: Sequence[Event], next_seq: int) -> None:

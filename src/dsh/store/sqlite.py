@@ -42,7 +42,7 @@ from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.lease import FileLeases, LeaseTable
-from dsh.store.rules import ForkArgs, check_seed, cut_marker, fork_header, header_from_row
+from dsh.store.rules import ForkArgs, check_batch, check_seed, cut_marker, fork_header, header_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     EVENT_COLUMNS,
@@ -178,13 +178,15 @@ class SqliteEventStore:
             return next_seq
 
     def _create_sync(
-        self, conn: sqlite3.Connection, header: SessionHeader, cut: int, rows: list[Row]
+        self, conn: sqlite3.Connection, items: list[tuple[SessionHeader, int, list[Row]]]
     ) -> None:
+        """Create every session of ``items`` in one transaction (all or none)."""
         with immediate(conn):
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
-                raise SessionExistsError(header.id, str(self.path))
-            conn.execute(INSERT_SESSION, session_row(header, cut))
-            conn.executemany(INSERT_EVENT, rows)
+            for header, cut, rows in items:
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
+                    raise SessionExistsError(header.id, str(self.path))
+                conn.execute(INSERT_SESSION, session_row(header, cut))
+                conn.executemany(INSERT_EVENT, rows)
 
     def _insert_sync(self, conn: sqlite3.Connection, session_id: str, first: int, rows: list[Row]) -> None:
         with immediate(conn):
@@ -253,7 +255,18 @@ class SqliteEventStore:
         self._check_open()
         check_seed(header, seed, inherited_event_count)
         rows = [event_row(header.id, e) for e in seed]
-        await self._call(self._create_sync, header, inherited_event_count, rows)
+        await self._call(self._create_sync, [(header, inherited_event_count, rows)])
+
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+        """Create every session in one transaction: all of them, or none."""
+        self._check_open()
+        check_batch(sessions)
+        items = [
+            (s.header, s.inherited_event_count, [event_row(s.header.id, e) for e in s.events])
+            for s in sessions
+        ]
+        if items:
+            await self._call(self._create_sync, items)
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         self._check_open()
