@@ -63,5 +63,5 @@ def ctx(workspace: Path) -> ToolContext:
 
 
 @pytest.fixture
-def registry() -> ToolRegistry:
-    return builtin_registry(bash_default_timeout_ms=10_000)
+def registry(tmp_path: Path) -> ToolRegistry:
+    return builtin_registry(bash_default_timeout_ms=10_000, spill_dir=tmp_path / "spill")

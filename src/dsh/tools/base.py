@@ -9,11 +9,17 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from dsh.events.messages import Block, text_block
+from dsh.tools.observations import FileObservations
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where and for whom a tool call runs."""
+    """Where and for whom a tool call runs.
+
+    ``files`` is the session's :class:`FileObservations` (the agent passes the same object
+    to every call of its session). ``readable_roots`` are directories outside the workspace
+    that ``read`` may still open (the registry adds its spill root).
+    """
 
     session_id: str
     call_id: str
@@ -22,14 +28,17 @@ class ToolContext:
     step: int = 0
     allow_outside_workspace: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    files: FileObservations = field(default_factory=FileObservations)
+    readable_roots: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
     """A tool's result: content blocks, whether it is an error, and an optional code.
 
-    ``meta`` is optional structured detail for the log and UIs (the original logs it as
-    ``tool/result.meta``); it must be JSON and is never shown to the model.
+    ``code`` (errors only) is logged as ``tool/result.error``; ``None`` means a plain error
+    without one. ``meta`` is optional structured detail for the log and UIs (the original
+    logs it as ``tool/result.meta``); it must be JSON and is never shown to the model.
     """
 
     content: list[Block]
@@ -43,10 +52,10 @@ class ToolOutput:
 
     @classmethod
     def error(
-        cls, message: str, code: str = "TOOL_ERROR", *, meta: dict[str, Any] | None = None
+        cls, message: str, code: str | None = "TOOL_ERROR", *, meta: dict[str, Any] | None = None
     ) -> ToolOutput:
         text = message if message.startswith("Error:") else f"Error: {message}"
-        return cls([text_block(text)], is_error=True, code=code, meta=meta)
+        return cls([text_block(text)], is_error=True, code=code or None, meta=meta)
 
 
 @runtime_checkable

@@ -1,4 +1,9 @@
-"""Result codes tools report, and the helper that raises a ``ToolError`` carrying one."""
+"""Result codes tools report, and the helper that raises a ``ToolError`` carrying one.
+
+The file tools use the original's codes (``FS_*``), so a logged ``tool/result.error`` reads
+the same. ``PLAIN`` marks an error the original reports without a code (most argument
+texts, subagent headlines): its result carries no ``data.error``.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,24 @@ from typing import Final
 
 from dsh.errors import ToolError
 
+PLAIN: Final = ""
 INVALID_ARGUMENTS: Final = "INVALID_ARGUMENTS"
 UNKNOWN_TOOL: Final = "UNKNOWN_TOOL"
 TOOL_ERROR: Final = "TOOL_ERROR"
 OUTSIDE_WORKSPACE: Final = "OUTSIDE_WORKSPACE"
-NOT_FOUND: Final = "NOT_FOUND"
-IS_DIRECTORY: Final = "IS_DIRECTORY"
+IO_ERROR: Final = "IO_ERROR"
 NOT_A_DIRECTORY: Final = "NOT_A_DIRECTORY"
+NOT_FOUND: Final = "NOT_FOUND"
+FS_NOT_FOUND: Final = "FS_NOT_FOUND"
+FS_NOT_REGULAR_FILE: Final = "FS_NOT_REGULAR_FILE"
+FS_NOT_TEXT: Final = "FS_NOT_TEXT"
+FS_NOT_OBSERVED: Final = "FS_NOT_OBSERVED"
+FS_STALE_VERSION: Final = "FS_STALE_VERSION"
+FS_EDIT_NOT_FOUND: Final = "FS_EDIT_NOT_FOUND"
+FS_AMBIGUOUS_EDIT: Final = "FS_AMBIGUOUS_EDIT"
+IS_DIRECTORY: Final = "IS_DIRECTORY"
 NOT_A_FILE: Final = "NOT_A_FILE"
 BINARY_FILE: Final = "BINARY_FILE"
-IO_ERROR: Final = "IO_ERROR"
 OFFSET_OUT_OF_RANGE: Final = "OFFSET_OUT_OF_RANGE"
 NO_MATCH: Final = "NO_MATCH"
 AMBIGUOUS_MATCH: Final = "AMBIGUOUS_MATCH"
@@ -23,7 +36,7 @@ NO_CHANGE: Final = "NO_CHANGE"
 TIMEOUT: Final = "TIMEOUT"
 
 
-def tool_error(message: str, code: str) -> ToolError:
+def tool_error(message: str, code: str = PLAIN) -> ToolError:
     """A :class:`ToolError` whose ``code`` is ``code`` (the registry reports it on the result)."""
     exc = ToolError(message)
     exc.code = code

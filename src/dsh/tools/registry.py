@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -13,13 +14,14 @@ from pydantic import BaseModel, ValidationError
 from dsh.errors import ToolError, UsageError
 from dsh.events.messages import ToolSpec, text_block
 from dsh.jsonx import JSONDecodeError, loads
+from dsh.tools.arguments import violations
 from dsh.tools.base import Tool, ToolContext, ToolOutput
 from dsh.tools.builtin import builtin_tools
 from dsh.tools.codes import INVALID_ARGUMENTS, TOOL_ERROR, UNKNOWN_TOOL
 from dsh.tools.schema import parameters_schema
+from dsh.tools.spill import DEFAULT_MAX_INLINE_BYTES, SpillPolicy
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_JSON_KIND = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,26 +37,22 @@ class PreparedCall:
         return self.tool.name
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(arguments)"
+def _pydantic_problem(err: Any) -> str:
+    """A problem pydantic found that the schema check did not (a constraint of the model)."""
+    where = ".".join(str(part) for part in err["loc"]) or "arguments"
+    return f'"{where}": {err["msg"]}'
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    text = repr(value) if not isinstance(value, str) else '"' + value + '"'
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _problem(err: Any, allowed: list[str]) -> str:
-    where = _location(tuple(err["loc"]))
-    kind = err["type"]
-    if kind == "missing":
-        return f"{where}: required argument is missing"
-    if kind == "extra_forbidden":
-        return f"{where}: unknown argument (allowed: {', '.join(allowed) or 'none'})"
-    return f"{where}: {err['msg']} (got {_shown(err['input'])})"
+def _declared(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The top-level arguments ``model`` declares (by name or alias); the rest are ignored."""
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        names.add(name)
+        if info.alias:
+            names.add(info.alias)
+        if isinstance(info.validation_alias, str):
+            names.add(info.validation_alias)
+    return {key: value for key, value in arguments.items() if key in names}
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -66,12 +64,14 @@ class ToolRegistry:
     """The tools one agent may call, by name.
 
     ``specs()`` and ``names()`` are sorted by name so a request header does not depend on
-    registration order.
+    registration order. With a ``spill`` policy, long results are saved to a file and
+    replaced by a preview after the tool runs (see :mod:`dsh.tools.spill`).
     """
 
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def __init__(self, tools: list[Tool] | None = None, *, spill: SpillPolicy | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: dict[str, ToolSpec] = {}
+        self.spill = spill
         for tool in tools or []:
             self.register(tool)
 
@@ -111,34 +111,30 @@ class ToolRegistry:
         return len(self._tools)
 
     def prepare(self, name: str, raw_arguments: str) -> PreparedCall | ToolOutput:
-        """Parse and validate the model's raw argument string.
+        """Parse and validate the model's raw argument string, as the original does.
 
-        An empty (or all-blank) string means ``{}``. A ``null`` for an optional argument means
-        the argument is absent. Problems come back as an error :class:`ToolOutput` the model
-        can read: ``UNKNOWN_TOOL`` or ``INVALID_ARGUMENTS``.
+        An empty (or all-blank) string means ``{}``; text that is not JSON stays a string
+        (so it is not an object). Problems come back as an error :class:`ToolOutput`:
+        ``Error: unknown tool "<name>"`` (``UNKNOWN_TOOL``) or ``Error: invalid arguments:
+        v1; v2`` (``INVALID_ARGUMENTS``) with the original's wording per violation.
+        Undeclared top-level keys are ignored.
         """
         tool = self._tools.get(name)
         if tool is None:
             return ToolOutput.error(f'unknown tool "{name}"', UNKNOWN_TOOL)
-        prefix = f'invalid arguments for tool "{name}"'
+        parsed: Any
         try:
             parsed = loads(raw_arguments) if raw_arguments.strip() else {}
-        except JSONDecodeError as exc:
-            return ToolOutput.error(f"{prefix}: not valid JSON ({exc})", INVALID_ARGUMENTS)
-        if not isinstance(parsed, dict):
-            kind = "null" if parsed is None else _JSON_KIND.get(type(parsed), type(parsed).__name__)
-            return ToolOutput.error(f"{prefix}: expected a JSON object, got {kind}", INVALID_ARGUMENTS)
-        fields = tool.args_model.model_fields
-        arguments = {
-            key: value
-            for key, value in parsed.items()
-            if not (value is None and key in fields and not fields[key].is_required())
-        }
-        try:
-            args = tool.args_model.model_validate(arguments)
-        except ValidationError as exc:
-            problems = [_problem(err, list(fields)) for err in exc.errors()]
-            return ToolOutput.error(f"{prefix}:\n" + "\n".join(f"- {p}" for p in problems), INVALID_ARGUMENTS)
+        except JSONDecodeError:
+            parsed = raw_arguments
+        problems = violations(self._specs[name]["parameters"], parsed)
+        if not problems:
+            try:
+                args = tool.args_model.model_validate(_declared(tool.args_model, parsed))
+            except ValidationError as exc:
+                problems = [_pydantic_problem(err) for err in exc.errors()]
+        if problems:
+            return ToolOutput.error(f"invalid arguments: {'; '.join(problems)}", INVALID_ARGUMENTS)
         try:
             safe = tool.is_concurrency_safe(args) is True
         except Exception:
@@ -148,9 +144,20 @@ class ToolRegistry:
     async def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
         """Run the tool body; every failure becomes an ``Error: <message>`` result.
 
-        :class:`~dsh.errors.ToolError` keeps its ``code``; any other exception gets
-        ``TOOL_ERROR``. ``asyncio.CancelledError`` propagates.
+        :class:`~dsh.errors.ToolError` keeps its ``code`` (an empty code means none); any
+        other exception gets ``TOOL_ERROR``. ``asyncio.CancelledError`` propagates. The
+        spill policy, if any, applies to the finished result, and ``read`` may open files
+        under its root.
         """
+        spill = self.spill
+        if spill is not None:
+            ctx = replace(ctx, readable_roots=(*ctx.readable_roots, spill.root))
+        output = await self._run(prepared, ctx)
+        if spill is not None:
+            output = await asyncio.to_thread(spill.apply, prepared.name, ctx.session_id, output)
+        return output
+
+    async def _run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
         try:
             output: object = await prepared.tool.run(prepared.args, ctx)
         except asyncio.CancelledError:
@@ -182,8 +189,15 @@ def builtin_registry(
     bash_max_output_bytes: int = 30_000,
     read_max_output_bytes: int = 100_000,
     glob_max_results: int = 1_000,
+    spill_dir: str | Path | None = None,
+    max_inline_bytes: int | None = DEFAULT_MAX_INLINE_BYTES,
 ) -> ToolRegistry:
-    """A registry holding ``read``, ``write``, ``edit``, ``glob`` and ``bash``."""
+    """A registry holding ``read``, ``write``, ``edit``, ``glob`` and ``bash``.
+
+    Results longer than ``max_inline_bytes`` spill to files under ``spill_dir`` (default
+    :func:`~dsh.tools.spill.default_spill_root`); ``max_inline_bytes=None`` turns spilling off.
+    """
+    spill = None if max_inline_bytes is None else SpillPolicy(spill_dir, max_inline_bytes=max_inline_bytes)
     return ToolRegistry(
         builtin_tools(
             bash_default_timeout_ms=bash_default_timeout_ms,
@@ -191,5 +205,6 @@ def builtin_registry(
             bash_max_output_bytes=bash_max_output_bytes,
             read_max_output_bytes=read_max_output_bytes,
             glob_max_results=glob_max_results,
-        )
+        ),
+        spill=spill,
     )

@@ -1,18 +1,36 @@
-"""Tool argument models: the ``ToolArgs`` base and the clean JSON Schema the model sees."""
+"""Tool argument models: the ``ToolArgs`` bases and the JSON Schema the model sees.
+
+The schema has the original's shape: ``{"type": "object", "properties", "required"?}``
+(no ``required`` when nothing is required, no ``additionalProperties`` at the top: the
+original accepts and ignores undeclared top-level keys), and each top-level property keeps
+only ``type``, ``description`` and ``enum`` (plus ``items``/``properties``/``$ref`` for
+structured values). Nested objects stay closed (``additionalProperties: false``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 _FIRST_KEYS = ("type", "description", "properties", "items", "required", "additionalProperties")
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
 _SCHEMA_LISTS = frozenset({"anyOf", "allOf", "oneOf", "prefixItems"})
+_PROPERTY_KEYS = ("type", "description", "enum", "items", "properties", "required", "additionalProperties")
+_STRUCTURE_KEYS = ("$ref", "anyOf")
+
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+"""A JSON number (integer or not), advertised as ``{"type": "number"}`` like the original's."""
 
 
 class ToolArgs(BaseModel):
-    """Base for argument models: unknown arguments are refused, values are immutable."""
+    """Base for a tool's top-level arguments: undeclared keys are ignored, values immutable."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class ClosedArgs(BaseModel):
+    """Base for nested argument objects: undeclared keys are refused (``additionalProperties: false``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,11 +56,7 @@ def _clean(node: Any) -> Any:
 
 
 def _optional(prop: Any) -> Any:
-    """An optional property as the model should see it: ``T`` rather than ``T | null``.
-
-    The registry treats ``null`` for an optional argument as "absent", so advertising the
-    null branch (and a ``null`` default) would only add noise.
-    """
+    """An optional property as the model should see it: ``T`` rather than ``T | null``."""
     if not isinstance(prop, dict):
         return prop
     out = dict(prop)
@@ -52,30 +66,37 @@ def _optional(prop: Any) -> Any:
         if len(kept) == 1 and len(kept) < len(options) and isinstance(kept[0], dict):
             del out["anyOf"]
             out = _clean({**kept[0], **out})
-    if "default" in out and out["default"] is None:
-        del out["default"]
     return out
+
+
+def _property(prop: Any) -> Any:
+    """A top-level property reduced to the original's keys (defaults and bounds are not sent)."""
+    if not isinstance(prop, dict):
+        return prop
+    keys = (*_PROPERTY_KEYS, *_STRUCTURE_KEYS)
+    return {key: prop[key] for key in keys if key in prop}
 
 
 def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema for ``model`` as a tool's ``parameters``.
 
-    The root is always ``{"type": "object", "properties": ..., "required"?: [...],
-    "additionalProperties": false}``; titles are removed everywhere (property names are
-    kept, even a property called ``title``); the model's docstring is not sent (the tool has
-    its own description); an optional ``T | None`` argument is shown as ``T``; nested models
-    stay under ``$defs``.
+    The root is ``{"type": "object", "properties": ..., "required"?: [...]}`` (plus
+    ``$defs`` when there are nested models); titles are removed everywhere (property names
+    are kept, even a property called ``title``); the model's docstring is not sent; an
+    optional ``T | None`` argument is shown as ``T``.
     """
     cleaned: dict[str, Any] = _clean(model.model_json_schema())
-    root: dict[str, Any] = {"type": "object", "properties": cleaned.pop("properties", {})}
-    required = cleaned.pop("required", None)
+    properties: dict[str, Any] = cleaned.pop("properties", {})
+    required = cleaned.pop("required", None) or []
+    root: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            name: _property(prop if name in required else _optional(prop))
+            for name, prop in properties.items()
+        },
+    }
     if required:
         root["required"] = required
-    root["properties"] = {
-        name: prop if name in (required or ()) else _optional(prop)
-        for name, prop in root["properties"].items()
-    }
-    root["additionalProperties"] = False
     for key in ("type", "additionalProperties", "description"):
         cleaned.pop(key, None)
     root.update(cleaned)

@@ -40,8 +40,18 @@ def is_inside(real: Path, ctx: ToolContext) -> bool:
     return real.is_relative_to(real_workspace_root(ctx))
 
 
-def resolve_path(ctx: ToolContext, raw: str, *, argument: str = "file_path") -> ResolvedPath:
-    """Resolve ``raw`` for ``ctx``; raise a ``ToolError`` when it is empty or leaves the workspace."""
+def is_readable_elsewhere(real: Path, ctx: ToolContext) -> bool:
+    """Whether ``real`` lies under one of ``ctx.readable_roots`` (e.g. the spill directory)."""
+    return any(real.is_relative_to(os.path.realpath(root)) for root in ctx.readable_roots)
+
+
+def resolve_path(
+    ctx: ToolContext, raw: str, *, argument: str = "file_path", reading: bool = False
+) -> ResolvedPath:
+    """Resolve ``raw`` for ``ctx``; raise a ``ToolError`` when it is empty or leaves the workspace.
+
+    With ``reading``, a path under one of ``ctx.readable_roots`` is allowed too.
+    """
     if not raw.strip():
         raise tool_error(f"{argument} must not be empty", INVALID_ARGUMENTS)
     if "\x00" in raw:
@@ -49,7 +59,8 @@ def resolve_path(ctx: ToolContext, raw: str, *, argument: str = "file_path") -> 
     root = workspace_root(ctx)
     shown = Path(os.path.normpath(root / Path(raw).expanduser()))
     real = Path(os.path.realpath(shown))
-    if not ctx.allow_outside_workspace and not is_inside(real, ctx):
+    allowed = is_inside(real, ctx) or (reading and is_readable_elsewhere(real, ctx))
+    if not ctx.allow_outside_workspace and not allowed:
         if shown.is_relative_to(root):
             reason = f"{shown} resolves through a symlink to {real}, which is outside the workspace {root}"
         else:

@@ -133,7 +133,7 @@ class ReadTool(BuiltinTool[ReadArgs]):
         self.max_line_chars = max_line_chars
 
     async def call(self, args: ReadArgs, ctx: ToolContext) -> ToolOutput:
-        path = resolve_path(ctx, args.file_path)
+        path = resolve_path(ctx, args.file_path, reading=True)
         window = await asyncio.to_thread(
             _read_window, path, args.offset, args.limit, self.max_output_bytes, self.max_line_chars
         )
