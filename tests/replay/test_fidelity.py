@@ -157,7 +157,9 @@ async def test_a_malformed_replay_declaration_is_one_line(tmp_path: Path, rules:
 
 
 def _dsh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dsh.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dsh.cli", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_dsh_replay_json_reports_what_was_checked(changed_result: Path) -> None:
@@ -188,3 +190,25 @@ def test_replay_names_the_commands_it_will_run_unless_trusted(upstream: Path) ->
     assert "--trust" in line
     trusted = _dsh("replay", str(scenario), "--json", "--trust")
     assert trusted.returncode == 0 and trusted.stderr == ""
+
+
+async def test_a_full_override_replaces_the_script_before_derivation(upstream: Path, tmp_path: Path) -> None:
+    from dsh.errors import ReplayError
+
+    scenario = _copy(upstream / "text-turn", tmp_path)
+    log = scenario / "session.jsonl"
+    finish = '"chunk":{"type":"finish","reason":{"kind":"stop"}}'
+    assert finish in log.read_text()  # the recorded call loses its finish: it cannot be served as is
+    log.write_text(log.read_text().replace(finish, '"chunk":{"type":"usage","usage":{"inputTokens":1}}'))
+    with pytest.raises(ReplayError, match=r"needs a replay\.override\.json"):
+        await run_scenario(scenario, "replay")
+    chunks = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "PONG"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "PONG"}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    (scenario / "replay.override.json").write_text(json.dumps([{"kind": "chunks", "chunks": chunks}]))
+    result = await run_scenario(scenario, "replay")
+    assert result.ok, result.failure_text()
+    assert result.sessions[0].final_text == "PONG" and result.sessions[0].consumed == 1
