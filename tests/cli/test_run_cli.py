@@ -164,3 +164,40 @@ def test_run_shows_delegations_live_with_the_child_label(tmp_path: Path) -> None
     assert "⇢ spawn" in out.stdout
     roots = json.loads(tree.stdout)
     assert roots[0]["children"][0]["kind"] == "spawn"
+
+
+def test_a_torn_tail_warns_on_every_command_and_resume_records_the_repair(tmp_path: Path) -> None:
+    store = {"DSH_STORE": f"jsonl:{tmp_path / 'sessions'}"}
+    with OpenAICompatServer(handler=lambda r: stream_reply(text="fine")) as server:
+        first = dsh(tmp_path, "run", "one", "--json", "--base-url", server.base_url, DSH_API_KEY=KEY, **store)
+        assert first.returncode == 0, first.stderr
+        sid = json.loads(first.stdout.splitlines()[-1])["sessionId"]
+        path = tmp_path / "sessions" / f"{sid}.jsonl"
+        torn = b'{"type":"turn/start","seq":99,"time":1,"da'
+        with path.open("ab") as f:
+            f.write(torn)
+        warning = f"dsh: warning: {path}: dropped the incomplete last line"
+        for command in (
+            ("sessions", "list"),
+            ("sessions", "show", sid),
+            ("sessions", "tree"),
+            ("sessions", "tree", sid),
+            ("sessions", "export", sid),
+            ("sessions", "tail", sid),
+        ):
+            out = dsh(tmp_path, *command, **store)
+            assert out.returncode == 0, (command, out.stderr)
+            lines = out.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith(warning), (command, out.stderr)
+            assert f"{len(torn)} bytes" in lines[0]
+        resumed = dsh(tmp_path, "run", "two", "--json", "--resume", sid, "--base-url", server.base_url,
+                      DSH_API_KEY=KEY, **store)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.startswith(warning)
+    shown = dsh(tmp_path, "sessions", "show", sid, "--events", "--json", **store)
+    assert shown.returncode == 0 and shown.stderr == ""
+    events = json.loads(shown.stdout)["events"]
+    repairs = [e for e in events if e["type"] == "session/repaired"]
+    assert len(repairs) == 1 and repairs[0]["data"] == {"droppedBytes": len(torn)}
+    assert repairs[0]["ignorable"] is True
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["turn"] == 2

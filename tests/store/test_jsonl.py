@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
 import os
 import subprocess
@@ -15,7 +17,9 @@ import pytest
 from dsh.errors import CorruptLogError, SessionExistsError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession, decode_log, encode_log
+from dsh.store.codec import encode_event_lines
 from dsh.store.jsonl import session_file_name
+from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns, open_turn
 
 HEADER = SessionHeader(id="s1", created_at=7, cwd="/w")
@@ -64,8 +68,10 @@ async def test_future_version_file_is_refused(tmp_path: Path) -> None:
         await store.load("s9")
     with pytest.raises(UnsupportedFormatError, match="upgrade dsh"):
         await store.append("s9", completed_turns(1))
-    with pytest.raises(UnsupportedFormatError):
-        await store.list_sessions()
+    seen, sink = _collecting()
+    with sink:
+        assert await store.list_sessions() == [], "a listing skips it (with the warning)"
+    assert len(seen) == 1 and "upgrade dsh" in seen[0]
     await store.close()
 
 
@@ -226,8 +232,10 @@ async def test_a_batch_killed_before_its_commit_is_rolled_back_by_the_next_open(
     await store.close()
     _age(stage)
     store = JsonlEventStore(tmp_path)
-    assert await store.list_sessions() == [], "nothing of the killed batch remains"
-    assert len(store.warnings) == 1 and "rolled back an interrupted import (2 session" in store.warnings[0]
+    seen, sink = _collecting()
+    with sink:
+        assert await store.list_sessions() == [], "nothing of the killed batch remains"
+    assert len(seen) == 1 and "rolled back an interrupted import (2 session" in seen[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     await store.close()
 
@@ -250,10 +258,108 @@ async def test_temp_files_of_dead_writers_are_removed_on_the_next_open(tmp_path:
     _age(empty_stage)
     try:
         store = JsonlEventStore(tmp_path)
-        assert [s.header.id for s in await store.list_sessions()] == ["s1"]
+        seen, sink = _collecting()
+        with sink:
+            assert [s.header.id for s in await store.list_sessions()] == ["s1"]
         names = sorted(p.name for p in tmp_path.iterdir())
         assert names == [".s3.jsonl.a1b2c3.tmp", ".s4.jsonl.x9y8z7.tmp", "s1.jsonl"]
-        assert store.warnings == []
+        assert seen == []
         await store.close()
     finally:
         os.close(fd)
+
+
+def _collecting() -> tuple[list[str], contextlib.AbstractContextManager[None]]:
+    seen: list[str] = []
+    return seen, warnings_to(seen.append)
+
+
+async def test_every_read_of_a_torn_tail_reports_it_with_the_dropped_bytes(tmp_path: Path) -> None:
+    events = completed_turns(1)
+    store, path = await _store_with(tmp_path, events)
+    await store.close()
+    torn = b'{"type":"turn/start","seq":6,"ti'
+    with path.open("ab") as f:
+        f.write(torn)
+    seen, sink = _collecting()
+    with sink:
+        store = JsonlEventStore(tmp_path)
+        loaded = await store.load("s1")
+        assert loaded.dropped_bytes == len(torn) and loaded.warnings
+        assert f"{len(torn)} bytes" in loaded.warnings[0]
+        reads = {
+            "read_from": lambda: store.read_from("s1", 0),
+            "list_sessions": store.list_sessions,
+            "fork": lambda: store.fork("s1"),
+        }
+        for name, read in reads.items():
+            seen.clear()
+            await read()
+            assert seen == list(loaded.warnings), f"{name} reports the torn tail"
+        seen.clear()
+        await store.append("s1", open_turn(6, 2))
+        assert seen == [f"{path}: truncated a torn tail of {len(torn)} bytes before appending"]
+        await store.close()
+
+
+async def test_foreign_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    store, _ = await _store_with(tmp_path, completed_turns(1))
+    (tmp_path / "notes.jsonl").write_text("just some notes\n")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "list.jsonl").write_text("[1, 2]\n")
+    (tmp_path / "other.jsonl").write_bytes(
+        encode_log(LoadedSession(SessionHeader(id="b", created_at=0), 0, []))
+    )
+    (tmp_path / "old.jsonl").write_bytes(b'{"type":"session","version":0,"id":"old","createdAt":0}\n')
+    (tmp_path / "new.jsonl").write_bytes(b'{"type":"session","version":3,"id":"new"}\n')
+    seen, sink = _collecting()
+    with sink:
+        assert [s.header.id for s in await store.list_sessions()] == ["s1"]
+        assert await store.children("s1") == []
+        assert (await store.load("s1")).events == completed_turns(1)
+    names = ["notes", "empty", "list", "other", "old", "new"]
+    for name in names:
+        assert any(f"{name}.jsonl" in w and "skipped" in w for w in seen), (name, seen)
+    assert any("upgrade dsh" in w for w in seen) and any("import it" in w for w in seen)
+    await store.close()
+
+
+async def test_a_reader_waits_for_a_write_in_progress_instead_of_warning(tmp_path: Path) -> None:
+    events = completed_turns(1)
+    store, path = await _store_with(tmp_path, events)
+    more = completed_turns(1, start_seq=6, first_turn=2)
+    line = encode_event_lines(more)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process's write is under way ...
+    os.write(fd, line[:25])
+    reader = JsonlEventStore(tmp_path)
+    seen, sink = _collecting()
+    with sink:
+        task = asyncio.ensure_future(reader.load("s1"))
+        await asyncio.sleep(0.2)
+        assert not task.done(), "the reader waits for the write in progress"
+        os.write(fd, line[25:])  # ... and completes
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        loaded = await task
+    os.close(fd)
+    assert loaded.events == [*events, *more] and loaded.warnings == () and seen == []
+    await reader.close()
+    await store.close()
+
+
+async def test_show_and_tree_read_only_the_sessions_they_need(tmp_path: Path) -> None:
+    store, _ = await _store_with(tmp_path, completed_turns(1))
+    await store.fork("s1", child_id="kid")
+    await store.create(SessionHeader(id="big", created_at=9))
+    await store.append("big", completed_turns(3))
+    await store.close()
+    big = tmp_path / "big.jsonl"
+    lines = big.read_bytes().split(b"\n")
+    lines[4] = b"{corrupt"  # a body no command about s1 should ever read
+    big.write_bytes(b"\n".join(lines))
+    store = JsonlEventStore(tmp_path)
+    seen, sink = _collecting()
+    with sink:
+        assert [k.header.id for k in await store.children("s1")] == ["kid"]
+    assert seen == [], "children() reads only the headers of unrelated sessions"
+    await store.close()

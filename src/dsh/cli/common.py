@@ -12,6 +12,7 @@ import typer
 
 from dsh.errors import DshError, UsageError
 from dsh.jsonx import dumps_unchecked
+from dsh.store.notices import WarningSink, warnings_to
 
 T = TypeVar("T")
 
@@ -79,9 +80,25 @@ def user_errors() -> Iterator[None]:
         fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
 
 
+def stderr_warnings() -> WarningSink:
+    """A store warning sink printing each distinct message once: ``dsh: warning: ...`` on stderr."""
+    seen: set[str] = set()
+
+    def sink(message: str) -> None:
+        if message not in seen:
+            seen.add(message)
+            typer.echo(f"dsh: warning: {message}", err=True)
+
+    return sink
+
+
 def run_async(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run ``fn()`` on a fresh event loop with user errors mapped to one line."""
-    with user_errors():
+    """Run ``fn()`` on a fresh event loop with user errors mapped to one line.
+
+    Store warnings (a torn tail left out, a foreign file skipped) are printed on stderr,
+    each once per command.
+    """
+    with user_errors(), warnings_to(stderr_warnings()):
 
         async def main() -> T:
             return await fn()

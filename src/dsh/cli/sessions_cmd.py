@@ -202,9 +202,7 @@ def show_cmd(
 
     shown = _in_store(store, body)
     loaded = shown.session
-    with user_errors():
-        for message in loaded.warnings:
-            warn(message)
+    with user_errors():  # the store already reported loaded.warnings (see run_async)
         if as_json:
             out = {
                 **_loaded_json(loaded),

@@ -17,6 +17,7 @@ TOOL_RESULT: Final = "tool/result"
 SUBAGENT_DESCRIPTOR: Final = "subagent/descriptor"
 SESSION_END_SEED: Final = "session/end-seed"
 SESSION_TITLE: Final = "session/title"
+SESSION_REPAIRED: Final = "session/repaired"  # {droppedBytes}: a torn tail was cut off (written ignorable)
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -39,6 +40,7 @@ WRITTEN_TYPES: Final = frozenset(
         SUBAGENT_DESCRIPTOR,
         SESSION_END_SEED,
         SESSION_TITLE,
+        SESSION_REPAIRED,
     }
 )
 """The version-2 vocabulary dsh writes."""

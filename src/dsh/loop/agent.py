@@ -15,6 +15,7 @@ from dsh.events.chunks import Chunk, Failure
 from dsh.events.messages import Message, user_message
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
+    SESSION_REPAIRED,
     STEP_END,
     STEP_START,
     TURN_END,
@@ -189,6 +190,8 @@ class Agent:
 
         The lease comes first (waiting up to ``lease_wait`` seconds for another holder), so
         an open turn found by the load is a crashed one, never another writer's live turn.
+        A torn tail the load left out (``dropped_bytes``; the store truncates it at the next
+        append) is recorded as an ignorable ``session/repaired {droppedBytes}`` event.
         """
         lease = await store.lease(session_id, wait=lease_wait)
         try:
@@ -200,6 +203,16 @@ class Agent:
                 last_time = agent.session.events[-1].time
                 for etype, data, sources in closers:
                     agent.append(etype, data, source_event_seqs=sources, time=last_time)
+            if loaded.dropped_bytes:  # the next append truncates the torn tail: say so in the log
+                repaired = Event(
+                    SESSION_REPAIRED,
+                    agent.session.next_seq,
+                    now_ms(),
+                    {"droppedBytes": loaded.dropped_bytes},
+                    ignorable=True,
+                )
+                agent.feed.event(agent.id, agent.session.append_event(repaired))
+            if closers or loaded.dropped_bytes:
                 await agent.checkpoint()
         except BaseException:
             await lease.release()

@@ -23,20 +23,20 @@ from pathlib import Path
 from typing import Final
 
 from dsh.errors import (
-    CorruptLogError,
     InvalidEventError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
     StoreClosedError,
     StoreError,
-    UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
+from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
-from dsh.store.logfile import ZSTD_MAGIC, Scan, scan_log
+from dsh.store.logfile import Scan
+from dsh.store.notices import report_all
 from dsh.store.rules import (
     ForkArgs,
     check_append,
@@ -54,7 +54,6 @@ try:  # advisory locks keep two processes from interleaving appends (POSIX only)
 except ImportError:  # pragma: no cover - non-POSIX platforms
     _fcntl = None  # type: ignore[assignment]
 
-SUFFIX: Final = ".jsonl"
 LEASE_SUFFIX: Final = ".lock"
 """A session's lease file is ``<root>/.<id file name>.lock`` (hidden, so never listed)."""
 
@@ -79,6 +78,8 @@ class _Writer:
     pending: list[bytes] = field(default_factory=list)
     pending_events: int = 0
     unsynced: bool = False
+    notices: list[str] = field(default_factory=list)
+    """Warnings of the last write (reported by the event-loop side)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -97,10 +98,9 @@ class JsonlEventStore:
         self._writers: dict[str, _Writer] = {}
         self._open_lock = asyncio.Lock()
         self._closed = False
-        self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
+        self._index = JsonlIndex(self.root, session_file_name)
         self._leases = LeaseTable(FileLeases(self.root, prefix=".", suffix=SUFFIX + LEASE_SUFFIX))
         self._recovered = False
-        self.warnings: list[str] = []
 
     # -- paths and scanning (blocking helpers, run off the loop) ------------------------
 
@@ -108,26 +108,9 @@ class JsonlEventStore:
         """The file that holds (or would hold) ``session_id``."""
         return self.root / session_file_name(session_id)
 
-    def _scan_bytes(self, data: bytes, path: Path, session_id: str | None) -> Scan:
-        if data.startswith(ZSTD_MAGIC):
-            raise UnsupportedFormatError(
-                f"{path} is zstd-compressed; a JSONL store keeps plain .jsonl files (import it instead)"
-            )
-        scan = scan_log(data, str(path), legacy=False)
-        expected = session_id if session_id is not None else scan.header.id
-        if scan.header.id != expected or session_file_name(scan.header.id) != path.name:
-            raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
-        return scan
-
-    def _read(self, session_id: str) -> tuple[bytes, Scan]:
-        path = self.path_for(session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise SessionNotFoundError(session_id, str(self.root)) from None
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        return data, self._scan_bytes(data, path, session_id)
+    def _read(self, session_id: str, *, lock: bool = True) -> tuple[bytes, Scan]:
+        """Read and decode a session file (under ``LOCK_SH`` unless the caller holds ``LOCK_EX``)."""
+        return read_session(self.path_for(session_id), session_id, session_file_name, lock=lock)
 
     def _open_writer(self, session_id: str) -> _Writer:
         path = self.path_for(session_id)
@@ -156,12 +139,15 @@ class JsonlEventStore:
         try:
             size = os.fstat(fd).st_size
             if size != w.seen:  # another writer appended, or a failed write left bytes
-                raw, scan = self._read(w.session_id)
+                raw, scan = self._read(w.session_id, lock=False)  # we hold LOCK_EX
                 w.next_seq, w.committed, w.seen = len(scan.events), scan.committed, len(raw)
             if count and first != w.next_seq:
                 raise SeqConflictError(w.session_id, w.next_seq, first)
             if w.committed != w.seen:  # drop a torn tail before adding lines after it
                 os.ftruncate(fd, w.committed)
+                w.notices.append(
+                    f"{w.path}: truncated a torn tail of {w.seen - w.committed} bytes before appending"
+                )
                 w.seen = w.committed
             try:
                 if data:
@@ -210,37 +196,7 @@ class JsonlEventStore:
         except OSError as exc:
             raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
 
-    def _summaries_sync(self, parent: str | None) -> list[SessionSummary]:
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
-        out: list[SessionSummary] = []
-        for entry in entries:
-            if not entry.name.endswith(SUFFIX) or entry.name.startswith(".") or not entry.is_file():
-                continue
-            st = entry.stat()
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
-            cached = self._summaries.get(entry.name)
-            if cached is not None and cached[0] == key:
-                summary = cached[1]
-            else:
-                path = Path(entry.path)
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:
-                    raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-                scan = self._scan_bytes(data, path, None)
-                summary = SessionSummary(scan.header, scan.inherited_event_count, len(scan.events))
-                self._summaries[entry.name] = (key, summary)
-            if parent is None or summary.header.parent_session == parent:
-                out.append(summary)
-        out.sort(key=lambda s: (s.header.created_at, s.header.id))
-        return out
-
-    def _fork_sync(self, parent_id: str, child: ForkArgs) -> LoadedSession:
+    def _fork_sync(self, parent_id: str, child: ForkArgs) -> tuple[LoadedSession, list[str]]:
         data, scan = self._read(parent_id)
         n = last_turn_end_prefix(scan.events)
         header = fork_header(
@@ -258,7 +214,7 @@ class JsonlEventStore:
             events.append(marker)
             body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(marker) + b"\n"
         self._publish(header.id, encode_header_line(header) + body)
-        return LoadedSession(header, n, events)
+        return LoadedSession(header, n, events), scan.warnings
 
     # -- the EventStore protocol ---------------------------------------------------------
 
@@ -272,7 +228,7 @@ class JsonlEventStore:
         if not self._recovered:
             async with self._open_lock:
                 if not self._recovered:
-                    self.warnings.extend(await run_blocking(None, self._recover_sync))
+                    report_all(await run_blocking(None, self._recover_sync))
                     self._recovered = True
 
     async def _writer(self, session_id: str) -> _Writer:
@@ -294,7 +250,11 @@ class JsonlEventStore:
         first = w.next_seq
         w.pending = []
         w.pending_events = 0
-        await run_blocking(None, self._write, w, data, count, first, durable)
+        try:
+            await run_blocking(None, self._write, w, data, count, first, durable)
+        finally:
+            notices, w.notices = w.notices, []
+            report_all(notices)
 
     async def _flush_session(self, session_id: str) -> None:
         """Write buffered lines and wait for an in-flight write, so a read sees whole lines."""
@@ -342,8 +302,15 @@ class JsonlEventStore:
     async def load(self, session_id: str) -> LoadedSession:
         await self._ready()
         await self._flush_session(session_id)
-        _, scan = await run_blocking(None, self._read, session_id)
-        return LoadedSession(scan.header, scan.inherited_event_count, scan.events, tuple(scan.warnings))
+        data, scan = await run_blocking(None, self._read, session_id)
+        report_all(scan.warnings)
+        return LoadedSession(
+            scan.header,
+            scan.inherited_event_count,
+            scan.events,
+            tuple(scan.warnings),
+            dropped_bytes=len(data) - scan.committed,
+        )
 
     async def read_from(self, session_id: str, seq: int) -> list[Event]:
         if seq < 0:
@@ -355,15 +322,20 @@ class JsonlEventStore:
         await self._ready()
         return await run_blocking(None, self.path_for(session_id).is_file)
 
+    async def _summaries(self, parent: str | None) -> list[SessionSummary]:
+        summaries, warnings = await run_blocking(None, self._index.summaries, parent)
+        report_all(warnings)
+        return summaries
+
     async def list_sessions(self) -> list[SessionSummary]:
         await self._ready()
         await self._flush_all()
-        return await run_blocking(None, self._summaries_sync, None)
+        return await self._summaries(None)
 
     async def children(self, session_id: str) -> list[SessionSummary]:
         await self._ready()
         await self._flush_all()
-        return await run_blocking(None, self._summaries_sync, session_id)
+        return await self._summaries(session_id)
 
     async def fork(
         self,
@@ -377,7 +349,9 @@ class JsonlEventStore:
         await self._ready()
         await self._flush_session(parent_id)
         args = ForkArgs(child_id, origin, delegation_depth, created_at)
-        return await run_blocking(None, self._fork_sync, parent_id, args)
+        child, warnings = await run_blocking(None, self._fork_sync, parent_id, args)
+        report_all(warnings)
+        return child
 
     async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
         """The session's single-writer lease: ``flock`` on ``<root>/.<id>.jsonl.lock``."""

@@ -55,7 +55,7 @@ class Scan:
     ends: list[int]
     """``ends[i]``: byte offset just after the line holding event ``i``."""
     committed: int
-    """Byte offset just after the last committed (complete, valid) line."""
+    """Byte offset just after the last committed (complete, valid) line; bytes after it are a torn tail."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -107,16 +107,15 @@ def compress(data: bytes) -> bytes:
     return bytes(_zstd.ZstdCompressor(write_checksum=True).compress(data))
 
 
-def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
-    """Decode a whole log's plaintext bytes (``legacy=False`` refuses version 0)."""
-    if not data:
-        raise CorruptLogError(f"{source}: empty file (no session header)")
-    lines = data.split(b"\n")
-    tail = lines.pop()
-    if not lines:
-        raise CorruptLogError(f"{source}, line 1: the session header line is incomplete")
+def decode_header_line(
+    line: bytes, source: str, *, legacy: bool = True
+) -> tuple[dict[str, Any], int, SessionHeader, int | None]:
+    """``(raw header, version, header, seedLength)`` of a log's first line (without its newline).
+
+    ``legacy=False`` refuses version 0 (a JSONL store file must be version 2).
+    """
     try:
-        raw = orjson.loads(lines[0])
+        raw = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise CorruptLogError(f"{source}, line 1: the session header is not valid JSON") from exc
     version = check_version(raw, source)
@@ -132,7 +131,20 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
             header, seed_length = decode_header_v0(raw, f"{source}, line 1")
     except InvalidEventError as exc:
         raise CorruptLogError(str(exc)) from exc
+    return raw, version, header, seed_length
+
+
+def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
+    """Decode a whole log's plaintext bytes (``legacy=False`` refuses version 0)."""
+    if not data:
+        raise CorruptLogError(f"{source}: empty file (no session header)")
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    if not lines:
+        raise CorruptLogError(f"{source}, line 1: the session header line is incomplete")
+    raw, version, header, seed_length = decode_header_line(lines[0], source, legacy=legacy)
     warnings: list[str] = []
+    torn: tuple[int, str] | None = None
     events: list[Event] = []
     ends: list[int] = []
     pos = len(lines[0]) + 1
@@ -147,7 +159,7 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
             obj = loads(line)
         except decode_error as exc:
             if n == last and not tail:
-                warnings.append(f"{source}: dropped the incomplete last line {n + 1} (not valid JSON)")
+                torn = (n + 1, "not valid JSON")
                 break
             raise CorruptLogError(f"{source}, line {n + 1}: not valid JSON") from exc
         try:
@@ -168,7 +180,11 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
         pos += len(line) + 1
         ends.extend([pos] * (len(events) - len(ends)))
     if tail:
-        warnings.append(f"{source}: dropped the incomplete last line {len(lines) + 1} (no newline)")
+        torn = (len(lines) + 1, "no newline")
+    if torn is not None:
+        warnings.append(
+            f"{source}: dropped the incomplete last line {torn[0]} ({torn[1]}, {len(data) - pos} bytes)"
+        )
     if v2:
         try:
             cut = _decode_cut(header.is_seeded, events, source)

@@ -1,0 +1,184 @@
+"""Reading the JSONL store's files: whole logs under a shared lock, header lines, and the directory index.
+
+- A reader takes ``flock(LOCK_SH)`` on a session file while it reads it. Writers append
+  under ``LOCK_EX``, so a reader never sees a line that is only a write in progress; a
+  torn tail it does see is one a dead writer left.
+- :class:`JsonlIndex` lists the directory: the header line of every ``*.jsonl`` file
+  (cached by inode, size and mtime) decides whether a session is wanted, and only wanted
+  files are read whole. A file that is not a readable session of this store (not a dsh
+  header, another session's header, version 0, a newer version, unreadable) is skipped
+  with a warning instead of failing the listing.
+
+Blocking functions: run them off the event loop. Warnings are returned, not reported
+(a worker thread does not see the caller's warning sink).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from dsh.errors import CorruptLogError, SessionNotFoundError, StoreError, UnsupportedFormatError
+from dsh.events import SessionHeader
+from dsh.store.base import SessionSummary
+from dsh.store.logfile import ZSTD_MAGIC, Scan, decode_header_line, scan_log
+
+try:  # POSIX only
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    _fcntl = None  # type: ignore[assignment]
+
+SUFFIX: Final = ".jsonl"
+_CHUNK: Final = 1 << 16
+_MAX_HEADER: Final = 1 << 24
+"""A first line longer than this is not a session header."""
+
+FileKey = tuple[int, int, int]
+"""``(inode, size, mtime_ns)``: a file whose key is unchanged has unchanged contents."""
+
+
+def read_shared(path: Path, *, lock: bool = True) -> bytes:
+    """The whole file; with ``lock``, read under ``LOCK_SH`` (after any write in progress)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if lock and _fcntl is not None:
+            _fcntl.flock(fd, _fcntl.LOCK_SH)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, max(_CHUNK, os.fstat(fd).st_size)):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def check_zstd(data: bytes, path: Path) -> None:
+    if data.startswith(ZSTD_MAGIC):
+        raise UnsupportedFormatError(
+            f"{path} is zstd-compressed; a JSONL store keeps plain .jsonl files (import it instead)"
+        )
+
+
+def check_name(header: SessionHeader, path: Path, name_of: Callable[[str], str]) -> None:
+    """Refuse a file whose header names a session that does not live in this file."""
+    if name_of(header.id) != path.name:
+        raise CorruptLogError(f"{path}: its header names session {header.id!r}, not this file's")
+
+
+def scan_file(data: bytes, path: Path, session_id: str | None, name_of: Callable[[str], str]) -> Scan:
+    """Decode a store file's bytes (version 2 only) and check that it holds ``session_id``."""
+    check_zstd(data, path)
+    scan = scan_log(data, str(path), legacy=False)
+    if session_id is not None and scan.header.id != session_id:
+        raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
+    check_name(scan.header, path, name_of)
+    return scan
+
+
+def read_session(
+    path: Path, session_id: str, name_of: Callable[[str], str], *, lock: bool = True
+) -> tuple[bytes, Scan]:
+    """Read and decode the file of ``session_id`` (``SessionNotFoundError`` when there is none)."""
+    try:
+        data = read_shared(path, lock=lock)
+    except FileNotFoundError:
+        raise SessionNotFoundError(session_id, str(path.parent)) from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return data, scan_file(data, path, session_id, name_of)
+
+
+def read_header(path: Path, name_of: Callable[[str], str]) -> SessionHeader:
+    """The session header on a store file's first line, read without reading the rest."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        head = b""
+        while b"\n" not in head and len(head) < _MAX_HEADER:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            head += chunk
+    finally:
+        os.close(fd)
+    if not head:
+        raise CorruptLogError(f"{path}: empty file (no session header)")
+    check_zstd(head, path)
+    line, newline, _ = head.partition(b"\n")
+    if not newline:
+        raise CorruptLogError(f"{path}, line 1: the session header line is incomplete")
+    _, _, header, _ = decode_header_line(line, str(path), legacy=False)
+    check_name(header, path, name_of)
+    return header
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    summary: SessionSummary
+    warnings: tuple[str, ...]
+
+
+class JsonlIndex:
+    """Summaries of the sessions in one JSONL directory, reading only the files a query needs."""
+
+    def __init__(self, root: Path, name_of: Callable[[str], str]) -> None:
+        self.root = root
+        self._name_of = name_of
+        self._headers: dict[str, tuple[FileKey, SessionHeader]] = {}
+        self._summaries: dict[str, tuple[FileKey, _Summary]] = {}
+
+    def _header(self, path: Path, key: FileKey) -> SessionHeader:
+        cached = self._headers.get(path.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        header = read_header(path, self._name_of)
+        self._headers[path.name] = (key, header)
+        return header
+
+    def _summary(self, path: Path, key: FileKey) -> _Summary:
+        cached = self._summaries.get(path.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        scan = scan_file(read_shared(path), path, None, self._name_of)
+        entry = _Summary(
+            SessionSummary(scan.header, scan.inherited_event_count, len(scan.events)), tuple(scan.warnings)
+        )
+        self._summaries[path.name] = (key, entry)
+        return entry
+
+    def summaries(self, parent: str | None) -> tuple[list[SessionSummary], list[str]]:
+        """Every session (``parent=None``) or the children of ``parent``, with the warnings met."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return [], []
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
+        out: list[SessionSummary] = []
+        warnings: list[str] = []
+        for entry in entries:
+            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if not entry.is_file():
+                    continue
+                st = entry.stat()
+                key = (st.st_ino, st.st_size, st.st_mtime_ns)
+                header = self._header(path, key)
+                if parent is not None and header.parent_session != parent:
+                    continue
+                found = self._summary(path, key)
+            except FileNotFoundError:
+                continue  # removed while we listed
+            except (CorruptLogError, UnsupportedFormatError) as exc:
+                warnings.append(f"skipped a file that is not a readable session here: {exc}")
+                continue
+            except OSError as exc:
+                warnings.append(f"skipped {path}: cannot read it: {exc.strerror or exc}")
+                continue
+            out.append(found.summary)
+            warnings.extend(found.warnings)
+        out.sort(key=lambda s: (s.header.created_at, s.header.id))
+        return out, warnings
