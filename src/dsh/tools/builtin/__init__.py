@@ -27,7 +27,7 @@ def builtin_tools(
     *,
     bash_default_timeout_ms: int = 120_000,
     bash_max_timeout_ms: int = 600_000,
-    bash_max_output_bytes: int = 30_000,
+    bash_max_output_bytes: int = 64_000,
     read_max_output_bytes: int = 100_000,
     glob_max_results: int = 1_000,
 ) -> list[Tool]:

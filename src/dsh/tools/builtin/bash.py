@@ -1,11 +1,17 @@
-"""The ``bash`` tool: one ``bash -c`` command in its own process group, bounded in time and output.
+"""The ``bash`` tool: one ``bash -c`` command in its own process group, answered as the original does.
 
-The command runs in a new session (so it leads its own process group) with stdin from
-``/dev/null`` and stdout and stderr combined into one pipe. When the command's shell exits,
-whatever it left running in its group is killed (no orphans); on timeout or on asyncio
-cancellation the whole group is killed with ``SIGKILL``. Output longer than the cap keeps
-its tail, after a line saying how many bytes were cut. A non-zero exit is reported as a
-final ``[exit code: N]`` line; a timeout is an error result with code ``TIMEOUT``.
+The command runs in a new session (it leads its own process group) with stdin from
+``/dev/null`` and the environment of :func:`~dsh.tools.environment.tool_environment`
+(secrets removed, ``NO_COLOR``/``TERM``/``PAGER``/``DSH_*`` set). stdout and stderr are
+captured separately, each keeping its last ``max_output_bytes`` bytes. The answer::
+
+    <stdout>[\\n][stderr]\\n<stderr>      (no output) when both are empty
+    [timed out after <ms>ms]            after SIGTERM to the group (SIGKILL 3 s later)
+    [killed by signal: SIG…] | [exit code: N]
+
+A non-zero exit and a timeout are ordinary (non-error) results. When the shell exits,
+whatever it left running in its group is killed; on asyncio cancellation the whole group
+is killed with ``SIGKILL``.
 """
 
 from __future__ import annotations
@@ -16,29 +22,30 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field
 
+from dsh.jsonx import dumps
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.builtin._base import BuiltinTool
-from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, TIMEOUT, tool_error
-from dsh.tools.schema import ToolArgs
+from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
+from dsh.tools.environment import tool_environment
+from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import resolve_path, workspace_root
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-MAX_OUTPUT_BYTES = 30_000
+MAX_OUTPUT_BYTES = 64_000
+KILL_GRACE_S = 3.0
 _CLOSE_GRACE_S = 2.0
+TRUNCATED = "\n[output truncated; full output: (unavailable)]"
 
 
 class BashArgs(ToolArgs):
     command: str = Field(description="The command line, run as `bash -c <command>`.")
     description: str = Field(description="A few words saying what the command does, for people watching.")
-    timeoutMs: float | None = Field(  # the original's argument name (camelCase)
-        None,
-        gt=0,
-        description="Time limit in milliseconds. Defaults to the configured limit and is capped by it.",
+    timeoutMs: Number | None = Field(  # the original's argument name (camelCase)
+        None, description="Time limit in milliseconds. Defaults to the configured limit and is capped by it."
     )
     workdir: str | None = Field(
         None, description="Directory to run in, relative to the workspace. Default: the workspace."
@@ -59,26 +66,27 @@ class _TailBuffer:
         if len(self._buf) > 2 * self.cap:
             del self._buf[: len(self._buf) - self.cap]
 
-    def text(self) -> tuple[str, int]:
-        """The kept tail as text, and how many bytes before it were cut."""
+    def text(self) -> str:
+        """The kept tail as text (a character cut at its start is dropped), with the marker if cut."""
         tail = bytes(self._buf[-self.cap :]) if self.cap > 0 else b""
-        cut = self.total - len(tail)
-        if cut:
-            skip = 0
-            while skip < min(3, len(tail)) and tail[skip] & 0xC0 == 0x80:
-                skip += 1
-            tail, cut = tail[skip:], cut + skip
-        return tail.decode("utf-8", errors="replace"), cut
+        if self.total <= len(tail):
+            return tail.decode("utf-8", errors="replace")
+        skip = 0
+        while skip < min(3, len(tail)) and tail[skip] & 0xC0 == 0x80:
+            skip += 1
+        return tail[skip:].decode("utf-8", errors="replace") + TRUNCATED
 
 
 class _Capture(asyncio.SubprocessProtocol):
     def __init__(self, cap: int) -> None:
-        self.output = _TailBuffer(cap)
+        self.stdout = _TailBuffer(cap)
+        self.stderr = _TailBuffer(cap)
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.output.feed(data if isinstance(data, bytes) else data.encode("utf-8"))
+        raw = data if isinstance(data, bytes) else data.encode("utf-8")
+        (self.stderr if fd == 2 else self.stdout).feed(raw)
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -88,26 +96,31 @@ class _Capture(asyncio.SubprocessProtocol):
 
 
 @dataclass(frozen=True, slots=True)
-class _Outcome:
-    output: str
-    cut_bytes: int
+class Outcome:
+    """What a finished command left: both streams, how it ended, whether it timed out."""
+
+    stdout: str
+    stderr: str
     returncode: int | None
     timed_out: bool
 
 
-def _kill_group(pgid: int) -> None:
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
-async def _wait_for(event: asyncio.Event) -> None:
+async def _wait_for(event: asyncio.Event, seconds: float) -> bool:
     with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(_CLOSE_GRACE_S):
+        async with asyncio.timeout(seconds):
             await event.wait()
+    return event.is_set()
 
 
-async def run_command(command: str, cwd: str, timeout_s: float, max_output_bytes: int) -> _Outcome:
-    """Run ``bash -c command`` in ``cwd``; kill its process group on exit, timeout or cancel."""
+async def run_command(
+    command: str, cwd: str, timeout_s: float, max_output_bytes: int, env: dict[str, str]
+) -> Outcome:
+    """Run ``bash -c command`` in ``cwd``; stop its process group on exit, timeout or cancel."""
     loop = asyncio.get_running_loop()
     try:
         transport, capture = await loop.subprocess_exec(
@@ -117,8 +130,9 @@ async def run_command(command: str, cwd: str, timeout_s: float, max_output_bytes
             command,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             cwd=cwd,
+            env=env,
             start_new_session=True,
         )
     except OSError as exc:
@@ -126,26 +140,59 @@ async def run_command(command: str, cwd: str, timeout_s: float, max_output_bytes
     pgid = transport.get_pid()
     timed_out = False
     try:
-        try:
-            async with asyncio.timeout(timeout_s):
-                await capture.exited.wait()
-        except TimeoutError:
+        if not await _wait_for(capture.exited, timeout_s):
             timed_out = True
-        _kill_group(pgid)
-        await _wait_for(capture.closed)
+            _signal_group(pgid, signal.SIGTERM)
+            await _wait_for(capture.exited, KILL_GRACE_S)
+        _signal_group(pgid, signal.SIGKILL)
+        await _wait_for(capture.closed, _CLOSE_GRACE_S)
     finally:
         try:
             if not capture.exited.is_set():
-                _kill_group(pgid)
-                await _wait_for(capture.exited)
+                _signal_group(pgid, signal.SIGKILL)
+                await _wait_for(capture.exited, _CLOSE_GRACE_S)
         finally:
             transport.close()
-    text, cut = capture.output.text()
-    return _Outcome(text, cut, transport.get_returncode(), timed_out)
+    return Outcome(capture.stdout.text(), capture.stderr.text(), transport.get_returncode(), timed_out)
 
 
-def _format_ms(ms: float) -> str:
-    return f"{ms:g} ms" if ms < 1000 else f"{ms / 1000:g} s"
+def _ms(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _json_number(value: float) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return dumps(value).decode()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def format_outcome(outcome: Outcome, timeout_ms: float) -> str:
+    """The original's foreground text: body, then the timeout and exit markers."""
+    body = outcome.stdout
+    if outcome.stderr:
+        if body and not body.endswith("\n"):
+            body += "\n"
+        body += "[stderr]\n" + outcome.stderr
+    if not body:
+        body = "(no output)"
+    markers: list[str] = []
+    if outcome.timed_out:
+        markers.append(f"[timed out after {_ms(timeout_ms)}ms]")
+    code = outcome.returncode
+    if code is not None and code < 0:
+        markers.append(f"[killed by signal: {_signal_name(-code)}]")
+    elif code:
+        markers.append(f"[exit code: {code}]")
+    if markers:
+        body += ("" if body.endswith("\n") else "\n") + "\n".join(markers)
+    return body
 
 
 class BashTool(BuiltinTool[BashArgs]):
@@ -153,12 +200,12 @@ class BashTool(BuiltinTool[BashArgs]):
 
     name = "bash"
     description = (
-        "Run a command with `bash -c` and return its combined stdout and stderr. Every call "
-        "starts a fresh shell in the workspace: nothing (cd, variables) carries over, so use "
-        "`workdir` instead of `cd`. stdin is empty. A non-zero exit status is reported as "
-        "`[exit code: N]`. Long output keeps only its end. Processes the command leaves "
-        "running are stopped when it exits, and the whole command is killed when it runs "
-        "past `timeoutMs`."
+        "Run a command with `bash -c` and return its stdout, then its stderr under a "
+        "`[stderr]` line. Every call starts a fresh shell in the workspace: nothing (cd, "
+        "variables) carries over, so use `workdir` instead of `cd`. stdin is empty. A non-zero "
+        "exit status is reported as `[exit code: N]`. Long output keeps only its end. Processes "
+        "the command leaves running are stopped when it exits, and the whole command is "
+        "stopped when it runs past `timeoutMs`."
     )
     args_model = BashArgs
 
@@ -174,6 +221,14 @@ class BashTool(BuiltinTool[BashArgs]):
         self.max_output_bytes = max_output_bytes
 
     async def call(self, args: BashArgs, ctx: ToolContext) -> ToolOutput:
+        if not args.command.strip():
+            raise tool_error("invalid command: expected a non-empty string")
+        if not args.description.strip():
+            raise tool_error("invalid description: expected a non-empty string")
+        if args.timeoutMs is not None and not args.timeoutMs > 0:
+            raise tool_error(
+                f"invalid timeoutMs: expected a positive number, got {_json_number(args.timeoutMs)}"
+            )
         if args.workdir is None:
             cwd = workspace_root(ctx)
         else:
@@ -182,26 +237,7 @@ class BashTool(BuiltinTool[BashArgs]):
                 raise tool_error(f"workdir {where.shown} is not an existing directory", NOT_A_DIRECTORY)
             cwd = where.real
         timeout_ms = min(args.timeoutMs or self.default_timeout_ms, self.max_timeout_ms)
-        outcome = await run_command(args.command, str(cwd), timeout_ms / 1000, self.max_output_bytes)
-        text = outcome.output
-        if outcome.cut_bytes:
-            note = f"[output truncated: the first {outcome.cut_bytes} bytes were cut; showing the rest]"
-            text = f"{note}\n{text}"
-        meta: dict[str, Any] = {
-            "exitCode": outcome.returncode,
-            "timedOut": outcome.timed_out,
-            "truncatedBytes": outcome.cut_bytes,
-        }
-        if outcome.timed_out:
-            message = (
-                f"command timed out after {_format_ms(timeout_ms)}; "
-                "it and every process it started were killed"
-            )
-            if text:
-                message += f". Output before the timeout:\n{text}"
-            return ToolOutput.error(message, TIMEOUT, meta=meta)
-        code = outcome.returncode
-        if code:
-            status = f"[exit code: {code}]" if code > 0 else f"[killed by signal {-code}]"
-            text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{status}"
-        return ToolOutput.text(text, meta=meta)
+        outcome = await run_command(
+            args.command, str(cwd), timeout_ms / 1000, self.max_output_bytes, tool_environment(ctx.session_id)
+        )
+        return ToolOutput.text(format_outcome(outcome, timeout_ms))
