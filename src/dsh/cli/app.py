@@ -8,6 +8,7 @@ from dsh.cli.acp_cmd import acp
 from dsh.cli.log_cmd import log_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
+from dsh.cli.scenario_cmd import scenario_app
 from dsh.cli.sessions_cmd import sessions_app
 from dsh.cli.tail_cmd import tail
 
@@ -22,6 +23,7 @@ app = typer.Typer(
 app.command(name="run")(run)
 app.add_typer(log_app, name="log")
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(scenario_app, name="scenario")
 app.command(name="replay")(replay)
 app.command(name="demo")(demo)
 app.command(name="acp")(acp)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dsh.cli.common import JsonOption, StoreOption, fail, run_async, write_json_line
+from dsh.cli.common import JsonOption, StoreOption, fail, run_async, user_errors, write_json_line
 from dsh.cli.render import LiveView
 from dsh.cli.sessions_cmd import tree_cmd
 from dsh.errors import DshError, UsageError
@@ -17,14 +17,39 @@ from dsh.loop import Feed
 from dsh.replay.fidelity import Drift
 from dsh.replay.files import untrusted_warning
 from dsh.snapshot import ScenarioResult, run_scenario
-from dsh.snapshot.runner import SCENARIOS, drift_mode
+from dsh.snapshot.factory import load_factory, project_factory
+from dsh.snapshot.runner import SCENARIOS, AgentFactory, default_agent_factory, drift_mode
 from dsh.store import EventStore
 from dsh.store.url import open_store
 
+FactoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--factory",
+        help="package.module:function building the agent (default: the project's "
+        "dsh_snapshot_factory ini option, else dsh's standard agent).",
+        show_default=False,
+    ),
+]
 
-async def _replay(directory: Path, store: EventStore, feed: Feed, drift: Drift = "strict") -> ScenarioResult:
+
+def agent_factory(spec: str | None) -> AgentFactory:
+    """The factory named by ``--factory``, else by the project's ini option, else the default."""
+    if spec:
+        return load_factory(spec, root=Path.cwd())
+    found = project_factory(Path.cwd())
+    return load_factory(found[0], root=found[1]) if found else default_agent_factory
+
+
+async def _replay(
+    directory: Path,
+    store: EventStore,
+    feed: Feed,
+    drift: Drift = "strict",
+    factory: AgentFactory = default_agent_factory,
+) -> ScenarioResult:
     try:
-        return await run_scenario(directory, "replay", store=store, feed=feed, drift=drift)
+        return await run_scenario(directory, "replay", store=store, feed=feed, drift=drift, factory=factory)
     finally:
         await store.close()
 
@@ -82,6 +107,7 @@ def replay(
             "--trust", help="Do not warn before running the recording's bash commands on this machine."
         ),
     ] = False,
+    factory: FactoryOption = None,
 ) -> None:
     """Replay the scenario in DIRECTORY keylessly: every session gets its recorded script.
 
@@ -99,6 +125,8 @@ def replay(
         mode = drift_mode(drift)
     except UsageError as exc:
         fail(f"--drift: {exc}", 2)
+    with user_errors():
+        chosen = agent_factory(factory)
     if not trust:
         try:
             warning = untrusted_warning(directory)
@@ -112,7 +140,7 @@ def replay(
         view = LiveView(console)
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
-    result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed, mode))
+    result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen))
     report = _report(result, console)
     if as_json:
         write_json_line(report)

@@ -10,7 +10,6 @@ package.module:function`` (an async ``AgentSetup -> Agent`` callable).
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from dsh.errors import DshError
 from dsh.replay.files import INPUT, untrusted_warning
+from dsh.snapshot.factory import load_factory
 from dsh.snapshot.runner import (
     AgentFactory,
     ScenarioSkipped,
@@ -35,8 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--dsh-snapshot",
         action="store",
         default=None,
-        choices=("replay", "record", "refresh"),
-        help="Scenario mode (default: $DSH_SNAPSHOT or replay).",
+        choices=("replay", "once", "record", "refresh"),
+        help="Scenario mode: replay (keyless), once (record a scenario that has no recording), "
+        "record, refresh (default: $DSH_SNAPSHOT or replay).",
     )
     group.addoption(
         "--dsh-drift",
@@ -94,11 +95,10 @@ def _factory(config: pytest.Config) -> AgentFactory:
     spec = str(config.getini("dsh_snapshot_factory")).strip()
     if not spec:
         return default_agent_factory
-    module, _, name = spec.partition(":")
-    if not module or not name:
-        raise pytest.UsageError(f"dsh_snapshot_factory {spec!r} must look like package.module:function")
-    factory: AgentFactory = getattr(importlib.import_module(module), name)
-    return factory
+    try:
+        return load_factory(spec, root=config.rootpath)
+    except DshError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -7,13 +7,12 @@ import difflib
 import os
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from dsh.errors import ReplayError, ScenarioError, UsageError
-from dsh.events import SessionHeader
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
@@ -21,16 +20,15 @@ from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, tool_resul
 from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.session import final_assistant_text
+from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
-from dsh.store.logfile import encode_log
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 
-Mode = Literal["replay", "record", "refresh"]
-MODES: tuple[Mode, ...] = ("replay", "record", "refresh")
-TRANSCRIPT = "transcript.expected.jsonl"
+Mode = Literal["replay", "once", "record", "refresh"]
+MODES: tuple[Mode, ...] = ("replay", "once", "record", "refresh")
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 """The bundled scenarios shipped with dsh."""
 
@@ -52,7 +50,7 @@ def snapshot_mode(value: str | None = None) -> Mode:
     raw = value if value is not None else os.environ.get("DSH_SNAPSHOT", "")
     raw = raw.strip() or "replay"
     if raw not in MODES:
-        raise UsageError(f"snapshot mode {raw!r} is not one of replay, record, refresh")
+        raise UsageError(f"snapshot mode {raw!r} is not one of replay, once, record, refresh")
     return raw
 
 
@@ -127,6 +125,8 @@ class ScenarioResult:
     sessions: list[SessionReport] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     diff: str = ""
+    changed: list[str] = field(default_factory=list)
+    """Files a record or refresh wrote (added, changed or removed), by name."""
 
     @property
     def ok(self) -> bool:
@@ -136,7 +136,18 @@ class ScenarioResult:
         parts = [*self.problems]
         if self.diff:
             parts.append(f"scenario {self.scenario}: transcript differs from {TRANSCRIPT}:\n{self.diff}")
+        if parts and self.mode in ("replay", "refresh"):
+            parts.append(accept_hint(self.scenario, model_side=not self.diff or bool(self.problems)))
         return "\n".join(parts)
+
+
+def accept_hint(name: str, *, model_side: bool) -> str:
+    """How to accept a deliberate change (one line)."""
+    refresh = f"pytest --dsh-snapshot=refresh -k {name}` (or `dsh scenario refresh DIR`)"
+    record = f"pytest --dsh-snapshot=record -k {name}` (or `dsh scenario record DIR`)"
+    if model_side:
+        return f"to accept a model-side change, re-record: `{record}; an expected-output change: `{refresh}"
+    return f"to accept an expected-output change: `{refresh}; a model-side change: `{record}"
 
 
 def read_steps(directory: Path) -> list[dict[str, Any]]:
@@ -155,36 +166,6 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
     else:
         cwd.mkdir()
     return cwd
-
-
-def _scrub(value: Any, cwd: str) -> Any:
-    if isinstance(value, str):
-        return value.replace(cwd, "{{cwd}}")
-    if isinstance(value, dict):
-        return {k: _scrub(v, cwd) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v, cwd) for v in value]
-    return value
-
-
-def _portable(loaded: LoadedSession, cwd: str) -> LoadedSession:
-    """The log with the run's cwd replaced by ``{{cwd}}`` (fixtures carry no machine paths)."""
-    header: SessionHeader = loaded.header.evolve(cwd="{{cwd}}")
-    events = [e.__class__(e.type, e.seq, e.time, _scrub(e.data, cwd), e.surface_op,
-                          e.source_event_seqs, e.ignorable) for e in loaded.events]  # fmt: skip
-    return LoadedSession(header, loaded.inherited_event_count, events)
-
-
-def _write_logs(directory: Path, sessions: dict[str, LoadedSession], primary: str, cwd: str) -> None:
-    for stale in directory.glob("session*.jsonl"):
-        stale.unlink()
-    (directory / PRIMARY).write_bytes(encode_log(_portable(sessions[primary], cwd)))
-    children = sorted(
-        (s for sid, s in sessions.items() if sid != primary),
-        key=lambda s: (s.header.created_at, s.header.id),
-    )
-    for n, child in enumerate(children, start=1):
-        (directory / f"session.{n}.jsonl").write_bytes(encode_log(_portable(child, cwd)))
 
 
 def _reports(
@@ -257,6 +238,22 @@ def _record_model() -> tuple[Model, str]:
     return model, settings.model
 
 
+def _record_clean(sessions: Mapping[str, LoadedSession], problems: list[str]) -> str | None:
+    """Why a recording must not be kept (a problem, a turn not completed), or ``None``."""
+    if problems:
+        return problems[0]
+    for loaded in sessions.values():
+        for event in loaded.events[loaded.inherited_event_count :]:
+            if event.type == "turn/end":
+                reason = event.data.get("reason", {})
+                if reason.get("kind") not in ("completed", "max-tokens"):
+                    failure = reason.get("failure") or {}
+                    detail = f" ({failure.get('code')}: {failure.get('message')})" if failure else ""
+                    turn = event.data.get("turn")
+                    return f"session {loaded.header.id} turn {turn} ended {reason.get('kind')}{detail}"
+    return None
+
+
 async def run_scenario(
     directory: Path,
     mode: Mode = "replay",
@@ -269,14 +266,21 @@ async def run_scenario(
     sliced: bool = True,
     drift: Drift = "strict",
     step_timeout: float = 10.0,
+    keep_failed: bool = False,
 ) -> ScenarioResult:
-    """Run the scenario in ``directory``; see the module docstring for the modes.
+    """Run the scenario in ``directory``.
 
-    In replay and refresh every model call is checked against the recording (see
-    :mod:`dsh.replay.fidelity`): the first divergence fails the run unless a rule the
-    scenario declares (``input.json`` → ``"replay"``) or ``drift="warn"`` tolerates it.
+    ``replay`` (keyless; a missing recording fails), ``once`` (record when the scenario has
+    no recording yet, else replay), ``record`` (always re-record), ``refresh`` (keyless;
+    rewrite only the expected transcript when the replay is otherwise clean). In replay and
+    refresh every model call is checked against the recording (:mod:`dsh.replay.fidelity`).
+    A record replaces the recorded files as one step and only when every turn completed;
+    otherwise nothing is written (``keep_failed``: the failed run goes to ``NAME.failed/``).
     """
     directory = await asyncio.to_thread(directory.resolve)
+    await asyncio.to_thread(recover, directory)
+    if mode == "once":
+        mode = "replay" if (directory / PRIMARY).exists() else "record"
     name = directory.name
     steps = read_steps(directory)
     store = store or MemoryEventStore()
@@ -302,7 +306,13 @@ async def run_scenario(
         player = StepPlayer(
             name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
         )
-        await player.play(steps)
+        try:
+            await player.play(steps)
+        finally:
+            if mode == "record" and record_model is None:
+                aclose = getattr(model, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         agents, problems = player.agents, player.problems
         ids = [s.header.id for s in await store.list_sessions()]
         sessions = {sid: await store.load(sid) for sid in ids}
@@ -310,7 +320,7 @@ async def run_scenario(
         for agent in agents:
             lines.extend(build_transcript(sessions, agent.id))
         transcript = normalize(lines, cwd=str(cwd))
-        result_obj = ScenarioResult(name, mode, transcript, problems=problems)
+        result = ScenarioResult(name, mode, transcript, problems=problems)
         if replay_model is not None:
             for divergence in replay_model.divergences[:1]:
                 problems.insert(0, f"{divergence.headline(name)}\n{divergence.diff(40)}")
@@ -319,30 +329,52 @@ async def run_scenario(
             except ReplayError as exc:
                 if not replay_model.divergences:
                     problems.append(str(exc))
-            result_obj.sessions = _reports(replay_model, sessions, recorded, cwd)
-            _check_reports(name, result_obj.sessions, problems)
-        text = dumps_lines(transcript)
-        expected_path = directory / TRANSCRIPT
+            result.sessions = _reports(replay_model, sessions, recorded, cwd)
+            _check_reports(name, result.sessions, problems)
+        text = dumps_lines(transcript).encode()
         if mode == "record":
             if not agents:
                 raise ScenarioError(f"scenario {name}: no session was started")
-            _write_logs(directory, sessions, agents[0].id, str(cwd))
-            expected_path.write_text(text)
+            files = {**scenario_logs(sessions, agents[0].id, str(cwd)), TRANSCRIPT: text}
+            failure = _record_clean(sessions, problems)
+            if failure is not None:
+                kept = ""
+                if keep_failed:
+                    failed = await asyncio.to_thread(write_failed, directory, files)
+                    kept = f"; the failed recording is in {failed}"
+                result.problems[:] = [
+                    f"scenario {name}: not recorded: {failure.removeprefix(f'scenario {name}: ')}; "
+                    f"nothing was written, the previous recording is unchanged{kept}"
+                ]
+            else:
+                result.changed = await asyncio.to_thread(write_recording, directory, files)
         elif mode == "refresh":
-            expected_path.write_text(text)
-        elif expected_path.exists():
-            expected = expected_path.read_text()
-            if expected != text:
-                result_obj.diff = "".join(
-                    difflib.unified_diff(
-                        expected.splitlines(keepends=True),
-                        text.splitlines(keepends=True),
-                        fromfile=f"{name}/{TRANSCRIPT}",
-                        tofile=f"{name} (replayed)",
-                    )
+            if not problems:
+                result.changed = await asyncio.to_thread(
+                    write_recording, directory, {**_kept_logs(directory), TRANSCRIPT: text}
                 )
-        if mode == "record" and record_model is None:
-            aclose = getattr(model, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        return result_obj
+        else:
+            result.diff = _transcript_diff(directory, name, text.decode())
+        return result
+
+
+def _kept_logs(directory: Path) -> dict[str, bytes]:
+    """The scenario's recorded logs as they are (a refresh rewrites only the transcript)."""
+    return {p.name: p.read_bytes() for p in directory.glob("session*.jsonl")}
+
+
+def _transcript_diff(directory: Path, name: str, text: str) -> str:
+    expected_path = directory / TRANSCRIPT
+    if not expected_path.exists():
+        return ""
+    expected = expected_path.read_text()
+    if expected == text:
+        return ""
+    return "".join(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"{name}/{TRANSCRIPT}",
+            tofile=f"{name} (replayed)",
+        )
+    )

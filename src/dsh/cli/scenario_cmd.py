@@ -1,0 +1,135 @@
+"""``dsh scenario``: record, refresh, replay and save scenarios from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dsh.cli.common import (
+    ApiKeyOption,
+    BaseUrlOption,
+    ModelOption,
+    StoreOption,
+    fail,
+    run_async,
+    user_errors,
+)
+from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay
+from dsh.model.settings import resolve_provider
+from dsh.snapshot import ScenarioResult, run_scenario
+from dsh.snapshot.runner import AgentFactory, accept_hint
+from dsh.snapshot.save import save_scenario
+from dsh.store.url import open_store
+
+scenario_app = typer.Typer(
+    help="Scenarios as regression tests: record once against a real provider, replay keylessly.",
+    no_args_is_help=True,
+)
+scenario_app.command(name="replay")(replay)
+
+
+def _directory(directory: Path) -> Path:
+    if not directory.is_dir():
+        fail(f"{directory}: not a scenario directory", 2)
+    return directory
+
+
+def _finish(result: ScenarioResult, verb: str) -> None:
+    if not result.ok:
+        for problem in result.problems:
+            typer.echo(problem, err=True)
+        if result.diff:
+            typer.echo(result.diff, err=True)
+        raise typer.Exit(1)
+    if result.changed:
+        typer.echo(f"{verb} {result.scenario}: changed {', '.join(result.changed)}")
+    else:
+        typer.echo(f"{verb} {result.scenario}: nothing changed")
+
+
+@scenario_app.command(name="record")
+def record(
+    directory: Annotated[Path, typer.Argument(help="The scenario directory (holding input.json).")],
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    api_key: ApiKeyOption = None,
+    factory: FactoryOption = None,
+    keep_failed: Annotated[
+        bool, typer.Option("--keep-failed", help="Write a failed recording beside it as NAME.failed/.")
+    ] = False,
+) -> None:
+    """Run the scenario against the real provider and keep its logs and transcript.
+
+    The previous recording is replaced as one step, and only when every turn completed;
+    otherwise nothing is written and the command exits 1 naming the failure.
+    """
+    _directory(directory)
+    with user_errors():
+        settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
+        chosen: AgentFactory = agent_factory(factory)
+    # Imported here: the SDK's start-up cost is paid only by commands that talk to a provider.
+    from dsh.model.openai_compat import OpenAICompatModel
+
+    async def go() -> ScenarioResult:
+        live = OpenAICompatModel(
+            base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+        )
+        try:
+            return await run_scenario(
+                directory, "record", factory=chosen, record_model=live, model_name=settings.model,
+                keep_failed=keep_failed,
+            )  # fmt: skip
+        finally:
+            await live.aclose()
+
+    _finish(run_async(go), "recorded")
+
+
+@scenario_app.command(name="refresh")
+def refresh(
+    directory: Annotated[Path, typer.Argument(help="The scenario directory.")],
+    factory: FactoryOption = None,
+) -> None:
+    """Replay keylessly (every call checked) and rewrite only transcript.expected.jsonl."""
+    _directory(directory)
+    with user_errors():
+        chosen = agent_factory(factory)
+    result = run_async(lambda: run_scenario(directory, "refresh", factory=chosen))
+    if not result.ok:
+        typer.echo(accept_hint(result.scenario, model_side=True), err=True)
+    _finish(result, "refreshed")
+
+
+@scenario_app.command(name="save")
+def save(
+    session_id: Annotated[str, typer.Argument(help="A top-level session id.")],
+    directory: Annotated[Path, typer.Argument(help="Where to write the scenario.")],
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="Copy this folder in as the scenario's workspace/ (the workspace as it was before the run).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a recording already in DIRECTORY.")] = False,
+) -> None:
+    """Turn a real session from any store into a scenario that replays strictly.
+
+    Writes the session as session.jsonl, each descendant (spawn and fork children,
+    grandchildren) as session.N.jsonl, an input.json of its prompts and the normalized
+    transcript; with --workspace a copy of that folder.
+    """
+
+    async def go() -> list[str]:
+        opened = open_store(store)
+        try:
+            return await save_scenario(opened, session_id, directory, workspace=workspace, force=force)
+        finally:
+            await opened.close()
+
+    written = run_async(go)
+    typer.echo(f"saved {session_id} as {directory}: {', '.join(written)}")

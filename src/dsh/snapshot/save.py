@@ -1,0 +1,85 @@
+"""``save``: turn a real session (and all its descendants) from any store into a scenario."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+from dsh import jsonx
+from dsh.errors import ScenarioError
+from dsh.events.messages import joined_text
+from dsh.events.vocabulary import USER_MESSAGE
+from dsh.replay.files import INPUT, PRIMARY
+from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
+from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
+from dsh.store import EventStore, LoadedSession
+
+
+async def _family(store: EventStore, root: str) -> dict[str, LoadedSession]:
+    """The root session and every descendant, loaded."""
+    sessions = {root: await store.load(root)}
+    frontier = [root]
+    while frontier:
+        for child in await store.children(frontier.pop()):
+            sid = child.header.id
+            if sid not in sessions:
+                sessions[sid] = await store.load(sid)
+                frontier.append(sid)
+    return sessions
+
+
+def prompt_steps(loaded: LoadedSession) -> list[dict[str, Any]]:
+    """The steps that replay a session: a new session, then each user prompt in order."""
+    steps: list[dict[str, Any]] = [{"op": "newSession"}]
+    for event in loaded.events[loaded.inherited_event_count :]:
+        data = event.data
+        if (
+            event.type == USER_MESSAGE
+            and isinstance(data, dict)
+            and data.get("source", {}).get("kind") == "user"
+        ):
+            steps.append({"op": "prompt", "text": joined_text(data.get("content", []))})
+    return steps
+
+
+async def save_scenario(
+    store: EventStore, session_id: str, directory: Path, *, workspace: Path | None = None, force: bool = False
+) -> list[str]:
+    """Write ``session_id`` and its descendants as a scenario in ``directory``.
+
+    ``session.jsonl`` is the session (a top-level one), ``session.N.jsonl`` each descendant in
+    the order the runner binds them, ``input.json`` its prompts, the normalized transcript,
+    and — with ``workspace`` — a copy of that folder as ``workspace/`` (it should be the
+    workspace as it was before the run). Returns the files written.
+    """
+    sessions = await _family(store, session_id)
+    root = sessions[session_id]
+    if root.header.parent_session is not None:
+        raise ScenarioError(
+            f"session {session_id} is a child of {root.header.parent_session}; save the top-level session"
+        )
+    transcript = normalize(build_transcript(sessions, session_id), cwd=root.header.cwd or None)
+    files = {
+        **scenario_logs(sessions, session_id, root.header.cwd or ""),
+        TRANSCRIPT: dumps_lines(transcript).encode(),
+    }
+    steps = prompt_steps(root)
+    return await asyncio.to_thread(_write, directory, steps, files, workspace, force)
+
+
+def _write(
+    directory: Path, steps: list[dict[str, Any]], files: dict[str, bytes], workspace: Path | None, force: bool
+) -> list[str]:
+    if (directory / PRIMARY).exists() and not force:
+        raise ScenarioError(f"{directory} already holds a recording (pass --force to replace it)")
+    if workspace is not None and not workspace.is_dir():
+        raise ScenarioError(f"--workspace {workspace}: not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / INPUT).write_text(jsonx.dumps({"steps": steps}).decode() + "\n")
+    if workspace is not None:
+        target = directory / "workspace"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(workspace, target, symlinks=True)
+    return [INPUT, *write_recording(directory, files)]
