@@ -37,7 +37,7 @@ from dsh.session import (
     usage_totals,
 )
 from dsh.store import EventStore, LoadedSession, SessionLease
-from dsh.tools import ToolContext
+from dsh.tools import FileObservations, ToolContext
 from dsh.tools.registry import ToolRegistry
 
 
@@ -107,6 +107,7 @@ class Agent:
         self.delegation = delegation
         self.extras: dict[str, Any] = dict(extras or {})
         self.abort_kind = "user" if delegation is None else "parent"
+        self.files = FileObservations()  # what this session's tools have seen of each file
         self._persister = Persister(store, session, persisted)
         self._history = HistoryProjector()
         self._last_header = _last_header(session.events)
@@ -267,6 +268,7 @@ class Agent:
             step=step,
             allow_outside_workspace=self.config.allow_outside_workspace,
             extras={"agent": self, **self.extras},
+            files=self.files,
         )
 
     def _on_chunk(self, chunk: Chunk) -> None:

@@ -1,10 +1,11 @@
 """Workspace confinement: resolving a model-given path and refusing ones that leave ``ctx.cwd``.
 
-A path is resolved against the workspace (``ctx.cwd``) when relative, ``~`` is expanded,
-and ``..`` is folded lexically. The result is then resolved through symlinks; file I/O
+A path is resolved against the workspace (``ctx.cwd``) when relative and ``..`` is folded
+lexically: that is the path messages show (the original's ``resolve(cwd, path)``; ``~`` is
+not expanded, as in the original). The result is then resolved through symlinks; file I/O
 always uses that real path, so what is checked is what is touched. Unless
 ``ctx.allow_outside_workspace`` is set, a real path outside the real workspace is refused
-with ``OUTSIDE_WORKSPACE``.
+with ``OUTSIDE_WORKSPACE`` (reads may also open files under ``ctx.readable_roots``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.tools.base import ToolContext
-from dsh.tools.codes import INVALID_ARGUMENTS, OUTSIDE_WORKSPACE, tool_error
+from dsh.tools.codes import OUTSIDE_WORKSPACE, tool_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,11 @@ def resolve_path(
     With ``reading``, a path under one of ``ctx.readable_roots`` is allowed too.
     """
     if not raw.strip():
-        raise tool_error(f"{argument} must not be empty", INVALID_ARGUMENTS)
+        raise tool_error(f"{argument} must be a non-empty string")
     if "\x00" in raw:
-        raise tool_error(f"{argument} must not contain a NUL character", INVALID_ARGUMENTS)
+        raise tool_error(f"{argument} must not contain a NUL character")
     root = workspace_root(ctx)
-    shown = Path(os.path.normpath(root / Path(raw).expanduser()))
+    shown = Path(os.path.normpath(root / raw))
     real = Path(os.path.realpath(shown))
     allowed = is_inside(real, ctx) or (reading and is_readable_elsewhere(real, ctx))
     if not ctx.allow_outside_workspace and not allowed:

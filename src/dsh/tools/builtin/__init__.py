@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dsh.tools.base import Tool
 from dsh.tools.builtin.bash import BashArgs, BashTool
+from dsh.tools.builtin.edit import EditArgs, EditTool
 from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
 from dsh.tools.builtin.read import ReadArgs, ReadTool
-from dsh.tools.builtin.write import EditArgs, EditTool, WriteArgs, WriteTool
+from dsh.tools.builtin.write import WriteArgs, WriteTool
 
 __all__ = [
     "BashArgs",
@@ -28,7 +29,7 @@ def builtin_tools(
     bash_default_timeout_ms: int = 120_000,
     bash_max_timeout_ms: int = 600_000,
     bash_max_output_bytes: int = 64_000,
-    read_max_output_bytes: int = 100_000,
+    read_max_output_bytes: int = 51_200,
     glob_max_results: int = 1_000,
 ) -> list[Tool]:
     """Fresh instances of the five built-in tools, configured by the given limits."""

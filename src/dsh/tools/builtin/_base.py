@@ -1,4 +1,9 @@
-"""Shared pieces of the built-in tools: the typed tool base class and safe file I/O helpers."""
+"""Shared pieces of the built-in tools: the typed tool base class and file I/O helpers.
+
+The file tools speak the original's error texts: a path is shown as the lexical
+``resolve(cwd, path)`` in double quotes (``cannot read "D": not found``), with the original's
+``FS_*`` codes.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +16,12 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from dsh.errors import ToolInputError
+from dsh.errors import ToolError, ToolInputError
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.codes import BINARY_FILE, IO_ERROR, IS_DIRECTORY, NOT_A_FILE, NOT_FOUND, tool_error
+from dsh.tools.codes import FS_NOT_FOUND, FS_NOT_REGULAR_FILE, FS_NOT_TEXT, IO_ERROR, tool_error
 from dsh.tools.workspace import ResolvedPath
 
 A = TypeVar("A", bound=BaseModel)
-
-BINARY_SNIFF_BYTES = 8192
 
 
 class BuiltinTool(ABC, Generic[A]):
@@ -44,68 +47,81 @@ class BuiltinTool(ABC, Generic[A]):
         """The tool body, with validated arguments."""
 
 
-def os_failure(action: str, path: Path, exc: OSError) -> Exception:
-    """Map an ``OSError`` from file I/O to a one-line ``ToolError`` naming the path."""
+def quoted(path: ResolvedPath) -> str:
+    """The display path in the original's double quotes."""
+    return f'"{path.shown}"'
+
+
+def os_failure(action: str, path: ResolvedPath, exc: OSError) -> ToolError:
+    """Map an unexpected ``OSError`` to a one-line ``ToolError`` naming the path."""
     reason = exc.strerror or str(exc) or type(exc).__name__
-    return tool_error(f"cannot {action} {path}: {reason}", IO_ERROR)
+    return tool_error(f"cannot {action} {quoted(path)}: {reason}", IO_ERROR)
 
 
-def require_file(path: ResolvedPath) -> None:
-    """Raise unless ``path`` is an existing regular file (never opens FIFOs or devices)."""
-    real = path.real
-    if not real.exists():
-        raise tool_error(f"file not found: {path.shown}", NOT_FOUND)
-    if real.is_dir():
-        raise tool_error(f"{path.shown} is a directory, not a file (use glob to list it)", IS_DIRECTORY)
-    if not real.is_file():
-        raise tool_error(f"{path.shown} is not a regular file", NOT_A_FILE)
+def not_found(action: str, path: ResolvedPath) -> ToolError:
+    return tool_error(f"cannot {action} {quoted(path)}: not found", FS_NOT_FOUND)
 
 
-def binary_error(path: ResolvedPath, why: str) -> Exception:
-    return tool_error(
-        f"{path.shown} looks like a binary file ({why}); only UTF-8 text is supported", BINARY_FILE
-    )
+def not_regular(action: str, path: ResolvedPath) -> ToolError:
+    return tool_error(f"cannot {action} {quoted(path)}: not a regular file", FS_NOT_REGULAR_FILE)
 
 
-def read_text(path: ResolvedPath) -> str:
-    """The whole file as UTF-8 text (blocking); binary or non-UTF-8 content is refused."""
-    require_file(path)
+def stat_file(action: str, path: ResolvedPath) -> os.stat_result | None:
+    """``stat`` of the real path (``None`` when missing); a parent that is a file is refused."""
     try:
-        data = path.real.read_bytes()
+        return os.stat(path.real)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError as exc:
+        raise tool_error(
+            f"cannot resolve {quoted(path)}: a parent path segment is not a directory", FS_NOT_FOUND
+        ) from exc
     except OSError as exc:
-        raise os_failure("read", path.shown, exc) from exc
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise binary_error(path, "it contains NUL bytes")
+        raise os_failure(action, path, exc) from exc
+
+
+def decode_text(action: str, path: ResolvedPath, data: bytes) -> str:
+    """``data`` as UTF-8 text; a NUL byte (binary) or invalid UTF-8 is refused."""
+    if b"\x00" in data:
+        raise tool_error(f"cannot {action} {quoted(path)}: binary file", FS_NOT_TEXT)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise binary_error(path, f"invalid UTF-8 at byte {exc.start}") from exc
+        raise tool_error(f"cannot {action} {quoted(path)}: invalid UTF-8 text", FS_NOT_TEXT) from exc
 
 
-def count_lines(text: str) -> int:
-    """Lines as an editor counts them: a final line without a newline still counts."""
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+def read_regular(action: str, path: ResolvedPath) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of a regular file and its ``fstat`` (``None`` when missing); never opens FIFOs."""
+    st = stat_file(action, path)
+    if st is None:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise not_regular(action, path)
+    try:
+        with open(path.real, "rb") as handle:
+            data = handle.read()
+            return data, os.fstat(handle.fileno())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise os_failure(action, path, exc) from exc
 
 
-def atomic_write(path: ResolvedPath, data: bytes) -> bool:
-    """Write ``data`` to ``path.real`` through a temp file and a rename (blocking).
+def atomic_write(path: ResolvedPath, data: bytes, old_mode: int | None) -> os.stat_result:
+    """Write ``data`` to ``path.real`` through a temp file, ``fsync`` and a rename (blocking).
 
-    Missing parent directories are created; an existing file keeps its permission bits.
-    Returns whether the file was created (as opposed to replaced).
+    Missing parent directories are created; a replaced file keeps ``old_mode``. Returns the
+    new file's ``stat``.
     """
     real = path.real
-    if real.is_dir():
-        raise tool_error(f"{path.shown} is a directory, not a file", IS_DIRECTORY)
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
+    except NotADirectoryError as exc:
+        raise tool_error(
+            f"cannot resolve {quoted(path)}: a parent path segment is not a directory", FS_NOT_FOUND
+        ) from exc
     except OSError as exc:
-        raise os_failure("create the directory for", path.shown, exc) from exc
-    try:
-        old_mode: int | None = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        old_mode = None
-    except OSError as exc:
-        raise os_failure("write", path.shown, exc) from exc
+        raise os_failure("create the directory for", path, exc) from exc
     tmp = real.with_name(f".{real.name}.{secrets.token_hex(6)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if old_mode is None else 0o600)
@@ -116,15 +132,20 @@ def atomic_write(path: ResolvedPath, data: bytes) -> bool:
         if old_mode is not None:
             os.chmod(tmp, old_mode)
         os.replace(tmp, real)
+        return os.stat(real)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise os_failure("write", path.shown, exc) from exc
+        raise os_failure("write", path, exc) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return old_mode is None
 
 
 def file_report(path: ResolvedPath, body: str) -> str:
     """The tagged shape file tools answer in: path, type and a content section."""
     return f"<path>{path.shown}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
+
+
+def real_key(path: ResolvedPath) -> str:
+    """The observation key of a path: its real path as a string."""
+    return str(Path(path.real))

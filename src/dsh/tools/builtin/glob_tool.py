@@ -60,7 +60,7 @@ def _search(base: ResolvedPath, pattern: str, root: Path, confine: bool, cap: in
     except ValueError as exc:
         raise tool_error(f"invalid glob pattern {pattern!r}: {exc}", INVALID_ARGUMENTS) from exc
     except OSError as exc:
-        raise os_failure("search", base.shown, exc) from exc
+        raise os_failure("search", base, exc) from exc
     found.paths.sort()
     return found
 

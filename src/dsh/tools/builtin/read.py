@@ -1,6 +1,6 @@
-"""The ``read`` tool: a window of a UTF-8 text file with line numbers.
+"""The ``read`` tool: a window of a UTF-8 text file with line numbers, in the original's words.
 
-The answer has the original's shape::
+::
 
     <path>/abs/path/notes.txt</path>
     <type>file</type>
@@ -11,51 +11,92 @@ The answer has the original's shape::
     (End of file - total 2 lines)
     </content>
 
-When the window stops before the end the footer reads ``(Showing lines A-B of N. Use
-offset=B+1 to continue.)``. Lines longer than ``max_line_chars`` are cut with a marker, and
-the whole answer stops at ``max_output_bytes`` (the footer says where to continue).
+Lines split on ``\\n`` (a trailing ``\\r`` is dropped, a final unterminated line counts, an
+empty file has 0 lines). A line longer than 2000 characters (UTF-16 units, as the original
+counts) is cut with ``... (line truncated to 2000 chars)``; the selected lines stop at
+51200 UTF-8 bytes (footer ``(Output capped. ...)``) while the total is still counted. A
+window that stops before the end says ``(Showing lines O-E of T. Use offset=E+1 to
+continue.)``. Reads are observed for the read-before-mutate guard (present, or absent for
+a missing file).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from pathlib import PurePath
+from typing import Any, Final
 
 from pydantic import Field
 
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.builtin._base import (
-    BINARY_SNIFF_BYTES,
     BuiltinTool,
-    binary_error,
+    decode_text,
     file_report,
-    os_failure,
-    require_file,
+    not_found,
+    quoted,
+    read_regular,
+    real_key,
 )
-from dsh.tools.codes import OFFSET_OUT_OF_RANGE, tool_error
-from dsh.tools.schema import ToolArgs
+from dsh.tools.codes import FS_NOT_FOUND, tool_error
+from dsh.tools.observations import FileObservations
+from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import ResolvedPath, resolve_path
 
-DEFAULT_LIMIT = 2000
-MAX_LINE_CHARS = 2000
-_COUNT_CHUNK = 1 << 20
+MAX_LIMIT: Final = 2000
+MAX_LINE_CHARS: Final = 2000
+MAX_OUTPUT_BYTES: Final = 51_200
+
+LANGUAGES: Final = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "jsx",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".json": "json",
+    ".md": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".xml": "xml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "bash",
+    ".rs": "rust",
+    ".go": "go",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cc": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".swift": "swift",
+    ".sql": "sql",
+    ".lua": "lua",
+    ".vue": "vue",
+    ".svelte": "svelte",
+}
+"""Extensions whose ``read`` meta names a language (UI highlighting only; ``.txt`` has none)."""
 
 
 class ReadArgs(ToolArgs):
     file_path: str = Field(description="File to read: relative to the workspace, or absolute.")
-    offset: int = Field(
-        1,
-        ge=1,
-        description="Line number to start at (1-based). Default 1.",
-        json_schema_extra={"type": "number"},
-    )
-    limit: int = Field(
-        DEFAULT_LIMIT,
-        ge=1,
-        description=f"How many lines to return at most. Default {DEFAULT_LIMIT}.",
-        json_schema_extra={"type": "number"},
-    )
+    offset: Number | None = Field(None, description="Line number to start at (1-based). Default 1.")
+    limit: Number | None = Field(None, description=f"How many lines to return at most. Default {MAX_LIMIT}.")
 
 
 @dataclass(slots=True)
@@ -65,55 +106,67 @@ class _Window:
     capped: bool = False
 
 
-def _count_rest(handle: BinaryIO) -> int:
-    """Lines left in ``handle`` from its position, counted in large chunks."""
-    newlines = 0
-    last = b""
-    while chunk := handle.read(_COUNT_CHUNK):
-        newlines += chunk.count(b"\n")
-        last = chunk[-1:]
-    return newlines + (1 if last and last != b"\n" else 0)
+def _positive_int(value: float | None, name: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not float(value).is_integer() or value < 1:
+        raise tool_error(f"{name} must be a positive integer")
+    return int(value)
 
 
-def _clip(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
+def clip_line(text: str, max_chars: int = MAX_LINE_CHARS) -> str:
+    """``text`` cut to ``max_chars`` UTF-16 units (never inside a surrogate pair) with the marker."""
+    if len(text) <= max_chars // 2:
         return text
-    return f"{text[:max_chars]}… [line cut: {len(text)} characters]"
-
-
-def _read_window(path: ResolvedPath, offset: int, limit: int, max_bytes: int, max_chars: int) -> _Window:
-    require_file(path)
-    window = _Window()
+    units = len(text.encode("utf-16-le")) // 2
+    if units <= max_chars:
+        return text
+    if units == len(text):
+        return f"{text[:max_chars]}... (line truncated to {max_chars} chars)"
     used = 0
-    try:
-        with path.real.open("rb") as handle:
-            if b"\x00" in handle.read(BINARY_SNIFF_BYTES):
-                raise binary_error(path, "it contains NUL bytes")
-            handle.seek(0)
-            for raw in handle:
-                window.total += 1
-                if window.total < offset:
-                    continue
-                if len(window.lines) >= limit:
-                    window.total += _count_rest(handle)
-                    break
-                raw = raw[:-1] if raw.endswith(b"\n") else raw
-                raw = raw[:-1] if raw.endswith(b"\r") else raw
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise binary_error(path, f"invalid UTF-8 on line {window.total}") from exc
-                text = _clip(text, max_chars)
-                size = len(text.encode("utf-8")) + len(str(window.total)) + 3
-                if window.lines and used + size > max_bytes:
-                    window.capped = True
-                    window.total += _count_rest(handle)
-                    break
-                used += size
-                window.lines.append((window.total, text))
-    except OSError as exc:
-        raise os_failure("read", path.shown, exc) from exc
+    for i, char in enumerate(text):
+        width = 2 if ord(char) > 0xFFFF else 1
+        if used + width > max_chars:
+            return f"{text[:i]}... (line truncated to {max_chars} chars)"
+        used += width
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as the original counts them (``\\n``-split, ``\\r`` dropped, no empty last line)."""
+    if not text:
+        return []
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return [part[:-1] if part.endswith("\r") else part for part in parts]
+
+
+def select(lines: list[str], offset: int, limit: int, max_bytes: int) -> _Window:
+    """The window ``offset``..``offset+limit-1`` of ``lines``, capped at ``max_bytes``."""
+    window = _Window(total=len(lines))
+    used = -1
+    for number in range(offset, min(len(lines), offset + limit - 1) + 1):
+        text = clip_line(lines[number - 1])
+        size = len(f"{number}: {text}".encode()) + 1
+        if window.lines and used + size > max_bytes:
+            window.capped = True
+            break
+        used += size
+        window.lines.append((number, text))
     return window
+
+
+def _load(path: ResolvedPath, files: FileObservations) -> list[str]:
+    """The file's lines (blocking), recording what the session saw of it."""
+    loaded = read_regular("read", path)
+    if loaded is None:
+        files.saw_absent(real_key(path))
+        raise not_found("read", path)
+    data, st = loaded
+    text = decode_text("read", path, data)
+    files.saw_present(real_key(path), st)
+    return split_lines(text)
 
 
 class ReadTool(BuiltinTool[ReadArgs]):
@@ -123,40 +176,44 @@ class ReadTool(BuiltinTool[ReadArgs]):
     description = (
         "Read a UTF-8 text file from the workspace. Returns the lines prefixed with their "
         "1-based numbers (`N: text`) and a footer with the total line count. Use `offset` and "
-        "`limit` to page through long files; the footer tells you the next offset."
+        "`limit` to page through long files; the footer tells you the next offset. Read a file "
+        "before you change it with `write` or `edit`."
     )
     args_model = ReadArgs
     concurrency_safe = True
 
-    def __init__(self, *, max_output_bytes: int = 100_000, max_line_chars: int = MAX_LINE_CHARS) -> None:
+    def __init__(self, *, max_output_bytes: int = MAX_OUTPUT_BYTES) -> None:
         self.max_output_bytes = max_output_bytes
-        self.max_line_chars = max_line_chars
 
     async def call(self, args: ReadArgs, ctx: ToolContext) -> ToolOutput:
+        offset = _positive_int(args.offset, "offset", 1)
+        limit = _positive_int(args.limit, "limit", MAX_LIMIT)
+        if limit > MAX_LIMIT:
+            raise tool_error(f"limit must be less than or equal to {MAX_LIMIT}")
         path = resolve_path(ctx, args.file_path, reading=True)
-        window = await asyncio.to_thread(
-            _read_window, path, args.offset, args.limit, self.max_output_bytes, self.max_line_chars
-        )
-        if args.offset > max(window.total, 1):
+        lines = await asyncio.to_thread(_load, path, ctx.files)
+        total = len(lines)
+        if offset > max(total, 1):
             raise tool_error(
-                f"offset {args.offset} is past the end of {path.shown} ({window.total} lines)",
-                OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is out of range for {quoted(path)} ({total} lines)", FS_NOT_FOUND
             )
-        numbered = "\n".join(f"{number}: {text}" for number, text in window.lines)
+        window = select(lines, offset, limit, self.max_output_bytes)
         last = window.lines[-1][0] if window.lines else 0
-        if last >= window.total:
-            footer = f"(End of file - total {window.total} lines)"
+        if window.capped:
+            footer = f"(Output capped. Showing lines {offset}-{last}. Use offset={last + 1} to continue.)"
+        elif last >= total:
+            footer = f"(End of file - total {total} lines)"
         else:
-            why = f"Output capped at {self.max_output_bytes} bytes. " if window.capped else ""
-            footer = (
-                f"({why}Showing lines {args.offset}-{last} of {window.total}. "
-                f"Use offset={last + 1} to continue.)"
-            )
+            footer = f"(Showing lines {offset}-{last} of {total}. Use offset={last + 1} to continue.)"
+        numbered = "\n".join(f"{number}: {text}" for number, text in window.lines)
         body = f"{numbered}\n\n{footer}" if numbered else footer
         meta: dict[str, Any] = {
             "path": str(path.shown),
-            "offset": args.offset,
+            "offset": offset,
             "lines": [{"number": number, "text": text} for number, text in window.lines],
-            "totalLines": window.total,
+            "totalLines": total,
         }
+        lang = LANGUAGES.get(PurePath(path.shown).suffix.lower())
+        if lang:
+            meta["lang"] = lang
         return ToolOutput.text(file_report(path, body), meta=meta)

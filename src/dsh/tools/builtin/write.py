@@ -1,21 +1,43 @@
-"""The ``write`` and ``edit`` tools: whole-file writes and exact string replacement, both atomic."""
+"""The ``write`` tool: whole-file writes, atomic, behind the read-before-mutate guard.
+
+A file the session saw *present* is replaced only at the version it saw; otherwise
+``write`` may only create (``cannot overwrite existing "D" without reading it first``).
+The answer is the original's ``<path>…</path><type>file</type><content>Created file`` (or
+``Updated file``); the meta lists the unified-diff hunks of an update.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import stat
+from typing import Any, Final
 
 from pydantic import Field
 
+from dsh.errors import ToolError
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.builtin._base import BuiltinTool, atomic_write, count_lines, file_report, read_text
-from dsh.tools.codes import AMBIGUOUS_MATCH, INVALID_ARGUMENTS, NO_CHANGE, NO_MATCH, tool_error
+from dsh.tools.builtin._base import (
+    BuiltinTool,
+    atomic_write,
+    file_report,
+    not_regular,
+    os_failure,
+    quoted,
+    real_key,
+    stat_file,
+)
+from dsh.tools.builtin.diffs import DIFF_BASIS_MAX_BYTES, write_diffs
+from dsh.tools.codes import FS_NOT_OBSERVED, FS_STALE_VERSION, tool_error
+from dsh.tools.observations import FileObservations, Present, file_version
 from dsh.tools.schema import ToolArgs
 from dsh.tools.workspace import ResolvedPath, resolve_path
 
+REREAD: Final = " — re-read the file, then retry"
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+def stale(action: str, path: ResolvedPath, what: str) -> ToolError:
+    """The original's ``FS_STALE_VERSION`` refusal."""
+    return tool_error(f"cannot {action} {quoted(path)}: {what}{REREAD}", FS_STALE_VERSION)
 
 
 class WriteArgs(ToolArgs):
@@ -23,82 +45,56 @@ class WriteArgs(ToolArgs):
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
 
 
+def _write(
+    path: ResolvedPath, raw_path: str, content: str, files: FileObservations, diff_max: int
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Write (blocking) under the guard; returns (created, diff hunks)."""
+    key = real_key(path)
+    st = stat_file("write", path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise not_regular("write", path)
+    seen = files.get(key)
+    data = content.encode("utf-8")
+    old_text: str | None = None
+    if isinstance(seen, Present):
+        if st is None:
+            raise stale("write", path, "file no longer exists")
+        if file_version(st) != seen.version:
+            raise stale("write", path, "file changed since it was read")
+        if st.st_size < diff_max and len(data) < diff_max:
+            try:
+                old_text = path.real.read_bytes().decode("utf-8", errors="replace")
+            except OSError as exc:
+                raise os_failure("write", path, exc) from exc
+    elif st is not None:
+        raise tool_error(
+            f"cannot overwrite existing {quoted(path)} without reading it first — read the file, then retry",
+            FS_NOT_OBSERVED,
+        )
+    new_st = atomic_write(path, data, None if st is None else stat.S_IMODE(st.st_mode))
+    files.saw_present(key, new_st)
+    diffs = [] if old_text is None else write_diffs(raw_path, old_text, content)
+    return st is None, diffs
+
+
 class WriteTool(BuiltinTool[WriteArgs]):
-    """Create or overwrite a text file (parents created, temp file + rename)."""
+    """Create a text file, or replace one the session has read (parents created, temp file + rename)."""
 
     name = "write"
     description = (
         "Write a UTF-8 text file, creating it (and missing parent directories) or replacing "
-        "its whole content. To change part of an existing file, prefer `edit`."
+        "its whole content. An existing file must be read first, and must not have changed "
+        "since. To change part of a file, prefer `edit`."
     )
     args_model = WriteArgs
 
+    def __init__(self, *, diff_basis_max_bytes: int = DIFF_BASIS_MAX_BYTES) -> None:
+        self.diff_basis_max_bytes = diff_basis_max_bytes
+
     async def call(self, args: WriteArgs, ctx: ToolContext) -> ToolOutput:
         path = resolve_path(ctx, args.file_path)
-        data = args.content.encode("utf-8")
-        created = await asyncio.to_thread(atomic_write, path, data)
-        lines = count_lines(args.content)
-        verb = "Created" if created else "Overwrote"
-        summary = f"{verb} file: wrote {_plural(len(data), 'byte')}, {_plural(lines, 'line')}"
-        meta: dict[str, Any] = {
-            "path": str(path.shown),
-            "created": created,
-            "bytes": len(data),
-            "lines": lines,
-        }
-        return ToolOutput.text(file_report(path, summary), meta=meta)
-
-
-class EditArgs(ToolArgs):
-    file_path: str = Field(description="File to change: relative to the workspace, or absolute.")
-    old_string: str = Field(description="The exact text to find, including whitespace and indentation.")
-    new_string: str = Field(description="The text to put in its place (empty to delete it).")
-    replace_all: bool = Field(
-        False, description="Replace every occurrence. Default false: old_string must then occur exactly once."
-    )
-
-
-def _apply_edit(path: ResolvedPath, old: str, new: str, replace_all: bool) -> int:
-    """Replace in the file on disk (blocking); returns how many occurrences were replaced."""
-    text = read_text(path)
-    count = text.count(old)
-    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
-        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        count = text.count(old)
-    if count == 0:
-        raise tool_error(
-            f"old_string was not found in {path.shown}; it must match exactly, whitespace included "
-            "(read the file to copy the current text)",
-            NO_MATCH,
+        created, diffs = await asyncio.to_thread(
+            _write, path, args.file_path, args.content, ctx.files, self.diff_basis_max_bytes
         )
-    if count > 1 and not replace_all:
-        raise tool_error(
-            f"old_string occurs {count} times in {path.shown}; add surrounding lines to make it "
-            "unique, or set replace_all to true",
-            AMBIGUOUS_MATCH,
-        )
-    atomic_write(path, text.replace(old, new).encode("utf-8"))
-    return count
-
-
-class EditTool(BuiltinTool[EditArgs]):
-    """Replace exact text in an existing file."""
-
-    name = "edit"
-    description = (
-        "Change an existing UTF-8 text file by replacing an exact piece of text (`old_string`) "
-        "with `new_string`. old_string must occur exactly once unless `replace_all` is true. "
-        "Read the file first so old_string matches the current content."
-    )
-    args_model = EditArgs
-
-    async def call(self, args: EditArgs, ctx: ToolContext) -> ToolOutput:
-        path = resolve_path(ctx, args.file_path)
-        if not args.old_string:
-            raise tool_error("old_string must not be empty (use write to create a file)", INVALID_ARGUMENTS)
-        if args.old_string == args.new_string:
-            raise tool_error("old_string and new_string are identical; nothing to change", NO_CHANGE)
-        count = await asyncio.to_thread(_apply_edit, path, args.old_string, args.new_string, args.replace_all)
-        summary = f"Edited file: replaced {_plural(count, 'occurrence')}"
-        meta: dict[str, Any] = {"path": str(path.shown), "replacements": count}
-        return ToolOutput.text(file_report(path, summary), meta=meta)
+        summary = "Created file" if created else "Updated file"
+        return ToolOutput.text(file_report(path, summary), meta={"diffs": diffs})
