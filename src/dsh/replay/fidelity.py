@@ -343,3 +343,29 @@ class ToolTally:
 
     def to_json(self) -> dict[str, int]:
         return {"equal": self.equal, "total": self.total}
+
+
+_ACTION_KEYS: dict[str, tuple[str, ...]] = {
+    "hook/invoked": ("turn", "point", "dialect", "matcher"),
+    "hook/result": ("turn", "point", "decision", "exitCode"),
+    "approval/asked": ("toolName", "callId"),
+    "approval/decided": ("outcome",),
+}
+"""Events where the harness itself acted (ran a hook, asked the user) and the fields that say
+how; a replay must act the same, though none of it is model-visible."""
+
+
+def harness_actions(recorded: Sequence[Event], live: Sequence[Event]) -> tuple[list[str], list[str]] | None:
+    """The recorded and live harness actions of one session when they differ, else ``None``."""
+
+    def actions(events: Sequence[Event]) -> list[str]:
+        out = []
+        for event in events:
+            keys = _ACTION_KEYS.get(event.type)
+            if keys is not None and isinstance(event.data, dict):
+                shown = {k: event.data[k] for k in keys if k in event.data}
+                out.append(f"{event.type} {jsonx.dumps_sorted(shown)}")
+        return out
+
+    want, got = actions(recorded), actions(live)
+    return None if want == got else (want, got)

@@ -16,7 +16,7 @@ from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
-from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, tool_results
+from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, harness_actions, tool_results
 from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.session import final_assistant_text
@@ -98,6 +98,8 @@ class SessionReport:
     divergence: Divergence | None = None
     not_reproduced: list[str] = field(default_factory=list)
     tolerated: list[Divergence] = field(default_factory=list)
+    harness_actions: tuple[list[str], list[str]] | None = None
+    """(recorded, live) hook runs and approvals when they differ."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +114,11 @@ class SessionReport:
             "divergence": self.divergence.to_json() if self.divergence else None,
             "notReproduced": self.not_reproduced,
             "tolerated": [t.to_json() for t in self.tolerated],
+            "harnessActions": (
+                None
+                if self.harness_actions is None
+                else {"recorded": self.harness_actions[0], "live": self.harness_actions[1]}
+            ),
         }
 
 
@@ -191,6 +198,7 @@ def _reports(
                 divergence=script.divergence,
                 not_reproduced=script.check.not_reproduced if script.check else [],
                 tolerated=list(script.tolerated),
+                harness_actions=harness_actions(rec_own, live_own) if live else None,
             )
         )
     return out
@@ -205,6 +213,13 @@ def _check_reports(name: str, reports: list[SessionReport], problems: list[str])
             problems.append(
                 f"scenario {name}: session {report.recorded_id} answered "
                 f"{report.final_text!r}, the recording says {report.recorded_text!r}"
+            )
+        if report.harness_actions is not None and report.divergence is None:
+            recorded, live = report.harness_actions
+            problems.append(
+                f"scenario {name}: session {report.recorded_id}: the recorded harness did "
+                f"{'; '.join(recorded) or 'nothing'}, the live run did {'; '.join(live) or 'nothing'} "
+                "(hooks and approvals must act as recorded)"
             )
         tally = report.tool_results
         if tally.equal < tally.total and report.divergence is None and not report.tolerated:
