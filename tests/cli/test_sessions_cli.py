@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsh.events import completed_turn_prefix
+from dsh.events import Event, SessionHeader, completed_turn_prefix
+from dsh.store import LoadedSession, encode_log
 from dsh.store.logfile import load_log_file
 
 from .conftest import Dsh, assert_user_error, raw_type_counts, store_url
@@ -205,3 +206,41 @@ def test_import_of_several_files_is_all_or_nothing(dsh: Dsh, tmp_path: Path) -> 
     assert dsh("sessions", "list", "--json").json() == [], "nothing of the refused batch is stored"
     imported = dsh("sessions", "import", a, b, "--json").json()
     assert [s["id"] for s in imported] == ["a", "b"]
+
+
+def test_show_and_tree_of_one_session_read_only_what_they_need(tmp_path: Path) -> None:
+    dsh = Dsh(store_url("jsonl", tmp_path / "store"), tmp_path)
+    root = tmp_path / "store" / "sessions"
+    root.mkdir(parents=True)
+    turn = [
+        Event("turn/start", 0, 1, {"turn": 1}),
+        Event("turn/end", 1, 2, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    for sid, created in (("a", 1), ("big", 3)):
+        session = LoadedSession(SessionHeader(id=sid, created_at=created), 0, turn)
+        (root / f"{sid}.jsonl").write_bytes(encode_log(session))
+    dsh("sessions", "fork", "a", "--id", "kid").ok()
+    big = root / "big.jsonl"
+    big.write_bytes(big.read_bytes().replace(b'"turn/start"', b'"turn/start",,'))  # a corrupt body
+
+    everything = dsh("sessions", "tree", "--json").ok()
+    assert "big.jsonl" in everything.stderr, "a listing of everything reads (and skips) it"
+    for command in (("tree", "a", "--json"), ("show", "a", "--json"), ("tree", "kid", "--json")):
+        out = dsh("sessions", *command).ok()
+        assert out.stderr == "", (command, out.stderr)
+    subtree = dsh("sessions", "tree", "a", "--json").json()
+    assert subtree["id"] == "a" and [c["id"] for c in subtree["children"]] == ["kid"]
+    assert subtree["children"][0]["kind"] == "fork" and subtree["children"][0]["inheritedEventCount"] == 2
+    assert dsh("sessions", "show", "a", "--json").json()["children"] == ["kid"]
+
+
+def test_unknown_header_fields_are_kept_through_import_and_export(dsh: Dsh, tmp_path: Path) -> None:
+    source = tmp_path / "titled.jsonl"
+    source.write_text(
+        '{"type":"session","version":2,"id":"titled","createdAt":1,"isSeeded":false,'
+        '"delegationDepth":0,"title":"A title","x":{"y":[1,2]}}\n'
+        '{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+    )
+    dsh("sessions", "import", source).ok()
+    exported = dsh("sessions", "export", "titled").ok().stdout
+    assert exported == source.read_text()

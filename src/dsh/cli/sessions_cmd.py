@@ -15,7 +15,7 @@ from rich.tree import Tree
 
 from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
 from dsh.cli.tables import make_console, render_list, render_session, session_json, type_counts, warn
-from dsh.errors import SessionExistsError, SessionNotFoundError
+from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.store.base import EventStore, LoadedSession, SessionSummary
@@ -245,8 +245,28 @@ async def _kind_of(store: EventStore, summary: SessionSummary) -> str | None:
     return session_kind(summary.header, own)
 
 
-async def _build_tree(store: EventStore, root_id: str | None, label: str) -> list[_Node]:
-    """The forest under ``root_id`` (or every root: no parent, or a parent not in the store)."""
+async def _build_subtree(store: EventStore, root_id: str) -> _Node:
+    """``root_id`` and its descendants, reading only those sessions (``children`` per level)."""
+    loaded = await store.load(root_id)
+    cut = loaded.inherited_event_count
+    summary = SessionSummary(loaded.header, cut, len(loaded.events))
+    top = _Node(summary, session_kind(loaded.header, loaded.events[cut:]))
+    seen = {root_id}
+
+    async def grow(node: _Node) -> None:
+        for child in _ordered(await store.children(node.summary.header.id)):
+            if child.header.id not in seen:  # a parentSession cycle is shown once
+                seen.add(child.header.id)
+                sub = _Node(child, await _kind_of(store, child))
+                node.children.append(sub)
+                await grow(sub)
+
+    await grow(top)
+    return top
+
+
+async def _build_forest(store: EventStore) -> list[_Node]:
+    """Every root (no parent, or a parent not in the store) with its descendants."""
     summaries = _ordered(await store.list_sessions())
     by_id = {s.header.id: s for s in summaries}
     kids: dict[str, list[SessionSummary]] = {}
@@ -254,12 +274,7 @@ async def _build_tree(store: EventStore, root_id: str | None, label: str) -> lis
         parent = s.header.parent_session
         if parent is not None and parent in by_id:
             kids.setdefault(parent, []).append(s)
-    if root_id is not None:
-        if root_id not in by_id:
-            raise SessionNotFoundError(root_id, label)
-        roots = [by_id[root_id]]
-    else:
-        roots = [s for s in summaries if s.header.parent_session not in by_id]
+    roots = [s for s in summaries if s.header.parent_session not in by_id]
     seen: set[str] = set()
 
     async def build(summary: SessionSummary) -> _Node:
@@ -271,12 +286,18 @@ async def _build_tree(store: EventStore, root_id: str | None, label: str) -> lis
         return node
 
     forest = [await build(root) for root in roots]
-    if root_id is None:
-        # Sessions on a parentSession cycle have no root; show each cycle once from its oldest member.
-        for s in summaries:
-            if s.header.id not in seen:
-                forest.append(await build(s))
+    # Sessions on a parentSession cycle have no root; show each cycle once from its oldest member.
+    for s in summaries:
+        if s.header.id not in seen:
+            forest.append(await build(s))
     return forest
+
+
+async def _build_tree(store: EventStore, root_id: str | None) -> list[_Node]:
+    """The tree under ``root_id`` (reading only it), or the whole forest."""
+    if root_id is not None:
+        return [await _build_subtree(store, root_id)]
+    return await _build_forest(store)
 
 
 def _tree_label(node: _Node) -> Text:
@@ -311,7 +332,7 @@ def tree_cmd(
     store. With --json: one node (with ID) or a list of root nodes (without), each node
     {id, kind, inheritedEventCount, eventCount, children}; kind is null for a top-level session.
     """
-    forest = _in_store(store, lambda s: _build_tree(s, session_id, _store_label(store)))
+    forest = _in_store(store, lambda s: _build_tree(s, session_id))
     with user_errors():
         if as_json:
             if session_id is not None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from dsh.events import Event, SessionHeader
 
@@ -20,6 +20,8 @@ class LoadedSession:
     warnings: tuple[str, ...] = ()
     dropped_bytes: int = 0
     """Bytes of a torn tail that the load left out (JSONL only; truncated by the next append)."""
+    header_extra: dict[str, Any] = field(default_factory=dict)
+    """Header fields dsh does not know, kept from an imported log (see ``dsh.store.extras``)."""
 
 
 @dataclass(frozen=True, slots=True)

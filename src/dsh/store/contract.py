@@ -425,6 +425,32 @@ async def create_batch_is_all_or_nothing(open_store: StoreOpener) -> None:
     await store.close()
 
 
+async def unknown_header_fields_round_trip(open_store: StoreOpener) -> None:
+    """Header fields dsh does not know survive import, reopening and export; a fork drops them."""
+    store = await open_store()
+    events = completed_turns(1)
+    header = _header("rich", agent_preset="coder")
+    line = encode_log(LoadedSession(header, 0, events)).split(b"\n", 1)
+    extra = b',"title":"Fix the build","x-tool":{"name":"other","v":[1,2.5,null]}}'
+    original = line[0][:-1] + extra + b"\n" + line[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rich.jsonl"
+        path.write_bytes(original)
+        imported = await import_log(store, path)
+        want = {"title": "Fix the build", "x-tool": {"name": "other", "v": [1, 2.5, None]}}
+        _ensure(imported.header_extra == want, "import keeps the unknown header fields")
+        await store.close()
+        store = await open_store()
+        _ensure((await store.load("rich")).header_extra == want, "the store keeps them")
+        _ensure(await export_session(store, "rich") == original, "export writes them back, byte for byte")
+        child = await store.fork("rich", child_id="rich-kid")
+        _ensure(child.header_extra == {} and (await store.load("rich-kid")).header_extra == {}, "not forked")
+        bad = LoadedSession(_header("bad"), 0, [], header_extra={"id": "other"})
+        await _raises(InvalidEventError, store.create_batch([bad]), "an extra field shadowing a known key")
+        _ensure(not await store.exists("bad"), "nothing stored for a refused extra")
+    await store.close()
+
+
 async def _busy(store: EventStore, sid: str, what: str, wait: float = 0.0) -> SessionBusyError:
     exc = await _raises(SessionBusyError, store.lease(sid, wait=wait), what)
     assert isinstance(exc, SessionBusyError)
@@ -561,6 +587,7 @@ CHECKS: dict[str, ContractCheck] = {
         export_import_round_trip,
         closed_store_refuses_use,
         create_batch_is_all_or_nothing,
+        unknown_header_fields_round_trip,
         lease_excludes_a_second_writer,
         lease_is_per_session_and_may_precede_create,
         lease_is_shared_within_a_handle,

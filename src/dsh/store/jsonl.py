@@ -33,6 +33,7 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
+from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import Scan
@@ -283,7 +284,10 @@ class JsonlEventStore:
         """Create every session file, or none: staged, linked into place, committed at the end."""
         await self._ready()
         check_batch(sessions)
-        items = [(s.header.id, encode_header_line(s.header) + encode_event_lines(s.events)) for s in sessions]
+        items = [
+            (s.header.id, encode_header_with_extra(s.header, s.header_extra) + encode_event_lines(s.events))
+            for s in sessions
+        ]
         if items:
             await run_blocking(None, self._publish_batch, items)
 
@@ -310,6 +314,7 @@ class JsonlEventStore:
             scan.events,
             tuple(scan.warnings),
             dropped_bytes=len(data) - scan.committed,
+            header_extra=header_extra(scan.raw_header),
         )
 
     async def read_from(self, session_id: str, seq: int) -> list[Event]:

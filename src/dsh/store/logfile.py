@@ -26,7 +26,8 @@ from dsh.errors import CorruptLogError, InvalidEventError, StoreError, Unsupport
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
 from dsh.store.base import LoadedSession
-from dsh.store.codec import decode_event_v2, decode_header_v2, encode_log_bytes
+from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
+from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
 from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
 
 try:  # optional dependency: ``pip install 'dsh[zstd]'``
@@ -221,7 +222,13 @@ class DecodedLog:
 
     def as_loaded(self) -> LoadedSession:
         """The log as read (for inspection and replay): header, cut and events verbatim."""
-        return LoadedSession(self.header, self.inherited_event_count, self.events, self.warnings)
+        return LoadedSession(
+            self.header,
+            self.inherited_event_count,
+            self.events,
+            self.warnings,
+            header_extra=header_extra(self.raw_header),
+        )
 
     def for_import(self) -> LoadedSession:
         """The log as a version-2 store holds it; raises with the reason if it cannot be imported.
@@ -232,7 +239,13 @@ class DecodedLog:
         events = self.events
         if self.version == LEGACY_VERSION:
             events = import_events(self.events, self.seed_length, self.source)
-        return LoadedSession(self.header, self.inherited_event_count, events, self.warnings)
+        return LoadedSession(
+            self.header,
+            self.inherited_event_count,
+            events,
+            self.warnings,
+            header_extra=header_extra(self.raw_header),
+        )
 
 
 def decode_log(data: bytes, source: str) -> DecodedLog:
@@ -258,6 +271,10 @@ def encode_log(session: LoadedSession) -> bytes:
     where = f"session {session.header.id}"
     check_contiguous(session.events, where)
     check_cut(session.header, session.inherited_event_count, session.events)
+    if session.header_extra:
+        check_header_extra(session.header_extra, session.header.id)
+        head = encode_header_with_extra(session.header, session.header_extra)
+        return head + encode_event_lines(session.events)
     return encode_log_bytes(session.header, session.events)
 
 

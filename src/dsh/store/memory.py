@@ -16,6 +16,7 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
+from dsh.store.extras import decode_extra
 from dsh.store.lease import LeaseTable
 from dsh.store.rules import (
     check_append,
@@ -34,6 +35,8 @@ class _Stored:
     lines: list[bytes] = field(default_factory=list)
     prefix: int = 0
     """Length of the completed-turn prefix (through the last ``turn/end``)."""
+    extra: bytes | None = None
+    """Unknown header fields of an imported log, as JSON."""
 
 
 class MemorySpace:
@@ -116,13 +119,14 @@ class MemoryEventStore:
 
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
         self._check_open()
-        check_batch(sessions)
+        extras = check_batch(sessions)
         stored = []
-        for s in sessions:
+        for s, extra in zip(sessions, extras, strict=True):
             if s.header.id in self.space.sessions:
                 raise SessionExistsError(s.header.id, self.WHERE)
             lines = [encode_event_checked(e) for e in s.events]
-            stored.append(_Stored(s.header, s.inherited_event_count, lines, last_turn_end_prefix(s.events)))
+            prefix = last_turn_end_prefix(s.events)
+            stored.append(_Stored(s.header, s.inherited_event_count, lines, prefix, extra))
         for item in stored:
             self.space.sessions[item.header.id] = item
 
@@ -140,7 +144,8 @@ class MemoryEventStore:
         stored = self._get(session_id)
         events = self._decode(session_id, stored.lines)
         check_cut(stored.header, stored.inherited_event_count, events)
-        return LoadedSession(stored.header, stored.inherited_event_count, events)
+        extra = decode_extra(stored.extra, f"session {session_id} in {self.WHERE}")
+        return LoadedSession(stored.header, stored.inherited_event_count, events, header_extra=extra)
 
     async def read_from(self, session_id: str, seq: int) -> list[Event]:
         stored = self._get(session_id)

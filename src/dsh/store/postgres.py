@@ -49,22 +49,29 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.extras import decode_extra
 from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
+    ADVISORY_LOCK,
     APPEND,
     COPY_PREFIX,
     CREATE,
+    CREATE_EXTRAS,
     EXISTS,
     FORK_PARENT,
+    HAS_EXTRAS,
     INSERT_EVENT,
+    INSERT_EXTRA,
     INSERT_SESSION,
     LEASE_HOLDER,
     LIST_CHILDREN,
     LIST_SESSIONS,
+    LOCK_SCHEMA,
     NEXT_SEQ,
     NOTIFY_CHANNEL,
     SCHEMA_VERSION,
     SELECT_EVENTS,
+    SELECT_EXTRA,
     SESSION,
     TRY_LEASE,
     Row,
@@ -200,6 +207,7 @@ class PostgresEventStore:
             next_seq=self._next_seq, to_row=lambda _sid, e: event_row(e), insert=self._insert
         )
         self._leases = LeaseTable(_PostgresLeases(self))
+        self._has_extras = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -326,14 +334,30 @@ class PostgresEventStore:
             )
         return events
 
+    async def _extra(self, conn: Conn, session_id: str) -> dict[str, Any]:
+        """The session's unknown header fields (the side table may not exist yet)."""
+        if not self._has_extras:
+            cur = await conn.execute(HAS_EXTRAS)
+            row = await cur.fetchone()
+            self._has_extras = row is not None and row[0] is True
+            if not self._has_extras:
+                return {}
+        cur = await conn.execute(SELECT_EXTRA, (session_id,))
+        found = await cur.fetchone()
+        try:
+            return decode_extra(None if found is None else found[0], f"{self.url}: session {session_id}")
+        except (orjson.JSONDecodeError, InvalidEventError) as exc:
+            raise CorruptLogError(f"{self.url}: session {session_id}: bad extra header fields") from exc
+
     async def _load(self, conn: Conn, session_id: str) -> LoadedSession:
         header, cut, end = await self._session(conn, session_id)
         events = await self._events(conn, session_id, 0, end)
+        extra = await self._extra(conn, session_id)
         try:
             check_cut(header, cut, events)
         except InvalidEventError as exc:
             raise CorruptLogError(f"{self.url}: {exc}") from exc
-        return LoadedSession(header, cut, events)
+        return LoadedSession(header, cut, events, header_extra=extra)
 
     async def _next_seq(self, session_id: str) -> int:
         async with self._conn() as conn:
@@ -386,7 +410,7 @@ class PostgresEventStore:
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
         """Create every session in one transaction: all of them, or none."""
         self._check_open()
-        check_batch(sessions)
+        extras = check_batch(sessions)
         batch = []
         for s in sessions:
             rows = [event_row(e) for e in s.events]
@@ -399,11 +423,16 @@ class PostgresEventStore:
         if not batch:
             return
         async with self._conn() as conn, conn.transaction():
-            for sid, params in batch:
+            if any(extra is not None for extra in extras):
+                await conn.execute(LOCK_SCHEMA, (ADVISORY_LOCK,))  # one creator of the side table
+                await conn.execute(CREATE_EXTRAS)
+            for (sid, params), extra in zip(batch, extras, strict=True):
                 cur = await conn.execute(CREATE, params)
                 row = await cur.fetchone()
                 if row is None or row[0] != 1:
                     raise SessionExistsError(sid, self.url)
+                if extra is not None:
+                    await conn.execute(INSERT_EXTRA, (sid, extra.decode()))
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         self._check_open()

@@ -133,6 +133,17 @@ COPY_PREFIX: Final = f"""INSERT INTO events ({EVENT_COLUMNS})
     FROM events WHERE session_id = %s AND seq < %s"""
 INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 
+CREATE_EXTRAS: Final = """CREATE TABLE IF NOT EXISTS session_extras (
+        session_id text PRIMARY KEY REFERENCES sessions (id),
+        header text NOT NULL
+    )"""
+"""Unknown header fields of imported logs (a JSON object per session), created on first need
+under :data:`ADVISORY_LOCK`: an older dsh ignores the table, so the schema version stays."""
+INSERT_EXTRA: Final = "INSERT INTO session_extras (session_id, header) VALUES (%s, %s)"
+SELECT_EXTRA: Final = "SELECT header FROM session_extras WHERE session_id = %s"
+HAS_EXTRAS: Final = "SELECT to_regclass('session_extras') IS NOT NULL"
+LOCK_SCHEMA: Final = "SELECT pg_advisory_xact_lock(%s)"
+
 TRY_LEASE: Final = "SELECT pg_try_advisory_lock(%s)"
 """A session lease: a session-level advisory lock on the lease's own connection."""
 LEASE_HOLDER: Final = """SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid

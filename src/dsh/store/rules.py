@@ -12,6 +12,7 @@ from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
 from dsh.ids import new_session_id, now_ms
 from dsh.store.base import LoadedSession
 from dsh.store.codec import check_envelope, encode_json_checked
+from dsh.store.extras import check_header_extra
 
 MAX_INT: Final = 2**63 - 1
 
@@ -34,15 +35,19 @@ def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_cou
     check_cut(header, inherited_event_count, seed)
 
 
-def check_batch(sessions: Sequence[LoadedSession]) -> None:
-    """Refuse a ``create_batch``: any session :func:`check_seed` refuses, or one id twice."""
+def check_batch(sessions: Sequence[LoadedSession]) -> list[bytes | None]:
+    """Refuse a ``create_batch``: a session :func:`check_seed` refuses, bad extra header fields,
+    or one id twice. Returns each session's extra header fields as JSON (``None`` when none)."""
     seen: set[str] = set()
+    extras: list[bytes | None] = []
     for session in sessions:
         check_seed(session.header, session.events, session.inherited_event_count)
         sid = session.header.id
+        extras.append(check_header_extra(session.header_extra, sid))
         if sid in seen:
             raise SessionExistsError(sid, "this batch (it holds the id twice)")
         seen.add(sid)
+    return extras
 
 
 def check_append(session_id: str, events: Sequence[Event], next_seq: int) -> None:

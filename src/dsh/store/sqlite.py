@@ -12,6 +12,8 @@
   ``close()``; a durable append commits (and so fsyncs) before returning.
 - Fork is one transaction: the child row, one ``INSERT ... SELECT`` copying the parent's
   completed-turn prefix, and the tagged marker.
+- ``create_batch`` (import) is one transaction. Unknown header fields of imported logs go
+  to ``session_extras``, a side table created on first need (an older dsh ignores it).
 """
 
 from __future__ import annotations
@@ -41,17 +43,22 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.extras import decode_extra
 from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rules import ForkArgs, check_batch, check_seed, cut_marker, fork_header, header_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
+    CREATE_EXTRAS,
     EVENT_COLUMNS,
+    HAS_EXTRAS,
     HEADER_COLUMNS,
     INSERT_EVENT,
+    INSERT_EXTRA,
     INSERT_SESSION,
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_EVENTS,
+    SELECT_EXTRA,
     SUMMARY,
     Row,
     connect,
@@ -66,6 +73,8 @@ from dsh.store.threads import run_blocking
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteEventStore"]
 
 T = TypeVar("T")
+_NewSession = tuple[SessionHeader, int, list[Row], bytes | None]
+"""A session to create: header, cut, event rows, extra header fields (JSON or ``None``)."""
 
 
 class SqliteEventStore:
@@ -81,6 +90,7 @@ class SqliteEventStore:
             insert=lambda sid, rows: self._call(self._insert_sync, sid, rows[0][1], rows),
         )
         self._leases = LeaseTable(FileLeases(self.lease_dir))
+        self._has_extras = False
         self._closed = False
 
     @property
@@ -156,15 +166,28 @@ class SqliteEventStore:
             raise CorruptLogError(f"{self.path}: session {session_id}, seq {expected}: bad JSON") from exc
         return events
 
+    def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
+        """The session's unknown header fields (the side table may not exist yet)."""
+        if not self._has_extras:
+            self._has_extras = conn.execute(HAS_EXTRAS).fetchone() is not None
+            if not self._has_extras:
+                return {}
+        row = conn.execute(SELECT_EXTRA, (session_id,)).fetchone()
+        try:
+            return decode_extra(None if row is None else row[0], f"{self.path}: session {session_id}")
+        except (orjson.JSONDecodeError, InvalidEventError) as exc:
+            raise CorruptLogError(f"{self.path}: session {session_id}: bad extra header fields") from exc
+
     def _load_sync(self, conn: sqlite3.Connection, session_id: str) -> LoadedSession:
         with snapshot(conn):
             header, cut = self._header_row(conn, session_id)
             events = self._events(conn, session_id, 0)
+            extra = self._extra(conn, session_id)
         try:
             check_cut(header, cut, events)
         except InvalidEventError as exc:
             raise CorruptLogError(f"{self.path}: {exc}") from exc
-        return LoadedSession(header, cut, events)
+        return LoadedSession(header, cut, events, header_extra=extra)
 
     def _read_from_sync(self, conn: sqlite3.Connection, session_id: str, seq: int) -> list[Event]:
         with snapshot(conn):
@@ -177,16 +200,18 @@ class SqliteEventStore:
             next_seq: int = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
             return next_seq
 
-    def _create_sync(
-        self, conn: sqlite3.Connection, items: list[tuple[SessionHeader, int, list[Row]]]
-    ) -> None:
+    def _create_sync(self, conn: sqlite3.Connection, items: list[_NewSession]) -> None:
         """Create every session of ``items`` in one transaction (all or none)."""
         with immediate(conn):
-            for header, cut, rows in items:
+            if any(extra is not None for *_, extra in items):
+                conn.execute(CREATE_EXTRAS)
+            for header, cut, rows, extra in items:
                 if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
                     raise SessionExistsError(header.id, str(self.path))
                 conn.execute(INSERT_SESSION, session_row(header, cut))
                 conn.executemany(INSERT_EVENT, rows)
+                if extra is not None:
+                    conn.execute(INSERT_EXTRA, (header.id, extra.decode()))
 
     def _insert_sync(self, conn: sqlite3.Connection, session_id: str, first: int, rows: list[Row]) -> None:
         with immediate(conn):
@@ -255,15 +280,15 @@ class SqliteEventStore:
         self._check_open()
         check_seed(header, seed, inherited_event_count)
         rows = [event_row(header.id, e) for e in seed]
-        await self._call(self._create_sync, [(header, inherited_event_count, rows)])
+        await self._call(self._create_sync, [(header, inherited_event_count, rows, None)])
 
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
         """Create every session in one transaction: all of them, or none."""
         self._check_open()
-        check_batch(sessions)
+        extras = check_batch(sessions)
         items = [
-            (s.header, s.inherited_event_count, [event_row(s.header.id, e) for e in s.events])
-            for s in sessions
+            (s.header, s.inherited_event_count, [event_row(s.header.id, e) for e in s.events], extra)
+            for s, extra in zip(sessions, extras, strict=True)
         ]
         if items:
             await self._call(self._create_sync, items)

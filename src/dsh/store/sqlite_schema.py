@@ -78,6 +78,17 @@ SUMMARY: Final = (
     "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
 )
 
+EXTRAS_TABLE: Final = "session_extras"
+CREATE_EXTRAS: Final = f"""CREATE TABLE IF NOT EXISTS {EXTRAS_TABLE} (
+        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id),
+        header TEXT NOT NULL
+    ) STRICT"""
+"""Unknown header fields of imported logs (a JSON object per session), created on first need:
+an older dsh ignores the table, so the schema version stays the same."""
+INSERT_EXTRA: Final = f"INSERT INTO {EXTRAS_TABLE} (session_id, header) VALUES (?, ?)"
+SELECT_EXTRA: Final = f"SELECT header FROM {EXTRAS_TABLE} WHERE session_id = ?"
+HAS_EXTRAS: Final = f"SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '{EXTRAS_TABLE}'"
+
 Row = tuple[str, int, str, int, str | bytes, str | None, str | None, int]
 
 

@@ -13,14 +13,14 @@ async def import_log(store: EventStore, path: str | os.PathLike[str]) -> LoadedS
     """Store the session recorded in ``path`` under its recorded id; return it as stored.
 
     Every event keeps its seq, type and data (packed rows expanded), so the cut never
-    moves; a version-0 fork child's ``session/end-seed`` becomes the tagged marker. A
-    session id already in the store is refused.
+    moves; a version-0 fork child's ``session/end-seed`` becomes the tagged marker. Header
+    fields dsh does not know are kept. A session id already in the store is refused.
     """
     decoded = await read_log_file(path)
     session = decoded.for_import()
     if await store.exists(session.header.id):
         raise SessionExistsError(session.header.id, f"the store (not importing {os.fspath(path)})")
-    await store.create(session.header, session.events, inherited_event_count=session.inherited_event_count)
+    await store.create_batch([session])  # keeps unknown header fields (create has no place for them)
     return session
 
 
