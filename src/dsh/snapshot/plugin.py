@@ -19,6 +19,7 @@ import pytest
 from dsh.errors import DshError
 from dsh.replay.files import INPUT, untrusted_warning
 from dsh.snapshot.factory import load_factory
+from dsh.snapshot.fixture import Recording
 from dsh.snapshot.runner import (
     AgentFactory,
     ScenarioSkipped,
@@ -67,11 +68,63 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _DRIFTED = pytest.StashKey[list[str]]()
+_CHANGED = pytest.StashKey[list[str]]()
+_OUTCOME = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "dsh_scenario(path): bind the dsh_recording fixture to a scenario directory "
+        "(relative to the test file)",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if call.when == "call":
+        item.stash[_OUTCOME] = bool(getattr(report, "passed", False))
+    return report
+
+
+@pytest.fixture
+def dsh_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
+    """The scenario named by ``@pytest.mark.dsh_scenario(path)``, as a model and agents.
+
+    Replay (default): keyless, and the test fails if a recorded call was not consumed or a
+    request diverged. ``--dsh-snapshot=record`` (or ``once`` without a recording): the
+    configured provider, and the sessions the test ran become the scenario's logs.
+    """
+    marker = request.node.get_closest_marker("dsh_scenario")
+    if marker is None or not marker.args:
+        raise pytest.UsageError("dsh_recording needs @pytest.mark.dsh_scenario('path/to/scenario')")
+    path = Path(str(marker.args[0]))
+    if not path.is_absolute():
+        path = request.path.parent / path
+    config = request.config
+    mode = snapshot_mode(config.getoption("--dsh-snapshot"))
+    try:
+        recording = Recording(path, mode, drift=drift_mode(config.getoption("--dsh-drift")))
+    except ScenarioSkipped as exc:
+        pytest.skip(str(exc))
+    yield recording
+    passed = request.node.stash.get(_OUTCOME, False)
+    changed = asyncio.run(recording.finish(passed=passed))
+    if changed:
+        config.stash.setdefault(_CHANGED, []).append(f"{path}: {', '.join(changed)}")
+
+
 _UNTRUSTED = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """List every tolerated divergence (``--dsh-drift=warn`` or a declared rule)."""
+    changed = config.stash.get(_CHANGED, [])
+    if changed:
+        terminalreporter.section("dsh: recordings written")
+        for line in changed:
+            terminalreporter.line(line)
     untrusted = config.stash.get(_UNTRUSTED, [])
     if untrusted:
         terminalreporter.section(
@@ -136,6 +189,10 @@ class ScenarioItem(pytest.Item):
             pytest.skip(str(exc))
         if not result.ok:
             raise ScenarioFailed(result.failure_text())
+        if result.changed:
+            self.config.stash.setdefault(_CHANGED, []).append(
+                f"{result.scenario}: {', '.join(result.changed)}"
+            )
         drifted = self.config.stash.setdefault(_DRIFTED, [])
         for report in result.sessions:
             for tolerated in report.tolerated:

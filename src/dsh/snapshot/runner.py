@@ -229,7 +229,7 @@ def _check_reports(name: str, reports: list[SessionReport], problems: list[str])
             )
 
 
-def _recorded_model_name(loaded: LoadedSession | None) -> str | None:
+def recorded_model_name(loaded: LoadedSession | None) -> str | None:
     """The model the recording's primary session last asked for (its ``request/header``)."""
     for event in reversed(loaded.events if loaded else []):
         if event.type == "request/header":
@@ -253,7 +253,7 @@ def _record_model() -> tuple[Model, str]:
     return model, settings.model
 
 
-def _record_clean(sessions: Mapping[str, LoadedSession], problems: list[str]) -> str | None:
+def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -> str | None:
     """Why a recording must not be kept (a problem, a turn not completed), or ``None``."""
     if problems:
         return problems[0]
@@ -316,7 +316,7 @@ async def run_scenario(
             if logs.primary is not None:
                 recorded[PRIMARY] = logs.primary
             recorded.update(dict(logs.children))
-            model_name = model_name or _recorded_model_name(logs.primary) or "deepseek-chat"
+            model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
         setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record")
         player = StepPlayer(
             name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
@@ -351,7 +351,7 @@ async def run_scenario(
             if not agents:
                 raise ScenarioError(f"scenario {name}: no session was started")
             files = {**scenario_logs(sessions, agents[0].id, str(cwd)), TRANSCRIPT: text}
-            failure = _record_clean(sessions, problems)
+            failure = record_failure(sessions, problems)
             if failure is not None:
                 kept = ""
                 if keep_failed:

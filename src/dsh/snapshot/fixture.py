@@ -1,0 +1,126 @@
+"""``dsh_recording``: a recorded scenario bound to an ordinary test that drives its own code.
+
+The test gets a model (replaying the scenario's logs keylessly, or the configured provider
+in ``record``/``once`` mode), a temp store and a temp workspace, and can build a ready agent.
+When the test ends: in replay, every script must have been consumed and nothing may have
+diverged; in record, the sessions the test ran are written as the scenario's logs — as one
+step, only when the test passed and every turn completed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
+from dsh.model import Model
+from dsh.model.settings import resolve_provider
+from dsh.replay.fidelity import Drift
+from dsh.replay.files import PRIMARY, load_replay_model, read_tolerances
+from dsh.replay.model import ReplayModel
+from dsh.snapshot.recording import recover, scenario_logs, write_recording
+from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_model_name
+from dsh.store.memory import MemoryEventStore
+from dsh.subagents import standard_tools
+from dsh.tools import Tool
+
+
+class Recording:
+    """One test's binding to the scenario in ``directory`` (see the module docstring)."""
+
+    def __init__(self, directory: Path, mode: Mode, *, drift: Drift = "strict") -> None:
+        directory = directory.resolve()
+        recover(directory)
+        if mode == "refresh":
+            mode = "replay"  # a fixture scenario has no transcript to refresh
+        if mode == "once":
+            mode = "replay" if (directory / PRIMARY).exists() else "record"
+        self.directory = directory
+        self.mode: Mode = mode
+        self.store = MemoryEventStore()
+        self.feed = Feed()
+        self._tmp = tempfile.TemporaryDirectory(prefix="dsh-rec-")
+        self.cwd = Path(self._tmp.name).resolve() / "work"
+        if (directory / "workspace").is_dir():
+            shutil.copytree(directory / "workspace", self.cwd)
+        else:
+            self.cwd.mkdir()
+        self._replay: ReplayModel | None = None
+        self._live: Any = None
+        if mode == "record":
+            try:
+                settings = resolve_provider()
+            except UsageError as exc:
+                raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
+            from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording
+
+            self._live = OpenAICompatModel(
+                base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+            )
+            self.model_name = settings.model
+        else:
+            if not (directory / PRIMARY).exists():
+                raise ScenarioError(
+                    f"scenario {directory.name}: no recording yet; run with --dsh-snapshot=record (or once)"
+                )
+            tolerances = read_tolerances(directory, drift) if (directory / "input.json").exists() else None
+            self._replay, logs = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self.model_name = recorded_model_name(logs.primary) or "deepseek-chat"
+        self._agents: list[Agent] = []
+
+    @property
+    def model(self) -> Model:
+        """The model to hand to your code: the replay, or the live provider when recording."""
+        return self._replay if self._replay is not None else self._live
+
+    @property
+    def replaying(self) -> bool:
+        return self._replay is not None
+
+    async def agent(self, *, tools: Sequence[Tool] = (), system: str | None = None) -> Agent:
+        """A new top-level agent over the temp store: the standard tools plus ``tools``."""
+        registry = standard_tools()
+        for tool in tools:
+            registry.register(tool)
+        config = AgentConfig(model=self.model_name, retry=NO_DELAY if self.replaying else RetryPolicy())
+        if system is not None:
+            config = AgentConfig(model=self.model_name, system=system, retry=config.retry)
+        agent = await Agent.create(
+            self.store, model=self.model, tools=registry, config=config, cwd=self.cwd, feed=self.feed
+        )
+        self._agents.append(agent)
+        return agent
+
+    async def finish(self, *, passed: bool) -> list[str]:
+        """Check (replay) or write (record) the scenario; returns the files a record changed."""
+        try:
+            if self._replay is not None:
+                if self._replay.divergences:
+                    first = self._replay.divergences[0]
+                    raise ReplayError(f"{first.headline(self.directory.name)}\n{first.diff(40)}")
+                self._replay.assert_consumed()
+                return []
+            if not passed:
+                return []
+            roots = [s.header.id for s in await self.store.list_sessions() if s.header.parent_session is None]
+            if not roots:
+                raise ScenarioError(f"scenario {self.directory.name}: the test started no agent to record")
+            sessions = {
+                sid.header.id: await self.store.load(sid.header.id)
+                for sid in await self.store.list_sessions()
+            }
+            failure = record_failure(sessions, [])
+            if failure is not None:
+                raise ScenarioError(
+                    f"scenario {self.directory.name}: not recorded: {failure}; nothing was written"
+                )
+            self.directory.mkdir(parents=True, exist_ok=True)
+            return write_recording(self.directory, scenario_logs(sessions, roots[0], str(self.cwd)))
+        finally:
+            if self._live is not None:
+                await self._live.aclose()
+            self._tmp.cleanup()
