@@ -188,7 +188,7 @@ def builtin_registry(
     bash_max_timeout_ms: int = 600_000,
     bash_max_output_bytes: int = 64_000,
     read_max_output_bytes: int = 51_200,
-    glob_max_results: int = 1_000,
+    glob_max_results: int = 100,
     spill_dir: str | Path | None = None,
     max_inline_bytes: int | None = DEFAULT_MAX_INLINE_BYTES,
 ) -> ToolRegistry:

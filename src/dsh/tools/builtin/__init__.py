@@ -30,7 +30,7 @@ def builtin_tools(
     bash_max_timeout_ms: int = 600_000,
     bash_max_output_bytes: int = 64_000,
     read_max_output_bytes: int = 51_200,
-    glob_max_results: int = 1_000,
+    glob_max_results: int = 100,
 ) -> list[Tool]:
     """Fresh instances of the five built-in tools, configured by the given limits."""
     return [
