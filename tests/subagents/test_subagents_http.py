@@ -247,7 +247,8 @@ async def test_depth_limit_refuses_a_great_grandchild_and_every_turn_ends(tmp_pa
     refused = next(e for e in grandchild.events if e.type == "tool/result")
     block = refused.data["message"]["content"][0]
     assert block["isError"]
-    assert block["content"][0]["text"] == "Error: subagent depth 3 exceeds max depth 2"
+    assert block["content"][0]["text"] == "Error: subagent depth 3 exceeds maxDepth 2"
+    assert "error" not in refused.data, "the original's depth error carries no data.error"
     for session in sessions.values():
         assert session.events[-1].type == "turn/end"
         check_log_invariants(session.events)

@@ -7,18 +7,19 @@ explicitly from here to the store and to the child agent — never recomputed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from dsh.events import Event, SessionHeader, completed_turn_prefix
 from dsh.events.vocabulary import SESSION_END_SEED, SUBAGENT_DESCRIPTOR
 from dsh.ids import new_session_id, now_ms
 from dsh.loop import Agent, TurnResult
 from dsh.model import Delegation
-from dsh.session import all_assistant_text, final_assistant_text
+from dsh.session import final_assistant_text
 from dsh.store import LoadedSession
-from dsh.tools import ToolContext, ToolOutput
+from dsh.tools import ToolArgs, ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, builtin_registry
 
 DEFAULT_MAX_DEPTH = 2
@@ -27,10 +28,8 @@ DEFAULT_MAX_DEPTH = 2
 Mode = Literal["spawn", "fork"]
 
 
-class SpawnArgs(BaseModel):
+class SpawnArgs(ToolArgs):
     """Arguments of ``subagent``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     description: str = Field(description="A short (3-5 word) label for the delegated task.")
     prompt: str = Field(
@@ -43,10 +42,8 @@ class SpawnArgs(BaseModel):
     )
 
 
-class ForkArgs(BaseModel):
+class ForkArgs(ToolArgs):
     """Arguments of ``subagent_fork``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     description: str = Field(description="A short (3-5 word) label for the delegated task.")
     prompt: str = Field(
@@ -97,15 +94,11 @@ class SubagentTool:
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
         if isinstance(args, SpawnArgs) and args.run_in_background:
             return ToolOutput.error(
-                "run_in_background is not supported yet; call again without it to run the "
-                "child in the foreground",
-                "UNSUPPORTED",
+                "run_in_background is disabled for this tool instance (enableRunInBackground: false)", None
             )
         depth = parent.session.header.delegation_depth + 1
         if depth > self.max_depth:
-            return ToolOutput.error(
-                f"subagent depth {depth} exceeds max depth {self.max_depth}", "DEPTH_EXCEEDED"
-            )
+            return ToolOutput.error(f"subagent depth {depth} exceeds maxDepth {self.max_depth}", None)
         description = str(getattr(args, "description", ""))
         prompt = str(getattr(args, "prompt", ""))
         child = await self._start_child(parent, depth, ctx.call_id)
@@ -151,19 +144,32 @@ class SubagentTool:
         )
 
 
-def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
-    """The child's final text from its own events (after the cut), or an error result."""
-    own = child.session.own_events
-    if result.ok:
-        return ToolOutput.text(final_assistant_text(own))
-    kind = result.reason.get("kind", "error")
-    failure = result.failure
-    detail = f": {failure['message']}" if failure else ""
-    text = f"Error: subagent {child.id} ended {kind}{detail}"
-    partial = all_assistant_text(own)
+_HEADLINES: dict[str, str] = {
+    "aborted": "subagent run was cancelled",
+    "error": "subagent run failed",
+    "max-tokens": "subagent run hit its token limit before finishing",
+}
+
+
+def non_completion_text(kind: str, partial: str) -> str:
+    """The original's text for a child turn that ended ``kind`` (not ``completed``), without ``Error: ``."""
+    text = _HEADLINES.get(kind, f"subagent run ended abnormally ({kind})")
     if partial:
-        text += f"\n\nPartial output before the run ended:\n{partial}"
-    return ToolOutput.error(text, failure["code"] if failure else "SUBAGENT_FAILED")
+        text += f"\nPartial output before the run ended:\n{partial}"
+    return text
+
+
+def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
+    """The child's last non-empty answer from its own events (after the cut), or the error text.
+
+    Only a ``completed`` turn is a success; a child that hit its token limit, failed or was
+    cancelled is an error result (no code, as in the original) with its partial output.
+    """
+    text = final_assistant_text(child.session.own_events)
+    kind = str(result.reason.get("kind", "error"))
+    if kind == "completed":
+        return ToolOutput.text(text)
+    return ToolOutput.error(non_completion_text(kind, text), None)
 
 
 def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> list[SubagentTool]:
@@ -171,9 +177,15 @@ def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> list[SubagentTool]:
     return [SubagentTool("spawn", max_depth=max_depth), SubagentTool("fork", max_depth=max_depth)]
 
 
-def standard_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolRegistry:
-    """The built-in tools plus ``subagent`` and ``subagent_fork``: what ``dsh run`` uses."""
-    registry = builtin_registry()
+def standard_tools(
+    *, max_depth: int = DEFAULT_MAX_DEPTH, spill_dir: str | Path | None = None
+) -> ToolRegistry:
+    """The built-in tools plus ``subagent`` and ``subagent_fork``: what ``dsh run`` uses.
+
+    As in the original's composition, ``bash`` defaults to a 60 s timeout; long results
+    spill under ``spill_dir`` (default: ``$DSH_SPILL_DIR`` or the per-user temp directory).
+    """
+    registry = builtin_registry(bash_default_timeout_ms=60_000, spill_dir=spill_dir)
     for tool in subagent_tools(max_depth=max_depth):
         registry.register(tool)
     return registry
