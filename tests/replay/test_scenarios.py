@@ -192,7 +192,9 @@ async def test_unconsumed_script_fails_naming_scenario_and_session(tmp_path: Pat
     assert not result.ok
     text = result.failure_text()
     assert "text-turn" in text and "session.jsonl" in text and "served 1 of 2" in text
-    assert len(text.splitlines()) == 1
+    [problem] = result.problems
+    assert "\n" not in problem
+    assert text.splitlines()[-1].startswith("to accept a model-side change, re-record: `pytest --dsh-snapshot=record")
 
 
 async def test_exhausted_script_fails_naming_scenario_and_session(tmp_path: Path) -> None:
