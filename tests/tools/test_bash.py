@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from dsh.tools import ToolContext, ToolOutput, ToolRegistry, builtin_registry
+from dsh.tools import SpillPolicy, ToolContext, ToolOutput, ToolRegistry, builtin_registry
+from dsh.tools.builtin import BashTool
 
 from .conftest import make_ctx, text_of, wait_dead
 
@@ -180,3 +184,44 @@ async def test_concurrent_commands_do_not_interfere(registry: ToolRegistry, ctx:
     async with asyncio.TaskGroup() as tg:
         tasks = [tg.create_task(_run(registry, ctx, f"sleep 0.05; echo {i}")) for i in range(5)]
     assert [text_of(t.result()) for t in tasks] == [f"{i}\n" for i in range(5)]
+
+
+def _recorded_bash(upstream: Path, scenario: str) -> list[tuple[str, str]]:
+    events = [json.loads(line) for line in (upstream / scenario / "session.jsonl").read_text().splitlines()]
+    calls = {e["data"]["callId"]: e["data"] for e in events if e["type"] == "tool/call"}
+    out = []
+    for event in events:
+        if event["type"] == "tool/result":
+            block = event["data"]["message"]["content"][0]
+            if calls[block["toolCallId"]]["name"] == "bash":
+                out.append((calls[block["toolCallId"]]["arguments"], block["content"][0]["text"]))
+    return out
+
+
+async def test_the_recorded_plain_results(upstream: Path, registry: ToolRegistry, ctx: ToolContext) -> None:
+    ((arguments, text),) = _recorded_bash(upstream, "tool-call-turn")
+    assert text == "SNAPSHOT_OK\n"
+    assert text_of(await registry.call("bash", arguments, ctx)) == text
+    (tmp := ctx.cwd / "deleted.txt").write_text("original\n")
+    ((arguments, text),) = _recorded_bash(upstream, "fs-delete-recreate")
+    assert text == "(no output)"
+    assert text_of(await registry.call("bash", arguments, ctx)) == text
+    assert not tmp.exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the recorded command runs node")
+async def test_the_recorded_spill(upstream: Path, ctx: ToolContext) -> None:
+    ((arguments, recorded),) = _recorded_bash(upstream, "bash-spill")
+    original = re.search(r"stored at: (\S+)\. Use", recorded).group(1)  # type: ignore[union-attr]
+    root = Path(tempfile.mkdtemp(prefix="dsh-", dir="/tmp"))
+    try:
+        probe = SpillPolicy(root, token=lambda: "").path_for(ctx.session_id, "bash")
+        token = "a" * (len(original) - len(str(probe)))  # a live path as long as the recorded one
+        registry = ToolRegistry([BashTool()], spill=SpillPolicy(root, token=lambda: token))
+        live = text_of(await registry.call("bash", arguments, ctx))
+        path = re.search(r"stored at: (\S+)\. Use", live).group(1)  # type: ignore[union-attr]
+        assert len(path) == len(original)
+        assert live.replace(path, original) == recorded
+        assert Path(path).read_text() == "SPILL_START-" + "x" * 2000 + "-SPILL_END"
+    finally:
+        shutil.rmtree(root)
