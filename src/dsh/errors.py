@@ -11,6 +11,7 @@ file, session id or value involved.
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
     │   └── MissingCredentialError  no API key / base URL configured
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
+    │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
     │   ├── SessionNotFoundError
     │   ├── SessionExistsError
@@ -48,6 +49,14 @@ class MissingCredentialError(UsageError):
 
 class InvalidEventError(DshError):
     """An event cannot be appended: non-JSON value, wrong seq, bad envelope."""
+
+
+class EventShapeError(InvalidEventError):
+    """Decoded event data lacks a field its type needs, has it with the wrong JSON type, or nests too deep.
+
+    Raised while decoding a log line; the log readers report it as a
+    :class:`CorruptLogError` naming the file and line.
+    """
 
 
 class StoreError(DshError):

@@ -8,10 +8,11 @@ from typing import Any
 import orjson
 import pytest
 import zstandard
+from bench import mutated_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError
+from dsh.errors import CorruptLogError, EventShapeError, InvalidEventError, StoreError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import KNOWN_TYPES, SESSION_END_SEED
 from dsh.store import LoadedSession, decode_log, encode_log, read_log_file, write_log_file
@@ -85,8 +86,23 @@ def test_unknown_type_refuses_the_load_unless_ignorable() -> None:
         decode_log(bad, "bad.jsonl")
 
 
+MINIMAL_DATA: dict[str, dict[str, Any]] = {
+    "turn/start": {"turn": 1},
+    "step/start": {"turn": 1, "step": 1},
+    "user/message": {"content": []},
+    "tool/call": {"turn": 1, "step": 1, "callId": "c", "name": "bash"},
+    "tool/result": {"message": {"content": [{"type": "tool-result", "toolCallId": "c", "content": []}]}},
+    "assistant/chunk": {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {}}},
+}
+"""The least ``data`` each type needs (types not listed need only an object)."""
+
+
+def minimal(etype: str) -> dict[str, Any]:
+    return dict(MINIMAL_DATA.get(etype, {}))
+
+
 def test_every_known_type_is_accepted() -> None:
-    events = [Event(t, i, 0, {}) for i, t in enumerate(sorted(KNOWN_TYPES - {SESSION_END_SEED}))]
+    events = [Event(t, i, 0, minimal(t)) for i, t in enumerate(sorted(KNOWN_TYPES - {SESSION_END_SEED}))]
     assert decode_log(log_bytes(events), "k.jsonl").events == events
 
 
@@ -94,12 +110,12 @@ def test_every_known_type_is_accepted() -> None:
     ("body", "line", "problem"),
     [
         (b"{nope\n" + b'{"type":"turn/end","seq":0,"time":0,"data":{}}\n', 2, "not valid JSON"),
-        (b'{"type":"turn/start","seq":1,"time":0,"data":{}}\n', 2, "expected seq 0, found 1"),
+        (b'{"type":"turn/start","seq":1,"time":0,"data":{"turn":1}}\n', 2, "expected seq 0, found 1"),
         (b'{"type":"turn/start","seq":0,"time":0}\n', 2, "'data' is required"),
         (b'{"type":"turn/start","seq":0,"time":0,"data":{},"x":1}\n', 2, "unknown envelope key"),
         (b'{"type":"turn/start","seq":0,"time":"0","data":{}}\n', 2, "'time' must be an integer"),
         (
-            b'{"type":"turn/start","seq":0,"time":0,"data":{}}\n\n{"type":"turn/end","seq":1,"time":0,"data":{}}\n',
+            b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}\n\n{"type":"turn/end","seq":1,"time":0,"data":{}}\n',
             3,
             "",
         ),
@@ -243,7 +259,12 @@ def logs(draw: st.DrawFn) -> LoadedSession:
         cites = draw(st.none() | st.lists(st.integers(0, seq - 1), max_size=3)) if seq else None
         time = draw(st.integers(-(2**63), 2**63 - 1))
         source = tuple(cites) if cites is not None else None
-        events.append(Event(etype, seq, time, draw(_json), surface, source, ignorable))
+        if ignorable:
+            data = draw(_json)
+        else:  # a known type: what its readers need, plus arbitrary extra fields
+            extra = draw(st.dictionaries(st.text(max_size=6).map(lambda k: f"x-{k}"), _json, max_size=3))
+            data = {**extra, **minimal(etype)}
+        events.append(Event(etype, seq, time, data, surface, source, ignorable))
     cut = 0
     seeded = draw(st.booleans())
     if seeded:
@@ -269,3 +290,151 @@ def test_encode_then_decode_is_identity(session: LoadedSession) -> None:
     decoded = decode_log(data, "prop.jsonl")
     assert decoded.as_loaded() == session
     assert encode_log(decoded.as_loaded()) == data
+
+
+# -- event shape: what projections, replay and --resume read is refused at decode ------------------
+
+
+def _line(etype: str, data: Any, seq: int = 0, **extra: Any) -> bytes:
+    return orjson.dumps({"type": etype, "seq": seq, "time": 0, "data": data, **extra}) + b"\n"
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (_line("turn/start", []), r"turn/start seq 0: data must be an object \(got an array\)"),
+        (_line("turn/start", "x"), r"data must be an object \(got a string\)"),
+        (_line("turn/start", {}), r"data\.turn is missing"),
+        (_line("turn/start", {"turn": "2"}), r"data\.turn must be an integer \(got a string\)"),
+        (_line("turn/start", {"turn": True}), r"data\.turn must be an integer \(got a boolean\)"),
+        (_line("step/start", {"turn": 1, "step": None}), r"data\.step must be an integer \(got null\)"),
+        (_line("turn/end", {"turn": 1, "reason": "done"}), r"data\.reason must be an object"),
+        (_line("user/message", {"role": "user", "content": "hi"}), r"data\.content must be an array"),
+        (
+            _line("user/message", {"content": [{"type": 7, "text": "x"}]}),
+            r"data\.content\[0\]\.type must be a string",
+        ),
+        (_line("user/message", {"content": [1]}), r"data\.content\[0\] must be an object"),
+        (
+            _line(
+                "assistant/message",
+                {"turn": 1, "step": 1, "message": {"content": [{"type": "text", "text": 3}]}},
+            ),
+            r"data\.message\.content\[0\]\.text must be a string",
+        ),
+        (
+            _line("assistant/message", {"turn": 1, "step": 1, "stream": {"chunks": [{"type": 3}]}}),
+            r"data\.stream\.chunks\[0\]\.type must be a string",
+        ),
+        (
+            _line(
+                "assistant/message",
+                {"turn": 1, "step": 1, "stream": {"chunks": [{"type": "text-delta", "index": 0}]}},
+            ),
+            r"data\.stream\.chunks\[0\]\.text is missing",
+        ),
+        (
+            _line("assistant/message", {"turn": 1, "step": 1, "stream": {"chunks": [{"type": "nope"}]}}),
+            r"data\.stream\.chunks\[0\]\.type 'nope' is not a stream chunk type",
+        ),
+        (
+            _line("tool/call", {"turn": 1, "step": 1, "callId": ["c"], "name": "bash"}),
+            r"data\.callId must be a string",
+        ),
+        (
+            _line("tool/result", {"turn": 1, "step": 1, "message": {"content": []}}),
+            r"data\.message\.content is empty",
+        ),
+        (
+            _line(
+                "tool/result",
+                {"turn": 1, "step": 1, "message": {"content": [{"type": "tool-result", "toolCallId": {}}]}},
+            ),
+            r"toolCallId must be a string",
+        ),
+        (
+            _line(
+                "assistant/chunk",
+                {"turn": 1, "step": [1], "chunk": {"type": "finish", "reason": {"kind": "stop"}}},
+            ),
+            r"data\.step must be an integer",
+        ),
+        (
+            _line(
+                "assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": 1}}}
+            ),
+            r"data\.chunk\.reason\.kind must be a string",
+        ),
+        (_line("session/title", 5), r"data must be an object"),
+        (_line("turn/start", {"turn": 1, "x": _nested(65)}), r"data is nested deeper than 64 levels"),
+        (_line("future/x", _nested(70), ignorable=True), r"data is nested deeper than 64 levels"),
+        (
+            _line("turn/start", {"turn": 1}, surfaceOp=_nested(70)),
+            r"surfaceOp is nested deeper than 64 levels",
+        ),
+    ],
+)
+def test_malformed_event_data_is_refused_with_path_and_line(line: bytes, problem: str) -> None:
+    with pytest.raises(CorruptLogError, match=rf"^c\.jsonl, line 2: .*{problem}") as info:
+        decode_log(log_bytes([]) + line, "c.jsonl")
+    assert isinstance(info.value.__cause__, EventShapeError)
+    assert "\n" not in str(info.value)
+
+
+def test_nesting_up_to_the_limit_is_kept() -> None:
+    events = [Event("turn/start", 0, 0, {"turn": 1, "x": _nested(62)})]
+    assert decode_log(log_bytes(events), "deep.jsonl").events == events
+
+
+def test_the_recorded_header_tools_may_be_a_string() -> None:
+    """The original writes ``request/header.header.tools`` as a string (a digest) in some logs."""
+    data = {"header": {"system": "s", "tools": "sha:abc", "config": {}}, "reason": "initial"}
+    events = [Event("request/header", 0, 0, data)]
+    assert decode_log(log_bytes(events), "h.jsonl").events == events
+
+
+V0_HEADER = {"type": "session", "version": 0, "id": "s0", "createdAt": 5, "cwd": "/w", "delegationDepth": 0}
+
+
+def v0_log(*records: Any) -> bytes:
+    return b"\n".join(orjson.dumps(r) for r in [V0_HEADER, *records]) + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"type": ["text-chunks"], "seq": 0, "time": 0, "data": {}}, "'type' must be a non-empty string"),
+        ({"type": {"a": 1}, "seq0": 0, "time0": 0, "data": {}}, "unknown envelope key"),
+        ({"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": "x"}}, r"data\.turn must be an int"),
+        ({"type": "approval/policy", "seq": 0, "time": 0, "data": [1]}, "data must be an object"),
+        (
+            {"type": "text-chunks", "seq0": 0, "time0": 0,
+             "data": {"turn": 1.5, "step": 1, "index": 0, "dt": [], "texts": ["a"]}},
+            "must be integers",
+        ),
+        (
+            {"type": "assistant/chunk", "seq": 0, "time": 0,
+             "data": {"turn": 1, "step": 1, "chunk": {"type": "block-end", "index": 0, "block": []}}},
+            r"data\.chunk\.block must be an object",
+        ),
+    ],
+)  # fmt: skip
+def test_malformed_version_0_records_are_refused_with_path_and_line(record: Any, problem: str) -> None:
+    with pytest.raises(CorruptLogError, match=rf"^v0\.jsonl, line 2: .*{problem}"):
+        decode_log(v0_log(record), "v0.jsonl")
+
+
+def test_sampled_mutated_logs_fail_with_one_line_and_no_traceback() -> None:
+    """A sample of ``bench/mutated_logs.py`` (which runs 3,000): inspect, import, show, export."""
+    outcomes, _ = mutated_logs.run(count=150, seed=7, jobs=1, resume=False)
+    summary = mutated_logs.summarize(outcomes)
+    assert summary["bad"] == []
+    verdicts = summary["verdicts"]
+    assert verdicts[("sessions import", "error")] > 50 and verdicts[("sessions import", "ok")] > 20

@@ -122,7 +122,9 @@ def test_malformed_packed_rows_are_errors(row: dict[str, Any]) -> None:
 
 
 def test_a_malformed_row_in_a_file_names_the_line() -> None:
-    data = v0_bytes([{"type": "turn/start", "seq": 0, "time": 0, "data": {}}, _row(seq0=1, data={"dt": [1]})])
+    data = v0_bytes(
+        [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}, _row(seq0=1, data={"dt": [1]})]
+    )
     with pytest.raises(CorruptLogError, match=r"s0\.jsonl, line 3: .*dt"):
         decode_log(data, "s0.jsonl")
 

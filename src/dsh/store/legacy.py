@@ -4,7 +4,8 @@ Version-0 logs (written by the original harness) are read, never written. Their 
 carries an optional numeric ``seedLength``; model calls are ``assistant/chunk`` events,
 runs of which may be stored as one packed row (``text-chunks``, ``reasoning-chunks``,
 ``tool-call-chunks``) that expands to consecutive chunk events. Every other event is kept
-opaque (type, data, surfaceOp, sourceEventSeqs exactly as recorded).
+opaque (type, data, surfaceOp, sourceEventSeqs exactly as recorded), once its data has the
+shape its readers need (:func:`dsh.store.codec.check_event_shape`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Final
 from dsh.errors import InvalidEventError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader, decode_cut, event_from_wire, header_from_wire
 from dsh.events.vocabulary import ASSISTANT_CHUNK, KNOWN_TYPES, SESSION_END_SEED
+from dsh.store.codec import check_event_shape
 
 MAX_SAFE: Final = 2**53 - 1
 """Largest integer the original (JavaScript) writes exactly."""
@@ -34,10 +36,6 @@ _TOOL_KEYS_NAMED: Final = _TOOL_KEYS | {"name"}
 
 def _is_safe_int(value: object) -> bool:
     return type(value) is int and -MAX_SAFE <= value <= MAX_SAFE
-
-
-def _is_number(value: object) -> bool:
-    return type(value) is int or type(value) is float
 
 
 def expand_packed_row(row: dict[str, Any], where: str) -> list[Event]:
@@ -69,8 +67,8 @@ def expand_packed_row(row: dict[str, Any], where: str) -> list[Event]:
     elif keys != _TEXT_KEYS:
         raise InvalidEventError(f"{where}: {tag} data keys must be exactly {sorted(_TEXT_KEYS)}")
     turn, step, index, dt = data["turn"], data["step"], data["index"], data["dt"]
-    if not (_is_number(turn) and _is_number(step) and _is_number(index)):
-        raise InvalidEventError(f"{where}: packed row 'turn', 'step' and 'index' must be numbers")
+    if not (_is_safe_int(turn) and _is_safe_int(step) and _is_safe_int(index)):
+        raise InvalidEventError(f"{where}: packed row 'turn', 'step' and 'index' must be integers")
     members = data["args"] if is_tool else data["texts"]
     if not isinstance(members, list) or not members or not all(type(m) is str for m in members):
         raise InvalidEventError(f"{where}: packed row members must be a non-empty list of strings")
@@ -111,14 +109,17 @@ def expand_packed_row(row: dict[str, Any], where: str) -> list[Event]:
 
 def decode_row_v0(obj: object, where: str) -> list[Event]:
     """Decode one version-0 body line: a packed row, or one event kept opaque."""
-    if isinstance(obj, dict) and obj.get("type") in PACKED_DELTA_TYPES and "seq" not in obj:
-        return expand_packed_row(obj, where)
+    if isinstance(obj, dict):
+        tag = obj.get("type")
+        if type(tag) is str and tag in PACKED_DELTA_TYPES and "seq" not in obj:
+            return expand_packed_row(obj, where)
     event = event_from_wire(obj, where)
     if event.type not in KNOWN_TYPES and not event.ignorable:
         raise UnsupportedFormatError(
             f"{where}: unknown event type {event.type!r} that is not ignorable "
             "(a newer version-0 writer? dsh cannot read it)"
         )
+    check_event_shape(event, where)
     return [event]
 
 
