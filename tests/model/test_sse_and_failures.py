@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import email.utils
+import itertools
+import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dsh.model.failures import (
     classify_status,
@@ -139,3 +143,36 @@ def test_scrub() -> None:
     long = "sk-1" + "x" * 1000
     out = scrub(long, ["sk-1"], limit=50)
     assert len(out) == 50 and out.startswith("***") and out.endswith("…")
+
+
+def test_a_huge_event_in_small_reads_is_scanned_once() -> None:
+    """1 MB in 256-byte reads: linear scanning takes milliseconds, rescanning the buffer on every
+    read (quadratic) takes many seconds. The bound is 100x above the linear figure."""
+    payload = b"data: " + b"x" * 1_000_000 + b"\r\n\r\ndata: [DONE]\n\n"
+    decoder = SseDecoder()
+    events: list[SseEvent] = []
+    start = time.process_time()
+    for i in range(0, len(payload), 256):
+        events += decoder.feed(payload[i : i + 256])
+    elapsed = time.process_time() - start
+    assert events == [SseEvent("x" * 1_000_000), SseEvent("[DONE]")]
+    assert elapsed < 1.5, f"decoding took {elapsed:.2f}s of CPU"
+
+
+def test_a_cr_split_at_the_end_of_every_read_is_one_line_break() -> None:
+    decoder = SseDecoder()
+    events: list[SseEvent] = []
+    for piece in (b"data: a", b"\r", b"\n", b"data: b\r", b"\ndata: c\r", b"\r", b"\r\n"):
+        events += decoder.feed(piece)
+    assert events == [SseEvent("a\nb\nc")]
+    assert decoder.close() == []
+
+
+@given(st.lists(st.integers(0, len(STREAM)), max_size=12))
+def test_any_read_boundaries_give_the_same_events(cuts: list[int]) -> None:
+    decoder = SseDecoder()
+    events: list[SseEvent] = []
+    bounds = [0, *sorted(cuts), len(STREAM)]
+    for a, b in itertools.pairwise(bounds):
+        events += decoder.feed(STREAM[a:b])
+    assert [*events, *decoder.close()] == EXPECTED

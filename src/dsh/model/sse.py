@@ -6,14 +6,15 @@ when a ``\\r\\n`` pair is split across reads), a blank line dispatches the event
 lines (``: keep-alive``) and ``id``/``retry`` fields never become events. Leniency: an event
 still pending when the body ends is dispatched (a final ``data: [DONE]`` without its blank
 line still counts).
+
+Each byte is scanned for a line break once: a read only searches the bytes it added (so a
+20 MB event arriving in 16 KiB reads costs linear time, not a rescan of the whole buffer
+per read).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-
-_EOL = re.compile(rb"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,29 +31,46 @@ class SseDecoder:
     Raises ``UnicodeDecodeError`` (a ``ValueError``) for a line that is not UTF-8.
     """
 
-    __slots__ = ("_buffer", "_data", "_event", "comments")
+    __slots__ = ("_buffer", "_data", "_event", "_scanned", "comments")
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self._scanned = 0
+        """Bytes at the start of ``_buffer`` already known to hold no line break."""
         self._data: list[str] = []
         self._event = ""
         self.comments = 0
         """Comment lines seen (keep-alives)."""
 
     def feed(self, data: bytes) -> list[SseEvent]:
-        self._buffer += data
+        buffer = self._buffer
+        buffer += data
+        end = len(buffer)
         events: list[SseEvent] = []
-        while True:
-            match = _EOL.search(self._buffer)
-            if match is None:
+        start, pos = 0, self._scanned
+        newline = -1  # the next "\n" at or after pos (end: none); -1 until searched
+        while pos < end:
+            if newline < pos:
+                newline = buffer.find(b"\n", pos)
+                if newline < 0:
+                    newline = end
+            cr = buffer.find(b"\r", pos, newline)
+            if cr >= 0:
+                if cr + 1 == end:
+                    pos = cr  # maybe the first half of a "\r\n" split across reads
+                    break
+                line_end, pos = cr, cr + 2 if buffer[cr + 1] == 0x0A else cr + 1
+            elif newline < end:
+                line_end, pos = newline, newline + 1
+            else:
+                pos = end
                 break
-            if match.group() == b"\r" and match.end() == len(self._buffer):
-                break  # maybe the first half of a "\r\n" split across reads
-            line = bytes(self._buffer[: match.start()])
-            del self._buffer[: match.end()]
-            event = self._line(line.decode("utf-8"))
+            event = self._line(buffer[start:line_end].decode("utf-8"))
             if event is not None:
                 events.append(event)
+            start = pos
+        del buffer[:start]
+        self._scanned = pos - start
         return events
 
     def close(self) -> list[SseEvent]:
@@ -61,6 +79,7 @@ class SseDecoder:
         if self._buffer:
             line = bytes(self._buffer).rstrip(b"\r")
             self._buffer.clear()
+            self._scanned = 0
             event = self._line(line.decode("utf-8"))
             if event is not None:
                 events.append(event)
