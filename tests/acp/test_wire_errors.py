@@ -56,6 +56,7 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
     cwd = tmp_path / "work"
     cwd.mkdir()
     args = server_args(replay=scenario, store=f"sqlite:{tmp_path / 's.db'}", log=tmp_path / "log")
+    args += ["--drift", "warn"]  # the prompts deliberately differ from the recording's
     async with RawServer(args, stderr_path=tmp_path / "stderr") as server:
         # Not JSON, not an object, not a request: answered with id null.
         await server.send_raw(b"{this is not json\n")
