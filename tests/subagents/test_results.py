@@ -89,3 +89,17 @@ async def test_the_recorded_foreground_results(upstream: Path) -> None:
         (result,) = [e for e in events if e["type"] == "tool/result"]
         assert _text(result["data"]) == (text, False)
         assert "error" not in result["data"]
+
+
+def test_schemas_have_the_originals_shape(upstream: Path) -> None:
+    recorded = json.loads((upstream / "text-turn" / "tool-schemas.expected.json").read_text())["initial"]
+    original = {t["name"]: t["parameters"] for t in recorded}
+    ours = {s["name"]: s["parameters"] for s in standard_tools().specs()}
+    for name in ["subagent", "subagent_fork"]:
+        theirs, mine = original[name], ours[name]
+        assert list(mine) == list(theirs) == ["type", "properties", "required"]
+        assert mine["required"] == theirs["required"]
+        assert {k: v["type"] for k, v in mine["properties"].items()} == {
+            k: v["type"] for k, v in theirs["properties"].items()
+        }
+        assert mine["properties"] != theirs["properties"], "descriptions are our own"

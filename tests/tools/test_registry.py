@@ -149,6 +149,8 @@ def test_builtins_match_the_original_schemas(upstream: Path) -> None:
         assert set(mine["properties"]) <= set(theirs["properties"]), name
         for arg, schema in mine["properties"].items():
             assert schema["type"] == theirs["properties"][arg]["type"], f"{name}.{arg}"
+        assert list(mine["properties"]) == [a for a in theirs["properties"] if a in mine["properties"]]
+        assert list(mine) == list(theirs), "the same top-level shape"
         assert mine["properties"] != theirs["properties"], "descriptions are our own"
     # every argument the original has and we dropped is tied to a feature we do not have
     dropped = {(n, a) for n in ["read", "write", "edit", "bash"] for a in original[n]["properties"]} - {
