@@ -6,7 +6,9 @@ error without data. :class:`LineTransport` is a message-level transport for the 
 connection that instead answers such lines itself (``-32700`` parse error, ``-32600``
 invalid request, ``id: null``) and keeps serving, omits a null ``data``, serializes
 writes so frames never interleave, and never lets a write to a vanished client crash the
-server. :func:`protected_stdio` moves the real stdout aside for the protocol and points
+server. A line nested deeper than :data:`MAX_DEPTH` (``[[[[...``) is a parse error too: it
+would exhaust the recursion of the JSON parser, the SDK's validation or our own encoder.
+:func:`protected_stdio` moves the real stdout aside for the protocol and points
 fds 1 and 2 at the log (or ``/dev/null``), so nothing but protocol frames reaches stdout
 and nothing can block on an unread stderr pipe.
 """
@@ -32,6 +34,11 @@ STREAM_LIMIT = 50 * 1024 * 1024
 
 PARSE_ERROR = {"code": -32700, "message": "Parse error"}
 INVALID_REQUEST = {"code": -32600, "message": "Invalid Request"}
+
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects a frame may have (the frame itself is level 1)."""
+
+TOO_DEEP = {**PARSE_ERROR, "data": f"the JSON is nested deeper than {MAX_DEPTH} levels"}
 
 _ID_TYPES = (str, int, float, type(None))
 
@@ -76,6 +83,42 @@ class FileSink:
 
 def _error_frame(error: dict[str, Any], request_id: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": dict(error)}
+
+
+class _TooDeepError(ValueError):
+    """A line nested deeper than :data:`MAX_DEPTH`."""
+
+
+def parse_line(line: bytes) -> Any:
+    """Decode one frame; ``ValueError`` for a line that is not JSON or nests too deep.
+
+    The stdlib parser recurses per level, so a line of brackets raises ``RecursionError``
+    before it finds the JSON invalid; that, and any depth beyond :data:`MAX_DEPTH`, is
+    :class:`_TooDeepError`. Counting brackets (in C) proves most lines shallow without a walk.
+    """
+    try:
+        message = json.loads(line)
+    except RecursionError:
+        raise _TooDeepError(line[:200]) from None
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _deeper_than(message, MAX_DEPTH):
+        raise _TooDeepError(line[:200])
+    return message
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [
+            item
+            for container in level
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, dict | list)
+        ]
+    return False
 
 
 def check_message(message: Any) -> dict[str, Any] | None:
@@ -134,7 +177,13 @@ class LineTransport:
             if not line:
                 continue
             try:
-                message = json.loads(line)
+                message = parse_line(line)
+            except _TooDeepError:
+                log.warning(
+                    "answered a line nested deeper than %d levels with a parse error: %.200r", MAX_DEPTH, line
+                )
+                await self.send(_error_frame(TOO_DEEP))
+                continue
             except ValueError:
                 log.warning("answered a line that is not JSON with a parse error: %.200r", line)
                 await self.send(_error_frame(PARSE_ERROR))
