@@ -18,6 +18,7 @@ A difference is tolerated only by a declared rule (:class:`Tolerances`: ``scrub`
 from __future__ import annotations
 
 import difflib
+import operator
 import os
 import re
 from collections.abc import Sequence
@@ -160,6 +161,8 @@ class SessionCheck:
         self._recorded_headers: dict[int, dict[str, str]] = {}
         self._live_header: tuple[object, tuple[object, ...], dict[str, str]] | None = None
         self._accepted: set[tuple[str, str, str]] = set()
+        self._matched: tuple[list[Message], int] = ([], 0)
+        """(live messages, recorded views) found equal at the last call."""
         views = ViewBuilder(Normalizer()).views(derived.messages)
         kept = [i for i, v in enumerate(views) if self._keep(v)]
         self._recorded = [views[i] for i in kept]
@@ -187,8 +190,23 @@ class SessionCheck:
     # -- history ------------------------------------------------------------------------
 
     def _history(self, k: int, request: ModelRequest) -> Divergence | None:
-        recorded = self._recorded[: self._index[self._calls[k].history]]
+        """Compare the history; the part already found equal at the previous call (the same
+        message objects, in order) is not compared again."""
+        end = self._index[self._calls[k].history]
         live_raw = list(request.messages)
+        seen, matched = self._matched
+        if seen and len(live_raw) >= len(seen) and all(map(operator.is_, seen, live_raw)):
+            fresh = [v for v in self._live.views(live_raw[len(seen) :]) if self._keep(v)]
+            if end >= matched and fresh == self._recorded[matched:end]:
+                self._matched = (live_raw, end)
+                return None
+        found = self._full_history(k, end, live_raw)
+        if found is None or found.tolerated_by is not None:
+            self._matched = (live_raw, end)
+        return found
+
+    def _full_history(self, k: int, end: int, live_raw: list[Message]) -> Divergence | None:
+        recorded = self._recorded[:end]
         live_all = self._live.views(live_raw)
         if not self._v0 and live_all == recorded:
             return None

@@ -29,7 +29,7 @@ ViewKind = Literal["user", "assistant", "tool-result", "injected"]
 
 _HEX = "[0-9a-fA-F]"
 _UUID = re.compile(rf"\{{\{{sessionId\}}\}}|{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}")
-_SPILL = re.compile(r"[^\s\"'<>()]*/session-[0-9a-f]{12}/[0-9a-f]{12}-([A-Za-z0-9_-]+\.txt)")
+_SPILL = re.compile(r"[^\s\"'<>()\\]*/session-[0-9a-f]{12}/[0-9a-f]{12}-([A-Za-z0-9_-]+\.txt)")
 _ASSISTANT_KEYS = ("type", "text", "id", "name", "arguments")
 
 
@@ -84,10 +84,11 @@ def _payload(kind: ViewKind, message: Message) -> Any:
 class Normalizer:
     """Normalizes the strings of one side of one session (ids numbered as they appear)."""
 
-    __slots__ = ("_cwd", "_ids", "scrubs")
+    __slots__ = ("_cwd", "_cwd_json", "_ids", "scrubs")
 
     def __init__(self, cwd_spellings: Sequence[str] = (), scrubs: Sequence[tuple[re.Pattern[str], str]] = ()):
         self._cwd = sorted({c for c in cwd_spellings if c and c != "/"}, key=len, reverse=True)
+        self._cwd_json = [jsonx.dumps_sorted(c)[1:-1] for c in self._cwd]
         self._ids: dict[str, str] = {}
         self.scrubs = tuple(scrubs)
 
@@ -117,8 +118,23 @@ class Normalizer:
         return value
 
     def canonical(self, value: Any) -> str:
-        """Normalized ``value`` as compact JSON with sorted keys."""
-        return jsonx.dumps_sorted(self.walk(value))
+        """Normalized ``value`` as compact JSON with sorted keys.
+
+        Without scrubs the built-in rules run once over the JSON text (the cwd in its JSON
+        spelling; spill locators and ids never contain characters JSON escapes); declared
+        scrubs are regexes over the strings themselves, so they walk the value.
+        """
+        if self.scrubs:
+            return jsonx.dumps_sorted(self.walk(value))
+        text = jsonx.dumps_sorted(value)
+        for spelling in self._cwd_json:
+            if spelling in text:
+                text = text.replace(spelling, "{{cwd}}")
+        if "/session-" in text:
+            text = _SPILL.sub(r"{{spillLocator:\1}}", text)
+        if "-" in text or "{{sessionId}}" in text:
+            text = _UUID.sub(self._id, text)
+        return text
 
 
 class ViewBuilder:
