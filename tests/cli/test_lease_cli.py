@@ -178,8 +178,10 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         holder = cli.start(*cli.resume(sid, "hang-1"))
         _wait_for(server, "hang-1")
         waiter = cli.start(*cli.resume(sid, "after-1", "--wait", "30"))
-        time.sleep(1.0)
-        assert waiter.poll() is None, waiter.communicate()
+        assert waiter.stderr is not None
+        waiting = waiter.stderr.readline()  # the waiter is in its polling loop now
+        assert waiting.startswith(f"dsh: warning: session {sid} is busy (held by pid {holder.pid} on ")
+        assert waiting.rstrip().endswith("; waiting up to 30 s for it"), waiting
         assert not any(_last_user(r) == "after-1" for r in server.requests), "the waiter did not wait"
         killed = time.monotonic()
         os.kill(holder.pid, signal.SIGKILL)
@@ -196,11 +198,12 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         holder.communicate(timeout=10)
         killed = time.monotonic()
         fresh = cli.run(*cli.resume(sid, "after-2"))
-        elapsed = time.monotonic() - killed
-        assert fresh.returncode == 0, fresh.stderr
-        assert _wait_for(server, "after-2").started_at - killed < 2.0
+        assert fresh.returncode == 0 and "busy" not in fresh.stderr, fresh.stderr
+        started = _wait_for(server, "after-2").started_at - killed
+        # this one includes starting a Python process (~1 s here), so the bound is looser
+        assert started < 5.0, f"a fresh resume reached the model {started:.2f} s after the SIGKILL"
     print(f"\n[{store.split(':')[0]}] waiting writer after SIGKILL: {took_over * 1000:.0f} ms; "
-          f"fresh resume process: {elapsed:.2f} s end to end")  # fmt: skip
+          f"fresh resume process reached the model after {started:.2f} s")  # fmt: skip
 
     events = cli.events(sid)
     assert _turn_ends(events) == [

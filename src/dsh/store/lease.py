@@ -31,6 +31,7 @@ import orjson
 from dsh.errors import SessionBusyError, StoreError
 from dsh.ids import now_ms
 from dsh.store.base import LeaseHolder, SessionLease
+from dsh.store.notices import report
 
 try:  # POSIX only
     import fcntl as _fcntl
@@ -167,6 +168,7 @@ class LeaseTable(Generic[L]):
             return _Token(self, session_id, me)
 
     async def _poll(self, session_id: str, me: LeaseHolder, deadline: float) -> L:
+        announced = False
         try:
             while True:
                 lock = await self._backend.try_acquire(session_id, me)
@@ -175,6 +177,10 @@ class LeaseTable(Generic[L]):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise busy_error(session_id, await self._backend.holder(session_id))
+                if not announced:  # say once why we wait, and for whom
+                    announced = True
+                    busy = busy_error(session_id, await self._backend.holder(session_id))
+                    report(f"{busy}; waiting up to {remaining:.0f} s for it")
                 await asyncio.sleep(min(POLL_INTERVAL_S, remaining))
         except BaseException:
             await asyncio.shield(self._backend.give_up(session_id))
