@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -15,6 +16,13 @@ from dsh.model.openai_compat import OpenAICompatModel
 from dsh.testing.server import OpenAICompatServer
 
 KEY = "sk-dsh-test-SECRET-0123456789abcdef"
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (connecting to it is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -194,7 +194,7 @@ async def test_connection_refused() -> None:
     async with OpenAICompatModel(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, connect_timeout=2) as m:
         chunks = await collect(m, request())
     got = failure(chunks)
-    assert got["code"] == "CONNECTION"
+    assert got["code"] == "CONNECTION_REFUSED"  # nothing ever answered at this base URL
     assert f"127.0.0.1:{port}" in got["message"]
 
 
@@ -231,7 +231,7 @@ async def test_the_key_never_leaks_from_connection_errors() -> None:
     async with OpenAICompatModel(base_url=f"http://127.0.0.1:{port}/{KEY}/v1", api_key=KEY) as m:
         chunks = await collect(m, request())
         text = _all_text(chunks, m)
-    assert failure(chunks)["code"] == "CONNECTION"
+    assert failure(chunks)["code"] == "CONNECTION_REFUSED"
     assert KEY not in text
 
 

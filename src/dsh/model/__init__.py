@@ -1,5 +1,6 @@
 """Models: the ``Model`` Protocol, the OpenAI-compatible adapter and test doubles."""
 
 from dsh.model.base import Delegation, Model, ModelRequest
+from dsh.model.failures import MAX_RETRY_AFTER, retry_delay
 
-__all__ = ["Delegation", "Model", "ModelRequest"]
+__all__ = ["MAX_RETRY_AFTER", "Delegation", "Model", "ModelRequest", "retry_delay"]

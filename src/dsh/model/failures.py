@@ -2,9 +2,11 @@
 
 The codes are the loop's vocabulary (``dsh.events.chunks``): ``AUTH``, ``RATE_LIMIT``,
 ``QUOTA``, ``CONTEXT_OVERFLOW``, ``BAD_REQUEST``, ``OVERLOADED``, ``SERVER``, ``HTTP_<status>``,
-``CONNECTION``, ``TIMEOUT``, ``MALFORMED_RESPONSE``, ``STREAM_CLOSED``, ``EMPTY_RESPONSE``.
-Messages are one line, carry no secret (:func:`scrub`), and end with machine-readable
-hints such as ``[retry-after-ms=2000]`` (:func:`retry_after_ms` reads it back).
+``CONNECTION``, ``CONNECTION_REFUSED``, ``TIMEOUT``, ``MALFORMED_RESPONSE``, ``STREAM_CLOSED``,
+``EMPTY_RESPONSE``. Messages are one line, carry no secret (:func:`scrub`), and end with
+machine-readable hints such as ``[retry-after-ms=2000]`` (:func:`retry_after_ms` reads it
+back; :func:`retry_delay` turns it into the wait before the retry, at most
+:data:`MAX_RETRY_AFTER`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ _OVERLOAD = re.compile(r"overload|capacity|unavailable|busy", re.IGNORECASE)
 _RETRY_HINT = re.compile(r"\[retry-after-ms=(\d+)\]")
 
 MAX_MESSAGE = 400
+
+MAX_RETRY_AFTER = 60.0
+"""The longest (seconds) a provider's ``Retry-After`` may make a retry wait: a longer hint
+(a day, for an exhausted quota) is capped to it, so a retry loop always ends in bounded time."""
 
 HINTS = {
     "AUTH": "check the API key",
@@ -121,6 +127,21 @@ def retry_after_ms(message: str) -> int | None:
     """Read back the ``[retry-after-ms=N]`` hint a failure message carries, if any."""
     match = _RETRY_HINT.search(message)
     return int(match.group(1)) if match else None
+
+
+def retry_delay(message: str, backoff: float, *, cap: float = MAX_RETRY_AFTER) -> float:
+    """Seconds to wait before retrying the failure ``message``: its Retry-After hint, else ``backoff``.
+
+    The hint (``[retry-after-ms=N]``, from ``Retry-After`` or ``retry-after-ms``) replaces the
+    policy's exponential ``backoff``, capped at ``cap``. A policy without delays (``backoff``
+    of 0, as replay uses) stays instant: recorded hints are not waited for again.
+    """
+    if backoff <= 0:
+        return 0.0
+    hint = retry_after_ms(message)
+    if hint is None:
+        return backoff
+    return min(hint / 1000, cap)
 
 
 def scrub(text: str, secrets: Iterable[str], limit: int = MAX_MESSAGE) -> str:

@@ -5,16 +5,17 @@ the response body is read as raw SSE (see ``docs/decisions/2026-11-30-openai-raw
 so a stream that ends without ``[DONE]`` is caught instead of taken as the answer. This is
 the one place ``openai``/``httpx2`` exceptions are mapped: every provider failure ends the
 stream with an error ``finish`` (partial chunks before it are kept); only cancellation and
-programming errors propagate. The API key never appears in a chunk, a message or ``repr``.
+programming errors propagate. The API key never appears in a chunk, a message or ``repr``,
+nor does a password in the base URL (``https://user:pass@host`` is shown ``user:***@host``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import httpx2
 import openai
@@ -34,9 +35,12 @@ from dsh.model.failures import (
     status_message,
 )
 from dsh.model.openai_wire import StreamTranslator, request_body
+from dsh.model.settings import redact_url, url_password
 from dsh.model.sse import SseDecoder
 
 _STREAM_HEADERS = {"Accept": "text/event-stream"}
+
+T = TypeVar("T")
 
 
 class OpenAICompatModel:
@@ -44,12 +48,31 @@ class OpenAICompatModel:
 
     ``idle_timeout`` bounds the wait for response headers and for every read of the body
     (no bytes for that long: ``TIMEOUT``); the consumer's own processing time does not
-    count. One ``stream`` call makes exactly one HTTP attempt (SDK retries are off).
-    Close it with ``aclose()`` or ``async with``; a passed ``http_client`` stays the
-    caller's to close.
+    count. ``total_timeout`` bounds the whole call, from sending the request to the last
+    byte, consumer time included (``TIMEOUT`` too): keep-alive comments or a trickle of
+    deltas cannot hold a call forever. The default (10 minutes) leaves room for reasoning
+    models that think for minutes before and while they answer.
+
+    One ``stream`` call makes exactly one HTTP attempt (SDK retries are off). A refused
+    connection before this model ever reached the provider is ``CONNECTION_REFUSED``, which
+    the loop does not retry (nothing listens at the base URL: a configuration error, not a
+    transient fault); once a call has reached it, a refusal is a restart in progress:
+    ``CONNECTION``, retried. Close it with ``aclose()`` or ``async with``; a passed
+    ``http_client`` stays the caller's to close.
     """
 
-    __slots__ = ("_base_url", "_client", "_default_model", "_extra_body", "_idle", "_owns_http", "_provider")
+    __slots__ = (
+        "_base_url",
+        "_client",
+        "_default_model",
+        "_extra_body",
+        "_idle",
+        "_owns_http",
+        "_password",
+        "_provider",
+        "_reached",
+        "_total",
+    )
 
     def __init__(
         self,
@@ -59,18 +82,27 @@ class OpenAICompatModel:
         provider: str = "deepseek",
         default_model: str | None = None,
         idle_timeout: float = 300.0,
+        total_timeout: float = 600.0,
         connect_timeout: float = 10.0,
         http_client: httpx2.AsyncClient | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         if not api_key:
             raise MissingCredentialError(
-                f"no API key for provider {provider!r}: set DEEPSEEK_API_KEY (or DSH_API_KEY for {base_url})"
+                f"no API key for provider {provider!r}: set DEEPSEEK_API_KEY "
+                f"(or DSH_API_KEY for {redact_url(base_url)})"
+            )
+        if not total_timeout > 0 or not idle_timeout > 0:
+            raise ValueError(
+                f"idle_timeout and total_timeout must be positive: {idle_timeout}, {total_timeout}"
             )
         self._provider = provider
-        self._base_url = scrub(base_url, [api_key], limit=2000)
+        self._base_url = redact_url(scrub(base_url, [api_key], limit=2000))
+        self._password = url_password(base_url)
         self._default_model = default_model
         self._idle = idle_timeout
+        self._total = total_timeout
+        self._reached = False
         self._extra_body = dict(extra_body or {})
         self._owns_http = http_client is None
         self._client = openai.AsyncOpenAI(
@@ -84,6 +116,14 @@ class OpenAICompatModel:
     @property
     def provider(self) -> str:
         return self._provider
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle
+
+    @property
+    def total_timeout(self) -> float:
+        return self._total
 
     def __repr__(self) -> str:
         return (
@@ -104,9 +144,16 @@ class OpenAICompatModel:
     ) -> None:
         await self.aclose()
 
-    def _secrets(self) -> list[str]:
+    def _scrub(self, text: str, limit: int = MAX_MESSAGE) -> str:
+        """``text`` on one line without the API key or the base URL's password."""
         key = self._client.api_key
-        return [key] if isinstance(key, str) and key else []
+        secrets = [key] if isinstance(key, str) and key else []
+        password = self._password
+        if password:
+            text = text.replace(f":{password}@", ":***@")
+            if len(password) >= 4:  # a shorter one would mask ordinary words; it is masked in URLs
+                secrets.append(password)
+        return scrub(text, secrets, limit)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         """One Chat Completions call as harness chunks, always ending in exactly one ``finish``."""
@@ -114,61 +161,70 @@ class OpenAICompatModel:
         if not model:
             yield ck.error_finish("BAD_REQUEST", "no model name: set the request's model or default_model")
             return
+        deadline = asyncio.get_running_loop().time() + self._total
         try:
-            async with contextlib.aclosing(self._stream(request, model)) as chunks:
+            async with contextlib.aclosing(self._stream(request, model, deadline)) as chunks:
                 async for chunk in chunks:
                     yield chunk
         except ModelError as exc:
-            yield ck.error_finish(exc.code, scrub(exc.failure_message, self._secrets()))
+            yield ck.error_finish(exc.code, self._scrub(exc.failure_message))
         except openai.APIStatusError as exc:
+            self._reached = True
             yield self._status_failure(exc)
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
             yield self._failure("TIMEOUT", f"the request to the provider timed out ({type(exc).__name__})")
         except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            yield self._failure("CONNECTION", f"cannot reach {self._base_url}: {cause}")
+            yield self._connection_failure(exc)
         except httpx2.TransportError as exc:
             yield self._failure("CONNECTION", f"the connection to the provider failed mid-stream: {exc}")
         except openai.OpenAIError as exc:
             yield self._failure("UNKNOWN", f"the OpenAI client failed: {exc}")
 
-    async def _stream(self, request: ModelRequest, model: str) -> AsyncGenerator[Chunk, None]:
+    async def _stream(
+        self, request: ModelRequest, model: str, deadline: float
+    ) -> AsyncGenerator[Chunk, None]:
         body = request_body(request, model, self._extra_body)
         messages = body.pop("messages")
         body.pop("model")
         body.pop("stream")
         translator = StreamTranslator()
-        async with self._client.chat.completions.with_streaming_response.create(
+        call = self._client.chat.completions.with_streaming_response.create(
             model=model, messages=messages, stream=True, extra_body=body, extra_headers=_STREAM_HEADERS
-        ) as response:
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await stack.enter_async_context(call)
+            except TimeoutError as exc:
+                raise self._deadline_error() from exc
+            self._reached = True
             content_type = response.headers.get("content-type", "")
             if "json" in content_type:
-                async with asyncio.timeout(self._idle):
-                    raw = await response.read()
+                raw = await self._within(response.read(), deadline)
                 raise _json_instead_of_stream(raw)
             decoder = SseDecoder()
-            async with contextlib.aclosing(response.http_response.aiter_bytes()) as reads:
-                done = False
-                while not done:
-                    data = await self._next_read(reads)
-                    try:
-                        events = decoder.feed(data) if data is not None else decoder.close()
-                    except UnicodeDecodeError as exc:
-                        raise ModelError("MALFORMED_RESPONSE", f"the stream is not UTF-8: {exc}") from exc
-                    for event in events:
-                        if event.data.strip() == "[DONE]":
-                            done = True
-                            break
-                        try:
-                            payload = loads(event.data)
-                        except JSONDecodeError as exc:
-                            raise ModelError(
-                                "MALFORMED_RESPONSE", f"the provider sent a data line that is not JSON: {exc}"
-                            ) from exc
-                        for chunk in translator.feed(payload):
-                            yield chunk
-                    if data is None:
+            reads = await stack.enter_async_context(contextlib.aclosing(response.http_response.aiter_bytes()))
+            done = False
+            while not done:
+                data = await self._within(anext(reads, None), deadline)
+                try:
+                    events = decoder.feed(data) if data is not None else decoder.close()
+                except UnicodeDecodeError as exc:
+                    raise ModelError("MALFORMED_RESPONSE", f"the stream is not UTF-8: {exc}") from exc
+                for event in events:
+                    if event.data.strip() == "[DONE]":
+                        done = True
                         break
+                    try:
+                        payload = loads(event.data)
+                    except JSONDecodeError as exc:
+                        raise ModelError(
+                            "MALFORMED_RESPONSE", f"the provider sent a data line that is not JSON: {exc}"
+                        ) from exc
+                    for chunk in translator.feed(payload):
+                        yield chunk
+                if data is None:
+                    break
             if not done:
                 raise ModelError(
                     "STREAM_CLOSED",
@@ -177,19 +233,42 @@ class OpenAICompatModel:
         for chunk in translator.end():
             yield chunk
 
-    async def _next_read(self, reads: AsyncIterator[bytes]) -> bytes | None:
+    async def _within(self, read: Awaitable[T], deadline: float) -> T:
+        """Await one read of the body: at most ``idle_timeout``, and never past ``deadline``."""
+        loop = asyncio.get_running_loop()
+        idle_end = loop.time() + self._idle
         try:
-            async with asyncio.timeout(self._idle):
-                return await anext(reads, None)
+            async with asyncio.timeout_at(min(idle_end, deadline)):
+                return await read
         except TimeoutError as exc:
+            if deadline <= idle_end:
+                raise self._deadline_error() from exc
             raise ModelError("TIMEOUT", f"no bytes from the provider for {self._idle:g}s") from exc
 
+    def _deadline_error(self) -> ModelError:
+        return ModelError(
+            "TIMEOUT",
+            f"the model call did not finish within its overall deadline of {self._total:g}s (total_timeout)",
+        )
+
+    def _connection_failure(self, exc: openai.APIConnectionError) -> Chunk:
+        cause = exc.__cause__ or exc
+        if _refused(exc):
+            if not self._reached:
+                return self._failure(
+                    "CONNECTION_REFUSED",
+                    f"cannot reach {self._base_url}: connection refused "
+                    "(nothing listens there: check the base URL and that the server is running)",
+                )
+            return self._failure("CONNECTION", f"cannot reach {self._base_url}: connection refused ({cause})")
+        return self._failure("CONNECTION", f"cannot reach {self._base_url}: {cause}")
+
     def _failure(self, code: str, message: str) -> Chunk:
-        return ck.error_finish(code, scrub(message, self._secrets(), limit=MAX_MESSAGE + 200))
+        return ck.error_finish(code, self._scrub(message, limit=MAX_MESSAGE + 200))
 
     def _status_failure(self, exc: openai.APIStatusError) -> Chunk:
         status = exc.status_code
-        text = scrub(error_text(exc.body) or exc.message, self._secrets())
+        text = self._scrub(error_text(exc.body) or exc.message)
         code = classify_status(status, text)
         headers = exc.response.headers
         request_id = headers.get("x-request-id") or headers.get("x-deepseek-request-id")
@@ -197,6 +276,18 @@ class OpenAICompatModel:
             status, code, text, retry_ms=parse_retry_after(headers), request_id=request_id
         )
         return self._failure(code, message)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error was caused by a refused TCP connect (ECONNREFUSED)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _json_instead_of_stream(raw: bytes) -> ModelError:

@@ -1,8 +1,14 @@
-"""Which OpenAI-compatible provider to talk to: flags first, then the environment."""
+"""Which OpenAI-compatible provider to talk to: flags first, then the environment.
+
+A base URL may carry credentials (``https://user:pass@gateway/v1``): :func:`redact_url` is
+how it is shown, so the password never reaches a ``repr``, an error or a log.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -12,13 +18,46 @@ DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
 
 
-@dataclass(frozen=True, slots=True)
+_USERINFO = re.compile(r"://[^/?#]*@")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its userinfo replaced by ``***`` (``https://user:***@host``).
+
+    The user name, host, path and query are kept; a URL too malformed to parse has its
+    whole userinfo masked.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return _USERINFO.sub("://***@", url)
+    if password is None:
+        return url
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def url_password(url: str) -> str | None:
+    """The password in ``url``'s userinfo, if any (to scrub it from provider wording)."""
+    try:
+        return urllib.parse.urlsplit(url).password
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class ProviderSettings:
-    """Base URL, key and model of a live provider. ``repr`` never shows the key."""
+    """Base URL, key and model of a live provider. ``repr`` never shows the key, and shows the
+    base URL with its password masked (:func:`redact_url`); ``base_url`` keeps the real one."""
 
     base_url: str
     model: str
     api_key: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"ProviderSettings(base_url={redact_url(self.base_url)!r}, model={self.model!r})"
 
 
 def resolve_provider(

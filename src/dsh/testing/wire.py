@@ -11,6 +11,7 @@ the wire variants real providers differ in (:class:`WireStyle`), plus faults
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -129,6 +130,10 @@ class Faults:
     """... for this long (``None``: until the client closes)."""
     omit_done: bool = False
     """End the body cleanly without the ``data: [DONE]`` sentinel."""
+    keepalive_for: float | None = None
+    """Before the first event, send only ``: keep-alive`` comments for this many seconds ..."""
+    keepalive_every: float = 0.1
+    """... one every this many seconds (bytes keep arriving, the answer does not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +287,10 @@ def raw_stream(
     steps: list[Step] = []
     if gate is not None:
         steps.append(AwaitInFlight(gate))
+    if faults.keepalive_for is not None:
+        beats = max(1, math.ceil(faults.keepalive_for / faults.keepalive_every))
+        for _ in range(beats):
+            steps += [Write(f": keep-alive{eol}{eol}".encode()), Pause(faults.keepalive_every)]
     for number, payload in enumerate(payloads):
         if faults.drop_after is not None and number == faults.drop_after:
             steps.append(Drop())
