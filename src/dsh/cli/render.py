@@ -1,4 +1,8 @@
-"""The live view of ``dsh run``: streamed text, tool calls, delegations, usage."""
+"""The live view of ``dsh run``: streamed text, tool calls, delegations, usage.
+
+What the model and the tools produce is untrusted: every label, name, id and message goes
+through :func:`~dsh.cli.tables.terminal_safe` (streamed text keeps its newlines and tabs).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
+from dsh.cli.tables import terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import joined_text
@@ -21,8 +26,13 @@ from dsh.events.vocabulary import (
 
 
 def _short(text: str, limit: int = 120) -> str:
-    line = " ".join(text.split())
+    line = terminal_safe(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _safe(value: object) -> str:
+    """A one-line field for markup: controls escaped, then Rich markup escaped."""
+    return escape(terminal_safe(str(value)))
 
 
 @dataclass(slots=True)
@@ -56,7 +66,7 @@ class LiveView:
         child = self._children.get(session_id)
         if child is None:
             return ""
-        return "  " * child.depth + f"[cyan]\\[{escape(child.label)}][/cyan] "
+        return "  " * child.depth + f"[cyan]\\[{_safe(child.label)}][/cyan] "
 
     def chunk(self, session_id: str, chunk: Chunk) -> None:
         if self.root is None and session_id not in self._children:
@@ -68,13 +78,16 @@ class LiveView:
             if self._mode != "reasoning":
                 self._newline()
                 self._mode = "reasoning"
-            self.console.print(chunk["text"], style="dim", end="", markup=False, highlight=False)
+            text = terminal_safe(chunk["text"], multiline=True)
+            self.console.print(text, style="dim", end="", markup=False, highlight=False)
             self._mid_line = True
         elif kind == "text-delta":
             if self._mode != "text":
                 self._newline()
                 self._mode = "text"
-            self.console.print(chunk["text"], end="", markup=False, highlight=False)
+            self.console.print(
+                terminal_safe(chunk["text"], multiline=True), end="", markup=False, highlight=False
+            )
             self._mid_line = True
 
     def event(self, session_id: str, event: Event) -> None:
@@ -91,14 +104,14 @@ class LiveView:
             self._newline()
             self.console.print(
                 "  " * (depth - 1)
-                + f"[magenta]⇢ {escape(str(data.get('provider')))}[/magenta] "
-                + f"[cyan]\\[{escape(label)}][/cyan] session {session_id}"
+                + f"[magenta]⇢ {_safe(data.get('provider'))}[/magenta] "
+                + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
             )
         elif etype == TOOL_CALL:
             self._newline()
             self.console.print(
                 self._prefix(session_id)
-                + f"[yellow]→ {escape(str(data['name']))}[/yellow] "
+                + f"[yellow]→ {_safe(data['name'])}[/yellow] "
                 + escape(_short(str(data.get("arguments", "")), 100))
             )
         elif etype == TOOL_RESULT:
@@ -112,7 +125,7 @@ class LiveView:
             self._newline()
             self.console.print(
                 self._prefix(session_id)
-                + f"[red]! model call failed: {escape(str(failure.get('code')))}[/red] "
+                + f"[red]! model call failed: {_safe(failure.get('code'))}[/red] "
                 + escape(_short(str(failure.get("message", ""))))
             )
         elif etype == ASSISTANT_MESSAGE and session_id != self.root:
@@ -123,11 +136,12 @@ class LiveView:
         elif etype == TURN_END and session_id in self._children:
             self._newline()
             kind = data.get("reason", {}).get("kind")
-            self.console.print(self._prefix(session_id) + f"[magenta]⇠ {escape(str(kind))}[/magenta]")
+            self.console.print(self._prefix(session_id) + f"[magenta]⇠ {_safe(kind)}[/magenta]")
 
     def finish(self, session_id: str, reason: dict[str, object], usage: dict[str, int]) -> None:
         self._newline()
         used = ", ".join(f"{k} {v}" for k, v in usage.items()) or "no usage reported"
         kind = reason.get("kind")
         style = "green" if kind in ("completed", "max-tokens") else "red"
-        self.console.print(f"[{style}]■ {escape(str(kind))}[/{style}] · {used} · session {session_id}")
+        used = escape(terminal_safe(used))
+        self.console.print(f"[{style}]■ {_safe(kind)}[/{style}] · {used} · session {_safe(session_id)}")

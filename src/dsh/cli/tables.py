@@ -1,7 +1,13 @@
-"""Shared CLI rendering: the console, the stable JSON shape of a session, tables and formatters."""
+"""Shared CLI rendering: the console, the stable JSON shape of a session, tables and formatters.
+
+Everything a log says (ids, paths, types, previews) is untrusted: it is shown through
+:func:`terminal_safe`, so an escape sequence in a recorded id cannot drive the terminal and
+a newline cannot forge a table row.
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,6 +25,35 @@ WIDE = 240
 """Console width used when stdout is not a terminal, so ids never wrap in pipes and logs."""
 
 
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional controls: they reorder what follows on screen (``exe.gnp`` shown as ``png.exe``)."""
+
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def terminal_safe(text: str, *, multiline: bool = False) -> str:
+    """``text`` with terminal control characters written as escapes (``\\x1b``, ``\\u202e``).
+
+    Escaped: C0 and C1 controls and DEL (so ESC sequences, OSC titles, bells, carriage
+    returns), bidirectional controls and the Unicode line/paragraph separators. ``multiline``
+    keeps newlines and tabs (streamed model text); otherwise they are escaped too (ids,
+    paths, one-line fields). Everything else, non-ASCII letters and emoji included, is kept.
+    """
+    if text.isprintable():
+        return text
+    out: list[str] = []
+    for char in text:
+        if multiline and (char == "\n" or char == "\t"):
+            out.append(char)
+        elif char in _BIDI or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            code = ord(char)
+            out.append(_NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def make_console() -> Console:
     """A stdout console for recorded data: no markup, emoji or highlighting is ever applied.
 
@@ -31,8 +66,8 @@ def make_console() -> Console:
 
 
 def warn(message: str) -> None:
-    """Print one warning line to stderr (``dsh: warning: ...``)."""
-    typer.echo(f"dsh: warning: {message}", err=True)
+    """Print one warning line to stderr (``dsh: warning: ...``), control characters escaped."""
+    typer.echo(f"dsh: warning: {terminal_safe(message)}", err=True)
 
 
 def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:
@@ -72,15 +107,15 @@ def format_time(ms: int) -> str:
 
 
 def preview(data: object, limit: int = 100) -> str:
-    """One-line compact JSON of ``data``, cut to ``limit`` characters."""
+    """One-line compact JSON of ``data``, cut to ``limit`` characters (controls escaped)."""
     text = dumps_unchecked(data).decode("utf-8", errors="replace")
-    text = " ".join(text.split())
+    text = terminal_safe(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def or_dash(value: object) -> str:
-    """``str(value)``, or an em dash for ``None``."""
-    return "—" if value is None else str(value)
+    """``str(value)`` (controls escaped), or an em dash for ``None``."""
+    return "—" if value is None else terminal_safe(str(value))
 
 
 def types_table(counts: dict[str, int]) -> Table:
@@ -89,17 +124,17 @@ def types_table(counts: dict[str, int]) -> Table:
     table.add_column("type")
     table.add_column("count", justify="right")
     for name, count in counts.items():
-        table.add_row(name, str(count))
+        table.add_row(terminal_safe(name), str(count))
     return table
 
 
 def key_value_grid(rows: Sequence[tuple[str, str]]) -> Table:
-    """A borderless grid of bold keys and their values."""
+    """A borderless grid of bold keys and their values (controls escaped)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
     for key, value in rows:
-        grid.add_row(key, value)
+        grid.add_row(terminal_safe(key), terminal_safe(value))
     return grid
 
 
@@ -107,7 +142,7 @@ def render_list(summaries: Sequence[SessionSummary], store_label: str) -> None:
     """Print ``dsh sessions list`` as a table (id, parent, seeded, cut, events, created)."""
     console = make_console()
     if not summaries:
-        console.print(f"no sessions in {store_label}")
+        console.print(f"no sessions in {terminal_safe(store_label)}")
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name in ("id", "parent", "seeded"):
@@ -118,7 +153,7 @@ def render_list(summaries: Sequence[SessionSummary], store_label: str) -> None:
     for summary in summaries:
         h = summary.header
         table.add_row(
-            h.id,
+            terminal_safe(h.id),
             or_dash(h.parent_session),
             "yes" if h.is_seeded else "no",
             str(summary.inherited_event_count),
@@ -150,7 +185,7 @@ def render_session(
         ("seeded", "yes" if h.is_seeded else "no"),
         ("cut", f"{cut} inherited, {len(loaded.events) - cut} own"),
         ("events", str(len(loaded.events))),
-        ("children", ", ".join(children) if children else "—"),
+        ("children", ", ".join(map(terminal_safe, children)) if children else "—"),
     ]
     console = make_console()
     console.print(key_value_grid(rows))
@@ -165,5 +200,11 @@ def render_session(
     table.add_column("data", overflow="ellipsis", no_wrap=True)
     for event in loaded.events:
         style = "dim" if event.seq < cut else ""
-        table.add_row(str(event.seq), format_time(event.time), event.type, preview(event.data), style=style)
+        table.add_row(
+            str(event.seq),
+            format_time(event.time),
+            terminal_safe(event.type),
+            preview(event.data),
+            style=style,
+        )
     console.print(table)
