@@ -18,6 +18,10 @@ SUBAGENT_DESCRIPTOR: Final = "subagent/descriptor"
 SESSION_END_SEED: Final = "session/end-seed"
 SESSION_TITLE: Final = "session/title"
 SESSION_REPAIRED: Final = "session/repaired"  # {droppedBytes}: a torn tail was cut off (written ignorable)
+HOOK_INVOKED: Final = "hook/invoked"  # {turn, point, dialect, handlerId, matcher?}
+HOOK_RESULT: Final = "hook/result"  # {turn, point, handlerId, decision, exitCode?, durationMs, ...}
+APPROVAL_ASKED: Final = "approval/asked"  # {id, toolName, callId?, reason?}
+APPROVAL_DECIDED: Final = "approval/decided"  # {id, outcome}
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -41,6 +45,10 @@ WRITTEN_TYPES: Final = frozenset(
         SESSION_END_SEED,
         SESSION_TITLE,
         SESSION_REPAIRED,
+        HOOK_INVOKED,
+        HOOK_RESULT,
+        APPROVAL_ASKED,
+        APPROVAL_DECIDED,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -51,12 +59,8 @@ LEGACY_TYPES: Final = frozenset(
         "agent/inbox/spliced",
         "request/context",
         "approval/policy",
-        "approval/asked",
-        "approval/decided",
         "llm/retry",
         "llm/retry-started",
-        "hook/invoked",
-        "hook/result",
         "tool/code-dispatch-start",
         "tool/code-dispatch",
         "todo/write",
