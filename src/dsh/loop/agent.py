@@ -12,7 +12,7 @@ from typing import Any
 from dsh.errors import ModelError
 from dsh.events import Assembled, Event, SessionHeader
 from dsh.events.chunks import Chunk, Failure
-from dsh.events.messages import Message, user_message
+from dsh.events.messages import Message, joined_text, user_message
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_REPAIRED,
@@ -22,6 +22,7 @@ from dsh.events.vocabulary import (
     TURN_START,
     USER_MESSAGE,
 )
+from dsh.hooks import SessionHooks
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.config import AgentConfig
 from dsh.loop.feed import Feed
@@ -53,7 +54,9 @@ class TurnResult:
 
     @property
     def ok(self) -> bool:
-        return self.reason.get("kind") in ("completed", "max-tokens")
+        """The turn ended as a turn may: ``completed``, ``max-tokens``, or ``blocked`` (a
+        ``UserPromptSubmit`` hook refused the prompt; the original answers ``end_turn``)."""
+        return self.reason.get("kind") in ("completed", "max-tokens", "blocked")
 
     @property
     def failure(self) -> Failure | None:
@@ -321,7 +324,20 @@ class Agent:
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 
     async def _steps(self, turn: int, message: Message) -> dict[str, Any]:
+        """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
+
+        ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``
+        with no step; context follows the prompt), tool hooks fire in the scheduler (their
+        context opens the next step), and ``Stop`` fires after the last step's ``step/end``
+        (a block continues the turn with its reason as the next step's message).
+        """
+        hooks = await self._session_hooks()
         pending: list[Message] = [message]
+        if hooks is not None:
+            submitted = await hooks.user_prompt_submit(turn, joined_text(message.get("content", [])))
+            if submitted.blocked:
+                return {"kind": "blocked"}
+            pending.extend(submitted.context_messages)
         max_tokens_hit = False
         for step in range(1, self.config.max_steps + 1):
             self.append(STEP_START, {"turn": turn, "step": step})
@@ -334,14 +350,30 @@ class Agent:
                     max_tokens_hit = True
                 calls = assembled.tool_calls
                 if calls:
-                    await self._scheduler.run(calls, turn=turn, step=step)
+                    ran = await self._scheduler.run(calls, turn=turn, step=step, hooks=hooks)
+                    pending = ran.next_step
             finally:
                 self.append(STEP_END, {"turn": turn, "step": step})
-            if not calls or max_tokens_hit:
+            if calls and not max_tokens_hit:
+                continue
+            if not pending and hooks is not None:
+                stopping = await hooks.stop(turn)
+                if stopping.blocked:
+                    pending = stopping.steer_messages()
+            if not pending:
                 break
         else:
             raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self.config.max_steps} steps")
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    async def _session_hooks(self) -> SessionHooks | None:
+        """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""
+        hook_set = self.config.hooks
+        if hook_set is None:
+            return None
+        return await hook_set.for_session(
+            self.session.id, self.cwd, model=self.config.model, append=self.append
+        )
 
     def _request_header(self) -> dict[str, Any]:
         """The request header, rebuilt only when what it is made of changes.

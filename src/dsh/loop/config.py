@@ -1,9 +1,10 @@
-"""Agent configuration: model route, system prompt, limits and retry policy."""
+"""Agent configuration: model route, system prompt, limits, retry policy and hooks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -26,3 +27,6 @@ class AgentConfig:
     allow_outside_workspace: bool = False
     max_steps: int = 200
     """A safety bound on steps per turn (a model that never stops calling tools)."""
+    hooks: HookSet | None = None
+    """Where the session's hook commands come from (``None``: no hooks). Subagent children
+    share their parent's config, so the same hooks fire in them."""

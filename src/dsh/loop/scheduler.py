@@ -1,14 +1,17 @@
-"""Tool-call scheduling within one step: a bounded pool, barriers, results in model order."""
+"""Tool-call scheduling within one step: a bounded pool, barriers, hooks, results in model order."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.events import Event
-from dsh.events.messages import Block, tool_result_message
+from dsh.events.messages import Block, Message, joined_text, tool_result_message
 from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
+from dsh.hooks import SessionHooks, approval_refusal
+from dsh.jsonx import JSONDecodeError, loads
 from dsh.loop.persist import Persister
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.registry import PreparedCall, ToolRegistry
@@ -17,6 +20,29 @@ Append = Callable[..., Event]
 
 ABORTED = ToolOutput.error("tool call aborted", "ABORTED")
 ABORTED_BEFORE_DISPATCH = ToolOutput.error("tool call aborted before dispatch", "ABORTED_BEFORE_DISPATCH")
+
+
+@dataclass(slots=True)
+class StepTools:
+    """What one step's tool calls produced: results in model order, and the messages hooks
+    asked to show the model at the start of the next step (in model order of their calls)."""
+
+    outputs: list[ToolOutput] = field(default_factory=list)
+    next_step: list[Message] = field(default_factory=list)
+
+
+def tool_input(raw_arguments: str) -> object:
+    """The call's arguments as a hook sees them: parsed JSON, ``{}`` when blank, else the raw text."""
+    if not raw_arguments.strip():
+        return {}
+    try:
+        return loads(raw_arguments)
+    except JSONDecodeError:
+        return raw_arguments
+
+
+def _result_text(out: ToolOutput) -> str:
+    return joined_text(out.content)
 
 
 def _groups(prepared: list[PreparedCall | ToolOutput]) -> list[list[int]]:
@@ -45,6 +71,11 @@ class ToolScheduler:
     ``max_parallel``. On cancellation nothing new starts; started calls get their real
     result or ``Error: tool call aborted``, calls never started get
     ``ABORTED_BEFORE_DISPATCH``; every ``tool/call`` gets exactly one ``tool/result``.
+
+    With ``hooks``, a call of a registered tool first fires ``PreToolUse`` (a deny or an
+    unapproved ask answers instead of the tool; the arguments are validated after it, as
+    in the original), and its result fires ``PostToolUse`` (a block replaces the result).
+    Hook rows sit between the call's ``tool/call`` and ``tool/result``.
     """
 
     def __init__(
@@ -62,10 +93,13 @@ class ToolScheduler:
         self._make_context = make_context
         self._max_parallel = max(1, max_parallel)
 
-    async def run(self, calls: list[Block], *, turn: int, step: int) -> list[ToolOutput]:
+    async def run(
+        self, calls: list[Block], *, turn: int, step: int, hooks: SessionHooks | None = None
+    ) -> StepTools:
         prepared = [self._registry.prepare(str(c["name"]), str(c.get("arguments", ""))) for c in calls]
         n = len(calls)
         results: list[ToolOutput | None] = [None] * n
+        injected: list[list[Message]] = [[] for _ in range(n)]
         call_seqs: list[int | None] = [None] * n
         committed = 0
         sem = asyncio.Semaphore(self._max_parallel)
@@ -99,16 +133,36 @@ class ToolScheduler:
                 data["meta"] = out.meta
             self._append(TOOL_RESULT, data, source_event_seqs=[seq])
 
+        async def execute(i: int) -> ToolOutput:
+            p = prepared[i]
+            if isinstance(p, ToolOutput):
+                return p
+            return await self._registry.run(p, self._make_context(str(calls[i]["id"]), turn, step))
+
+        async def hooked(i: int, hooks: SessionHooks) -> ToolOutput:
+            name, call_id = str(calls[i]["name"]), str(calls[i]["id"])
+            args = tool_input(str(calls[i].get("arguments", "")))
+            pre = await hooks.pre_tool_use(turn, name, args, call_id)
+            injected[i].extend(pre.context_messages)
+            if pre.blocked:
+                return pre.denied_result()
+            if pre.asked:
+                outcome = hooks.request_approval(name, call_id, pre.reason)
+                if outcome != "allowed-once":
+                    return approval_refusal(name, outcome)
+            out = await execute(i)
+            post = await hooks.post_tool_use(turn, name, args, call_id, _result_text(out))
+            injected[i].extend(post.context_messages)
+            return post.blocked_result() if post.blocked else out
+
         async def run_one(i: int) -> None:
             async with sem:
                 log_call(i)
                 await self._persister.flush()
-                p = prepared[i]
-                if isinstance(p, ToolOutput):
-                    results[i] = p
+                if hooks is not None and str(calls[i]["name"]) in self._registry:
+                    results[i] = await hooked(i, hooks)
                 else:
-                    ctx = self._make_context(str(calls[i]["id"]), turn, step)
-                    results[i] = await self._registry.run(p, ctx)
+                    results[i] = await execute(i)
 
         try:
             for group in _groups(prepared):
@@ -130,4 +184,4 @@ class ToolScheduler:
                 results[i] = out
                 commit(i, out)
             raise
-        return [r for r in results if r is not None]
+        return StepTools([r for r in results if r is not None], [m for ms in injected for m in ms])
