@@ -8,9 +8,14 @@
 - Appends only ever add bytes at the end. ``durable=False`` appends are buffered in the
   store and written at the next durable append, read or ``close()``; a durable append
   returns after ``fsync``. One open append handle is kept per session.
-- Loading never rewrites a file. A torn last line is dropped with a warning; the next
-  append first truncates the file back to its last committed byte, so a garbage line
-  never ends up in the middle of a log.
+- Loading never rewrites a file. A torn last line is dropped with a warning (reported on
+  every read that meets it); the next append first truncates the file back to its last
+  committed byte (and reports that), so a garbage line never ends up in the middle of a log.
+- Writers append under ``flock(LOCK_EX)``, readers read under ``LOCK_SH``
+  (:mod:`dsh.store.jsonl_files`), so a write in progress is never taken for a torn tail.
+- ``create_batch`` stages every file and commits at the end (:mod:`dsh.store.staging`);
+  the first operation of a handle cleans up after writers that died.
+- Session leases: ``flock`` on ``<root>/.<id>.jsonl.lock`` (:mod:`dsh.store.lease`).
 """
 
 from __future__ import annotations
