@@ -14,8 +14,6 @@ import pytest
 from tests.acp.wire import RawServer, server_args, upstream_normalize, workspace_for
 from tests.conftest import UPSTREAM
 
-# packed-chunks is left out: its recorded PreToolUse hook blocked bash, dsh has no hooks yet,
-# so the replay's divergence check fails it (see tests/replay/test_scenarios.py NOT_YET).
 RECORDINGS = [
     "text-turn",
     "tool-call-turn",
@@ -28,6 +26,13 @@ RECORDINGS = [
     "cancel-tool-calls",
     "subagent-spawn-in-process",
     "subagent-fork-in-process",
+    "hook-cc-pretool-deny",
+    "hook-cc-posttool-context",
+    "hook-cc-promptsubmit-block",
+    "hook-cc-stop-continue",
+    "hook-cc-invalid-matcher",
+    "hook-codex-pretool-block",
+    "packed-chunks",
 ]
 
 

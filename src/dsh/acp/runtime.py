@@ -11,6 +11,7 @@ from typing import Protocol
 
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
 from dsh.errors import ReplayError
+from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
 from dsh.replay.fidelity import Drift
@@ -111,7 +112,11 @@ class Runtime:
     closed: bool = field(default=False)
 
     def config(self) -> AgentConfig:
-        return AgentConfig(model=self.model_name, retry=self.models.retry)
+        """The config of a new or loaded session: the session cwd's hooks, plus the user-level
+        ones unless the sessions replay a recording (whose workspace is all it ran with)."""
+        replay = isinstance(self.models, ReplayModels)
+        hooks = HookSet() if replay else HookSet.from_environment()
+        return AgentConfig(model=self.model_name, retry=self.models.retry, hooks=hooks)
 
     async def aclose(self) -> None:
         if self.closed:

@@ -23,6 +23,7 @@ from dsh.cli.common import (
 from dsh.cli.render import LiveView
 from dsh.errors import UsageError
 from dsh.events import Event
+from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.model.settings import resolve_provider
 from dsh.store.url import open_store
@@ -105,7 +106,7 @@ async def _run(
     model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
     store = open_store(target.store_url)
     feed = Feed()
-    config = AgentConfig(model=name)
+    config = AgentConfig(model=name, hooks=HookSet.from_environment())
     agent: Agent | None = None
     try:
         tools = standard_tools()

@@ -37,7 +37,7 @@ from dsh.replay.views import Normalizer, View, ViewBuilder, pretty
 Drift = Literal["strict", "warn"]
 DRIFTS: tuple[Drift, ...] = ("strict", "warn")
 
-REPRODUCED_KINDS: frozenset[str] = frozenset()
+REPRODUCED_KINDS: frozenset[str] = frozenset({"hooks-claude-code", "hooks-codex"})
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
@@ -70,8 +71,14 @@ AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
 
 
 async def default_agent_factory(setup: AgentSetup) -> Agent:
-    """The built-in tools plus both subagent tools; zero-delay retries under replay."""
-    config = AgentConfig(model=setup.model_name, retry=NO_DELAY if setup.replay else RetryPolicy())
+    """The built-in tools plus both subagent tools; zero-delay retries under replay; the
+    workspace's hooks (never the user-level ones: a recording is its workspace), numbered
+    from 1 for the scenario's first session as in a fresh process."""
+    if not await setup.store.list_sessions():
+        reset_handler_ids()
+    config = AgentConfig(
+        model=setup.model_name, retry=NO_DELAY if setup.replay else RetryPolicy(), hooks=HookSet()
+    )
     return await Agent.create(
         setup.store,
         model=setup.model,
