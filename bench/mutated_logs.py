@@ -219,14 +219,15 @@ def _verdict(
     exit_code: int, stderr: str, exception: BaseException | None, stdout: str = ""
 ) -> tuple[str, str]:
     """ok (exit 0), error (one ``dsh: error:`` line), report (``dsh replay``'s own mismatch
-    report on stdout, nothing on stderr), traceback, or multiline (anything else on stderr)."""
+    report on stdout; stderr holds at most the scenario's warnings), traceback, or multiline
+    (anything else on stderr)."""
     if exception is not None and not isinstance(exception, SystemExit):
         return "traceback", f"{type(exception).__name__}: {str(exception)[:300]}"
     errors = [line for line in stderr.splitlines() if line.startswith("dsh: error:")]
     if exit_code == 0:
         return "ok", ""
-    if not stderr.strip() and stdout.rstrip().endswith("replay failed"):
-        return "report", stdout.strip().splitlines()[0][:300]
+    if stdout.rstrip().endswith("replay failed") and "Traceback" not in stderr and not errors:
+        return "report", stdout.strip().splitlines()[0][:300]  # (stderr: the scenario's own warnings)
     if len(errors) == 1 and "Traceback" not in stderr:
         other = [line for line in stderr.splitlines() if line and not line.startswith("dsh: ")]
         if not other:
