@@ -168,11 +168,6 @@ async def test_the_loop_gives_up_on_a_refused_base_url_after_one_attempt() -> No
     assert len(attempts) == 1 and elapsed < 1.0, (len(attempts), elapsed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the loop still sleeps RetryPolicy.delay(); the one-line change to use "
-    "dsh.model.retry_delay is in the model README (remove this marker when it lands)",
-)
 async def test_the_loop_waits_the_retry_after_hint(server: OpenAICompatServer) -> None:
     """A 429 saying ``Retry-After: 1`` makes the loop wait about 1 s, not its 10 ms backoff."""
     server.enqueue(http_error(429, "slow down", retry_after="1"), stream_reply(text="ok"))

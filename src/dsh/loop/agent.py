@@ -29,7 +29,7 @@ from dsh.loop.feed import Feed
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
 from dsh.loop.scheduler import ToolScheduler
-from dsh.model import Delegation, Model, ModelRequest
+from dsh.model import Delegation, Model, ModelRequest, retry_delay
 from dsh.session import (
     HistoryProjector,
     Session,
@@ -436,4 +436,4 @@ class Agent:
                 raise ModelError(failure["code"], failure["message"])
             retries += 1
             await self.checkpoint()
-            await asyncio.sleep(self.config.retry.delay(retries))
+            await asyncio.sleep(retry_delay(failure["message"], self.config.retry.delay(retries)))
