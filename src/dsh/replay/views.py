@@ -96,14 +96,19 @@ class Normalizer:
         raw = match.group(0).lower()
         return self._ids.setdefault(raw, f"{{{{id:{len(self._ids) + 1}}}}}")
 
-    def text(self, value: str) -> str:
-        for spelling in self._cwd:
+    def _builtin(self, value: str, cwd_spellings: list[str]) -> str:
+        """The built-in rules: cwd → ``{{cwd}}``, spill locators, ids by first appearance."""
+        for spelling in cwd_spellings:
             if spelling in value:
                 value = value.replace(spelling, "{{cwd}}")
         if "/session-" in value:
             value = _SPILL.sub(r"{{spillLocator:\1}}", value)
         if "-" in value or "{{sessionId}}" in value:
             value = _UUID.sub(self._id, value)
+        return value
+
+    def text(self, value: str) -> str:
+        value = self._builtin(value, self._cwd)
         for pattern, replacement in self.scrubs:
             value = pattern.sub(replacement, value)
         return value
@@ -126,15 +131,7 @@ class Normalizer:
         """
         if self.scrubs:
             return jsonx.dumps_sorted(self.walk(value))
-        text = jsonx.dumps_sorted(value)
-        for spelling in self._cwd_json:
-            if spelling in text:
-                text = text.replace(spelling, "{{cwd}}")
-        if "/session-" in text:
-            text = _SPILL.sub(r"{{spillLocator:\1}}", text)
-        if "-" in text or "{{sessionId}}" in text:
-            text = _UUID.sub(self._id, text)
-        return text
+        return self._builtin(jsonx.dumps_sorted(value), self._cwd_json)
 
 
 class ViewBuilder:
