@@ -412,3 +412,13 @@ async def test_fork_cut_survives_a_reconnect_and_exports_identically_via_sqlite(
     assert await export_session(reopened, "child") == exported
     assert (await reopened.load("child")).inherited_event_count == cut
     await reopened.close()
+
+
+async def test_a_released_lease_is_free_at_once_for_another_connection(pg_url: str) -> None:
+    first, second = PostgresEventStore(pg_url), PostgresEventStore(pg_url)
+    holders = (first, second)
+    for n in range(40):  # closing a connection frees its locks only when the server gets to it
+        lease = await holders[n % 2].lease("s")
+        await lease.release()
+    await first.close()
+    await second.close()

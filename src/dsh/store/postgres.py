@@ -74,6 +74,7 @@ from dsh.store.postgres_schema import (
     SELECT_EXTRA,
     SESSION,
     TRY_LEASE,
+    UNLOCK_LEASE,
     Row,
     event_row,
     header_params,
@@ -128,15 +129,17 @@ class _PostgresLeases:
     """Session leases as session-level advisory locks, one dedicated connection per lease.
 
     The server releases the lock when the connection ends, so a holder that dies (or loses
-    its connection) frees the session. While a writer waits, one connection per session is
-    kept for the retries.
+    its connection) frees the session. A release unlocks explicitly before closing: the
+    server drops a closed connection's locks only when its backend gets to it, and the
+    next writer must not see the session busy after ``release()`` returned. While a writer
+    waits, one connection per session is kept for the retries.
     """
 
     def __init__(self, store: PostgresEventStore) -> None:
         self._store = store
         self._spare: dict[str, Conn] = {}
 
-    async def try_acquire(self, session_id: str, me: LeaseHolder) -> Conn | None:
+    async def try_acquire(self, session_id: str, me: LeaseHolder) -> tuple[Conn, int] | None:
         store = self._store
         async with store.mapped_errors():
             await store._ready()
@@ -154,7 +157,7 @@ class _PostgresLeases:
                 await conn.close()
                 raise
         if row is not None and row[0] is True:
-            return conn
+            return conn, key
         self._spare[session_id] = conn
         return None
 
@@ -172,9 +175,16 @@ class _PostgresLeases:
             async with self._store.mapped_errors():
                 await conn.close()
 
-    async def release(self, lock: Conn) -> None:
+    async def release(self, lock: tuple[Conn, int]) -> None:
+        conn, key = lock
         async with self._store.mapped_errors():
-            await lock.close()
+            try:
+                if not conn.closed:
+                    await conn.execute(UNLOCK_LEASE, (key,))
+            except psycopg.Error:
+                pass  # a broken connection: closing it is all that is left (the server frees it)
+            finally:
+                await conn.close()
 
 
 class PostgresEventStore:

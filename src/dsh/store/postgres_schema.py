@@ -146,6 +146,7 @@ LOCK_SCHEMA: Final = "SELECT pg_advisory_xact_lock(%s)"
 
 TRY_LEASE: Final = "SELECT pg_try_advisory_lock(%s)"
 """A session lease: a session-level advisory lock on the lease's own connection."""
+UNLOCK_LEASE: Final = "SELECT pg_advisory_unlock(%s)"
 LEASE_HOLDER: Final = """SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
