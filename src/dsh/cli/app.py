@@ -9,6 +9,7 @@ from dsh.cli.log_cmd import log_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
 from dsh.cli.scenario_cmd import scenario_app
+from dsh.cli.serve_cmd import serve_app
 from dsh.cli.sessions_cmd import sessions_app
 from dsh.cli.tail_cmd import tail
 
@@ -27,6 +28,7 @@ app.add_typer(scenario_app, name="scenario")
 app.command(name="replay")(replay)
 app.command(name="demo")(demo)
 app.command(name="acp")(acp)
+app.add_typer(serve_app, name="serve")
 sessions_app.command(name="tail")(tail)
 
 

@@ -1,0 +1,259 @@
+"""``dsh serve replay``: recorded sessions served to any OpenAI-compatible client, checked.
+
+Each incoming ``/v1/chat/completions`` request is routed to a recorded session — by a
+session header (``X-Dsh-Session`` and any ``--session-header``: the recorded client key,
+the log file name or the recorded session id), else by the history it extends (a session
+already in progress whose next call matches), else by first-call order (the first session
+not started yet whose first call matches) — then checked with the faithful-replay rules
+(:class:`~dsh.replay.fidelity.SessionCheck`, both sides seen through the wire) and answered
+with that call's recorded chunks: SSE exactly as recorded (one event per recorded delta,
+the recorded gaps at ``speed`` 1, none at 0, divided by N), or one JSON completion when the
+client did not ask to stream. A request that matches nothing, diverges or finds its script
+exhausted gets HTTP 409 with a JSON body naming the session, the call and the diff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh.errors import ScenarioError
+from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
+from dsh.model import ModelRequest
+from dsh.replay.derive import Derived, derive
+from dsh.replay.entries import Entry
+from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.replay.files import PRIMARY, read_recorded, read_tolerances
+from dsh.replay.wire_request import request_from_body, wire_derived
+from dsh.serve.http import HttpServer, Reply, Request, json_reply
+from dsh.serve.wire_out import completion, sse_events
+from dsh.store import LoadedSession
+
+CLIENT_EVENT = "serve/client"
+"""The ignorable event ``dsh serve record`` writes first: ``{session, parent?}`` (client keys)."""
+SESSION_HEADER = "x-dsh-session"
+PARENT_HEADER = "x-dsh-parent"
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+
+
+@dataclass(slots=True)
+class ServedSession:
+    """One recorded session and how far the replay has consumed it."""
+
+    label: str
+    recorded_id: str
+    client_key: str | None
+    derived: Derived
+    gaps: list[list[int]]
+    check: SessionCheck
+    served: int = 0
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return len(self.derived.entries)
+
+    def names(self) -> set[str]:
+        names = {self.label, self.recorded_id, self.label.removesuffix(".jsonl")}
+        if self.client_key:
+            names.add(self.client_key)
+        return names
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.label, "recordedId": self.recorded_id, "clientKey": self.client_key,
+                "calls": self.calls, "served": self.served, "divergences": self.divergences}  # fmt: skip
+
+
+def _gaps(events: Sequence[Any], calls: int) -> list[list[int]]:
+    found = [
+        list(e.data["stream"].get("dt") or [])
+        for e in events
+        if e.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT) and isinstance(e.data.get("stream"), dict)
+    ]
+    return found if len(found) == calls else [[] for _ in range(calls)]
+
+
+def _client_key(events: Sequence[Any]) -> str | None:
+    for event in events[:4]:
+        if event.type == CLIENT_EVENT and isinstance(event.data, dict):
+            key = event.data.get("session")
+            return str(key) if key is not None else None
+    return None
+
+
+def load_sessions(directory: Path, tolerances: Tolerances | None = None) -> list[ServedSession]:
+    """Every recorded session of ``directory`` (primary first), ready to serve."""
+    if not directory.is_dir():
+        raise ScenarioError(f"dsh serve replay: {directory} is not a directory")
+    recorded = read_recorded(directory)
+    if recorded.primary is None:
+        raise ScenarioError(f"dsh serve replay: {directory / PRIMARY} is missing (record first)")
+    rules = tolerances if tolerances is not None else read_tolerances(directory)
+    logs: list[tuple[str, LoadedSession]] = [(PRIMARY, recorded.primary), *recorded.children]
+    out = []
+    for label, loaded in logs:
+        cut = loaded.inherited_event_count
+        where = f"{directory.name}/{label}"
+        raw = derive(loaded.events[cut:], where, inherited=loaded.events[:cut])
+        wired = wire_derived(raw)
+        version = recorded.versions.get(label, 2)
+        check = SessionCheck(label, loaded.header.id, wired, version=version, tolerances=rules, cwd=None)
+        out.append(
+            ServedSession(label, loaded.header.id, _client_key(loaded.events), wired,
+                          _gaps(loaded.events[cut:], len(wired.entries)), check)
+        )  # fmt: skip
+    return out
+
+
+def _conflict(reason: str, **fields: Any) -> Reply:
+    return json_reply(409, {"error": {"type": "dsh_replay_divergence", "message": reason, **fields}})
+
+
+class ReplayServer:
+    """The replay HTTP server for one recorded directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        port: int = 0,
+        speed: float = 0.0,
+        session_headers: Sequence[str] = (),
+        tolerances: Tolerances | None = None,
+    ) -> None:
+        self.directory = directory
+        self.sessions = load_sessions(directory, tolerances)
+        self.speed = speed
+        self.session_headers = (SESSION_HEADER, *(h.lower() for h in session_headers))
+        self.refused: list[dict[str, Any]] = []
+        self.http = HttpServer(self.handle, port=port)
+        self.stopped = asyncio.Event()
+
+    @property
+    def base_url(self) -> str:
+        return self.http.base_url
+
+    async def start(self) -> None:
+        await self.http.start()
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def __aenter__(self) -> ReplayServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- report -----------------------------------------------------------------------
+
+    def unconsumed(self) -> list[ServedSession]:
+        return [s for s in self.sessions if s.served < s.calls]
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "ok": not self.unconsumed() and not self.refused,
+            "directory": str(self.directory),
+            "sessions": [s.to_json() for s in self.sessions],
+            "unconsumed": [s.label for s in self.unconsumed()],
+            "refused": self.refused,
+        }
+
+    # -- HTTP -------------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> Reply:
+        if request.path == "/_dsh/report" and request.method == "GET":
+            return json_reply(200, self.report())
+        if request.path == "/_dsh/shutdown" and request.method == "POST":
+            self.stopped.set()
+            return json_reply(200, self.report())
+        if request.path not in CHAT_PATHS:
+            return json_reply(404, {"error": {"message": f"dsh serve: no route for {request.path}"}})
+        if request.method != "POST":
+            return json_reply(405, {"error": {"message": f"dsh serve: {request.method} not allowed"}})
+        try:
+            body = request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return json_reply(400, {"error": {"message": "dsh serve: the body is not a JSON object"}})
+        live = request_from_body(body)
+        key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
+        routed = self._route(key, live)
+        if isinstance(routed, Reply):
+            return routed
+        session = routed
+        k = session.served
+        session.served += 1
+        return self._answer(session, k, body)
+
+    def _refuse(self, reason: str, found: Divergence | None, session: ServedSession | None) -> Reply:
+        fields: dict[str, Any] = {}
+        if session is not None:
+            fields["session"] = session.label
+            fields["recordedId"] = session.recorded_id
+            fields["call"] = session.served + 1
+        if found is not None:
+            fields["what"] = found.what
+            fields["diff"] = found.diff()
+            fields["divergence"] = found.to_json()
+        self.refused.append({"message": reason, **fields})
+        return _conflict(reason, **fields)
+
+    def _route(self, key: str | None, live: ModelRequest) -> ServedSession | Reply:
+        if key is not None:
+            named = [s for s in self.sessions if key in s.names()]
+            if not named:
+                return self._refuse(f"dsh serve: no recorded session is named {key!r}", None, None)
+            open_ = [s for s in named if s.served < s.calls]
+            if not open_:
+                return self._refuse(
+                    f"dsh serve: the script of session {named[0].label} is exhausted "
+                    f"({named[0].calls} recorded calls served)", None, named[0]
+                )  # fmt: skip
+            candidates = open_[:1]
+        else:
+            started = [s for s in self.sessions if 0 < s.served < s.calls]
+            fresh = [s for s in self.sessions if s.served == 0 and s.calls]
+            candidates = started + fresh
+            if not candidates:
+                return self._refuse("dsh serve: every recorded script is exhausted", None, None)
+        first: tuple[ServedSession, Divergence] | None = None
+        for session in candidates:
+            found = session.check.check(session.served, live)
+            if found is None or found.tolerated_by is not None:
+                if found is not None:
+                    session.divergences.append(found.to_json())
+                return session
+            if first is None:
+                first = (session, found)
+        assert first is not None
+        session, found = first
+        return self._refuse(found.headline(self.directory.name), found, session)
+
+    def _answer(self, session: ServedSession, k: int, body: dict[str, Any]) -> Reply:
+        entry: Entry = session.derived.entries[k]
+        model = str(body.get("model", ""))
+        completion_id = f"chatcmpl-dsh-{session.label.removesuffix('.jsonl')}-{k + 1}"
+        failure = (entry.code, entry.message) if entry.kind != "chunks" else None
+        if not body.get("stream"):
+            if failure is not None:
+                return json_reply(
+                    500, {"error": {"message": failure[1], "type": "server_error", "code": failure[0]}}
+                )
+            return json_reply(200, completion(entry.chunks, model=model, completion_id=completion_id))
+        events = sse_events(
+            entry.chunks, session.gaps[k], model=model, completion_id=completion_id, failure=failure
+        )
+        return Reply(200, content_type="text/event-stream; charset=utf-8", stream=self._play(events))
+
+    async def _play(self, events: Sequence[Any]) -> AsyncIterator[bytes]:
+        speed = self.speed
+        for event in events:
+            if speed > 0 and event.gap_ms:
+                await asyncio.sleep(event.gap_ms / 1000 / speed)
+            yield b"data: " + event.payload + b"\n\n"

@@ -1,0 +1,81 @@
+"""Helpers for the dsh serve tests: requests rebuilt from a recording, deltas as plain data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsh.events.chunks import Chunk
+from dsh.model import ModelRequest
+from dsh.model.openai_wire import request_body
+from dsh.replay.derive import derive
+from dsh.replay.files import read_recorded
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "src" / "dsh" / "snapshot" / "scenarios"
+
+
+def recorded_calls(directory: Path, label: str = "session.jsonl") -> list[tuple[dict[str, Any], list[Chunk]]]:
+    """For each recorded call of one log: the Chat Completions body dsh sent, and the chunks."""
+    logs = read_recorded(directory)
+    loaded = logs.primary if label == "session.jsonl" else dict(logs.children)[label]
+    assert loaded is not None
+    cut = loaded.inherited_event_count
+    derived = derive(loaded.events[cut:], label, inherited=loaded.events[:cut])
+    out = []
+    for call, entry in zip(derived.calls, derived.entries, strict=True):
+        header = call.header or {}
+        config = header.get("config") or {}
+        request = ModelRequest(
+            "s", str(config.get("model")), derived.messages[: call.history], header.get("system"),
+            header.get("tools") or (), config.get("maxTokens"),
+        )  # fmt: skip
+        body = request_body(request, request.model)
+        body.pop("stream")
+        body.pop("stream_options")
+        out.append((body, list(entry.chunks)))
+    return out
+
+
+def expected_deltas(chunks: list[Chunk]) -> list[tuple[str, Any]]:
+    """The deltas a client must see for recorded chunks, in order."""
+    out: list[tuple[str, Any]] = []
+    for chunk in chunks:
+        if chunk["type"] == "text-delta":
+            out.append(("content", chunk["text"]))
+        elif chunk["type"] == "reasoning-delta":
+            out.append(("reasoning", chunk["text"]))
+        elif chunk["type"] == "tool-call-delta":
+            out.append(("arguments", chunk["argumentsDelta"]))
+    return out
+
+
+def client_deltas(chunks: list[Any]) -> list[tuple[str, Any]]:
+    """What an ``openai`` SDK client received, as (kind, value), empty deltas left out."""
+    out: list[tuple[str, Any]] = []
+    for chunk in chunks:
+        for choice in chunk.choices:
+            delta = choice.delta
+            reasoning = getattr(delta, "reasoning_content", None) or (delta.model_extra or {}).get(
+                "reasoning_content"
+            )
+            if reasoning:
+                out.append(("reasoning", reasoning))
+            if delta.content:
+                out.append(("content", delta.content))
+            for call in delta.tool_calls or ():
+                if call.function is not None and call.function.arguments:
+                    out.append(("arguments", call.function.arguments))
+    return out
+
+
+def wire_view(chunks: list[Any]) -> list[dict[str, Any]]:
+    """Every chunk a client received, without ids and timestamps (compare record vs replay)."""
+    out = []
+    for chunk in chunks:
+        data = chunk.model_dump(exclude_none=True)
+        data.pop("id", None)
+        data.pop("created", None)
+        data.pop("model", None)
+        data.pop("system_fingerprint", None)
+        out.append(data)
+    return out

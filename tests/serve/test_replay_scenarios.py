@@ -1,0 +1,195 @@
+"""dsh serve replay of recordings made by dsh's own loop, driven by the real openai SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from dsh.serve import ReplayServer
+from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls
+
+TOOL_TURN = SCENARIOS / "tool-call-turn"
+PARALLEL = SCENARIOS / "subagent-parallel-distinct"
+
+
+def _client(server: ReplayServer, **headers: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=server.base_url, api_key="unused", max_retries=0,
+                              default_headers=headers or None)  # fmt: skip
+
+
+async def _stream(client: openai.AsyncOpenAI, body: dict[str, Any]) -> list[Any]:
+    stream = await client.chat.completions.create(**body, stream=True)
+    return [chunk async for chunk in stream]
+
+
+async def test_streamed_calls_get_the_recorded_deltas_in_order() -> None:
+    calls = recorded_calls(TOOL_TURN)
+    async with ReplayServer(TOOL_TURN) as server:
+        async with _client(server) as client:
+            for body, chunks in calls:
+                received = await _stream(client, body)
+                assert client_deltas(received) == expected_deltas(chunks)
+                finish = [
+                    c.choices[0].finish_reason for c in received if c.choices and c.choices[0].finish_reason
+                ]
+                kind = chunks[-1]["reason"]["kind"]
+                assert finish == [{"stop": "stop", "tool-calls": "tool_calls"}[kind]]
+            with pytest.raises(openai.ConflictError, match="exhausted"):
+                await client.chat.completions.create(**calls[0][0], stream=True)
+        report = server.report()
+    assert report["sessions"][0]["served"] == 2
+    assert report["unconsumed"] == []
+    assert len(report["refused"]) == 1
+
+
+async def test_tool_call_ids_and_names_arrive_once_per_call() -> None:
+    body, _ = recorded_calls(TOOL_TURN)[0]
+    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+        received = await _stream(client, body)
+    calls = [call for c in received for ch in c.choices for call in ch.delta.tool_calls or ()]
+    assert [(c.id, c.function.name if c.function else None) for c in calls][:2] == [
+        ("call_bash_1", "bash"),
+        (None, None),
+    ]
+
+
+async def test_non_streaming_requests_get_one_completion() -> None:
+    calls = recorded_calls(TOOL_TURN)
+    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+        first = await client.chat.completions.create(**calls[0][0])
+        second = await client.chat.completions.create(**calls[1][0])
+    message = first.choices[0].message
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert message.tool_calls is not None
+    assert message.tool_calls[0].function.name == "bash"
+    assert json.loads(message.tool_calls[0].function.arguments)["command"] == "echo SNAPSHOT_OK"
+    assert second.choices[0].message.content == "DONE"
+    assert second.usage is not None
+
+
+async def test_a_changed_prompt_gets_409_with_the_diff() -> None:
+    body, _ = recorded_calls(TOOL_TURN)[0]
+    changed = json.loads(json.dumps(body))
+    changed["messages"][-1]["content"] = "Use the bash tool to run exactly: echo SOMETHING_ELSE."
+    async with ReplayServer(TOOL_TURN) as server:
+        async with _client(server) as client:
+            with pytest.raises(openai.ConflictError) as caught:
+                await client.chat.completions.create(**changed, stream=True)
+        report = server.report()
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert error["session"] == "session.jsonl"
+    assert error["call"] == 1
+    assert "user message 1" in error["what"]
+    assert "+    Use the bash tool to run exactly: echo SOMETHING_ELSE." in error["diff"]
+    assert "-    Use the bash tool to run exactly: echo SNAPSHOT_OK" in error["diff"]
+    assert report["refused"] and not report["ok"]
+
+
+async def test_a_changed_tool_schema_gets_409() -> None:
+    body, _ = recorded_calls(TOOL_TURN)[0]
+    changed = json.loads(json.dumps(body))
+    changed["tools"][0]["function"]["description"] = "something else"
+    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+        with pytest.raises(openai.ConflictError, match="the schema of tool bash"):
+            await client.chat.completions.create(**changed)
+
+
+async def test_concurrent_conversations_route_by_header() -> None:
+    alpha = recorded_calls(PARALLEL, "session.1.jsonl")[0]
+    beta = recorded_calls(PARALLEL, "session.2.jsonl")[0]
+    async with ReplayServer(PARALLEL) as server:
+        async with (
+            _client(server, **{"X-Dsh-Session": "session.2"}) as two,
+            _client(server, **{"X-Dsh-Session": "session.1"}) as one,
+        ):
+            got = await asyncio.gather(_stream(two, beta[0]), _stream(one, alpha[0]))
+        report = server.report()
+    assert client_deltas(got[0]) == expected_deltas(beta[1])
+    assert client_deltas(got[1]) == expected_deltas(alpha[1])
+    served = {s["session"]: s["served"] for s in report["sessions"]}
+    assert served == {"session.jsonl": 0, "session.1.jsonl": 1, "session.2.jsonl": 1}
+
+
+async def test_without_headers_requests_route_by_history() -> None:
+    parent = recorded_calls(PARALLEL)
+    alpha = recorded_calls(PARALLEL, "session.1.jsonl")[0]
+    beta = recorded_calls(PARALLEL, "session.2.jsonl")[0]
+    async with ReplayServer(PARALLEL) as server:
+        async with _client(server) as client:
+            first = await _stream(client, parent[0][0])
+            got_beta, got_alpha = await asyncio.gather(_stream(client, beta[0]), _stream(client, alpha[0]))
+            last = await _stream(client, parent[1][0])
+        report = server.report()
+    assert client_deltas(first) == expected_deltas(parent[0][1])
+    assert client_deltas(got_beta) == expected_deltas(beta[1])
+    assert client_deltas(got_alpha) == expected_deltas(alpha[1])
+    assert client_deltas(last) == expected_deltas(parent[1][1])
+    assert report["ok"]
+
+
+def _get(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def _post(url: str) -> dict[str, Any]:
+    request = urllib.request.Request(url, data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def _start_cli(directory: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "serve", "replay", str(directory), "--port", "0", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert " on http://127.0.0.1:" in line, line + (
+        process.stderr.read() if process.poll() is not None else ""
+    )
+    return process, line.strip().rsplit(" on ", 1)[1]
+
+
+@pytest.mark.parametrize("consume", [True, False])
+def test_the_cli_exits_non_zero_when_a_script_is_not_consumed(consume: bool) -> None:
+    process, base_url = _start_cli(TOOL_TURN)
+    try:
+        calls = recorded_calls(TOOL_TURN)
+        with openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+            for body, _ in calls if consume else calls[:1]:
+                list(client.chat.completions.create(**body, stream=True))
+        report = _get(base_url.removesuffix("/v1") + "/_dsh/report")
+        assert report["sessions"][0]["served"] == (2 if consume else 1)
+        _post(base_url.removesuffix("/v1") + "/_dsh/shutdown")
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == (0 if consume else 1), err
+    if not consume:
+        assert "were not served in session.jsonl" in err
+    assert json.loads(out.splitlines()[-1])["unconsumed"] == ([] if consume else ["session.jsonl"])
+
+
+def test_allow_unconsumed_relaxes_the_exit_code() -> None:
+    process, base_url = _start_cli(TOOL_TURN, "--allow-unconsumed")
+    try:
+        _post(base_url.removesuffix("/v1") + "/_dsh/shutdown")
+        process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
