@@ -92,3 +92,20 @@ def test_the_live_view_escapes_labels_names_and_streamed_text() -> None:
     _no_controls(text)
     assert "line one\nline \\x1b]0;title\\x07two" in text  # Rich expands the tab
     assert "lab\\u202eel" in text and "ba\\x1bsh" in text and "child-\\x1b[2J" in text
+
+
+def test_tree_import_export_tail_and_errors_escape_what_the_log_says(dsh_sqlite: Dsh, tmp_path: Path) -> None:
+    header = {"type": "session", "version": 2, "id": EVIL_ID, "createdAt": 1, "cwd": EVIL_CWD,
+              "isSeeded": False, "delegationDepth": 0}  # fmt: skip
+    events = [{"type": EVIL_TYPE, "seq": 0, "time": 2, "data": {"note": "n"}, "ignorable": True}]
+    path = tmp_path / "evil\x1b[2J.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [header, *events]) + "\n")
+    imported = dsh_sqlite("sessions", "import", path).ok()
+    tree = dsh_sqlite("sessions", "tree").ok()
+    exported = dsh_sqlite("sessions", "export", EVIL_ID, "--output", tmp_path / "out.jsonl")
+    tail = dsh_sqlite("sessions", "tail", EVIL_ID).ok()
+    again = dsh_sqlite("sessions", "import", path)  # the id exists: an error line naming it
+    for text in (imported.stdout, tree.stdout, exported.stdout, tail.stdout, again.stderr):
+        _no_controls(text)
+    assert "s-\\x1b[2J" in tree.stdout and "x/\\x1b[5mblink" in tail.stdout
+    assert again.code != 0 and "s-\\x1b[2J" in again.stderr

@@ -10,6 +10,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 
+from dsh.cli.tables import terminal_safe
 from dsh.errors import DshError, UsageError
 from dsh.jsonx import dumps_unchecked
 from dsh.store.notices import WarningSink, warnings_to
@@ -55,7 +56,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print stable JSON inst
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one error line to stderr and exit with ``code``."""
-    typer.echo(f"dsh: error: {message}", err=True)
+    typer.echo(f"dsh: error: {terminal_safe(message)}", err=True)
     raise typer.Exit(code)
 
 

@@ -14,7 +14,15 @@ from rich.text import Text
 from rich.tree import Tree
 
 from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
-from dsh.cli.tables import make_console, render_list, render_session, session_json, type_counts, warn
+from dsh.cli.tables import (
+    make_console,
+    render_list,
+    render_session,
+    session_json,
+    terminal_safe,
+    type_counts,
+    warn,
+)
 from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
@@ -145,8 +153,8 @@ def import_cmd(
         for item in imported:
             s = item.session
             typer.echo(
-                f"imported {s.header.id} from {item.path}: {len(s.events)} events, "
-                f"cut {s.inherited_event_count}"
+                f"imported {terminal_safe(s.header.id)} from {terminal_safe(str(item.path))}: "
+                f"{len(s.events)} events, cut {s.inherited_event_count}"
             )
 
 
@@ -304,7 +312,7 @@ def _tree_label(node: _Node) -> Text:
     s = node.summary
     kind = (f"{node.kind} ", "cyan") if node.kind else ""
     return Text.assemble(
-        kind, (s.header.id, "bold"), f"  cut {s.inherited_event_count}, {s.event_count} events"
+        kind, (terminal_safe(s.header.id), "bold"), f"  cut {s.inherited_event_count}, {s.event_count} events"
     )
 
 
@@ -383,10 +391,13 @@ def fork_cmd(
             return
         cut = child.inherited_event_count
         if cut:
-            typer.echo(f"forked {session_id} -> {child.header.id}: cut {cut}, {len(child.events)} events")
+            typer.echo(
+                f"forked {terminal_safe(session_id)} -> {child.header.id}: "
+                f"cut {cut}, {len(child.events)} events"
+            )
         else:
             typer.echo(
-                f"forked {session_id} -> {child.header.id}: the parent has no completed turn, "
+                f"forked {terminal_safe(session_id)} -> {child.header.id}: the parent has no completed turn, "
                 "so the child starts empty (cut 0)"
             )
 
@@ -429,6 +440,6 @@ def export_cmd(
 
     loaded = _in_store(store, body)
     typer.echo(
-        f"exported {session_id} to {os.fspath(target)}: {len(loaded.events)} events, "
-        f"cut {loaded.inherited_event_count}"
+        f"exported {terminal_safe(session_id)} to {terminal_safe(os.fspath(target))}: "
+        f"{len(loaded.events)} events, cut {loaded.inherited_event_count}"
     )

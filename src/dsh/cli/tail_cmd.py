@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from dsh.cli.common import JsonOption, StoreOption, run_async, write_json_line
+from dsh.cli.tables import terminal_safe
 from dsh.events import Event
 from dsh.jsonx import dumps_unchecked
 from dsh.store.tail import follow
@@ -49,7 +50,7 @@ def event_line(event: Event) -> str:
     text = " ".join(text.split())
     if len(text) > PREVIEW_CHARS:
         text = text[: PREVIEW_CHARS - 1] + "…"
-    return f"{event.seq:>6}  {_clock(event.time)}  {event.type:<18}  {text}"
+    return f"{event.seq:>6}  {_clock(event.time)}  {terminal_safe(event.type):<18}  {terminal_safe(text)}"
 
 
 def _emit(event: Event, as_json: bool) -> None:
