@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from dsh.cli.common import fail, run_async, write_json_line
+from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
 from dsh.serve.run import serve_until_stopped
 
@@ -55,3 +56,22 @@ def replay_cmd(
             + ", ".join(report["unconsumed"])
             + " (the client did less than the recording; --allow-unconsumed to relax)"
         )
+
+
+@serve_app.command("record")
+def record_cmd(
+    directory: Annotated[Path, typer.Argument(help="Where to write the recorded session logs.")],
+    upstream: Annotated[
+        str, typer.Option("--upstream", help="The provider's base URL, e.g. https://api.deepseek.com/v1.")
+    ],
+    port: PortOption = 0,
+    session_header: HeaderOption = None,
+) -> None:
+    """Proxy /v1/chat/completions to the upstream with the client's key and record each session."""
+
+    async def main() -> RecordServer:
+        server = RecordServer(upstream, directory, port=port, session_headers=session_header or ())
+        await serve_until_stopped(server, f"dsh serve record: recording into {directory}")
+        return server
+
+    write_json_line(run_async(main).report())

@@ -47,7 +47,7 @@ class ServedSession:
     recorded_id: str
     client_key: str | None
     derived: Derived
-    gaps: list[list[int]]
+    timing: list[tuple[list[int], dict[str, Any] | None]]
     check: SessionCheck
     served: int = 0
     divergences: list[dict[str, Any]] = field(default_factory=list)
@@ -67,13 +67,14 @@ class ServedSession:
                 "calls": self.calls, "served": self.served, "divergences": self.divergences}  # fmt: skip
 
 
-def _gaps(events: Sequence[Any], calls: int) -> list[list[int]]:
+def _timing(events: Sequence[Any], calls: int) -> list[tuple[list[int], dict[str, Any] | None]]:
+    """Per call: the recorded gaps and the provider's usage object (``dsh serve record`` keeps it)."""
     found = [
-        list(e.data["stream"].get("dt") or [])
+        (list(e.data["stream"].get("dt") or []), e.data.get("wireUsage"))
         for e in events
         if e.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT) and isinstance(e.data.get("stream"), dict)
     ]
-    return found if len(found) == calls else [[] for _ in range(calls)]
+    return found if len(found) == calls else [([], None) for _ in range(calls)]
 
 
 def _client_key(events: Sequence[Any]) -> str | None:
@@ -103,7 +104,7 @@ def load_sessions(directory: Path, tolerances: Tolerances | None = None) -> list
         check = SessionCheck(label, loaded.header.id, wired, version=version, tolerances=rules, cwd=None)
         out.append(
             ServedSession(label, loaded.header.id, _client_key(loaded.events), wired,
-                          _gaps(loaded.events[cut:], len(wired.entries)), check)
+                          _timing(loaded.events[cut:], len(wired.entries)), check)
         )  # fmt: skip
     return out
 
@@ -245,9 +246,13 @@ class ReplayServer:
                 return json_reply(
                     500, {"error": {"message": failure[1], "type": "server_error", "code": failure[0]}}
                 )
-            return json_reply(200, completion(entry.chunks, model=model, completion_id=completion_id))
+            done = completion(entry.chunks, model=model, completion_id=completion_id)
+            if session.timing[k][1] is not None:
+                done["usage"] = session.timing[k][1]
+            return json_reply(200, done)
+        gaps, usage = session.timing[k]
         events = sse_events(
-            entry.chunks, session.gaps[k], model=model, completion_id=completion_id, failure=failure
+            entry.chunks, gaps, model=model, completion_id=completion_id, failure=failure, usage=usage
         )
         return Reply(200, content_type="text/event-stream; charset=utf-8", stream=self._play(events))
 

@@ -81,8 +81,11 @@ def sse_events(
     model: str,
     completion_id: str,
     failure: tuple[str, str] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> list[WireEvent]:
-    """The SSE payloads for one recorded call (``failure``: a ``throw`` entry's code and message)."""
+    """The SSE payloads for one recorded call (``failure``: a ``throw`` entry's code and
+    message; ``usage``: the provider's own usage object, instead of one rebuilt from ours)."""
+    wire_usage_object = usage
 
     def frame(delta: dict[str, Any] | None, reason: str | None = None) -> dict[str, Any]:
         choices = (
@@ -95,7 +98,7 @@ def sse_events(
     gap = 0
     calls = _Calls()
     opened = False
-    usage: dict[str, Any] | None = None
+    usage = None
     finish: Chunk | None = None
     for i, chunk in enumerate(chunks):
         gap += dt[i - 1] if 0 < i <= len(dt) else 0
@@ -135,7 +138,7 @@ def sse_events(
     out.append(WireEvent(jsonx.dumps(frame({}, WIRE_FINISH[str(kind)])), gap))
     if usage is not None:
         trailing = frame(None)
-        trailing["usage"] = wire_usage(usage)
+        trailing["usage"] = wire_usage_object if wire_usage_object is not None else wire_usage(usage)
         out.append(WireEvent(jsonx.dumps(trailing), 0))
     out.append(WireEvent(b"[DONE]", 0))
     return out

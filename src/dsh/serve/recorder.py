@@ -1,0 +1,240 @@
+"""Client sessions as dsh version-2 logs: each proxied request and its response, as events.
+
+One :class:`RecordedSession` per client session. For each request it appends what the
+request adds to the history (user prompts → ``user/message``, opening a turn; tool results
+→ ``tool/result`` of the previous step; assistant messages the client wrote itself →
+``assistant/message`` without a stream, which makes no call), a ``request/header`` when
+system prompt, tools, model or ``max_tokens`` changed, then ``step/start``, the settlement
+(``assistant/message`` with the exact timed ``stream``, or ``assistant/attempt`` with the
+failure), ``tool/call`` per call and ``step/end``. :func:`write_directory` writes every
+session atomically: ``session.jsonl`` (the first session), ``session.N.jsonl`` (the rest,
+by creation) and ``input.json`` (the first session's prompts).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh import jsonx
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+from dsh.events.header import SessionHeader
+from dsh.events.messages import Message
+from dsh.ids import new_message_id, new_session_id, now_ms
+from dsh.model import ModelRequest
+from dsh.store import LoadedSession
+from dsh.store.logfile import encode_log
+
+CLIENT_EVENT = "serve/client"
+PROVIDER = "upstream"
+
+
+@dataclass(slots=True)
+class Settled:
+    """What one proxied call produced: its chunks and gaps, and a failure if it failed."""
+
+    chunks: list[Chunk]
+    dt: list[int]
+    failure: dict[str, str] | None = None
+    usage: dict[str, Any] | None = None
+    wire_usage: dict[str, Any] | None = None
+    """The provider's own usage object, kept so a replay shows the client the same one."""
+
+
+def _comparable(message: Message) -> Any:
+    """A message for continuity: assistant reasoning is left out (clients rarely send it back)."""
+    content = message.get("content")
+    if message.get("role") == "assistant" and isinstance(content, list):
+        content = [b for b in content if isinstance(b, dict) and b.get("type") != "reasoning"]
+    return (message.get("role"), content)
+
+
+@dataclass(slots=True)
+class RecordedSession:
+    """One client session's log, built request by request."""
+
+    key: str | None
+    header: SessionHeader
+    events: list[Event] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    """The dsh history so far as the client's wire shows it (for continuity routing)."""
+    turn: int = 0
+    step: int = 0
+    open_turn: bool = False
+    last_header: Any = None
+
+    def append(
+        self, etype: str, data: dict[str, Any], *, surface: bool = False, ignorable: bool = False
+    ) -> None:
+        self.events.append(
+            Event(etype, len(self.events), now_ms(), data, "append" if surface else None, None, ignorable)
+        )
+
+    def extends(self, messages: Sequence[Message]) -> int:
+        """How many known messages ``messages`` starts with, or -1 when it does not extend them."""
+        known = self.history
+        if len(messages) < len(known):
+            return -1
+        if all(_comparable(a) == _comparable(b) for a, b in zip(known, messages, strict=False)):
+            return len(known)
+        return -1
+
+    def _start_turn(self) -> None:
+        if self.open_turn:
+            self.append("turn/end", {"turn": self.turn, "reason": {"kind": "completed"}})
+        self.turn += 1
+        self.step = 0
+        self.open_turn = True
+        self.append("turn/start", {"turn": self.turn})
+
+    def add_call(self, request: ModelRequest, settled: Settled) -> None:
+        """Append one request (its new history and header) and what the call produced."""
+        if not self.events and self.key is not None:
+            self.append(CLIENT_EVENT, {"session": self.key}, ignorable=True)
+        fresh = list(request.messages[len(self.history) :])
+        for message in fresh:
+            source = message.get("source") or {}
+            if message.get("role") == "assistant":
+                if not self.open_turn:
+                    self._start_turn()
+                stored = {
+                    **message,
+                    "source": {"kind": "model", "provider": "client"},
+                    "id": new_message_id(),
+                }
+                self.append("assistant/message", {"turn": self.turn, "step": self.step, "message": stored},
+                            surface=True)  # fmt: skip
+            elif source.get("kind") == "tool" and self.open_turn:
+                stored = {**message, "id": new_message_id()}
+                self.append(
+                    "tool/result", {"turn": self.turn, "step": self.step, "message": stored}, surface=True
+                )
+            else:
+                if source.get("kind") in ("user", "tool") or not self.open_turn:
+                    self._start_turn()
+                self.append("user/message", {**message, "id": new_message_id()}, surface=True)
+        config: dict[str, Any] = {"provider": PROVIDER, "model": request.model}
+        if request.max_tokens is not None:
+            config["maxTokens"] = request.max_tokens
+        header: dict[str, Any] = {"config": config}
+        if request.system is not None:
+            header["system"] = request.system
+        header["tools"] = list(request.tools)
+        if header != self.last_header:
+            reason = "initial" if self.last_header is None else "change"
+            self.append("request/header", {"header": header, "reason": reason})
+            self.last_header = header
+        if not self.open_turn:
+            self._start_turn()
+        self.step += 1
+        turn, step = self.turn, self.step
+        self.append("step/start", {"turn": turn, "step": step})
+        stream = {"chunks": settled.chunks, "dt": settled.dt}
+        self.history = list(request.messages)
+        if settled.failure is not None:
+            self.append(
+                "assistant/attempt",
+                {"turn": turn, "step": step, "failure": settled.failure, "stream": stream},
+            )
+        else:
+            blocks = [c["block"] for c in settled.chunks if c.get("type") == "block-end"]
+            message = {"role": "assistant", "content": blocks,
+                       "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
+                       "id": new_message_id()}  # fmt: skip
+            data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+            if settled.usage is not None:
+                data["usage"] = settled.usage
+            if settled.wire_usage is not None:
+                data["wireUsage"] = settled.wire_usage
+            data["stream"] = stream
+            self.append("assistant/message", data, surface=True)
+            for block in blocks:
+                if block.get("type") == "tool-call":
+                    call = {
+                        "turn": turn,
+                        "step": step,
+                        "callId": block.get("id", ""),
+                        "name": block.get("name", ""),
+                        "arguments": block.get("arguments", ""),
+                    }
+                    self.append("tool/call", call)
+            self.history.append({"role": "assistant", "content": _wire_visible(blocks)})
+        self.append("step/end", {"turn": turn, "step": step})
+
+    def closed(self) -> list[Event]:
+        """The events with the open turn closed (``turn/end completed``), for writing."""
+        if not self.open_turn:
+            return list(self.events)
+        end = Event(
+            "turn/end", len(self.events), now_ms(), {"turn": self.turn, "reason": {"kind": "completed"}}
+        )
+        return [*self.events, end]
+
+
+def _wire_visible(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An assistant reply as the wire parse of the client's next request will show it."""
+    out: list[dict[str, Any]] = [b for b in blocks if b.get("type") == "reasoning" and b.get("text")]
+    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    if text:
+        out.append({"type": "text", "text": text})
+    out.extend(
+        {
+            "type": "tool-call",
+            "id": b.get("id", ""),
+            "name": b.get("name", ""),
+            "arguments": b.get("arguments", ""),
+        }
+        for b in blocks
+        if b.get("type") == "tool-call"
+    )
+    return out
+
+
+def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSession:
+    header = SessionHeader(
+        id=new_session_id(),
+        created_at=now_ms(),
+        parent_session=parent.header.id if parent is not None else None,
+        origin="subagent" if parent is not None else None,
+        delegation_depth=parent.header.delegation_depth + 1 if parent is not None else 0,
+    )
+    return RecordedSession(key, header)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> list[Path]:
+    """Write every session with events (first → ``session.jsonl``) and ``input.json``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    kept = [s for s in sessions if s.events]
+    for n, session in enumerate(kept):
+        path = directory / ("session.jsonl" if n == 0 else f"session.{n}.jsonl")
+        _write_atomic(path, encode_log(LoadedSession(session.header, 0, session.closed())))
+        written.append(path)
+    if kept:
+        steps: list[dict[str, Any]] = [{"op": "newSession"}]
+        for event in kept[0].events:
+            if event.type == "user/message" and (event.data.get("source") or {}).get("kind") == "user":
+                text = "".join(str(b.get("text", "")) for b in event.data.get("content") or ())
+                steps.append({"op": "prompt", "text": text})
+        path = directory / "input.json"
+        _write_atomic(path, jsonx.dumps({"steps": steps}) + b"\n")
+        written.append(path)
+    return written
