@@ -12,6 +12,7 @@ from dsh.cli.scenario_cmd import scenario_app
 from dsh.cli.serve_cmd import serve_app
 from dsh.cli.sessions_cmd import sessions_app
 from dsh.cli.tail_cmd import tail
+from dsh.cli.ui_cmd import ui
 
 app = typer.Typer(
     name="dsh",
@@ -28,6 +29,7 @@ app.add_typer(scenario_app, name="scenario")
 app.command(name="replay")(replay)
 app.command(name="demo")(demo)
 app.command(name="acp")(acp)
+app.command(name="ui")(ui)
 app.add_typer(serve_app, name="serve")
 sessions_app.command(name="tail")(tail)
 

@@ -1,0 +1,48 @@
+"""``dsh ui``: the local, read-only web viewer over a store's sessions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dsh.cli.common import StoreOption, fail
+from dsh.store.url import default_sqlite_path
+
+try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
+    from dsh.ui import server as ui_server
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
+    ui_server = None  # type: ignore[assignment]
+    MISSING: str | None = exc.name
+else:
+    MISSING = None
+
+
+def ui(
+    store: StoreOption = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (default: localhost only).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind (0: a free one).")] = 0,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a browser.")] = False,
+) -> None:
+    """Serve a read-only web viewer of the store's sessions and print its URL.
+
+    Sessions list (search, sort, pages), session pages with the lineage tree and each fork
+    child's cut on the parent's timeline, transcripts, raw events, and live updates while a
+    session is being appended to. Bound to 127.0.0.1 unless --host says otherwise.
+    """
+    if ui_server is None:
+        fail(f"dsh ui needs the ui extra ({MISSING} is not installed): pip install 'dsh[ui]'", 1)
+    if port < 0 or port > 65535:
+        fail(f"--port {port}: not a port number (0..65535)", 2)
+    if host not in ui_server.LOCAL_HOSTS:
+        typer.echo(
+            f"dsh: warning: --host {host} exposes every session in the store to that network",
+            err=True,
+        )
+    label = store or f"sqlite:{default_sqlite_path()}"
+    try:
+        ui_server.serve(store, host=host, port=port, open_browser=open_browser, label=label, echo=typer.echo)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)

@@ -1,0 +1,357 @@
+"""The viewer's Starlette application: read-only routes over one store, HTML and JSON, plus SSE.
+
+Routes: ``/`` sessions, ``/s/{id}`` session, ``/s/{id}/events`` raw events, ``/s/{id}/live``
+server-sent events, ``/api/sessions`` and ``/api/sessions/{id}`` JSON, ``/report`` (when a
+replay report was given), ``/static/ui.css`` and ``/static/ui.js``. Nothing writes to the
+store; every page carries a Content-Security-Policy that allows only the viewer's own script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from dsh.errors import SessionNotFoundError
+from dsh.events import Event
+from dsh.store.base import EventStore, SessionSummary
+from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
+from dsh.ui.assets import CSS, JS
+from dsh.ui.templates import environment
+from dsh.ui.views import (
+    SORTS,
+    DeriveCache,
+    Item,
+    TranscriptBuilder,
+    children_by_call,
+    derive,
+    find,
+    fork_cuts,
+    lineage,
+    list_page,
+    pretty_json,
+)
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+COLUMNS = [
+    ("title", "title", ""),
+    ("", "first prompt", ""),
+    ("", "model", ""),
+    ("created", "created", ""),
+    ("activity", "last activity", ""),
+    ("status", "status", ""),
+    ("events", "events", "num"),
+    ("children", "children", "num"),
+]
+
+
+@dataclass(slots=True)
+class UiState:
+    store: EventStore
+    cache: DeriveCache
+    label: str
+    report_html: str | None
+    poll_interval: float
+
+
+def _state(request: Request) -> UiState:
+    state: UiState = request.app.state.ui
+    return state
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+_ENV = environment()
+_ENV.globals["pretty_json"] = pretty_json
+
+
+def _html(template: str, state: UiState, status_code: int = 200, **context: Any) -> HTMLResponse:
+    body = _ENV.get_template(template).render(
+        store_label=state.label, has_report=state.report_html is not None, **context
+    )
+    return HTMLResponse(body, status_code=status_code, headers=SECURITY_HEADERS)
+
+
+def _not_found(state: UiState, session_id: str) -> HTMLResponse:
+    body = _ENV.from_string(
+        '{% extends "base.html" %}{% block main %}<h1>Not found</h1>'
+        '<p>No session {{ sid }} in this store.</p><p><a href="/">All sessions</a></p>{% endblock %}'
+    ).render(store_label=state.label, has_report=state.report_html is not None, sid=session_id)
+    return HTMLResponse(body, status_code=404, headers=SECURITY_HEADERS)
+
+
+async def sessions_page(request: Request) -> Response:
+    state = _state(request)
+    q = request.query_params.get("q", "").strip()
+    sort = request.query_params.get("sort", "created")
+    sort = sort if sort in SORTS else "created"
+    direction = "asc" if request.query_params.get("dir") == "asc" else "desc"
+    page = await list_page(
+        state.store,
+        state.cache,
+        query=q,
+        sort=sort,
+        descending=direction == "desc",
+        page=_int(request.query_params.get("page"), 1),
+        per_page=_int(request.query_params.get("per"), 50),
+    )
+
+    def link(**changes: Any) -> str:
+        params = {"q": q, "sort": sort, "dir": direction, "page": page.page, "per": page.per_page}
+        params.update(changes)
+        return "/?" + urlencode({k: v for k, v in params.items() if v != ""})
+
+    def sort_link(key: str) -> str:
+        flip = "asc" if sort == key and direction == "desc" else "desc"
+        return link(sort=key, dir=flip, page=1)
+
+    return _html(
+        "sessions.html",
+        state,
+        page=page,
+        q=q,
+        sort=sort,
+        dir=direction,
+        columns=COLUMNS,
+        sort_link=sort_link,
+        page_link=lambda n: link(page=n),
+    )
+
+
+async def sessions_json(request: Request) -> Response:
+    state = _state(request)
+    page = await list_page(
+        state.store,
+        state.cache,
+        query=request.query_params.get("q", "").strip(),
+        sort=request.query_params.get("sort", "created"),
+        descending=request.query_params.get("dir") != "asc",
+        page=_int(request.query_params.get("page"), 1),
+        per_page=_int(request.query_params.get("per"), 50),
+    )
+    return JSONResponse(
+        {
+            "total": page.total,
+            "matched": page.matched,
+            "page": page.page,
+            "pages": page.pages,
+            "sessions": [row.to_json() for row in page.rows],
+        },
+        headers=SECURITY_HEADERS,
+    )
+
+
+async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
+    loaded = await state.store.load(session_id)
+    root = await lineage(state.store, state.cache, session_id)
+    node = find(root, session_id)
+    children = node.children if node is not None else []
+    cut = loaded.inherited_event_count
+    derived = derive(loaded.header, loaded.events, cut)
+    builder = TranscriptBuilder(cut, children_by_call(children))
+    items: list[Item] = [item for event in loaded.events for item in builder.feed(event)]
+    return {
+        "h": loaded.header,
+        "events": loaded.events,
+        "cut": cut,
+        "derived": derived,
+        "root": root,
+        "cuts": fork_cuts(node) if node is not None else [],
+        "inherited_items": [i for i in items if i.inherited],
+        "own_items": [i for i in items if not i.inherited],
+    }
+
+
+async def session_page(request: Request) -> Response:
+    state = _state(request)
+    sid = request.path_params["session_id"]
+    try:
+        context = await _session_context(state, sid)
+    except SessionNotFoundError:
+        return _not_found(state, sid)
+    return _html("session.html", state, **context)
+
+
+async def events_page(request: Request) -> Response:
+    state = _state(request)
+    sid = request.path_params["session_id"]
+    try:
+        context = await _session_context(state, sid)
+    except SessionNotFoundError:
+        return _not_found(state, sid)
+    return _html("events.html", state, **context)
+
+
+async def session_json(request: Request) -> Response:
+    state = _state(request)
+    sid = request.path_params["session_id"]
+    try:
+        loaded = await state.store.load(sid)
+    except SessionNotFoundError:
+        return JSONResponse({"error": f"no session {sid} in this store"}, status_code=404)
+    children = await state.store.children(sid)
+    summary = SessionSummary(loaded.header, loaded.inherited_event_count, len(loaded.events))
+    d = derive(loaded.header, loaded.events, loaded.inherited_event_count)
+    return JSONResponse(
+        {
+            "id": sid,
+            "parentSession": loaded.header.parent_session,
+            "isSeeded": loaded.header.is_seeded,
+            "inheritedEventCount": summary.inherited_event_count,
+            "eventCount": summary.event_count,
+            "createdAt": loaded.header.created_at,
+            "title": d.title,
+            "status": d.status,
+            "kind": d.kind,
+            "model": d.model,
+            "children": [c.header.id for c in children],
+            "events": [event.to_wire() for event in loaded.events],
+        },
+        headers=SECURITY_HEADERS,
+    )
+
+
+def _sse(event: str, data: object, event_id: int | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+
+
+async def live(request: Request) -> Response:
+    """Server-sent events: each committed event from ``from`` on, as rendered HTML fragments.
+
+    The stream ends (``event: idle``) after a ``turn/end`` that leaves no open turn; the page
+    reconnects from the next seq, so a finished session costs no open connection.
+    """
+    state = _state(request)
+    sid = request.path_params["session_id"]
+    try:
+        loaded = await state.store.load(sid)
+    except SessionNotFoundError:
+        return JSONResponse({"error": f"no session {sid} in this store"}, status_code=404)
+    start = max(0, min(_int(request.query_params.get("from"), len(loaded.events)), len(loaded.events)))
+    cut = loaded.inherited_event_count
+    header = loaded.header
+
+    async def children_map() -> dict[str, str]:
+        out: dict[str, str] = {}
+        for child in await state.store.children(sid):
+            d = await state.cache.get(child)
+            if d.call_id:
+                out[d.call_id] = child.header.id
+        return out
+
+    builder = TranscriptBuilder(cut, await children_map())
+    seen: list[Event] = list(loaded.events[:start])
+    for event in seen:
+        builder.feed(event)
+    items_macro = _ENV.get_template("items.html").module
+    render_items: Callable[[list[Item]], str] = items_macro.items  # type: ignore[attr-defined]
+    render_row: Callable[[Event, int], str] = items_macro.event_row  # type: ignore[attr-defined]
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield b"retry: 1000\n\n"
+        open_turns = 0
+        for event in seen:
+            open_turns = _open_after(open_turns, event)
+        async for event in follow(
+            state.store, sid, start, poll_interval=state.poll_interval, until_turn_end=False
+        ):
+            seen.append(event)
+            open_turns = _open_after(open_turns, event)
+            if event.type == "tool/result":
+                builder.children_by_call.update(await children_map())
+            items = builder.feed(event)
+            d = derive(header, seen, cut)
+            payload = {
+                "seq": event.seq,
+                "type": event.type,
+                "items": str(render_items(items)),
+                "row": str(render_row(event, cut)),
+                "status": d.status,
+            }
+            yield _sse("append", payload, event.seq)
+            if event.type == "turn/end" and open_turns == 0:
+                yield _sse("idle", {"next": event.seq + 1})
+                return
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={**SECURITY_HEADERS, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _open_after(open_turns: int, event: Event) -> int:
+    if event.type == "turn/start":
+        return open_turns + 1
+    if event.type == "turn/end":
+        return max(open_turns - 1, 0)
+    return open_turns
+
+
+async def report_page(request: Request) -> Response:
+    state = _state(request)
+    if state.report_html is None:
+        return HTMLResponse("no replay report was given to this viewer", status_code=404)
+    return HTMLResponse(state.report_html, headers=SECURITY_HEADERS)
+
+
+async def css(request: Request) -> Response:
+    return Response(CSS, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+async def js(request: Request) -> Response:
+    return Response(JS, media_type="text/javascript", headers={"Cache-Control": "max-age=300"})
+
+
+def create_app(
+    open_store: Callable[[], EventStore],
+    *,
+    label: str = "",
+    report_html: str | None = None,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+) -> Starlette:
+    """The viewer over the store ``open_store`` returns (opened at startup, closed at shutdown)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = open_store()
+        app.state.ui = UiState(store, DeriveCache(store), label, report_html, poll_interval)
+        try:
+            yield
+        finally:
+            await store.close()
+
+    routes = [
+        Route("/", sessions_page),
+        Route("/api/sessions", sessions_json),
+        Route("/api/sessions/{session_id:path}", session_json),
+        Route("/s/{session_id}/events", events_page),
+        Route("/s/{session_id}/live", live),
+        Route("/s/{session_id}", session_page),
+        Route("/report", report_page),
+        Route("/static/ui.css", css),
+        Route("/static/ui.js", js),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

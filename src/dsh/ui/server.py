@@ -1,0 +1,58 @@
+"""Run the viewer: bind uvicorn to a local address, print the URL, optionally open a browser."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import webbrowser
+from collections.abc import Callable
+
+import uvicorn
+
+from dsh.store.url import open_store
+from dsh.ui.app import create_app
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (port 0 picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(
+    store_url: str | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = False,
+    label: str = "",
+    echo: Callable[[str], None] = print,
+) -> None:
+    """Serve the viewer over ``store_url`` until interrupted (Ctrl-C)."""
+    sock = bind(host, port)
+    url = url_of(sock)
+    app = create_app(lambda: open_store(store_url), label=label)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    server = uvicorn.Server(config)
+    echo(f"dsh ui: serving {label} at {url} (read-only; Ctrl-C stops)")
+    if open_browser:
+        webbrowser.open(url)
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
