@@ -1,0 +1,100 @@
+"""The dsh_serve fixture, run in a pytester project: replay by default, record on request."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from dsh.testing.server import OpenAICompatServer
+from dsh.testing.wire import stream_reply
+from tests.serve.helpers import SCENARIOS, recorded_calls
+
+CONFTEST = 'pytest_plugins = ["dsh.serve.pytest_plugin"]\n'
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+REPLAY_TEST = """
+import json, pathlib
+import openai
+import pytest
+
+BODIES = json.loads(pathlib.Path(__file__).with_name("bodies.json").read_text())
+
+@pytest.mark.dsh_serve(directory=str(pathlib.Path(__file__).with_name("rec")))
+def test_it(dsh_serve):
+    with openai.OpenAI(base_url=dsh_serve, api_key="unused", max_retries=0) as client:
+        for body in BODIES[:{calls}]:
+            list(client.chat.completions.create(**body, stream=True))
+"""
+
+
+def _project(pytester: pytest.Pytester, bodies: list[dict[str, object]], calls: int) -> None:
+    shutil.copytree(SCENARIOS / "tool-call-turn", pytester.path / "rec")
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini(INI)
+    (pytester.path / "bodies.json").write_text(json.dumps(bodies))
+    pytester.makepyfile(test_app=REPLAY_TEST.replace("{calls}", str(calls)))
+
+
+def test_a_fully_consumed_replay_passes(pytester: pytest.Pytester) -> None:
+    _project(pytester, [body for body, _ in recorded_calls(SCENARIOS / "tool-call-turn")], 2)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_an_unconsumed_script_fails_the_test(pytester: pytest.Pytester) -> None:
+    _project(pytester, [body for body, _ in recorded_calls(SCENARIOS / "tool-call-turn")], 1)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*recorded calls not served in session.jsonl*"])
+
+
+def test_a_409_fails_the_test_even_if_the_client_swallows_it(pytester: pytest.Pytester) -> None:
+    bodies = [body for body, _ in recorded_calls(SCENARIOS / "tool-call-turn")]
+    bodies[0]["messages"][-1]["content"] = "something else"  # type: ignore[index]
+    _project(pytester, bodies, 2)
+    pytester.makepyfile(
+        test_app="""
+import json, pathlib
+import openai
+import pytest
+
+BODIES = json.loads(pathlib.Path(__file__).with_name("bodies.json").read_text())
+
+@pytest.mark.dsh_serve(directory=str(pathlib.Path(__file__).with_name("rec")))
+def test_it(dsh_serve):
+    with openai.OpenAI(base_url=dsh_serve, api_key="unused", max_retries=0) as client:
+        try:
+            client.chat.completions.create(**BODIES[0])
+        except openai.ConflictError:
+            pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*409*diverged at call 1*", "*+    something else*"])
+
+
+def test_record_then_replay(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_app="""
+import openai
+
+def test_hello(dsh_serve):
+    with openai.OpenAI(base_url=dsh_serve, api_key="sk-fixture", max_retries=0) as client:
+        chunks = list(client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello"
+"""
+    )
+    with OpenAICompatServer(handler=lambda _: stream_reply(text=["Hel", "lo"])) as upstream:
+        pytester.runpytest("-p", "no:cacheprovider", "--dsh-snapshot=record").assert_outcomes(skipped=1)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DSH_SERVE_UPSTREAM", upstream.base_url)
+            pytester.runpytest("-p", "no:cacheprovider", "--dsh-snapshot=record").assert_outcomes(passed=1)
+    recording = pytester.path / "recordings" / "test_hello"
+    assert (recording / "session.jsonl").exists()
+    assert b"sk-fixture" not in (recording / "session.jsonl").read_bytes()
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
