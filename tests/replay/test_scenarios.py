@@ -193,7 +193,8 @@ async def test_unconsumed_script_fails_naming_scenario_and_session(tmp_path: Pat
     assert "text-turn" in text and "session.jsonl" in text and "served 1 of 2" in text
     [problem] = result.problems
     assert "\n" not in problem
-    assert text.splitlines()[-1].startswith("to accept a model-side change, re-record: `pytest --dsh-snapshot=record")
+    hint = "to accept a model-side change, re-record: `pytest --dsh-snapshot=record"
+    assert text.splitlines()[-1].startswith(hint)
 
 
 async def test_exhausted_script_fails_naming_scenario_and_session(tmp_path: Path) -> None:
