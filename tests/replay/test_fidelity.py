@@ -186,10 +186,12 @@ def test_replay_names_the_commands_it_will_run_unless_trusted(upstream: Path) ->
     warned = _dsh("replay", str(scenario), "--json")
     assert warned.returncode == 0, warned.stderr
     [line] = warned.stderr.strip().splitlines()
-    assert "runs 1 recorded bash command(s) on this machine, unconfined" in line and "echo" in line
+    assert "runs 1 recorded command(s) on this machine, unconfined" in line and "echo" in line
     assert "--trust" in line
     trusted = _dsh("replay", str(scenario), "--json", "--trust")
     assert trusted.returncode == 0 and trusted.stderr == ""
+    hooked = _dsh("replay", str(upstream / "hook-cc-pretool-deny"), "--json")
+    assert "hook: " in hooked.stderr.strip().splitlines()[0]
 
 
 async def test_a_full_override_replaces_the_script_before_derivation(upstream: Path, tmp_path: Path) -> None:

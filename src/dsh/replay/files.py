@@ -10,6 +10,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import OverrideError, ScenarioError
 from dsh.events.vocabulary import TOOL_CALL
+from dsh.hooks import FILE_NAMES, load_hook_file
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
 from dsh.replay.model import ReplayModel, SessionScript, script_for
@@ -173,15 +174,26 @@ def recorded_commands(directory: Path) -> list[str]:
     return out
 
 
+def hook_commands(directory: Path) -> list[str]:
+    """The hook commands the scenario's ``workspace/`` configures (a replay runs them too)."""
+    out: list[str] = []
+    for dialect, name in FILE_NAMES.items():
+        hooks = load_hook_file(directory / "workspace" / name, dialect)
+        for groups in hooks.events.values() if hooks is not None else ():
+            for group in groups:
+                out.extend(f"hook: {_shown(c.command)}" for c in group.commands)
+    return list(dict.fromkeys(out))
+
+
 def untrusted_warning(directory: Path) -> str | None:
     """One line naming the commands a replay will run unconfined, or ``None`` if it runs none."""
-    commands = recorded_commands(directory)
+    commands = recorded_commands(directory) + hook_commands(directory)
     if not commands:
         return None
     listed = "; ".join(f"`{c}`" for c in commands[:5]) + (
         f"; … ({len(commands) - 5} more)" if len(commands) > 5 else ""
     )
     return (
-        f"warning: replaying {directory.name} runs {len(commands)} recorded bash command(s) on this machine, "
+        f"warning: replaying {directory.name} runs {len(commands)} recorded command(s) on this machine, "
         f"unconfined, in a temporary workspace: {listed} (pass --trust if you trust this recording)"
     )
