@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsh.events import Event, SessionHeader
 from dsh.loop import Feed
@@ -13,9 +15,17 @@ from dsh.snapshot.runner import SCENARIOS
 from dsh.store.samples import completed_turn
 from dsh.store.url import open_store
 
+T = TypeVar("T")
+
 HOSTILE_ID = "hostile-session"
 SCRIPT = "<script>window.__pwned = 1; document.title = 'PWNED'</script>"
 IMG = '<img src=x onerror="window.__pwned = 2">'
+
+
+def run_in_thread(body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``asyncio.run(body())`` on a fresh thread (sync Playwright owns this thread's loop)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(body())).result()
 
 
 def hostile_turn(seq: int, turn: int, *, time: int = 1_800_000_000_000) -> list[Event]:
@@ -45,7 +55,7 @@ def replay_subagent_mixed(url: str) -> ScenarioResult:
         finally:
             await store.close()
 
-    result = asyncio.run(go())
+    result = run_in_thread(go)
     assert result.ok, result.failure_text()
     return result
 
@@ -65,7 +75,7 @@ def add_hostile(url: str) -> None:
         finally:
             await store.close()
 
-    asyncio.run(go())
+    run_in_thread(go)
 
 
 def append_turn(url: str, session_id: str, reply: str) -> None:
@@ -80,7 +90,7 @@ def append_turn(url: str, session_id: str, reply: str) -> None:
         finally:
             await store.close()
 
-    asyncio.run(go())
+    run_in_thread(go)
 
 
 def store_url(tmp: Path) -> str:
