@@ -109,3 +109,19 @@ def test_tree_import_export_tail_and_errors_escape_what_the_log_says(dsh_sqlite:
         _no_controls(text)
     assert "s-\\x1b[2J" in tree.stdout and "x/\\x1b[5mblink" in tail.stdout
     assert again.code != 0 and "s-\\x1b[2J" in again.stderr
+
+
+def test_the_live_view_shows_hook_runs() -> None:
+    out = io.StringIO()
+    view = LiveView(Console(file=out, width=200, color_system=None), root_session="root")
+    blocked = {"turn": 1, "point": "PreToolUse", "handlerId": "claude-code:PreToolUse:1", "decision": "block",
+               "exitCode": 2, "durationMs": 3.1, "stderrSummary": "bash is \x1b[2Jdisabled"}  # fmt: skip
+    passed = {"turn": 1, "point": "Stop", "handlerId": "claude-code:Stop:2", "decision": "pass",
+              "exitCode": 0,
+              "durationMs": 1.0}  # fmt: skip
+    view.event("root", Event("hook/result", 0, 0, blocked))
+    view.event("root", Event("hook/result", 1, 0, passed))
+    text = out.getvalue()
+    _no_controls(text)
+    assert "hook PreToolUse (claude-code:PreToolUse:1): block, exit 2 — bash is \\x1b[2Jdisabled" in text
+    assert "hook Stop (claude-code:Stop:2): pass, exit 0" in text

@@ -18,6 +18,7 @@ from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    HOOK_RESULT,
     SUBAGENT_DESCRIPTOR,
     TOOL_CALL,
     TOOL_RESULT,
@@ -120,6 +121,17 @@ class LiveView:
             mark = "[red]✗[/red]" if block.get("isError") else "[green]←[/green]"
             self._newline()
             self.console.print(self._prefix(session_id) + f"{mark} " + escape(_short(text)))
+        elif etype == HOOK_RESULT:
+            detail = f", exit {data['exitCode']}" if "exitCode" in data else ""
+            why = f" — {_short(str(data['stderrSummary']))}" if data.get("stderrSummary") else ""
+            style = "red" if data.get("decision") in ("block", "deny") else "dim"
+            self._newline()
+            self.console.print(
+                self._prefix(session_id)
+                + f"[{style}]⚑ hook {_safe(data.get('point'))} ({_safe(data.get('handlerId'))}): "
+                + f"{_safe(data.get('decision'))}{detail}[/{style}]"
+                + escape(terminal_safe(why))
+            )
         elif etype == ASSISTANT_ATTEMPT:
             failure = data.get("failure", {})
             self._newline()
