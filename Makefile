@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
 
-.PHONY: run test lint typecheck contracts pytest bench scenarios clean
+.PHONY: run test lint typecheck contracts pytest sandbox-deps bench scenarios clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,12 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP)
+# bash's sandbox (workspace-write / read-only) needs bubblewrap; never fails the build: without
+# it the confinement tests skip and say why.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q -o DPkg::Lock::Timeout=120 bubblewrap) >/dev/null 2>&1 || echo "bubblewrap could not be installed: the sandbox confinement tests will skip"
+
+pytest: $(STAMP) sandbox-deps
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test: lint typecheck contracts pytest

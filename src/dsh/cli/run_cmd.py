@@ -6,7 +6,7 @@ import asyncio
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.console import Console
@@ -28,6 +28,7 @@ from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.model.settings import resolve_provider
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
+from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy
 
 
 def run(
@@ -57,6 +58,19 @@ def run(
             show_default=False,
         ),
     ] = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            metavar="MODE",
+            help="File policy: read-only, workspace-write (bash confined by bubblewrap, writes only "
+            "in the workspace and temp dirs) or danger-full-access (nothing confined).",
+        ),
+    ] = DEFAULT_MODE,
+    network: Annotated[
+        str,
+        typer.Option("--network", metavar="on|off", help="Whether confined commands may use the network."),
+    ] = "off",
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
@@ -68,7 +82,12 @@ def run(
         fail(f"--cwd {workspace}: not a directory", 2)
     if wait is not None and not resume:
         fail("--wait SECONDS needs --resume ID", 2)
-    target = _Target(store, workspace, resume, wait or 0.0)
+    if sandbox not in SANDBOX_MODES:
+        fail(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}", 2)
+    if network not in ("on", "off"):
+        fail(f"--network {network}: expected on or off", 2)
+    policy = SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on")
+    target = _Target(store, workspace, resume, wait or 0.0, policy)
     result = run_async(lambda: _run(prompt, model, base_url, api_key, target, as_json))
     if result is None:
         raise typer.Exit(130)
@@ -80,12 +99,13 @@ def run(
 
 @dataclass(frozen=True, slots=True)
 class _Target:
-    """Where the turn runs: the store, the workspace, the session to resume and the lease wait."""
+    """Where the turn runs: the store, the workspace, the session to resume, the lease wait, the policy."""
 
     store_url: str | None
     workspace: Path
     resume: str | None
     wait: float
+    sandbox: SandboxPolicy
 
 
 async def _run(
@@ -106,7 +126,7 @@ async def _run(
     model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
     store = open_store(target.store_url)
     feed = Feed()
-    config = AgentConfig(model=name, hooks=HookSet.from_environment())
+    config = AgentConfig(model=name, hooks=HookSet.from_environment(), sandbox=target.sandbox)
     agent: Agent | None = None
     try:
         tools = standard_tools()

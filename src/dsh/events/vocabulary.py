@@ -22,6 +22,7 @@ HOOK_INVOKED: Final = "hook/invoked"  # {turn, point, dialect, handlerId, matche
 HOOK_RESULT: Final = "hook/result"  # {turn, point, handlerId, decision, exitCode?, durationMs, ...}
 APPROVAL_ASKED: Final = "approval/asked"  # {id, toolName, callId?, reason?}
 APPROVAL_DECIDED: Final = "approval/decided"  # {id, outcome}
+SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from here on
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -49,6 +50,7 @@ WRITTEN_TYPES: Final = frozenset(
         HOOK_RESULT,
         APPROVAL_ASKED,
         APPROVAL_DECIDED,
+        SANDBOX_MODE,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -68,7 +70,6 @@ LEGACY_TYPES: Final = frozenset(
         "tool-workflow/agent-start",
         "tool-workflow/agent-end",
         "tool-workflow/run-end",
-        "sandbox/mode",
         "session/title-llm-request",
         "compaction/start",
         "compaction/end",

@@ -15,6 +15,7 @@ from dsh.events.chunks import Chunk, Failure
 from dsh.events.messages import Message, joined_text, user_message
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
+    SANDBOX_MODE,
     SESSION_REPAIRED,
     STEP_END,
     STEP_START,
@@ -272,7 +273,16 @@ class Agent:
             allow_outside_workspace=self.config.allow_outside_workspace,
             extras={"agent": self, **self.extras},
             files=self.files,
+            sandbox=self.config.sandbox,
         )
+
+    def _log_sandbox_mode(self) -> None:
+        """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged."""
+        if self.config.sandbox is None:
+            return
+        logged = [e.data.get("mode") for e in self.session.events if e.type == SANDBOX_MODE]
+        if not logged or logged[-1] != self.config.sandbox.mode:
+            self.append(SANDBOX_MODE, {"mode": self.config.sandbox.mode})
 
     def _on_chunk(self, chunk: Chunk) -> None:
         self.feed.chunk(self.session.id, chunk)
@@ -303,6 +313,7 @@ class Agent:
         self.append(TURN_START, {"turn": turn})
         for etype, data in preamble:
             self.append(etype, data)
+        self._log_sandbox_mode()
         reason: dict[str, Any] = {"kind": "completed"}
         try:
             reason = await self._steps(turn, message)

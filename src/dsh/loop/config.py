@@ -1,4 +1,4 @@
-"""Agent configuration: model route, system prompt, limits, retry policy and hooks."""
+"""Agent configuration: model route, system prompt, limits, retry policy, hooks and sandbox policy."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
+from dsh.tools.sandbox import SandboxPolicy
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are dsh, an AI agent that works in the user's workspace through tools. "
@@ -30,3 +31,7 @@ class AgentConfig:
     hooks: HookSet | None = None
     """Where the session's hook commands come from (``None``: no hooks). Subagent children
     share their parent's config, so the same hooks fire in them."""
+    sandbox: SandboxPolicy | None = None
+    """The file policy of the session's tools (``None``: none — nothing fenced or confined, as
+    replays of recordings run). Logged as ``sandbox/mode`` when a turn first runs under it;
+    subagent children share it, so they can never widen it."""

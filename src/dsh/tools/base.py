@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from dsh.events.messages import Block, text_block
 from dsh.tools.observations import FileObservations
+from dsh.tools.sandbox import SandboxPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +19,8 @@ class ToolContext:
 
     ``files`` is the session's :class:`FileObservations` (the agent passes the same object
     to every call of its session). ``readable_roots`` are directories outside the workspace
-    that ``read`` may still open (the registry adds its spill root).
+    that ``read`` may still open (the registry adds its spill root). ``sandbox`` is the
+    session's file policy (``None``: no policy, nothing fenced or confined).
     """
 
     session_id: str
@@ -30,6 +32,7 @@ class ToolContext:
     extras: dict[str, Any] = field(default_factory=dict)
     files: FileObservations = field(default_factory=FileObservations)
     readable_roots: tuple[Path, ...] = ()
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)

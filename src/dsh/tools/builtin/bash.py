@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import Field
 
@@ -30,6 +33,7 @@ from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.builtin._base import BuiltinTool
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
+from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import resolve_path, workspace_root
 
@@ -118,16 +122,22 @@ async def _wait_for(event: asyncio.Event, seconds: float) -> bool:
 
 
 async def run_command(
-    command: str, cwd: str, timeout_s: float, max_output_bytes: int, env: dict[str, str]
+    command: str,
+    cwd: str,
+    timeout_s: float,
+    max_output_bytes: int,
+    env: dict[str, str],
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> Outcome:
-    """Run ``bash -c command`` in ``cwd``; stop its process group on exit, timeout or cancel."""
+    """Run ``bash -c command`` in ``cwd`` (``wrap``: a sandbox); stop its group on exit, timeout, cancel."""
     loop = asyncio.get_running_loop()
+    argv = ["bash", "-c", command]
+    if wrap is not None:
+        argv = wrap(argv)
     try:
         transport, capture = await loop.subprocess_exec(
             lambda: _Capture(max_output_bytes),
-            "bash",
-            "-c",
-            command,
+            *argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -237,7 +247,19 @@ class BashTool(BuiltinTool[BashArgs]):
                 raise tool_error(f"workdir {where.shown} is not an existing directory", NOT_A_DIRECTORY)
             cwd = where.real
         timeout_ms = min(args.timeoutMs or self.default_timeout_ms, self.max_timeout_ms)
+        policy, workspace, where_to = ctx.sandbox, workspace_root(ctx), Path(cwd)
+        wrap: Callable[[list[str]], list[str]] | None = None
+        if policy is not None and policy.confined:
+            # Checked before anything runs: no usable sandbox ⇒ the refusal, never an unconfined run.
+            await asyncio.to_thread(confine, policy, ["true"], workspace, where_to)
+            wrap = functools.partial(confine, policy, workspace=workspace, cwd=where_to)
+
         outcome = await run_command(
-            args.command, str(cwd), timeout_ms / 1000, self.max_output_bytes, tool_environment(ctx.session_id)
+            args.command,
+            str(cwd),
+            timeout_ms / 1000,
+            self.max_output_bytes,
+            tool_environment(ctx.session_id),
+            wrap,
         )
         return ToolOutput.text(format_outcome(outcome, timeout_ms))

@@ -32,8 +32,9 @@ from dsh.tools.builtin.diffs import DIFF_BASIS_MAX_BYTES, edit_diff
 from dsh.tools.builtin.write import stale
 from dsh.tools.codes import FS_AMBIGUOUS_EDIT, FS_EDIT_NOT_FOUND, FS_NOT_OBSERVED, tool_error
 from dsh.tools.observations import Absent, FileObservations, file_version
+from dsh.tools.sandbox import check_file_write
 from dsh.tools.schema import ToolArgs
-from dsh.tools.workspace import ResolvedPath, resolve_path
+from dsh.tools.workspace import ResolvedPath, resolve_path, workspace_root
 
 
 class EditArgs(ToolArgs):
@@ -115,6 +116,7 @@ class EditTool(BuiltinTool[EditArgs]):
         if args.old_string == args.new_string:
             raise tool_error("old_string and new_string must differ")
         path = resolve_path(ctx, args.file_path)
+        check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         replace_all = bool(args.replace_all)
         meta = await asyncio.to_thread(
             _edit,

@@ -29,8 +29,9 @@ from dsh.tools.builtin._base import (
 from dsh.tools.builtin.diffs import DIFF_BASIS_MAX_BYTES, write_diffs
 from dsh.tools.codes import FS_NOT_OBSERVED, FS_STALE_VERSION, tool_error
 from dsh.tools.observations import FileObservations, Present, file_version
+from dsh.tools.sandbox import check_file_write
 from dsh.tools.schema import ToolArgs
-from dsh.tools.workspace import ResolvedPath, resolve_path
+from dsh.tools.workspace import ResolvedPath, resolve_path, workspace_root
 
 REREAD: Final = " — re-read the file, then retry"
 
@@ -93,6 +94,7 @@ class WriteTool(BuiltinTool[WriteArgs]):
 
     async def call(self, args: WriteArgs, ctx: ToolContext) -> ToolOutput:
         path = resolve_path(ctx, args.file_path)
+        check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         created, diffs = await asyncio.to_thread(
             _write, path, args.file_path, args.content, ctx.files, self.diff_basis_max_bytes
         )

@@ -1,0 +1,217 @@
+"""The session file policy, the write fence of the file tools, and the kernel sandbox of ``bash``.
+
+Three modes, the original's: ``read-only``, ``workspace-write`` and ``danger-full-access``.
+A :class:`SandboxPolicy` reaches a tool through ``ToolContext.sandbox`` (``None``: no
+policy at all, the behaviour before sandboxing — replays and the recorded scenarios).
+
+- ``write``/``edit`` call :func:`check_file_write`: ``read-only`` refuses every write,
+  ``workspace-write`` refuses a real path outside the writable roots (the workspace, ``/tmp``
+  and the OS temp dir) with the original's ``FS_SANDBOX_DENIED`` text.
+- ``bash`` calls :func:`confine` to get the argv that runs its command under
+  bubblewrap (``bwrap``): the whole file system read-only, the writable roots bound
+  read-write, the secrets paths of :data:`SECRET_PATHS` hidden, new PID namespace (nothing
+  outlives the call), and no network unless the policy allows it. When ``bwrap`` is missing
+  or cannot build a sandbox on this host, :func:`confine` raises the original's
+  ``SANDBOX_UNAVAILABLE`` refusal instead of running the command unconfined.
+  ``danger-full-access`` runs unwrapped.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal, get_args
+
+from dsh.errors import ToolError
+from dsh.tools.codes import tool_error
+
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+SANDBOX_MODES: Final[tuple[str, ...]] = get_args(SandboxMode)
+DEFAULT_MODE: Final[SandboxMode] = "workspace-write"
+
+FS_SANDBOX_DENIED: Final = "FS_SANDBOX_DENIED"
+SANDBOX_UNAVAILABLE: Final = "SANDBOX_UNAVAILABLE"
+
+SECRET_PATHS: Final = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".config/gcloud",
+    ".config/gh",
+    ".password-store",
+)
+"""Paths under ``$HOME`` a confined command cannot read (hidden behind an empty mount)."""
+
+BWRAP_PROBE_TIMEOUT_S: Final = 10.0
+
+
+def default_temp_roots() -> tuple[Path, ...]:
+    """``/tmp`` and the OS temp dir, symlinks resolved, without duplicates."""
+    roots: list[Path] = []
+    for candidate in ("/tmp", tempfile.gettempdir()):
+        real = Path(os.path.realpath(candidate))
+        if real not in roots:
+            roots.append(real)
+    return tuple(roots)
+
+
+def default_hidden_paths() -> tuple[Path, ...]:
+    """The :data:`SECRET_PATHS` under the user's home."""
+    home = Path(os.path.expanduser("~"))
+    return tuple(home / name for name in SECRET_PATHS)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """The file policy of a session; the workspace is the call's (canonical) cwd.
+
+    ``network``: whether a confined command may use the network (``read-only`` and
+    ``workspace-write`` only; ``danger-full-access`` is never confined). ``temp_roots`` are
+    writable besides the workspace under ``workspace-write``; ``hidden_paths`` cannot be
+    read by a confined command.
+    """
+
+    mode: SandboxMode = DEFAULT_MODE
+    network: bool = False
+    temp_roots: tuple[Path, ...] = field(default_factory=default_temp_roots)
+    hidden_paths: tuple[Path, ...] = field(default_factory=default_hidden_paths)
+
+    @property
+    def confined(self) -> bool:
+        return self.mode != "danger-full-access"
+
+    def writable_roots(self, workspace: Path) -> tuple[Path, ...]:
+        """The real directories writes may land in (none under ``read-only``)."""
+        if self.mode == "read-only":
+            return ()
+        return (Path(os.path.realpath(workspace)), *self.temp_roots)
+
+
+def _escalation_hint(what: str) -> str:
+    return (
+        f"[sandbox: escalation available — retry this exact {what} once with sandbox_permissions "
+        "(the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+    )
+
+
+def file_denied(mode: str) -> ToolError:
+    """The original's refusal of a file write the policy forbids."""
+    return tool_error(
+        f"[sandbox: file access denied under {mode} mode]\n{_escalation_hint('operation')}", FS_SANDBOX_DENIED
+    )
+
+
+def check_file_write(policy: SandboxPolicy | None, real: Path, workspace: Path) -> None:
+    """Refuse (``FS_SANDBOX_DENIED``) a write to the real path ``real`` the policy does not allow."""
+    if policy is None or not policy.confined:
+        return
+    roots = policy.writable_roots(workspace)
+    if not any(real.is_relative_to(root) for root in roots):
+        raise file_denied(policy.mode)
+
+
+def unavailable(mode: str, detail: str) -> ToolError:
+    """The original's refusal to run a command when no sandbox backend is usable."""
+    return tool_error(
+        f'sandbox mode "{mode}" is requested but no sandbox backend is usable on this host; refusing '
+        "to run the command unconfined. Install bubblewrap or run a Landlock-enforcing kernel (Linux), "
+        "ensure sandbox-exec is usable (macOS), or ensure the ACL restricted-token runner can start "
+        f"(Windows) — otherwise switch the consumer to danger-full-access. Runner failure: {detail}",
+        SANDBOX_UNAVAILABLE,
+    )
+
+
+def bwrap_arguments(policy: SandboxPolicy, workspace: Path, cwd: Path) -> list[str]:
+    """The bubblewrap options (without the program and ``--``) for ``policy``."""
+    args = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    if not policy.network:
+        args.append("--unshare-net")
+    for root in policy.writable_roots(workspace):
+        if root.is_dir():
+            args += ["--bind", str(root), str(root)]
+    for hidden in policy.hidden_paths:
+        if hidden.is_dir():
+            args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
+        elif hidden.exists():
+            args += ["--ro-bind", "/dev/null", str(hidden)]
+    args += ["--chdir", str(cwd)]
+    return args
+
+
+@functools.cache
+def _probe(program: str) -> str | None:
+    """``None`` when ``program`` builds a sandbox here, else why not (checked once per process)."""
+    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
+    argv += ["--unshare-net", "--die-with-parent", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=BWRAP_PROBE_TIMEOUT_S, check=False)
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, exc.strerror or str(exc))
+        return f"Error: spawn {program} {name}"
+    except subprocess.TimeoutExpired:
+        return f"{program} did not answer within {BWRAP_PROBE_TIMEOUT_S:g} s"
+    if done.returncode == 0:
+        return None
+    text = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    return text[0] if text else f"{program} exited with code {done.returncode}"
+
+
+def bwrap_program() -> str:
+    """The bubblewrap executable: ``$DSH_BWRAP`` if set, else ``bwrap`` on ``PATH``."""
+    return os.environ.get("DSH_BWRAP") or shutil.which("bwrap") or "bwrap"
+
+
+def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd: Path) -> list[str]:
+    """``argv`` wrapped to run under ``policy`` (unchanged when unconfined); refuses when it cannot."""
+    if policy is None or not policy.confined:
+        return argv
+    program = bwrap_program()
+    failure = _probe(program)
+    if failure is not None:
+        raise unavailable(policy.mode, failure)
+    return [program, *bwrap_arguments(policy, workspace, cwd), "--", *argv]
+
+
+def runtime_context_text(policy: SandboxPolicy, workspace: Path) -> str:
+    """The original's ``sandbox:policy`` runtime-context section for ``policy``."""
+    if policy.mode == "danger-full-access":
+        return (
+            "Current DSH file policy: danger-full-access. The DSH file sandbox does not restrict "
+            "file modifications by available operations."
+        )
+    if policy.mode == "workspace-write":
+        root = '"' + str(Path(os.path.realpath(workspace))).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return (
+            "Current DSH file policy: workspace-write. Any available operation enforced by the DSH "
+            f"file sandbox may modify files under the session workspace: {root}. Some platform "
+            "temporary areas may also be writable."
+        )
+    return (
+        "Current DSH file policy: read-only. Any available operation enforced by the DSH file "
+        "sandbox cannot modify files in the standing mode. Do not refuse a required modification "
+        "from this policy alone: try an available tool normally and follow any denial and "
+        "escalation guidance it returns."
+    )
