@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,6 +26,15 @@ def ui(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind (0: a free one).")] = 0,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the viewer in a browser.")] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            metavar="FILE",
+            help="Also serve this HTML replay report (dsh.ui.report) at /report.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve a read-only web viewer of the store's sessions and print its URL.
 
@@ -41,8 +51,22 @@ def ui(
             f"dsh: warning: --host {host} exposes every session in the store to that network",
             err=True,
         )
+    report_html: str | None = None
+    if report is not None:
+        try:
+            report_html = report.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"--report {report}: cannot read it ({exc})", 2)
     label = store or f"sqlite:{default_sqlite_path()}"
     try:
-        ui_server.serve(store, host=host, port=port, open_browser=open_browser, label=label, echo=typer.echo)
+        ui_server.serve(
+            store,
+            host=host,
+            port=port,
+            open_browser=open_browser,
+            label=label,
+            echo=typer.echo,
+            report_html=report_html,
+        )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)

@@ -70,6 +70,7 @@ tr.inherited td { color:var(--muted); }
 .live { font-size:12px; color:var(--muted); } .live.on::before { content:"● "; color:#16a34a; }
 .side { display:grid; grid-template-columns:1fr 1fr; gap:12px; }
 .diverged { background:#fee2e2; }
+.first-divergence-line { background:#fecaca; font-weight:700; outline:1px solid var(--err); }
 """  # noqa: E501
 
 JS: Final = """

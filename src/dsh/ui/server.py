@@ -39,12 +39,13 @@ def serve(
     port: int = 0,
     open_browser: bool = False,
     label: str = "",
+    report_html: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> None:
     """Serve the viewer over ``store_url`` until interrupted (Ctrl-C)."""
     sock = bind(host, port)
     url = url_of(sock)
-    app = create_app(lambda: open_store(store_url), label=label)
+    app = create_app(lambda: open_store(store_url), label=label, report_html=report_html)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
     server = uvicorn.Server(config)
     echo(f"dsh ui: serving {label} at {url} (read-only; Ctrl-C stops)")

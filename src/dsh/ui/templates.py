@@ -194,7 +194,10 @@ REPORT: Final = """<!doctype html>
 <p>cut {{ s.inherited_event_count }} · {{ s.consumed }}/{{ s.calls }} calls served · tool results {{ s.tool_results.equal }}/{{ s.tool_results.total }}</p>
 {% if s.divergence %}{% set d = s.divergence %}
 <p class="first-divergence"><strong>first divergence</strong> at call {{ d.call }}{% if d.turn is not none %} (turn {{ d.turn }} step {{ d.step }}){% endif %}: {{ d.what }}</p>
-<div class="side"><div><h3>recorded</h3><pre>{{ d.recorded }}</pre></div><div><h3>live</h3><pre class="diverged">{{ d.live }}</pre></div></div>
+{% set sides = panes(d.recorded, d.live) %}
+<div class="side">{% for name, pane in [("recorded", sides[0]), ("live", sides[1])] %}<div><h3>{{ name }}</h3><pre class="pane-{{ name }}">
+{%- for line in pane.lines %}<span class="{{ 'first-divergence-line' if loop.index0 == pane.first else '' }}">{{ line }}</span>
+{% endfor %}</pre></div>{% endfor %}</div>
 <details open><summary>diff</summary><pre>{{ d.diff() }}</pre></details>
 {% endif %}
 <div class="side"><div><h3>recorded final text</h3><pre>{{ s.recorded_text }}</pre></div>
