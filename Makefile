@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
 
-.PHONY: run test lint typecheck contracts pytest sandbox-deps bench scenarios clean
+.PHONY: run test lint typecheck contracts browser pytest sandbox-deps bench scenarios clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,19 @@ sandbox-deps:
 pytest: $(STAMP) sandbox-deps
 	$(BIN)/pytest -q -p no:cacheprovider
 
-test: lint typecheck contracts pytest
+# The browser tests drive Debian's chromium; install it when missing (as root, with apt-get).
+# Never fails: without it the browser tests skip and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=120 chromium) >/dev/null 2>&1 \
+	      || echo "make: could not install chromium with apt-get; the browser tests will skip"; \
+	  else \
+	    echo "make: no /usr/bin/chromium and no apt-get as root; the browser tests will skip"; \
+	  fi; \
+	fi
+
+test: lint typecheck contracts browser pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
