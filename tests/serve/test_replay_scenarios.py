@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,33 @@ def test_allow_unconsumed_relaxes_the_exit_code() -> None:
             process.kill()
             process.wait()
     assert process.returncode == 0
+
+
+def _slowed(tmp_path: Path, gap_ms: int) -> Path:
+    """tool-call-turn with every recorded gap set to ``gap_ms``."""
+    target = tmp_path / "slow"
+    target.mkdir()
+    lines = []
+    for line in (TOOL_TURN / "session.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        stream = event.get("data", {}).get("stream") if isinstance(event.get("data"), dict) else None
+        if isinstance(stream, dict):
+            stream["dt"] = [gap_ms] * len(stream["dt"])
+        lines.append(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
+    (target / "session.jsonl").write_text("\n".join(lines) + "\n")
+    return target
+
+
+@pytest.mark.parametrize("speed", [1.0, 4.0])
+async def test_speed_paces_the_recorded_gaps(tmp_path: Path, speed: float) -> None:
+    directory = _slowed(tmp_path, 40)
+    body, chunks = recorded_calls(TOOL_TURN)[0]
+    async with ReplayServer(directory, speed=speed) as server, _client(server) as client:
+        started = time.perf_counter()
+        received = await _stream(client, body)
+        took = time.perf_counter() - started
+    assert client_deltas(received) == expected_deltas(chunks)
+    gaps = len(chunks) - 1
+    assert took >= 0.040 * gaps / speed * 0.9
+    if speed > 1:
+        assert took < 0.040 * gaps * 0.9

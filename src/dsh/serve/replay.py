@@ -254,7 +254,10 @@ class ReplayServer:
         events = sse_events(
             entry.chunks, gaps, model=model, completion_id=completion_id, failure=failure, usage=usage
         )
-        return Reply(200, content_type="text/event-stream; charset=utf-8", stream=self._play(events))
+        sse = "text/event-stream; charset=utf-8"
+        if self.speed == 0:  # no pacing: the same SSE events in one write, with a length
+            return Reply(200, b"".join(b"data: " + e.payload + b"\n\n" for e in events), sse)
+        return Reply(200, content_type=sse, stream=self._play(events))
 
     async def _play(self, events: Sequence[Any]) -> AsyncIterator[bytes]:
         speed = self.speed

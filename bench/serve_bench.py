@@ -1,0 +1,210 @@
+"""dsh serve vs VCR.py: per replayed streamed Chat Completions call through the ``openai`` SDK.
+
+One conversation of N turns (each reply 40 ~8-char deltas, the W1 workload), driven by the
+synchronous ``openai`` client, history growing turn by turn. Both tools record the same
+calls against dsh's local OpenAI-compatible test server on 127.0.0.1 in the same run:
+
+- dsh: ``dsh serve record`` (a proxy) writes the session log; replay = ``ReplayServer`` on a
+  background thread, real HTTP on 127.0.0.1, each request routed, checked against the
+  recording (the divergence check) and answered with one SSE event per recorded delta.
+  Loading the directory and starting the server are timed separately.
+  The same again through ``dsh serve replay`` as a separate process (no shared GIL);
+  its "open" is the process start up to the listening line.
+- VCR.py: ``use_cassette(record_mode="all")`` around the same calls, then replay with the
+  server stopped (``record_mode="none"``, in-process: no socket at all). Opening the
+  cassette is timed separately.
+
+Every replayed call is verified: the client must see the recorded deltas, one SSE event
+each, in order (``chunks kept``: dsh serves 40 content chunks per call; VCR.py replays the
+body as recorded and the SDK re-splits it). Repeats are interleaved; medians reported.
+
+    .venv/bin/python -m bench.serve_bench [--turns 20] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import openai
+import vcr
+
+from bench.common import Conversation, Stat, conversation, now
+from dsh.serve.pytest_plugin import BackgroundServer
+from dsh.serve.record import RecordServer
+from dsh.serve.replay import ReplayServer
+from dsh.testing.server import OpenAICompatServer
+from dsh.testing.wire import stream_reply
+
+MODEL = "bench-model"
+
+
+def _calls(client: openai.OpenAI, conv: Conversation) -> list[list[str]]:
+    """The N turns; returns, per call, the content deltas the client received."""
+    messages: list[dict[str, Any]] = []
+    out = []
+    for i in range(conv.turns):
+        messages.append({"role": "user", "content": conv.users[i]})
+        stream = client.chat.completions.create(model=MODEL, messages=messages, stream=True)  # type: ignore[arg-type]
+        deltas = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+        out.append(deltas)
+        messages.append({"role": "assistant", "content": "".join(deltas)})
+    return out
+
+
+def _upstream(conv: Conversation) -> OpenAICompatServer:
+    return OpenAICompatServer([stream_reply(text=d) for d in conv.deltas])
+
+
+def record_dsh(directory: Path, conv: Conversation) -> None:
+    upstream = _upstream(conv)
+    upstream.start_in_thread()
+    try:
+        proxy = BackgroundServer(RecordServer(upstream.base_url, directory))
+        proxy.start()
+        try:
+            with openai.OpenAI(base_url=proxy.base_url, api_key="bench", max_retries=0) as client:
+                got = _calls(client, conv)
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop_thread()
+    if got != conv.deltas:  # pragma: no cover - a broken bench
+        raise RuntimeError("recording through dsh serve record changed the deltas")
+
+
+def record_vcr(cassette: Path, conv: Conversation) -> str:
+    upstream = _upstream(conv)
+    upstream.start_in_thread()
+    try:
+        with (
+            openai.OpenAI(base_url=upstream.base_url, api_key="bench", max_retries=0) as client,
+            vcr.VCR().use_cassette(str(cassette), record_mode="all"),
+        ):
+            _calls(client, conv)
+        return upstream.base_url
+    finally:
+        upstream.stop_thread()
+
+
+def replay_dsh(directory: Path, conv: Conversation) -> tuple[float, float, int]:
+    """(load + start seconds, seconds for the N calls, content chunks received)."""
+    t0 = now()
+    server = BackgroundServer(ReplayServer(directory))
+    server.start()
+    t_open = now() - t0
+    try:
+        with openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0) as client:
+            t0 = now()
+            got = _calls(client, conv)
+            t_calls = now() - t0
+    finally:
+        report = server.stop()
+    if got != conv.deltas or not report["ok"]:  # pragma: no cover - a broken bench
+        raise RuntimeError(f"dsh serve replay served something else: {report}")
+    return t_open, t_calls, sum(map(len, got))
+
+
+def replay_dsh_process(directory: Path, conv: Conversation) -> tuple[float, float, int]:
+    """The same through ``dsh serve replay`` in its own process (as a user runs it)."""
+    t0 = now()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "serve", "replay", str(directory)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    base_url = process.stdout.readline().strip().rsplit(" on ", 1)[-1]
+    t_open = now() - t0
+    try:
+        with openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+            t0 = now()
+            got = _calls(client, conv)
+            t_calls = now() - t0
+        request = urllib.request.Request(base_url.removesuffix("/v1") + "/_dsh/shutdown", data=b"")
+        urllib.request.urlopen(request, timeout=10).close()
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    if got != conv.deltas or process.returncode != 0:  # pragma: no cover - a broken bench
+        raise RuntimeError("dsh serve replay (process) served something else or exited non-zero")
+    return t_open, t_calls, sum(map(len, got))
+
+
+def replay_vcr(cassette: Path, conv: Conversation, base_url: str) -> tuple[float, float, int]:
+    with openai.OpenAI(base_url=base_url, api_key="bench", max_retries=0) as client:
+        t0 = now()
+        context = vcr.VCR().use_cassette(str(cassette), record_mode="none")
+        cassette_obj = context.__enter__()
+        t_open = now() - t0
+        try:
+            t0 = now()
+            got = _calls(client, conv)
+            t_calls = now() - t0
+            if not cassette_obj.all_played:  # pragma: no cover - a broken bench
+                raise RuntimeError("the cassette was not played to the end")
+        finally:
+            context.__exit__(None, None, None)
+    if ["".join(d) for d in got] != [conv.reply(i) for i in range(conv.turns)]:  # pragma: no cover
+        raise RuntimeError("the cassette replayed something else")
+    return t_open, t_calls, sum(map(len, got))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    conv = conversation(args.turns)
+    figures: dict[str, Stat] = {
+        k: Stat()
+        for k in ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open")
+    }
+    chunks: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="dsh-serve-bench-") as tmp:
+        root = Path(tmp)
+        record_dsh(root / "dsh", conv)
+        base_url = record_vcr(root / "cassette.yaml", conv)
+        for _ in range(args.repeats):
+            d_open, d_calls, chunks["dsh"] = replay_dsh(root / "dsh", conv)
+            p_open, p_calls, chunks["dsh_process"] = replay_dsh_process(root / "dsh", conv)
+            figures["dsh_process_open"].add(p_open)
+            figures["dsh_process_call"].add(p_calls / conv.turns)
+            v_open, v_calls, chunks["vcr"] = replay_vcr(root / "cassette.yaml", conv, base_url)
+            figures["dsh_open"].add(d_open)
+            figures["dsh_call"].add(d_calls / conv.turns)
+            figures["vcr_open"].add(v_open)
+            figures["vcr_call"].add(v_calls / conv.turns)
+    result = {
+        "bench": "serve",
+        "turns": conv.turns,
+        "repeats": args.repeats,
+        "deltas_per_call": len(conv.deltas[0]),
+        "content_chunks_received": chunks,
+        **{f"{k}_s": v.to_json() for k, v in figures.items()},
+    }
+    print(json.dumps(result))
+    d, v = figures["dsh_call"].median, figures["vcr_call"].median
+    p = figures["dsh_process_call"].median
+    print(
+        f"per replayed streamed call: dsh serve (thread) {d * 1e3:.2f} ms ({chunks['dsh']} content chunks), "
+        f"dsh serve replay (process) {p * 1e3:.2f} ms ({chunks['dsh_process']}), "
+        f"VCR.py {v * 1e3:.2f} ms ({chunks['vcr']} content chunks); "
+        f"open: dsh {figures['dsh_open'].median * 1e3:.1f} ms, "
+        f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms",
+        file=sys.stderr,
+    )
+    return result
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    main()
