@@ -18,7 +18,7 @@ from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
 from dsh.store.logfile import load_log_file
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
-from dsh.testing.wire import Response, WireToolCall, json_response, stream_reply, wire_usage
+from dsh.testing.wire import Response, WireToolCall, http_error, json_response, stream_reply, wire_usage
 from tests.serve.helpers import client_deltas, wire_view
 
 KEY = "sk-test-SECRET-never-stored-4242"
@@ -262,3 +262,26 @@ def test_the_record_cli_proxies_and_writes_the_directory(tmp_path: Path) -> None
     assert json.loads(out.splitlines()[-1])["sessions"][0]["events"] > 0
     assert KEY.encode() not in (directory / "session.jsonl").read_bytes()
     assert load_log_file(directory / "session.jsonl").version == 2
+
+
+async def test_a_recorded_http_error_replays_with_its_status_and_body(tmp_path: Path) -> None:
+    directory = tmp_path / "err"
+    responses = [http_error(429, "slow down", retry_after="2"), stream_reply(text=["o", "k"])]
+    async with OpenAICompatServer(responses) as upstream, RecordServer(upstream.base_url, directory) as proxy:
+        recorded = await _two_tries(proxy.base_url)
+    async with ReplayServer(directory) as server:
+        replayed = await _two_tries(server.base_url)
+        assert server.report()["ok"]
+    assert recorded == replayed == (429, "slow down", "ok")
+
+
+async def _two_tries(base_url: str) -> tuple[int, str, str]:
+    hello = [{"role": "user", "content": "hi"}]
+    async with openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+        with pytest.raises(openai.RateLimitError) as caught:
+            await client.chat.completions.create(model="m", messages=hello, stream=True)  # type: ignore[arg-type]
+        stream = await client.chat.completions.create(model="m", messages=hello, stream=True)  # type: ignore[arg-type]
+        text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    body = caught.value.body
+    message = body.get("message") if isinstance(body, dict) else None
+    return caught.value.status_code, str(message), text

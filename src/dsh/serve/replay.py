@@ -15,11 +15,13 @@ exhausted gets HTTP 409 with a JSON body naming the session, the call and the di
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
 from dsh.model import ModelRequest
@@ -32,6 +34,7 @@ from dsh.serve.http import HttpServer, Reply, Request, json_reply
 from dsh.serve.wire_out import completion, sse_events
 from dsh.store import LoadedSession
 
+_HTTP_CODE = re.compile(r"HTTP_(\d{3})")
 CLIENT_EVENT = "serve/client"
 """The ignorable event ``dsh serve record`` writes first: ``{session, parent?}`` (client keys)."""
 SESSION_HEADER = "x-dsh-session"
@@ -241,6 +244,14 @@ class ReplayServer:
         model = str(body.get("model", ""))
         completion_id = f"chatcmpl-dsh-{session.label.removesuffix('.jsonl')}-{k + 1}"
         failure = (entry.code, entry.message) if entry.kind != "chunks" else None
+        status = _HTTP_CODE.fullmatch(failure[0]) if failure is not None and not entry.chunks else None
+        if failure is not None and status is not None:  # a recorded HTTP error: the same status and body
+            text = failure[1]
+            try:
+                jsonx.loads(text)
+            except ValueError:
+                return json_reply(int(status.group(1)), {"error": {"message": text, "code": failure[0]}})
+            return Reply(int(status.group(1)), text.encode())
         if not body.get("stream"):
             if failure is not None:
                 return json_reply(
