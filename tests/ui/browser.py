@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from dsh.loop import Feed
 from dsh.store.url import open_store
 from dsh.ui.app import create_app
 from dsh.ui.server import bind, url_of
@@ -33,10 +34,10 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def serving(url: str, *, poll_interval: float = 0.05) -> Iterator[str]:
+def serving(url: str, *, poll_interval: float = 0.05, feed: Feed | None = None) -> Iterator[str]:
     """The viewer over the store at ``url``, on 127.0.0.1:free-port in a thread; yields its URL."""
     sock = bind("127.0.0.1", 0)
-    app = create_app(lambda: open_store(url), label=url, poll_interval=poll_interval)
+    app = create_app(lambda: open_store(url), label=url, poll_interval=poll_interval, feed=feed)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()

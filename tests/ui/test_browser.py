@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dsh.loop import Feed
 from tests.ui.browser import chromium_path, serving
 from tests.ui.conftest import Loaded
 from tests.ui.helpers import HOSTILE_ID, append_turn, replay_subagent_mixed, store_url
@@ -109,13 +110,20 @@ def test_live_session_appends_a_turn(page: Any, tmp_path: Path, artifacts: Path)
     result = replay_subagent_mixed(url)
     spawn = next(s.live_id for s in result.sessions if s.kind == "spawn")
     assert spawn is not None
-    with serving(url, poll_interval=0.05) as base:
+    feed = Feed()
+    with serving(url, poll_interval=0.05, feed=feed) as base:
         page.goto(base + f"/s/{spawn}")
         page.wait_for_selector("#live.on", timeout=10_000)
         assert "LIVE_REPLY" not in page.inner_text("#transcript")
+        feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "<b>stream"})
+        feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "ing</b>"})
+        page.locator("#streaming", has_text="<b>streaming</b>").wait_for(timeout=10_000)
+        assert page.locator("#transcript b").count() == 0
+        shot(page, artifacts, "session-streaming")
         append_turn(url, spawn, "LIVE_REPLY from the *second* turn")
         page.locator("#transcript .item.answer", has_text="LIVE_REPLY").wait_for(timeout=10_000)
         assert page.locator("#transcript em").last.inner_text() == "second"
+        assert page.locator("#streaming").count() == 0  # the settled answer replaced it
         assert page.inner_text("#event-count") == "14"
         append_turn(url, spawn, "ANOTHER_LIVE_REPLY")  # after the idle reconnect
         page.locator("#transcript .item.answer", has_text="ANOTHER_LIVE_REPLY").wait_for(timeout=10_000)

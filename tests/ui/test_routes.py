@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import orjson
 from starlette.testclient import TestClient
 
+from dsh.loop import Feed
 from dsh.store.url import open_store
 from dsh.ui.app import CSP, create_app
 from tests.ui.conftest import Loaded
@@ -148,3 +151,34 @@ def test_live_stream_sends_an_appended_turn_then_idles(tmp_path) -> None:  # typ
     assert "LIVE &lt;b&gt;TURN&lt;/b&gt;" in answer["items"] and "<b>TURN" not in answer["items"]
     assert appended[-1]["status"] == "completed"
     assert "event: idle" in frames[-1]
+
+
+def test_live_stream_carries_streaming_deltas_from_an_in_process_feed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = store_url(tmp_path)
+    result = replay_subagent_mixed(url)
+    spawn = next(s.live_id for s in result.sessions if s.kind == "spawn")
+    assert spawn is not None
+    feed = Feed()
+    app = create_app(lambda: open_store(url), poll_interval=0.02, feed=feed)
+    with TestClient(app) as test_client:
+        before = len(test_client.get(f"/api/sessions/{spawn}").json()["events"])
+
+        def later() -> None:
+            time.sleep(0.3)
+            feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "<i>strea"})
+            feed.chunk("another-session", {"type": "text-delta", "index": 0, "text": "NOT MINE"})
+            feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "ming</i>"})
+            time.sleep(0.3)
+            append_turn(url, spawn, "settled")
+
+        worker = threading.Thread(target=later)
+        worker.start()
+        with test_client.stream("GET", f"/s/{spawn}/live", params={"from": before}) as response:
+            body = "".join(response.iter_text())
+        worker.join()
+    deltas = [
+        orjson.loads(f.split("data: ", 1)[1]) for f in body.split("\n\n") if f.startswith("event: delta")
+    ]
+    assert deltas == [{"kind": "text", "text": "<i>strea"}, {"kind": "text", "text": "ming</i>"}]
+    assert body.index("event: delta") < body.index("event: append")
+    assert "NOT MINE" not in body and "event: idle" in body

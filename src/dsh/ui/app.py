@@ -8,8 +8,9 @@ store; every page carries a Content-Security-Policy that allows only the viewer'
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -22,9 +23,11 @@ from starlette.routing import Route
 
 from dsh.errors import SessionNotFoundError
 from dsh.events import Event
+from dsh.loop import Feed
 from dsh.store.base import EventStore, SessionSummary
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
 from dsh.ui.assets import CSS, JS
+from dsh.ui.chunks import ChunkHub
 from dsh.ui.templates import environment
 from dsh.ui.views import (
     SORTS,
@@ -68,6 +71,7 @@ class UiState:
     label: str
     report_html: str | None
     poll_interval: float
+    hub: ChunkHub
 
 
 def _state(request: Request) -> UiState:
@@ -270,30 +274,55 @@ async def live(request: Request) -> Response:
     render_row: Callable[[Event, int], str] = items_macro.event_row  # type: ignore[attr-defined]
 
     async def stream() -> AsyncIterator[bytes]:
-        yield b"retry: 1000\n\n"
         open_turns = 0
         for event in seen:
             open_turns = _open_after(open_turns, event)
-        async for event in follow(
-            state.store, sid, start, poll_interval=state.poll_interval, until_turn_end=False
-        ):
-            seen.append(event)
-            open_turns = _open_after(open_turns, event)
-            if event.type == "tool/result":
-                builder.children_by_call.update(await children_map())
-            items = builder.feed(event)
-            d = derive(header, seen, cut)
-            payload = {
-                "seq": event.seq,
-                "type": event.type,
-                "items": str(render_items(items)),
-                "row": str(render_row(event, cut)),
-                "status": d.status,
-            }
-            yield _sse("append", payload, event.seq)
-            if event.type == "turn/end" and open_turns == 0:
-                yield _sse("idle", {"next": event.seq + 1})
-                return
+        queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+        state.hub.subscribe(sid, queue)  # before the first byte: deltas sent once the page is open arrive
+
+        async def pump() -> None:
+            try:
+                async for event in follow(
+                    state.store, sid, start, poll_interval=state.poll_interval, until_turn_end=False
+                ):
+                    queue.put_nowait(("event", event))
+            except Exception as exc:  # handed to the stream, which re-raises it
+                queue.put_nowait(("error", exc))
+
+        task = asyncio.create_task(pump())
+        try:
+            yield b"retry: 1000\n\n"
+            while True:
+                kind, value = await queue.get()
+                if kind == "delta":
+                    yield _sse("delta", value)
+                    continue
+                if isinstance(value, BaseException):
+                    raise value
+                assert isinstance(value, Event)
+                event = value
+                seen.append(event)
+                open_turns = _open_after(open_turns, event)
+                if event.type == "tool/result":
+                    builder.children_by_call.update(await children_map())
+                items = builder.feed(event)
+                d = derive(header, seen, cut)
+                payload = {
+                    "seq": event.seq,
+                    "type": event.type,
+                    "items": str(render_items(items)),
+                    "row": str(render_row(event, cut)),
+                    "status": d.status,
+                }
+                yield _sse("append", payload, event.seq)
+                if event.type == "turn/end" and open_turns == 0:
+                    yield _sse("idle", {"next": event.seq + 1})
+                    return
+        finally:
+            state.hub.unsubscribe(sid, queue)
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
 
     return StreamingResponse(
         stream(),
@@ -331,13 +360,21 @@ def create_app(
     label: str = "",
     report_html: str | None = None,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
+    feed: Feed | None = None,
 ) -> Starlette:
-    """The viewer over the store ``open_store`` returns (opened at startup, closed at shutdown)."""
+    """The viewer over the store ``open_store`` returns (opened at startup, closed at shutdown).
+
+    ``feed``: the feed of a run in this process; its text and reasoning deltas stream to the
+    live pages of their session (``event: delta``) before the model call settles.
+    """
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = open_store()
-        app.state.ui = UiState(store, DeriveCache(store), label, report_html, poll_interval)
+        hub = ChunkHub()
+        if feed is not None:
+            hub.attach(feed, asyncio.get_running_loop())
+        app.state.ui = UiState(store, DeriveCache(store), label, report_html, poll_interval, hub)
         try:
             yield
         finally:

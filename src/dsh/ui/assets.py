@@ -68,6 +68,7 @@ table.events td.data pre { max-height:160px; margin:0; }
 tr.cutrow td { color:var(--fork); font-weight:600; border-top:3px solid var(--fork); }
 tr.inherited td { color:var(--muted); }
 .live { font-size:12px; color:var(--muted); } .live.on::before { content:"● "; color:#16a34a; }
+.streaming { color:var(--muted); border-style:dashed; }
 .side { display:grid; grid-template-columns:1fr 1fr; gap:12px; }
 .diverged { background:#fee2e2; }
 .first-divergence-line { background:#fecaca; font-weight:700; outline:1px solid var(--err); }
@@ -90,11 +91,24 @@ JS: Final = """
     source.addEventListener("append", function (msg) {
       var data = JSON.parse(msg.data);
       if (data.seq < next) return;
+      var streaming = document.getElementById("streaming");
+      if (streaming && data.type === "assistant/message") streaming.remove();
       next = data.seq + 1;
       if (transcript && data.items) transcript.insertAdjacentHTML("beforeend", data.items);
       if (events && data.row) events.insertAdjacentHTML("beforeend", data.row);
       if (count) count.textContent = String(next);
       if (status && data.status) { status.textContent = data.status; status.className = "badge status-" + data.status; }
+    });
+    source.addEventListener("delta", function (msg) {
+      var data = JSON.parse(msg.data);
+      var box = document.getElementById("streaming");
+      if (!box && transcript) {
+        box = document.createElement("pre");
+        box.id = "streaming";
+        box.className = "streaming";
+        transcript.appendChild(box);
+      }
+      if (box) box.textContent += data.text;
     });
     source.addEventListener("idle", function () { source.close(); setTimeout(open, 300); });
     source.onerror = function () {
