@@ -242,3 +242,21 @@ def test_a_bad_factory_is_one_line(tmp_path: Path, spec: str) -> None:
     done = _dsh("scenario", "replay", str(SNAPSHOTS / "text-turn"), "--factory", spec)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and spec.split(":")[0] in done.stderr
+
+
+async def test_a_turn_a_hook_blocked_is_recorded(upstream: Path, tmp_path: Path) -> None:
+    scenario = tmp_path / "blocked"
+    scenario.mkdir()
+    shutil.copytree(upstream / "hook-cc-promptsubmit-block" / "workspace", scenario / "workspace")
+    shutil.copy(upstream / "hook-cc-promptsubmit-block" / "input.json", scenario / "input.json")
+    async with OpenAICompatServer(handler=lambda _req: reply("never asked")) as server:
+        model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
+        try:
+            result = await run_scenario(scenario, "record", record_model=model, model_name=MODEL)
+        finally:
+            await model.aclose()
+        assert not server.requests  # the hook refused the prompt before any model call
+    assert result.ok, result.failure_text()
+    assert "session.jsonl" in result.changed
+    assert '"kind":"blocked"' in (scenario / "session.jsonl").read_text()
+    assert (await run_scenario(scenario, "replay")).ok

@@ -42,6 +42,9 @@ from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.registry import ToolRegistry
 
+CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
+"""The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
@@ -57,7 +60,7 @@ class TurnResult:
     def ok(self) -> bool:
         """The turn ended as a turn may: ``completed``, ``max-tokens``, or ``blocked`` (a
         ``UserPromptSubmit`` hook refused the prompt; the original answers ``end_turn``)."""
-        return self.reason.get("kind") in ("completed", "max-tokens", "blocked")
+        return self.reason.get("kind") in CLEAN_ENDS
 
     @property
     def failure(self) -> Failure | None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
-from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
+from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, harness_actions, tool_results
@@ -268,7 +268,7 @@ def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -
         for event in loaded.events[loaded.inherited_event_count :]:
             if event.type == "turn/end":
                 reason = event.data.get("reason", {})
-                if reason.get("kind") not in ("completed", "max-tokens"):
+                if reason.get("kind") not in CLEAN_ENDS:
                     failure = reason.get("failure") or {}
                     detail = f" ({failure.get('code')}: {failure.get('message')})" if failure else ""
                     turn = event.data.get("turn")
