@@ -214,3 +214,11 @@ async def test_a_full_override_replaces_the_script_before_derivation(upstream: P
     result = await run_scenario(scenario, "replay")
     assert result.ok, result.failure_text()
     assert result.sessions[0].final_text == "PONG" and result.sessions[0].consumed == 1
+
+
+def test_dsh_replay_writes_an_html_report_of_the_divergence(changed_result: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    done = _dsh("replay", str(changed_result), "--trust", "--html", str(report))
+    assert done.returncode == 1
+    page = report.read_text()
+    assert "SNAPSHOT_CHANGED" in page and "SNAPSHOT_OK" in page and "<script" not in page

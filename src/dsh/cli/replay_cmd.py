@@ -108,6 +108,15 @@ def replay(
         ),
     ] = False,
     factory: FactoryOption = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a report page: the sessions side by side, recorded vs live, the first "
+            "divergence highlighted (needs the ui extra).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Replay the scenario in DIRECTORY keylessly: every session gets its recorded script.
 
@@ -142,10 +151,23 @@ def replay(
         feed.on_chunk(view.chunk)
     result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen))
     report = _report(result, console)
+    if html is not None:
+        _write_html(html, result)
     if as_json:
         write_json_line(report)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _write_html(target: Path, result: ScenarioResult) -> None:
+    try:
+        from dsh.ui.report import render_replay_report  # the ui extra (jinja2, markdown-it-py)
+    except ModuleNotFoundError as exc:
+        fail(f"--html needs the viewer's extra: pip install 'dsh[ui]' ({exc})", 2)
+    try:
+        target.write_text(render_replay_report(result), encoding="utf-8")
+    except OSError as exc:
+        fail(f"--html {target}: {exc.strerror or exc}", 2)
 
 
 def demo(store: StoreOption = None) -> None:
