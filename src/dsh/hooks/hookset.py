@@ -18,6 +18,7 @@ from pathlib import Path
 from dsh.hooks.config import DIALECTS, FILE_NAMES, HookFile, load_hook_file
 from dsh.hooks.payload import Subject
 from dsh.hooks.session import Append, SessionHooks
+from dsh.tools.sandbox import SandboxPolicy
 
 
 def user_hooks_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -66,10 +67,18 @@ class HookSet:
         return (*self._user, *workspace)
 
     async def for_session(
-        self, session_id: str, cwd: str | Path, *, model: str = "", append: Append
+        self,
+        session_id: str,
+        cwd: str | Path,
+        *,
+        model: str = "",
+        append: Append,
+        sandbox: SandboxPolicy | None = None,
     ) -> SessionHooks | None:
-        """The hooks of one session, or ``None`` when no file configures any."""
+        """The hooks of one session (run under its ``sandbox`` policy), or ``None`` when no
+        file configures any."""
         files = await self.files_for(cwd)
         if not any(f.events for f in files):
             return None
-        return SessionHooks(files, subject=Subject(session_id, _absolute(cwd), model), append=append)
+        subject = Subject(session_id, _absolute(cwd), model)
+        return SessionHooks(files, subject=subject, append=append, sandbox=sandbox)

@@ -15,9 +15,11 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from dsh.errors import DshError
 
 MAX_CAPTURE_BYTES: Final = 1_000_000
 _CLOSE_GRACE_S: Final = 1.0
@@ -73,21 +75,31 @@ async def _wait(event: asyncio.Event, seconds: float) -> bool:
 
 
 async def run_hook_command(
-    command: str, *, cwd: str, env: Mapping[str, str], stdin: bytes, timeout_ms: int
+    command: str,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes,
+    timeout_ms: int,
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> CommandRun:
-    """Run ``bash -c command``; never raises for the command's own failure (only on cancel)."""
+    """Run ``bash -c command`` (``wrap``: inside a sandbox); never raises for the command's own
+    failure (only on cancel). A sandbox that cannot be built is a spawn failure."""
     loop = asyncio.get_running_loop()
     started = time.perf_counter()
 
     def elapsed() -> float:
         return (time.perf_counter() - started) * 1000
 
+    argv = ["bash", "-c", command]
+    try:
+        argv = wrap(argv) if wrap is not None else argv
+    except DshError as exc:
+        return CommandRun("", "", None, elapsed(), spawn_error=str(exc))
     try:
         transport, capture = await loop.subprocess_exec(
             _Capture,
-            "bash",
-            "-c",
-            command,
+            *argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

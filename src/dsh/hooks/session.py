@@ -19,9 +19,11 @@ something unreadable is logged with a warning on the ``dsh.hooks`` logger and ig
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from dsh.events import Event
@@ -33,6 +35,7 @@ from dsh.hooks.outcome import HookOutcome
 from dsh.hooks.payload import Subject, payload
 from dsh.hooks.process import run_hook_command
 from dsh.tools.environment import tool_environment
+from dsh.tools.sandbox import SandboxPolicy, confine
 
 log = logging.getLogger("dsh.hooks")
 
@@ -61,10 +64,21 @@ def hook_environment(dialect: Dialect, session_id: str, cwd: str) -> dict[str, s
 class SessionHooks:
     """The hooks of one session (its own id, cwd and log), ready to fire."""
 
-    def __init__(self, files: Sequence[HookFile], *, subject: Subject, append: Append) -> None:
+    def __init__(
+        self,
+        files: Sequence[HookFile],
+        *,
+        subject: Subject,
+        append: Append,
+        sandbox: SandboxPolicy | None = None,
+    ) -> None:
         self.files = tuple(files)
         self.subject = subject
         self._append = append
+        self._wrap: Callable[[list[str]], list[str]] | None = None
+        if sandbox is not None and sandbox.confined:
+            where = Path(subject.cwd)
+            self._wrap = functools.partial(confine, sandbox, workspace=where, cwd=where)
 
     def configured(self, point: str) -> bool:
         """Whether any file has a group for ``point``."""
@@ -103,6 +117,7 @@ class SessionHooks:
             env=hook_environment(dialect, self.subject.session_id, self.subject.cwd),
             stdin=stdin,
             timeout_ms=command.timeout_ms,
+            wrap=self._wrap,
         )
         verdict = decode(run, point, dialect)
         result: dict[str, Any] = {

@@ -386,7 +386,11 @@ class Agent:
         if hook_set is None:
             return None
         return await hook_set.for_session(
-            self.session.id, self.cwd, model=self.config.model, append=self.append
+            self.session.id,
+            self.cwd,
+            model=self.config.model,
+            append=self.append,
+            sandbox=self.config.sandbox,
         )
 
     def _request_header(self) -> dict[str, Any]:

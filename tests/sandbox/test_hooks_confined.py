@@ -1,0 +1,48 @@
+"""Hook commands run under the session's sandbox policy, like ``bash`` (issue 14 item 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh.hooks import HookSet, reset_handler_ids
+from dsh.loop import NO_DELAY, Agent, AgentConfig
+from dsh.model.scripted import ScriptedModel, text_reply
+from dsh.store.memory import MemoryEventStore
+from dsh.tools import builtin_registry
+from dsh.tools.sandbox import SandboxPolicy
+from tests.hooks.conftest import command, write_hooks
+
+from .conftest import requires_bwrap
+
+pytestmark = requires_bwrap
+
+
+async def _turn(ws: Path, policy: SandboxPolicy | None) -> None:
+    reset_handler_ids()
+    config = AgentConfig(model="m", retry=NO_DELAY, hooks=HookSet(user_dir=None), sandbox=policy)
+    agent = await Agent.create(
+        MemoryEventStore(),
+        model=ScriptedModel([text_reply("ok")]),
+        tools=builtin_registry(),
+        config=config,
+        cwd=ws,
+    )
+    result = await agent.run_turn("hi")
+    assert result.ok, result.reason
+
+
+@pytest.mark.parametrize(
+    ("policy", "escaped"), [(None, True), (SandboxPolicy(mode="workspace-write"), False)]
+)
+async def test_a_hook_cannot_write_outside_the_workspace_under_the_sandbox(
+    base: Path, policy: SandboxPolicy | None, escaped: bool
+) -> None:
+    ws, target = base / "ws", base / "outside" / "from-hook.txt"
+    write_hooks(
+        ws, {"UserPromptSubmit": [{"hooks": [command(f"echo escaped > {target}; echo inside > mine.txt")]}]}
+    )
+    await _turn(ws, policy)
+    assert target.exists() is escaped
+    assert (ws / "mine.txt").read_text() == "inside\n"  # the workspace stays writable
