@@ -46,3 +46,11 @@ async def test_a_hook_cannot_write_outside_the_workspace_under_the_sandbox(
     await _turn(ws, policy)
     assert target.exists() is escaped
     assert (ws / "mine.txt").read_text() == "inside\n"  # the workspace stays writable
+
+
+async def test_a_scenario_can_replay_with_its_commands_confined(upstream: Path, base: Path) -> None:
+    from dsh.snapshot import run_scenario
+
+    for name in ("tool-call-turn", "fs-delete-recreate", "hook-cc-pretool-deny", "cancel-tool-calls"):
+        result = await run_scenario(upstream / name, "replay", sandbox=SandboxPolicy(mode="workspace-write"))
+        assert result.ok, result.failure_text()

@@ -27,6 +27,7 @@ from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, n
 from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
+from dsh.tools.sandbox import SandboxPolicy
 
 Mode = Literal["replay", "once", "record", "refresh"]
 MODES: tuple[Mode, ...] = ("replay", "once", "record", "refresh")
@@ -65,6 +66,8 @@ class AgentSetup:
     cwd: Path
     feed: Feed
     replay: bool
+    sandbox: SandboxPolicy | None = None
+    """The policy the scenario's commands run under (``None``: unconfined, a trusted run)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -77,7 +80,10 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
     if not await setup.store.list_sessions():
         reset_handler_ids()
     config = AgentConfig(
-        model=setup.model_name, retry=NO_DELAY if setup.replay else RetryPolicy(), hooks=HookSet()
+        model=setup.model_name,
+        retry=NO_DELAY if setup.replay else RetryPolicy(),
+        hooks=HookSet(),
+        sandbox=setup.sandbox,
     )
     return await Agent.create(
         setup.store,
@@ -289,6 +295,7 @@ async def run_scenario(
     drift: Drift = "strict",
     step_timeout: float = 10.0,
     keep_failed: bool = False,
+    sandbox: SandboxPolicy | None = None,
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -298,6 +305,8 @@ async def run_scenario(
     refresh every model call is checked against the recording (:mod:`dsh.replay.fidelity`).
     A record replaces the recorded files as one step and only when every turn completed;
     otherwise nothing is written (``keep_failed``: the failed run goes to ``NAME.failed/``).
+    ``sandbox``: the policy the scenario's commands and hooks run under (the CLI and the
+    pytest plugin pass ``workspace-write`` unless the scenario is trusted).
     """
     directory = await asyncio.to_thread(directory.resolve)
     await asyncio.to_thread(recover, directory)
@@ -324,7 +333,7 @@ async def run_scenario(
                 recorded[PRIMARY] = logs.primary
             recorded.update(dict(logs.children))
             model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
-        setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record")
+        setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record", sandbox=sandbox)
         player = StepPlayer(
             name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
         )
