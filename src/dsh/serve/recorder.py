@@ -13,8 +13,6 @@ by creation) and ``input.json`` (the first session's prompts).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,7 @@ from dsh.events.messages import Message
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
 from dsh.store import LoadedSession
-from dsh.store.logfile import encode_log
+from dsh.store.logfile import encode_log, write_file_atomic
 
 CLIENT_EVENT = "serve/client"
 PROVIDER = "upstream"
@@ -206,19 +204,6 @@ def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSess
     return RecordedSession(key, header)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> list[Path]:
     """Write every session with events (first → ``session.jsonl``) and ``input.json``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -226,7 +211,7 @@ def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> lis
     kept = [s for s in sessions if s.events]
     for n, session in enumerate(kept):
         path = directory / ("session.jsonl" if n == 0 else f"session.{n}.jsonl")
-        _write_atomic(path, encode_log(LoadedSession(session.header, 0, session.closed())))
+        write_file_atomic(path, encode_log(LoadedSession(session.header, 0, session.closed())))
         written.append(path)
     if kept:
         steps: list[dict[str, Any]] = [{"op": "newSession"}]
@@ -235,6 +220,6 @@ def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> lis
                 text = "".join(str(b.get("text", "")) for b in event.data.get("content") or ())
                 steps.append({"op": "prompt", "text": text})
         path = directory / "input.json"
-        _write_atomic(path, jsonx.dumps({"steps": steps}) + b"\n")
+        write_file_atomic(path, jsonx.dumps({"steps": steps}) + b"\n")
         written.append(path)
     return written

@@ -313,7 +313,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_replace(path: Path, data: bytes) -> None:
+def write_file_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a fsynced temp file and a rename (blocking)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -340,4 +341,4 @@ async def write_log_file(path: str | os.PathLike[str], session: LoadedSession) -
     data = encode_log(session)
     if p.name.endswith(".zst"):
         data = compress(data)
-    await asyncio.to_thread(_write_replace, p, data)
+    await asyncio.to_thread(write_file_atomic, p, data)
