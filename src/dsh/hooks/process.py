@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from dsh.errors import DshError
+from dsh.tools.process_group import signal_group, wait_for_event
 
 MAX_CAPTURE_BYTES: Final = 1_000_000
 _CLOSE_GRACE_S: Final = 1.0
@@ -60,18 +60,6 @@ class _Capture(asyncio.SubprocessProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed.set()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-async def _wait(event: asyncio.Event, seconds: float) -> bool:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await event.wait()
-    return event.is_set()
 
 
 async def run_hook_command(
@@ -119,14 +107,14 @@ async def run_hook_command(
             with contextlib.suppress(OSError):  # the command may exit without reading its stdin
                 pipe.write(stdin)
                 pipe.close()
-        if not await _wait(capture.exited, timeout_ms / 1000):
+        if not await wait_for_event(capture.exited, timeout_ms / 1000):
             timed_out = True
-        _kill_group(pgid)  # on exit: what it left running; on timeout: everything
-        await _wait(capture.exited, _CLOSE_GRACE_S)
-        await _wait(capture.closed, _CLOSE_GRACE_S)
+        signal_group(pgid, signal.SIGKILL)  # on exit: what it left running; on timeout: everything
+        await wait_for_event(capture.exited, _CLOSE_GRACE_S)
+        await wait_for_event(capture.closed, _CLOSE_GRACE_S)
     finally:
         if not capture.exited.is_set():
-            _kill_group(pgid)
+            signal_group(pgid, signal.SIGKILL)
         transport.close()
     code = transport.get_returncode()
     return CommandRun(

@@ -17,9 +17,7 @@ is killed with ``SIGKILL``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import os
 import signal
 import subprocess
 from collections.abc import Callable
@@ -33,6 +31,7 @@ from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.builtin._base import BuiltinTool
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
+from dsh.tools.process_group import signal_group, wait_for_event
 from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import resolve_path, workspace_root
@@ -109,18 +108,6 @@ class Outcome:
     timed_out: bool
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _wait_for(event: asyncio.Event, seconds: float) -> bool:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await event.wait()
-    return event.is_set()
-
-
 async def run_command(
     command: str,
     cwd: str,
@@ -150,17 +137,17 @@ async def run_command(
     pgid = transport.get_pid()
     timed_out = False
     try:
-        if not await _wait_for(capture.exited, timeout_s):
+        if not await wait_for_event(capture.exited, timeout_s):
             timed_out = True
-            _signal_group(pgid, signal.SIGTERM)
-            await _wait_for(capture.exited, KILL_GRACE_S)
-        _signal_group(pgid, signal.SIGKILL)
-        await _wait_for(capture.closed, _CLOSE_GRACE_S)
+            signal_group(pgid, signal.SIGTERM)
+            await wait_for_event(capture.exited, KILL_GRACE_S)
+        signal_group(pgid, signal.SIGKILL)
+        await wait_for_event(capture.closed, _CLOSE_GRACE_S)
     finally:
         try:
             if not capture.exited.is_set():
-                _signal_group(pgid, signal.SIGKILL)
-                await _wait_for(capture.exited, _CLOSE_GRACE_S)
+                signal_group(pgid, signal.SIGKILL)
+                await wait_for_event(capture.exited, _CLOSE_GRACE_S)
         finally:
             transport.close()
     return Outcome(capture.stdout.text(), capture.stderr.text(), transport.get_returncode(), timed_out)
