@@ -48,6 +48,29 @@ def json_reply(status: int, document: Any) -> Reply:
 Handler = Callable[[Request], Awaitable[Reply]]
 
 
+def control_reply(
+    request: Request, report: Callable[[], dict[str, Any]], stopped: asyncio.Event
+) -> Reply | None:
+    """``GET /_dsh/report`` and ``POST /_dsh/shutdown`` (which sets ``stopped``); else ``None``."""
+    if request.path == "/_dsh/report" and request.method == "GET":
+        return json_reply(200, report())
+    if request.path == "/_dsh/shutdown" and request.method == "POST":
+        stopped.set()
+        return json_reply(200, report())
+    return None
+
+
+def json_body(request: Request, who: str) -> dict[str, Any] | Reply:
+    """The request's JSON object body, or the 400 reply saying it is not one."""
+    try:
+        body = request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return json_reply(400, {"error": {"message": f"{who}: the body is not a JSON object"}})
+    return body
+
+
 class HttpServer:
     """Serves ``handler`` on ``127.0.0.1:port`` (0: a free port) until :meth:`close`."""
 

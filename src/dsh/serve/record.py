@@ -27,7 +27,7 @@ from dsh.model import ModelRequest
 from dsh.model.openai_wire import StreamTranslator
 from dsh.model.sse import SseDecoder
 from dsh.replay.wire_request import request_from_body
-from dsh.serve.http import HttpServer, Reply, Request, json_reply
+from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
 from dsh.serve.recorder import RecordedSession, Settled, new_session, write_directory
 from dsh.serve.replay import CHAT_PATHS, PARENT_HEADER, SESSION_HEADER
 
@@ -163,19 +163,14 @@ class RecordServer:
         return session
 
     async def handle(self, request: Request) -> Reply:
-        if request.path == "/_dsh/report" and request.method == "GET":
-            return json_reply(200, self.report())
-        if request.path == "/_dsh/shutdown" and request.method == "POST":
-            self.stopped.set()
-            return json_reply(200, self.report())
+        control = control_reply(request, self.report, self.stopped)
+        if control is not None:
+            return control
         if request.path not in CHAT_PATHS or request.method != "POST":
             return json_reply(404, {"error": {"message": f"dsh serve record: no route for {request.path}"}})
-        try:
-            body = request.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return json_reply(400, {"error": {"message": "dsh serve record: the body is not a JSON object"}})
+        body = json_body(request, "dsh serve record")
+        if isinstance(body, Reply):
+            return body
         live = request_from_body(body)
         key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
         session = self._session(key, request.headers.get(PARENT_HEADER), live.messages)

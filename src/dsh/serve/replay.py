@@ -30,7 +30,7 @@ from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.files import PRIMARY, read_recorded, read_tolerances
 from dsh.replay.wire_request import request_from_body, wire_derived
-from dsh.serve.http import HttpServer, Reply, Request, json_reply
+from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
 from dsh.serve.wire_out import completion, sse_events
 from dsh.store import LoadedSession
 
@@ -170,21 +170,16 @@ class ReplayServer:
     # -- HTTP -------------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Reply:
-        if request.path == "/_dsh/report" and request.method == "GET":
-            return json_reply(200, self.report())
-        if request.path == "/_dsh/shutdown" and request.method == "POST":
-            self.stopped.set()
-            return json_reply(200, self.report())
+        control = control_reply(request, self.report, self.stopped)
+        if control is not None:
+            return control
         if request.path not in CHAT_PATHS:
             return json_reply(404, {"error": {"message": f"dsh serve: no route for {request.path}"}})
         if request.method != "POST":
             return json_reply(405, {"error": {"message": f"dsh serve: {request.method} not allowed"}})
-        try:
-            body = request.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return json_reply(400, {"error": {"message": "dsh serve: the body is not a JSON object"}})
+        body = json_body(request, "dsh serve")
+        if isinstance(body, Reply):
+            return body
         live = request_from_body(body)
         key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
         routed = self._route(key, live)

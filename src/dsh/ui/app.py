@@ -187,24 +187,22 @@ async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     }
 
 
-async def session_page(request: Request) -> Response:
+async def _session_view(request: Request, template: str) -> Response:
     state = _state(request)
     sid = request.path_params["session_id"]
     try:
         context = await _session_context(state, sid)
     except SessionNotFoundError:
         return _not_found(state, sid)
-    return _html("session.html", state, **context)
+    return _html(template, state, **context)
+
+
+async def session_page(request: Request) -> Response:
+    return await _session_view(request, "session.html")
 
 
 async def events_page(request: Request) -> Response:
-    state = _state(request)
-    sid = request.path_params["session_id"]
-    try:
-        context = await _session_context(state, sid)
-    except SessionNotFoundError:
-        return _not_found(state, sid)
-    return _html("events.html", state, **context)
+    return await _session_view(request, "events.html")
 
 
 async def session_json(request: Request) -> Response:
