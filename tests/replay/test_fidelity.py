@@ -222,3 +222,16 @@ def test_dsh_replay_writes_an_html_report_of_the_divergence(changed_result: Path
     assert done.returncode == 1
     page = report.read_text()
     assert "SNAPSHOT_CHANGED" in page and "SNAPSHOT_OK" in page and "<script" not in page
+
+
+async def test_a_tool_result_no_later_call_saw_still_fails_the_replay(upstream: Path, tmp_path: Path) -> None:
+    """After a cancel no model call follows the aborted results: the per-session count catches them."""
+    scenario = _copy(upstream / "cancel-tool-calls", tmp_path)
+    log = scenario / "session.jsonl"
+    log.write_text(
+        log.read_text().replace("Error: tool call aborted before dispatch", "Error: something else")
+    )
+    result = await run_scenario(scenario, "replay")
+    assert not result.ok
+    assert result.sessions[0].tool_results.to_json() == {"equal": 1, "total": 2}
+    assert "1 of 2 tool result(s) differ from the recording (call_skipped)" in result.failure_text()
