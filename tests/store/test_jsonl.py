@@ -363,3 +363,49 @@ async def test_show_and_tree_read_only_the_sessions_they_need(tmp_path: Path) ->
         assert [k.header.id for k in await store.children("s1")] == ["kid"]
     assert seen == [], "children() reads only the headers of unrelated sessions"
     await store.close()
+
+
+DELETE_KILLED = """
+import asyncio, os, sys, time
+from dsh.events import SessionHeader
+from dsh.store import JsonlEventStore
+
+unlink = os.unlink
+
+def unlink_then_hang(path, *args, **kwargs):
+    unlink(path, *args, **kwargs)
+    if str(path).endswith(".jsonl"):
+        print("unlinked", flush=True)
+        time.sleep(3600)
+
+async def main():
+    store = JsonlEventStore(sys.argv[1])
+    await store.create(SessionHeader(id="root", created_at=1))
+    for i in range(3):
+        await store.create(SessionHeader(id=f"kid{i}", created_at=2 + i, parent_session="root"))
+    await store.create(SessionHeader(id="other", created_at=9))
+    os.unlink = unlink_then_hang
+    await store.delete("root")
+
+asyncio.run(main())
+"""
+
+
+async def test_a_delete_killed_midway_is_finished_by_the_next_open(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DELETE_KILLED, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "unlinked"
+    proc.kill()  # SIGKILL after the first of four session files is gone
+    proc.communicate()
+    left = sorted(p.name for p in tmp_path.glob("*.jsonl"))
+    assert len(left) == 4 and "other.jsonl" in left, left
+    store = JsonlEventStore(tmp_path)
+    seen, sink = _collecting()
+    with sink:
+        assert [s.header.id for s in await store.list_sessions()] == ["other"]
+    assert len(seen) == 1 and "finished an interrupted delete (3 session file(s) removed)" in seen[0]
+    # the journal is gone; the dead process's lease files stay (unlocked: see dsh.store.lease)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["other.jsonl"]
+    await store.close()

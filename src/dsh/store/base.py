@@ -89,6 +89,11 @@ class EventStore(Protocol):
       holder makes it raise ``SessionBusyError`` at once, or after ``wait`` seconds of
       polling. One handle may hold a lease more than once (it is shared). Readers never
       need it. A lease may be taken before the session exists.
+    - ``delete`` removes a session and every descendant (sessions whose ``parentSession``
+      chain leads to it) all-or-nothing, under each one's lease: when another holder has
+      any of those leases it raises ``SessionBusyError`` and deletes nothing; a missing
+      session raises ``SessionNotFoundError``. A crash mid-delete never leaves some of them
+      deleted and others not (the next open finishes a journalled file delete).
     - ``close`` writes buffered events durably and releases every lease; any later call
       raises ``StoreClosedError``.
     """
@@ -126,5 +131,9 @@ class EventStore(Protocol):
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None: ...
 
     async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease: ...
+
+    async def delete(self, session_id: str) -> list[str]:
+        """Delete ``session_id`` with its descendants; return the deleted ids, the session first."""
+        ...
 
     async def close(self) -> None: ...

@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import socket
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from dsh.errors import (
     InvalidEventError,
@@ -34,33 +32,18 @@ from dsh.errors import (
     SessionNotFoundError,
     StoreClosedError,
 )
-from dsh.events import Event, SessionHeader
+from dsh.events import Event
 from dsh.store.base import EventStore, LoadedSession
+from dsh.store.contract_delete import DELETE_CHECKS
+from dsh.store.contract_tools import BUSY_LINE, ContractCheck, StoreOpener
+from dsh.store.contract_tools import ensure as _ensure
+from dsh.store.contract_tools import raises as _raises
+from dsh.store.contract_tools import sample_header as _header
 from dsh.store.logfile import decode_log, encode_log
 from dsh.store.memory import MemoryEventStore
 from dsh.store.rules import CUT_MARKER_DATA
 from dsh.store.samples import completed_turns, open_turn, varied_events
 from dsh.store.transfer import export_session, import_log
-
-StoreOpener = Callable[[], Awaitable[EventStore]]
-ContractCheck = Callable[[StoreOpener], Awaitable[None]]
-
-
-def _ensure(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-async def _raises(kind: type[BaseException], awaitable: Awaitable[Any], what: str) -> BaseException:
-    try:
-        await awaitable
-    except kind as exc:
-        return exc
-    raise AssertionError(f"{what}: expected {kind.__name__}, nothing was raised")
-
-
-def _header(sid: str, **fields: Any) -> SessionHeader:
-    return SessionHeader(id=sid, created_at=fields.pop("created_at", 1_000), cwd="/work", **fields)
 
 
 def _seqs(events: list[Event]) -> list[int]:
@@ -457,12 +440,6 @@ async def _busy(store: EventStore, sid: str, what: str, wait: float = 0.0) -> Se
     return exc
 
 
-BUSY_LINE = re.compile(
-    r"session (?P<sid>\S+) is busy \(held by pid (?P<pid>\d+) on (?P<host>\S+) since (?P<since>\S+)\)"
-)
-"""The one-line ``SessionBusyError`` message."""
-
-
 async def lease_excludes_a_second_writer(open_store: StoreOpener) -> None:
     """A held lease makes another handle's ``lease`` fail fast with the one-line busy message."""
     first = await open_store()
@@ -593,6 +570,7 @@ CHECKS: dict[str, ContractCheck] = {
         lease_is_shared_within_a_handle,
         lease_waits_for_the_holder,
         closing_a_store_releases_its_leases,
+        *DELETE_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

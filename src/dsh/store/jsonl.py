@@ -15,6 +15,8 @@
   (:mod:`dsh.store.jsonl_files`), so a write in progress is never taken for a torn tail.
 - ``create_batch`` stages every file and commits at the end (:mod:`dsh.store.staging`);
   the first operation of a handle cleans up after writers that died.
+- ``delete`` removes the session's and its descendants' files through a journal
+  (:mod:`dsh.store.staging`): all of them, or — after a crash — finished by the next open.
 - Session leases: ``flock`` on ``<root>/.<id>.jsonl.lock`` (:mod:`dsh.store.lease`).
 """
 
@@ -38,6 +40,7 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
+from dsh.store.deletion import delete_tree
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
@@ -52,7 +55,7 @@ from dsh.store.rules import (
     fork_header,
     last_turn_end_prefix,
 )
-from dsh.store.staging import publish_batch, publish_file, recover
+from dsh.store.staging import delete_files, publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
 try:  # advisory locks keep two processes from interleaving appends (POSIX only)
@@ -367,6 +370,25 @@ class JsonlEventStore:
         """The session's single-writer lease: ``flock`` on ``<root>/.<id>.jsonl.lock``."""
         self._check_open()
         return await self._leases.acquire(session_id, wait)
+
+    async def delete(self, session_id: str) -> list[str]:
+        """Delete the session and its descendants' files (journalled: all or none), under their leases."""
+        await self._ready()
+
+        async def remove(ids: list[str]) -> None:
+            for sid in ids:
+                w = self._writers.pop(sid, None)
+                if w is not None:
+                    async with w.lock:
+                        await self._flush(w, durable=True)
+                        os.close(w.fd)
+            names = [session_file_name(sid) for sid in ids]
+            try:
+                await run_blocking(None, delete_files, self.root, names)
+            except OSError as exc:
+                raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
+
+        return await delete_tree(self, session_id, str(self.root), remove)
 
     async def close(self) -> None:
         """Write buffered events durably, close every append handle, release the leases (idempotent)."""

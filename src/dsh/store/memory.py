@@ -16,6 +16,7 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
+from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
 from dsh.store.lease import LeaseTable
 from dsh.store.rules import (
@@ -204,6 +205,16 @@ class MemoryEventStore:
         """The session's single-writer lease (an in-process lock in the shared space)."""
         self._check_open()
         return await self._leases.acquire(session_id, wait)
+
+    async def delete(self, session_id: str) -> list[str]:
+        """Delete the session and its descendants under their leases (one synchronous step)."""
+        self._check_open()
+
+        async def remove(ids: list[str]) -> None:
+            for sid in ids:
+                self.space.sessions.pop(sid, None)
+
+        return await delete_tree(self, session_id, self.WHERE, remove)
 
     async def close(self) -> None:
         if self._closed:

@@ -16,6 +16,7 @@
   written at the next durable append, read of the session, or ``close()``.
 - Fork: one transaction creating the child row, copying the parent's completed-turn
   prefix with one ``INSERT ... SELECT`` and writing the tagged marker.
+- Delete: one transaction removing the session and its descendants (events, extras, rows).
 - psycopg errors are mapped to dsh errors here and only here; messages name the URL with
   any password replaced by ``***``.
 """
@@ -49,6 +50,7 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
 from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
@@ -530,6 +532,22 @@ class PostgresEventStore:
         """The session's single-writer lease: ``pg_try_advisory_lock`` on a dedicated connection."""
         self._check_open()
         return await self._leases.acquire(session_id, wait)
+
+    async def delete(self, session_id: str) -> list[str]:
+        """Delete the session and its descendants in one transaction, under their leases."""
+        self._check_open()
+        await self._buffer.flush_all()
+
+        async def remove(ids: list[str]) -> None:
+            async with self._conn() as conn, conn.transaction():
+                await conn.execute("DELETE FROM events WHERE session_id = ANY(%s)", (ids,))
+                cur = await conn.execute(HAS_EXTRAS)
+                row = await cur.fetchone()
+                if row is not None and row[0]:
+                    await conn.execute("DELETE FROM session_extras WHERE session_id = ANY(%s)", (ids,))
+                await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
+
+        return await delete_tree(self, session_id, self.url, remove)
 
     async def close(self) -> None:
         """Write buffered events, release the leases, then close the pool (idempotent)."""

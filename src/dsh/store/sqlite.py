@@ -14,6 +14,7 @@
   completed-turn prefix, and the tagged marker.
 - ``create_batch`` (import) is one transaction. Unknown header fields of imported logs go
   to ``session_extras``, a side table created on first need (an older dsh ignores it).
+- ``delete`` is one transaction over the session and its descendants (events, extras, rows).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
 from dsh.store.base import LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
 from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rules import ForkArgs, check_batch, check_seed, cut_marker, fork_header, header_from_row
@@ -50,6 +52,7 @@ from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     CREATE_EXTRAS,
     EVENT_COLUMNS,
+    EXTRAS_TABLE,
     HAS_EXTRAS,
     HEADER_COLUMNS,
     INSERT_EVENT,
@@ -259,6 +262,16 @@ class SqliteEventStore:
                 conn.execute(INSERT_EVENT, event_row(header.id, cut_marker(n, header.created_at)))
         return self._load_sync(conn, header.id)
 
+    def _delete_sync(self, conn: sqlite3.Connection, ids: list[str]) -> None:
+        """Delete every session of ``ids`` (events, extras, header) in one transaction."""
+        with immediate(conn):
+            has_extras = conn.execute(HAS_EXTRAS).fetchone() is not None
+            for sid in ids:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
+                if has_extras:
+                    conn.execute(f"DELETE FROM {EXTRAS_TABLE} WHERE session_id = ?", (sid,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+
     def _close_sync(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -345,6 +358,16 @@ class SqliteEventStore:
         """The session's single-writer lease: ``flock`` on ``<db>-leases/<id>.lock``."""
         self._check_open()
         return await self._leases.acquire(session_id, wait)
+
+    async def delete(self, session_id: str) -> list[str]:
+        """Delete the session and its descendants in one transaction, under their leases."""
+        self._check_open()
+        await self._buffer.flush_all()
+
+        async def remove(ids: list[str]) -> None:
+            await self._call(self._delete_sync, ids)
+
+        return await delete_tree(self, session_id, str(self.path), remove)
 
     async def close(self) -> None:
         """Commit buffered events, close the connection, stop the worker, release the leases (idempotent)."""

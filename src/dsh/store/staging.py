@@ -1,4 +1,4 @@
-"""Publishing new JSONL session files atomically: single files, whole batches, and cleaning up after a crash.
+"""Creating and deleting JSONL session files atomically, and cleaning up after a crash.
 
 - One file: written to ``<root>/.<name>.<random>.tmp`` (held under ``flock`` while it
   exists), fsynced, then hard-linked into place (never overwriting), so a half-created
@@ -10,6 +10,13 @@
   placed; a writer that died (SIGKILL) before the commit leaves the manifest behind, and
   the next open of the store (:func:`recover`) unlinks every target that is still the
   staged inode, so the batch is all-or-nothing.
+- A delete (:func:`delete_files`, ``dsh sessions rm``): a directory
+  ``<root>/.delete-<random>.tmp`` (held under ``flock`` on its ``lock`` file) gets a
+  ``manifest`` of the file names, written whole and renamed into place — the commit point.
+  Then each file is unlinked and the directory removed. A deleter that died after the commit
+  leaves the manifest behind, and the next open (:func:`recover`) finishes the delete at once
+  (no age wait: the lock tells whether the deleter is alive), so a delete is all-or-nothing
+  for every reader that goes through a store handle.
 - :func:`recover` also removes temp files and staging directories whose writer is gone:
   unlocked and older than :data:`STALE_AFTER_S` (the age covers the instant between
   creating a temp file and locking it).
@@ -39,6 +46,7 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
     _fcntl = None  # type: ignore[assignment]
 
 STAGE_PREFIX: Final = ".import-"
+DELETE_PREFIX: Final = ".delete-"
 TEMP_SUFFIX: Final = ".tmp"
 STALE_AFTER_S: Final = 5.0
 """A temp file or staging directory this old and unlocked belongs to a writer that died."""
@@ -153,6 +161,42 @@ def publish_batch(root: Path, items: Sequence[tuple[str, Path, bytes]], exists_e
             os.close(lock_fd)
 
 
+def delete_files(root: Path, names: Sequence[str]) -> None:
+    """Unlink every ``root/name``, or none of them (see the module docstring)."""
+    stage = Path(tempfile.mkdtemp(prefix=DELETE_PREFIX, suffix=TEMP_SUFFIX, dir=root))
+    lock_fd = os.open(stage / "lock", os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
+    try:
+        _lock(lock_fd, block=True)
+        fd = os.open(stage / "manifest.part", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
+        try:
+            _write_all(fd, orjson.dumps(list(names)))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(stage / "manifest.part", stage / "manifest")  # the commit point
+        fsync_dir(stage)
+        _finish_delete(root, stage)
+    finally:
+        os.close(lock_fd)
+
+
+def _finish_delete(root: Path, stage: Path) -> int:
+    """Unlink every file a committed delete names; return how many were still there."""
+    try:
+        names = orjson.loads((stage / "manifest").read_bytes())
+    except FileNotFoundError:
+        names = []  # never committed: nothing was deleted
+    removed = 0
+    for name in names:
+        if isinstance(name, str) and os.path.basename(name) == name and not name.startswith("."):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(root / name)
+                removed += 1
+    fsync_dir(root)
+    shutil.rmtree(stage, ignore_errors=True)
+    return removed
+
+
 def _stale(path: str, now: float) -> bool:
     try:
         return now - os.lstat(path).st_mtime >= STALE_AFTER_S
@@ -185,9 +229,13 @@ def recover(root: Path) -> list[str]:
     now = time.time()
     for entry in entries:
         name = entry.name
-        if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)) or not _stale(entry.path, now):
+        if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
             continue
-        if name.startswith(STAGE_PREFIX) and entry.is_dir(follow_symlinks=False):
+        manifest = os.path.join(entry.path, "manifest")
+        committed_delete = name.startswith(DELETE_PREFIX) and os.path.exists(manifest)
+        if not committed_delete and not _stale(entry.path, now):
+            continue
+        if name.startswith((STAGE_PREFIX, DELETE_PREFIX)) and entry.is_dir(follow_symlinks=False):
             lock_path = os.path.join(entry.path, "lock")
         elif entry.is_file(follow_symlinks=False):
             lock_path = entry.path
@@ -203,6 +251,12 @@ def recover(root: Path) -> list[str]:
             if lock_path == entry.path:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.path)
+            elif name.startswith(DELETE_PREFIX):
+                removed = _finish_delete(root, Path(entry.path))
+                if removed:
+                    warnings.append(
+                        f"{root}: finished an interrupted delete ({removed} session file(s) removed)"
+                    )
             else:
                 removed = _roll_back(root, Path(entry.path))
                 if removed:
