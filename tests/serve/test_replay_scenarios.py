@@ -96,6 +96,22 @@ async def test_a_changed_prompt_gets_409_with_the_diff() -> None:
     assert report["refused"] and not report["ok"]
 
 
+async def test_a_later_call_that_rewrites_an_earlier_message_gets_409() -> None:
+    """The server reuses what it read of the previous request only where the wire is equal."""
+    (first, _), (second, _) = recorded_calls(TOOL_TURN)
+    rewritten = json.loads(json.dumps(second))
+    user = next(m for m in rewritten["messages"] if m["role"] == "user")
+    user["content"] = "Use the bash tool to run exactly: echo REWRITTEN."
+    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+        await _stream(client, first)
+        with pytest.raises(openai.ConflictError) as caught:
+            await client.chat.completions.create(**rewritten, stream=True)
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert (error["call"], "user message 1" in error["what"]) == (2, True)
+    assert "+    Use the bash tool to run exactly: echo REWRITTEN." in error["diff"]
+
+
 async def test_a_changed_tool_schema_gets_409() -> None:
     body, _ = recorded_calls(TOOL_TURN)[0]
     changed = json.loads(json.dumps(body))

@@ -8,7 +8,7 @@ from dsh.model.openai_wire import request_body
 from dsh.replay.derive import Derived, RecordedCall
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import SessionCheck, Tolerances
-from dsh.replay.wire_request import request_from_body, wire_derived
+from dsh.replay.wire_request import read_body, request_from_body, wire_derived
 
 TOOL = {"name": "read", "description": "Read a file.", "parameters": {"type": "object", "properties": {}}}
 
@@ -67,3 +67,19 @@ def test_what_the_wire_cannot_carry_is_lost_on_both_sides() -> None:
     other = tool_result_message("c1", [{"type": "text", "text": "other"}], is_error=False)
     found = check.check(1, live([*history[:2], other]))
     assert found is not None and "tool result of call c1" in found.what
+
+
+def test_a_read_reuses_the_objects_of_the_equal_part_of_the_previous_body() -> None:
+    tools = [{"type": "function", "function": TOOL}]
+    head = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"}]
+    first = read_body({"model": "m", "messages": head, "tools": tools})
+    grown = [*head, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    second = read_body({"model": "m", "messages": grown, "tools": [dict(tools[0])]}, first)
+    assert second.request.messages[0] is first.request.messages[0]
+    assert second.request.tools is first.request.tools
+    assert second.request == request_from_body({"model": "m", "messages": grown, "tools": tools})
+    changed = [head[0], {"role": "user", "content": "A"}, *grown[2:]]
+    third = read_body({"model": "m", "messages": changed}, second)
+    assert third.request.messages[0]["content"] == [{"type": "text", "text": "A"}]
+    assert third.request.messages[1:] == second.request.messages[1:]
+    assert third.request.tools == []

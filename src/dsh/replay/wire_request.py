@@ -20,6 +20,7 @@ lose exactly the same things.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dsh.events.messages import Block, Message, ToolSpec
@@ -38,53 +39,62 @@ def _text(content: object) -> str:
     return ""
 
 
-def wire_to_messages(wire: Sequence[object]) -> tuple[str | None, list[Message]]:
-    """The system prompt (leading system messages joined) and the dsh history of ``wire``."""
+def _leading_system(wire: Sequence[object]) -> tuple[str | None, int]:
+    """The system prompt (the leading system/developer messages joined) and where the history starts."""
     systems: list[str] = []
-    out: list[Message] = []
-    for raw in wire:
+    start = 0
+    for i, raw in enumerate(wire):
         if not isinstance(raw, Mapping):
             continue
-        role = raw.get("role")
-        if role in ("system", "developer") and not out:
-            systems.append(_text(raw.get("content")))
-        elif role == "assistant":
-            blocks: list[Block] = []
-            reasoning = raw.get("reasoning_content")
-            if isinstance(reasoning, str) and reasoning:
-                blocks.append({"type": "reasoning", "text": reasoning})
-            text = _text(raw.get("content"))
-            if text:
-                blocks.append({"type": "text", "text": text})
-            for call in raw.get("tool_calls") or ():
-                if isinstance(call, Mapping):
-                    function = call.get("function")
-                    fn = function if isinstance(function, Mapping) else {}
-                    blocks.append(
-                        {
-                            "type": "tool-call",
-                            "id": str(call.get("id", "")),
-                            "name": str(fn.get("name", "")),
-                            "arguments": str(fn.get("arguments", "")),
-                        }
-                    )
-            out.append({"role": "assistant", "content": blocks, "source": {"kind": "model"}})
-        elif role == "tool":
-            call_id = str(raw.get("tool_call_id", ""))
-            result = {
-                "type": "tool-result",
-                "toolCallId": call_id,
-                "content": [{"type": "text", "text": _text(raw.get("content"))}],
-                "isError": False,
-            }
-            out.append({"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}})
-        else:
-            kind = "user" if role == "user" else str(role)
-            out.append(
-                {"role": "user", "content": [{"type": "text", "text": _text(raw.get("content"))}],
-                 "source": {"kind": kind}}
-            )  # fmt: skip
-    return ("\n\n".join(systems) if systems else None), out
+        if raw.get("role") not in ("system", "developer"):
+            return ("\n\n".join(systems) if systems else None), i
+        systems.append(_text(raw.get("content")))
+        start = i + 1
+    return ("\n\n".join(systems) if systems else None), start
+
+
+def _message(raw: Mapping[str, Any]) -> Message:
+    """One wire message after the leading system ones, as a dsh message."""
+    role = raw.get("role")
+    if role == "assistant":
+        blocks: list[Block] = []
+        reasoning = raw.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            blocks.append({"type": "reasoning", "text": reasoning})
+        text = _text(raw.get("content"))
+        if text:
+            blocks.append({"type": "text", "text": text})
+        for call in raw.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                function = call.get("function")
+                fn = function if isinstance(function, Mapping) else {}
+                blocks.append(
+                    {
+                        "type": "tool-call",
+                        "id": str(call.get("id", "")),
+                        "name": str(fn.get("name", "")),
+                        "arguments": str(fn.get("arguments", "")),
+                    }
+                )
+        return {"role": "assistant", "content": blocks, "source": {"kind": "model"}}
+    if role == "tool":
+        call_id = str(raw.get("tool_call_id", ""))
+        result = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "content": [{"type": "text", "text": _text(raw.get("content"))}],
+            "isError": False,
+        }
+        return {"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}}
+    kind = "user" if role == "user" else str(role)
+    return {"role": "user", "content": [{"type": "text", "text": _text(raw.get("content"))}],
+            "source": {"kind": kind}}  # fmt: skip
+
+
+def wire_to_messages(wire: Sequence[object]) -> tuple[str | None, list[Message]]:
+    """The system prompt (leading system messages joined) and the dsh history of ``wire``."""
+    system, start = _leading_system(wire)
+    return system, [_message(raw) for raw in wire[start:] if isinstance(raw, Mapping)]
 
 
 def wire_to_tools(tools: object) -> list[ToolSpec]:
@@ -103,19 +113,52 @@ def wire_to_tools(tools: object) -> list[ToolSpec]:
     return out
 
 
-def request_from_body(body: Mapping[str, Any], session_id: str = "") -> ModelRequest:
-    """The ``ModelRequest`` a Chat Completions body carries (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class ReadBody:
+    """A body read as a ``ModelRequest``, with the wire it came from (for the next read)."""
+
+    request: ModelRequest
+    wire: list[object]
+    """The body's ``messages`` as received."""
+    start: int
+    """Where the history starts in ``wire`` (after the leading system messages)."""
+    read: list[Message | None]
+    """Per entry of ``wire`` from ``start``: the message it became (``None``: not a message)."""
+    wire_tools: object
+
+
+def read_body(body: Mapping[str, Any], previous: ReadBody | None = None, session_id: str = "") -> ReadBody:
+    """:func:`request_from_body`, reusing ``previous``'s message and tool objects where the
+    wire is equal (a message reads the same wherever it stands after the system prompt), so
+    a check that skips what it already compared (the same objects) applies over HTTP too."""
     messages = body.get("messages")
-    system, history = wire_to_messages(messages if isinstance(messages, list) else [])
+    wire: list[object] = messages if isinstance(messages, list) else []
+    system, start = _leading_system(wire)
+    read: list[Message | None] = []
+    if previous is not None and previous.start == start and wire[:start] == previous.wire[:start]:
+        for new, old, message in zip(wire[start:], previous.wire[start:], previous.read, strict=False):
+            if new != old:
+                break
+            read.append(message)
+    read.extend(_message(raw) if isinstance(raw, Mapping) else None for raw in wire[start + len(read) :])
+    raw_tools = body.get("tools")
+    same_tools = previous is not None and raw_tools == previous.wire_tools
+    tools = previous.request.tools if previous is not None and same_tools else wire_to_tools(raw_tools)
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    return ModelRequest(
+    request = ModelRequest(
         session_id=session_id,
         model=str(body.get("model", "")),
-        messages=history,
+        messages=[m for m in read if m is not None],
         system=system,
-        tools=wire_to_tools(body.get("tools")),
+        tools=tools,
         max_tokens=max_tokens if type(max_tokens) is int else None,
     )
+    return ReadBody(request, wire, start, read, raw_tools)
+
+
+def request_from_body(body: Mapping[str, Any], session_id: str = "") -> ModelRequest:
+    """The ``ModelRequest`` a Chat Completions body carries (see the module docstring)."""
+    return read_body(body, None, session_id).request
 
 
 def _wire_header(header: dict[str, Any] | None) -> dict[str, Any] | None:

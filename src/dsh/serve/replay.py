@@ -24,12 +24,11 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
-from dsh.model import ModelRequest
 from dsh.replay.derive import Derived, derive
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.files import PRIMARY, read_recorded, read_tolerances
-from dsh.replay.wire_request import request_from_body, wire_derived
+from dsh.replay.wire_request import ReadBody, read_body, wire_derived
 from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
 from dsh.serve.wire_out import completion, sse_events
 from dsh.store import LoadedSession
@@ -54,6 +53,8 @@ class ServedSession:
     check: SessionCheck
     served: int = 0
     divergences: list[dict[str, Any]] = field(default_factory=list)
+    last: ReadBody | None = None
+    """The last request this session answered, as read (the next read reuses its equal part)."""
 
     @property
     def calls(self) -> int:
@@ -180,9 +181,8 @@ class ReplayServer:
         body = json_body(request, "dsh serve")
         if isinstance(body, Reply):
             return body
-        live = request_from_body(body)
         key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
-        routed = self._route(key, live)
+        routed = self._route(key, body)
         if isinstance(routed, Reply):
             return routed
         session = routed
@@ -203,7 +203,7 @@ class ReplayServer:
         self.refused.append({"message": reason, **fields})
         return _conflict(reason, **fields)
 
-    def _route(self, key: str | None, live: ModelRequest) -> ServedSession | Reply:
+    def _route(self, key: str | None, body: dict[str, Any]) -> ServedSession | Reply:
         if key is not None:
             named = [s for s in self.sessions if key in s.names()]
             if not named:
@@ -222,11 +222,17 @@ class ReplayServer:
             if not candidates:
                 return self._refuse("dsh serve: every recorded script is exhausted", None, None)
         first: tuple[ServedSession, Divergence] | None = None
+        unread: ReadBody | None = None  # the body read without a previous request, once
         for session in candidates:
-            found = session.check.check(session.served, live)
+            if session.last is not None:
+                live = read_body(body, session.last)
+            else:
+                live = unread = unread or read_body(body)
+            found = session.check.check(session.served, live.request)
             if found is None or found.tolerated_by is not None:
                 if found is not None:
                     session.divergences.append(found.to_json())
+                session.last = live
                 return session
             if first is None:
                 first = (session, found)

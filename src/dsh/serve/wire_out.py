@@ -74,6 +74,29 @@ def _delta(chunk: Chunk, calls: _Calls) -> dict[str, Any] | None:
     return None
 
 
+_FINISH = b',"logprobs":null,"finish_reason":'
+_OPEN = _FINISH + b"null}]}"
+"""The end of a delta chunk that finishes nothing."""
+
+
+class _Frames:
+    """``chat.completion.chunk`` payloads of one call: the constant head and tail encoded once."""
+
+    def __init__(self, completion_id: str, model: str) -> None:
+        # The chunks were decoded from a log and the model from a request: already JSON.
+        head = jsonx.dumps_unchecked({"id": completion_id, "object": "chat.completion.chunk",
+                                      "created": CREATED, "model": model})  # fmt: skip
+        self.head = head[:-1] + b',"choices":[{"index":0,"delta":'
+        self.bare = head[:-1] + b',"choices":[]'
+
+    def delta(self, delta: dict[str, Any], reason: str | None = None) -> bytes:
+        tail = _OPEN if reason is None else _FINISH + jsonx.dumps_unchecked(reason) + b"}]}"
+        return self.head + jsonx.dumps_unchecked(delta) + tail
+
+    def usage(self, usage: dict[str, Any]) -> bytes:
+        return self.bare + b',"usage":' + jsonx.dumps_unchecked(usage) + b"}"
+
+
 def sse_events(
     chunks: Sequence[Chunk],
     dt: Sequence[int],
@@ -85,26 +108,18 @@ def sse_events(
 ) -> list[WireEvent]:
     """The SSE payloads for one recorded call (``failure``: a ``throw`` entry's code and
     message; ``usage``: the provider's own usage object, instead of one rebuilt from ours)."""
-    wire_usage_object = usage
-
-    def frame(delta: dict[str, Any] | None, reason: str | None = None) -> dict[str, Any]:
-        choices = (
-            [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}]
-        )
-        return {"id": completion_id, "object": "chat.completion.chunk", "created": CREATED, "model": model,
-                "choices": choices}  # fmt: skip
-
+    frames = _Frames(completion_id, model)
     out: list[WireEvent] = []
     gap = 0
     calls = _Calls()
     opened = False
-    usage = None
+    recorded_usage: dict[str, Any] | None = None
     finish: Chunk | None = None
     for i, chunk in enumerate(chunks):
         gap += dt[i - 1] if 0 < i <= len(dt) else 0
         kind = chunk.get("type")
         if kind == "usage":
-            usage = chunk.get("usage") or {}
+            recorded_usage = chunk.get("usage") or {}
             continue
         if kind == "finish":
             finish = chunk
@@ -117,9 +132,9 @@ def sse_events(
             role: dict[str, Any] = {"role": "assistant", "content": ""}
             if kind == "reasoning-delta":
                 role = {"role": "assistant", "content": None, "reasoning_content": ""}
-            out.append(WireEvent(jsonx.dumps(frame(role)), gap))
+            out.append(WireEvent(frames.delta(role), gap))
             gap = 0
-        out.append(WireEvent(jsonx.dumps(frame(delta)), gap))
+        out.append(WireEvent(frames.delta(delta), gap))
         gap = 0
     reason = finish.get("reason") if finish is not None else None
     kind = reason.get("kind") if isinstance(reason, dict) else None
@@ -130,16 +145,14 @@ def sse_events(
         )
     if failure is not None:
         error = {"error": {"message": failure[1], "type": "server_error", "code": failure[0]}}
-        out.append(WireEvent(jsonx.dumps(error), gap))
+        out.append(WireEvent(jsonx.dumps_unchecked(error), gap))
         return out
     if not opened:
-        out.append(WireEvent(jsonx.dumps(frame({"role": "assistant", "content": ""})), gap))
+        out.append(WireEvent(frames.delta({"role": "assistant", "content": ""}), gap))
         gap = 0
-    out.append(WireEvent(jsonx.dumps(frame({}, WIRE_FINISH[str(kind)])), gap))
-    if usage is not None:
-        trailing = frame(None)
-        trailing["usage"] = wire_usage_object if wire_usage_object is not None else wire_usage(usage)
-        out.append(WireEvent(jsonx.dumps(trailing), 0))
+    out.append(WireEvent(frames.delta({}, WIRE_FINISH[str(kind)]), gap))
+    if recorded_usage is not None:
+        out.append(WireEvent(frames.usage(usage if usage is not None else wire_usage(recorded_usage)), 0))
     out.append(WireEvent(b"[DONE]", 0))
     return out
 
