@@ -4,7 +4,8 @@ Each ``POST /v1/chat/completions`` is forwarded to ``UPSTREAM/chat/completions``
 client's ``Authorization`` header (passed through, never stored or logged); the upstream's
 bytes go back to the client unchanged while the SSE is translated into dsh chunks
 (``dsh.model.openai_wire.StreamTranslator``) with their timing. A request joins a client
-session by its session header (``X-Dsh-Session``; ``X-Dsh-Parent`` names the parent's), else
+session by its session headers (:mod:`dsh.serve.keys`: ``X-Dsh-Session`` / ``X-Dsh-Parent``,
+Claude Code's session and agent ids), else
 the known session whose history it extends (the longest), else it starts a new session.
 After every call the whole directory is rewritten atomically (:func:`write_directory`).
 """
@@ -28,8 +29,9 @@ from dsh.model.openai_wire import StreamTranslator
 from dsh.model.sse import SseDecoder
 from dsh.replay.wire_request import request_from_body
 from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
+from dsh.serve.keys import SessionKeys
 from dsh.serve.recorder import RecordedSession, Settled, new_session, write_directory
-from dsh.serve.replay import CHAT_PATHS, PARENT_HEADER, SESSION_HEADER
+from dsh.serve.replay import CHAT_PATHS
 
 FORWARDED = ("authorization", "content-type", "accept", "user-agent")
 
@@ -97,7 +99,7 @@ class RecordServer:
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.directory = directory
-        self.session_headers = (SESSION_HEADER, *(h.lower() for h in session_headers))
+        self.keys = SessionKeys(session_headers)
         self.sessions: list[RecordedSession] = []
         self._by_key: dict[str, RecordedSession] = {}
         self._timeout = timeout
@@ -172,8 +174,8 @@ class RecordServer:
         if isinstance(body, Reply):
             return body
         live = request_from_body(body)
-        key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
-        session = self._session(key, request.headers.get(PARENT_HEADER), live.messages)
+        key = self.keys.of(request.headers)
+        session = self._session(key.session, key.parent, live.messages)
         headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
         assert self._client is not None
         upstream = self._client.build_request(

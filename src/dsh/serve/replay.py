@@ -1,8 +1,9 @@
 """``dsh serve replay``: recorded sessions served to any OpenAI-compatible client, checked.
 
 Each incoming ``/v1/chat/completions`` request is routed to a recorded session — by a
-session header (``X-Dsh-Session`` and any ``--session-header``: the recorded client key,
-the log file name or the recorded session id), else by the history it extends (a session
+session header (:mod:`dsh.serve.keys`: ``X-Dsh-Session``, any ``--session-header``, Claude
+Code's agent and session ids; naming the recorded client key, the log file name or the
+recorded session id), else by the history it extends (a session
 already in progress whose next call matches), else by first-call order (the first session
 not started yet whose first call matches) — then checked with the faithful-replay rules
 (:class:`~dsh.replay.fidelity.SessionCheck`, both sides seen through the wire) and answered
@@ -30,14 +31,13 @@ from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.files import PRIMARY, read_recorded, read_tolerances
 from dsh.replay.wire_request import ReadBody, read_body, wire_derived
 from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
+from dsh.serve.keys import SessionKeys
 from dsh.serve.wire_out import completion, sse_events
 from dsh.store import LoadedSession
 
 _HTTP_CODE = re.compile(r"HTTP_(\d{3})")
 CLIENT_EVENT = "serve/client"
 """The ignorable event ``dsh serve record`` writes first: ``{session, parent?}`` (client keys)."""
-SESSION_HEADER = "x-dsh-session"
-PARENT_HEADER = "x-dsh-parent"
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
 
@@ -132,7 +132,7 @@ class ReplayServer:
         self.directory = directory
         self.sessions = load_sessions(directory, tolerances)
         self.speed = speed
-        self.session_headers = (SESSION_HEADER, *(h.lower() for h in session_headers))
+        self.keys = SessionKeys(session_headers)
         self.refused: list[dict[str, Any]] = []
         self.http = HttpServer(self.handle, port=port)
         self.stopped = asyncio.Event()
@@ -181,8 +181,7 @@ class ReplayServer:
         body = json_body(request, "dsh serve")
         if isinstance(body, Reply):
             return body
-        key = next((request.headers[h] for h in self.session_headers if request.headers.get(h)), None)
-        routed = self._route(key, body)
+        routed = self._route(self.keys.of(request.headers).session, body)
         if isinstance(routed, Reply):
             return routed
         session = routed
