@@ -1,9 +1,14 @@
-"""The dsh_serve fixture, run in a pytester project: replay by default, record on request."""
+"""The dsh_serve fixture, run in a pytester project: replay by default, record on request;
+registered by the package's ``pytest11`` entry point (no ``pytest_plugins`` line needed)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +16,7 @@ from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
 from tests.serve.helpers import SCENARIOS, recorded_calls
 
-CONFTEST = 'pytest_plugins = ["dsh.serve.pytest_plugin"]\n'
+LEGACY_CONFTEST = 'pytest_plugins = ["dsh.serve.pytest_plugin"]\n'
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 REPLAY_TEST = """
@@ -31,7 +36,6 @@ def test_it(dsh_serve):
 
 def _project(pytester: pytest.Pytester, bodies: list[dict[str, object]], calls: int) -> None:
     shutil.copytree(SCENARIOS / "tool-call-turn", pytester.path / "rec")
-    pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
     (pytester.path / "bodies.json").write_text(json.dumps(bodies))
     pytester.makepyfile(test_app=REPLAY_TEST.replace("{calls}", str(calls)))
@@ -76,7 +80,6 @@ def test_it(dsh_serve):
 
 
 def test_record_then_replay(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
     pytester.makepyfile(
         test_app="""
@@ -98,3 +101,30 @@ def test_hello(dsh_serve):
     assert (recording / "session.jsonl").exists()
     assert b"sk-fixture" not in (recording / "session.jsonl").read_bytes()
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def _run_pytest(project: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest`` in ``project`` as a user runs it (its own ini, no conftest)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "PYTEST_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("conftest", [None, LEGACY_CONFTEST], ids=["no-conftest", "legacy-line"])
+def test_the_fixture_is_registered_by_the_entry_point(tmp_path: Path, conftest: str | None) -> None:
+    bodies = [body for body, _ in recorded_calls(SCENARIOS / "tool-call-turn")]
+    shutil.copytree(SCENARIOS / "tool-call-turn", tmp_path / "rec")
+    (tmp_path / "pytest.ini").write_text(INI)
+    (tmp_path / "bodies.json").write_text(json.dumps(bodies))
+    (tmp_path / "test_app.py").write_text(REPLAY_TEST.replace("{calls}", "2"))
+    if conftest is not None:  # the line older docs asked for must stay harmless
+        (tmp_path / "conftest.py").write_text(conftest)
+    done = _run_pytest(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    if conftest is None:  # and it still fails a test that leaves a recorded call unserved
+        (tmp_path / "test_app.py").write_text(REPLAY_TEST.replace("{calls}", "1"))
+        done = _run_pytest(tmp_path)
+        assert done.returncode == 1 and "recorded calls not served in session.jsonl" in done.stdout

@@ -1,9 +1,11 @@
 """The ``dsh_serve`` pytest fixture: a record/replay server per test, its base URL yielded.
 
-Load it with ``pytest_plugins = ["dsh.serve.pytest_plugin"]`` in the root ``conftest.py``.
-The mode is the snapshot plugin's (``--dsh-snapshot`` / ``DSH_SNAPSHOT``): ``replay``
-(default) and ``refresh`` replay, ``record`` records through ``dsh serve record``, ``once``
-records only when the directory does not exist yet. The directory is
+Registered for every pytest run by the package's ``pytest11`` entry point, named after the
+module so that a ``pytest_plugins = ["dsh.serve.pytest_plugin"]`` line left in a conftest
+is a no-op and ``-p no:dsh.serve.pytest_plugin`` turns it off. The mode is the snapshot
+plugin's (``--dsh-snapshot`` / ``DSH_SNAPSHOT``): ``replay`` (default) and ``refresh``
+replay, ``record`` records through ``dsh serve record``, ``once`` records only when the
+directory does not exist yet. The directory is
 ``<test file's folder>/recordings/<test name>`` unless the test is marked
 ``@pytest.mark.dsh_serve(directory=..., upstream=..., speed=...)``; the upstream for
 recording comes from the marker or ``DSH_SERVE_UPSTREAM`` (no upstream → the test is
