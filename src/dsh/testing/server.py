@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, Self, assert_never
 
 from dsh.errors import DshError
+from dsh.http1 import LAST_CHUNK, Listener, chunk, head, read_request
 from dsh.testing.wire import AwaitInFlight, Drop, Pause, Response, Stall, Write, http_error, json_response
 
 Handler = Callable[["RecordedRequest"], "Response | Awaitable[Response | None] | None"]
@@ -84,15 +85,13 @@ class OpenAICompatServer:
         self._queue: deque[Response] = deque(responses)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        self._port = port
         self._read_timeout = read_timeout
         self._gate_timeout = gate_timeout
         self._max_stall = max_stall
         self._in_flight = 0
         self._max_in_flight = 0
         self._gate_timeouts = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._listener = Listener(self._serve, port=port)
         self._changed: asyncio.Condition | None = None
         self._thread: threading.Thread | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
@@ -140,9 +139,9 @@ class OpenAICompatServer:
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if not self._listener.started:
             raise DshError("test server is not running: use 'async with' or 'with' first")
-        return int(self._server.sockets[0].getsockname()[1])
+        return self._listener.port
 
     @property
     def base_url(self) -> str:
@@ -153,19 +152,11 @@ class OpenAICompatServer:
 
     async def start(self) -> None:
         self._changed = asyncio.Condition()
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self._port)
+        await self._listener.start()
 
     async def close(self) -> None:
         """Stop listening, cancel responses still being played and wait for them."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.close()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await server.wait_closed()
+        await self._listener.close()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -216,48 +207,23 @@ class OpenAICompatServer:
     # -- serving --------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
+        """One connection: one request, one scripted response (the listener closes it)."""
+        with contextlib.suppress(TimeoutError):
             request = await asyncio.wait_for(self._read_request(reader), self._read_timeout)
             if request is not None:
                 await self._respond(request, reader, writer)
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        except asyncio.CancelledError:
-            # close() cancels responses still playing; a connection task must end quietly, or
-            # asyncio's stream callback reports the cancellation as an unhandled exception.
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
-                await writer.wait_closed()
 
     async def _read_request(self, reader: asyncio.StreamReader) -> RecordedRequest | None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3:
+        raw = await read_request(reader)
+        if raw is None:
             return None
-        method, target, _version = parts
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            body = await _read_chunked(reader)
-        else:
-            body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
         try:
-            parsed = json.loads(body) if body else None
+            parsed = json.loads(raw.body) if raw.body else None
         except ValueError:
             parsed = None
         with self._lock:
             request = RecordedRequest(
-                len(self._requests), method, target.split("?")[0], headers, body, parsed, time.monotonic()
+                len(self._requests), raw.method, raw.path, raw.headers, raw.body, parsed, time.monotonic()
             )
             self._requests.append(request)
         return request
@@ -314,15 +280,14 @@ class OpenAICompatServer:
         So leading ``AwaitInFlight``/``Pause``/``Stall`` steps delay the headers, and a
         leading ``Drop`` closes the connection without any response.
         """
-        head = [f"HTTP/1.1 {response.status} {response.reason}"]
-        head.extend(f"{name}: {value}" for name, value in response.headers)
+        fields = list(response.headers)
         if response.chunked:
-            head.append("Transfer-Encoding: chunked")
+            fields.append(("Transfer-Encoding", "chunked"))
         else:
             length = sum(len(s.data) for s in response.steps if isinstance(s, Write))
-            head.append(f"Content-Length: {length}")
-        head.append("Connection: close")
-        pending_head: bytes | None = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+            fields.append(("Content-Length", str(length)))
+        fields.append(("Connection", "close"))
+        pending_head: bytes | None = head(response.status, fields)
         for step in (*response.steps, None):
             if pending_head is not None and not isinstance(step, (AwaitInFlight, Pause, Stall, Drop)):
                 writer.write(pending_head)
@@ -330,10 +295,10 @@ class OpenAICompatServer:
             match step:
                 case None:
                     if response.chunked:
-                        writer.write(b"0\r\n\r\n")
+                        writer.write(LAST_CHUNK)
                     await writer.drain()
                 case Write(data=data):
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data) if response.chunked else data)
+                    writer.write(chunk(data) if response.chunked else data)
                     await writer.drain()
                 case Pause(seconds=seconds):
                     await asyncio.sleep(seconds)
@@ -365,14 +330,3 @@ class OpenAICompatServer:
         except TimeoutError:
             with self._lock:
                 self._gate_timeouts += 1
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    body = bytearray()
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-        if size == 0:
-            await reader.readuntil(b"\r\n")
-            return bytes(body)
-        body += await reader.readexactly(size)
-        await reader.readexactly(2)

@@ -17,22 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    402: "Payment Required",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    422: "Unprocessable Entity",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    529: "Site Overloaded",
-}
+from dsh.http1 import reason as reason_phrase
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +68,7 @@ class Response:
 
     @property
     def reason(self) -> str:
-        return _REASONS.get(self.status, "Status")
+        return reason_phrase(self.status)
 
 
 @dataclass(frozen=True, slots=True)
