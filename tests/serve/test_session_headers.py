@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 
 from dsh.serve.keys import ClientKey, SessionKeys
 from dsh.serve.record import RecordServer
@@ -15,6 +16,8 @@ from dsh.serve.replay import ReplayServer
 from dsh.store.logfile import load_log_file
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, stream_reply
+
+set_tracing_disabled(True)
 
 CLI_SESSION = "5f0c2a9e-cc-session"
 MAIN = {"X-Claude-Code-Session-Id": CLI_SESSION}
@@ -80,4 +83,35 @@ async def test_claude_code_ids_key_the_sessions_and_their_parents(tmp_path: Path
         ]
         report = server.report()
     assert replayed == [b, a, main]
+    assert report["ok"], report
+
+
+async def _agent_reply(base_url: str, session: str) -> str:
+    """An OpenAI Agents SDK agent that names its session the documented way (extra_headers)."""
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="sk-unused", max_retries=0) as client:
+        model = OpenAIChatCompletionsModel(model="m", openai_client=client)
+        settings = ModelSettings(extra_headers={"X-Dsh-Session": session})
+        agent = Agent(name=session, instructions="Be brief.", model=model, model_settings=settings)
+        result = Runner.run_streamed(agent, "Look around")
+        async for _ in result.stream_events():
+            pass
+        return str(result.final_output)
+
+
+async def test_the_agents_sdk_names_its_session_through_extra_headers(tmp_path: Path) -> None:
+    directory = tmp_path / "rec"
+    async with (
+        OpenAICompatServer(handler=_upstream()) as upstream,
+        RecordServer(upstream.base_url, directory) as proxy,
+    ):
+        first = await _agent_reply(proxy.base_url, "scout-1")
+        second = await _agent_reply(proxy.base_url, "scout-2")
+    assert (first, second) == ("reply 1 to Look around", "reply 2 to Look around")
+    async with ReplayServer(directory) as server:  # crossed: by the prompt alone scout-2 gets reply 1
+        replayed = [
+            await _agent_reply(server.base_url, "scout-2"),
+            await _agent_reply(server.base_url, "scout-1"),
+        ]
+        report = server.report()
+    assert replayed == [second, first]
     assert report["ok"], report

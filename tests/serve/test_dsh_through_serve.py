@@ -1,0 +1,60 @@
+"""dsh's own agent recorded through dsh serve record: the directory is an ordinary scenario
+that dsh scenario replay passes and dsh sessions import reads (the same logs as everything else)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh.serve.pytest_plugin import BackgroundServer
+from dsh.serve.record import RecordServer
+from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.wire import Response, WireToolCall, stream_reply
+
+
+def _two_step(request: RecordedRequest) -> Response:
+    if any(m.get("role") == "tool" for m in request.messages):
+        return stream_reply(text=["All ", "done."])
+    args = json.dumps({"command": "echo SERVE_OK", "description": "marker"})
+    return stream_reply(
+        reasoning=["Let me ", "run it."], tool_calls=[WireToolCall.split("c1", "bash", args, 3)]
+    )
+
+
+def _dsh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
+    env.update({"DSH_STORE": f"sqlite:{cwd / 's.db'}", "NO_COLOR": "1", "PYTHONUTF8": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "dsh.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_dsh_run_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) -> None:
+    work, directory = tmp_path / "work", tmp_path / "rec"
+    work.mkdir()
+    with OpenAICompatServer(handler=_two_step) as upstream:
+        proxy = BackgroundServer(RecordServer(upstream.base_url, directory))
+        proxy.start()
+        try:
+            run = _dsh(work, "run", "Run the marker command.", "--base-url", proxy.base_url,
+                       "--api-key", "sk-serve-e2e", "--model", "test-model")  # fmt: skip
+        finally:
+            proxy.stop()
+    assert run.returncode == 0, run.stderr
+    assert "All done." in run.stdout
+    replay = _dsh(work, "scenario", "replay", str(directory), "--json", "--trust")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    report = json.loads(replay.stdout)
+    (session,) = report["sessions"]
+    assert (report["ok"], session["calls"], session["consumed"]) == (True, 2, 2)
+    assert (session["toolResults"], session["finalText"]) == ({"equal": 1, "total": 1}, "All done.")
+    imported = _dsh(work, "sessions", "import", str(directory / "session.jsonl"), "--json")
+    assert imported.returncode == 0, imported.stderr
