@@ -11,17 +11,8 @@ from pathlib import Path
 
 from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
-from dsh.testing.server import OpenAICompatServer, RecordedRequest
-from dsh.testing.wire import Response, WireToolCall, stream_reply
-
-
-def _two_step(request: RecordedRequest) -> Response:
-    if any(m.get("role") == "tool" for m in request.messages):
-        return stream_reply(text=["All ", "done."])
-    args = json.dumps({"command": "echo SERVE_OK", "description": "marker"})
-    return stream_reply(
-        reasoning=["Let me ", "run it."], tool_calls=[WireToolCall.split("c1", "bash", args, 3)]
-    )
+from dsh.testing.server import OpenAICompatServer
+from tests.cli.test_run_cli import _two_step  # a bash tool call, then 'All done.'
 
 
 def _dsh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
