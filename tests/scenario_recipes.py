@@ -80,10 +80,16 @@ class Recipe:
     name: str
     prompts: list[str]
     handler: Handler
+    waits: tuple[dict[str, Any], ...] = ()
+    """Steps after the prompts (e.g. waiting for background children)."""
+    deterministic: bool = True
+    """Whether recording twice gives the same transcript (background children settle when
+    they settle: where their notices land differs between recordings, never between replays)."""
 
     def input_json(self) -> dict[str, Any]:
         steps: list[dict[str, Any]] = [{"op": "initialize"}, {"op": "newSession"}]
         steps += [{"op": "prompt", "text": p} for p in self.prompts]
+        steps += list(self.waits)
         return {"steps": steps}
 
 
@@ -190,6 +196,32 @@ def _parallel(req: RecordedRequest) -> Response:
     )
 
 
+def _background(req: RecordedRequest) -> Response:
+    text = last_user(req)
+    if "ALPHA and nothing" in text and not tool_results(req):
+        return stream_reply(text=["AL", "PHA"], model=MODEL, gate=2)
+    if "BETA and nothing" in text and not tool_results(req):
+        return stream_reply(text=["BE", "TA"], model=MODEL, gate=2)
+    if text.startswith("Background subagent"):
+        return reply("NOTED")
+    if tool_results(req):
+        return reply("STARTED")
+    return calls(
+        [
+            (
+                "call_bg_alpha",
+                "subagent",
+                {"description": "Say ALPHA", "prompt": CHILD_ALPHA, "run_in_background": True},
+            ),
+            (
+                "call_bg_beta",
+                "subagent",
+                {"description": "Say BETA", "prompt": CHILD_BETA, "run_in_background": True},
+            ),
+        ]
+    )
+
+
 REMEMBER = (
     "Remember this fact for later: the project codeword is {}. "
     "Reply with exactly OK and do not use any tools."
@@ -241,6 +273,20 @@ RECIPES: dict[str, Recipe] = {
                 "Then reply PARENT_DONE."
             ],
             _parallel,
+        ),
+        Recipe(
+            "subagent-background",
+            [
+                "In one message, start two background subagents: one says ALPHA, the other BETA. "
+                "Then reply STARTED."
+            ],
+            _background,
+            waits=(
+                {"op": "waitForSubagentTurnEnd", "child": 1},
+                {"op": "waitForSubagentTurnEnd", "child": 2},
+                {"op": "waitForTurnEnd"},
+            ),
+            deterministic=False,
         ),
     ]
 }

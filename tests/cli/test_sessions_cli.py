@@ -91,10 +91,24 @@ def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
     fork_root = node(forest, FORK_PARENT)
     assert fork_root["kind"] is None and fork_root["inheritedEventCount"] == 0
     assert fork_root["children"] == [
-        {"id": FORK_CHILD, "kind": "fork", "inheritedEventCount": 42, "eventCount": 99, "children": []}
+        {
+            "id": FORK_CHILD,
+            "kind": "fork",
+            "state": None,
+            "inheritedEventCount": 42,
+            "eventCount": 99,
+            "children": [],
+        }
     ]
     assert node(forest, SPAWN_PARENT)["children"] == [
-        {"id": SPAWN_CHILD, "kind": "spawn", "inheritedEventCount": 0, "eventCount": 40, "children": []}
+        {
+            "id": SPAWN_CHILD,
+            "kind": "spawn",
+            "state": None,
+            "inheritedEventCount": 0,
+            "eventCount": 40,
+            "children": [],
+        }
     ]
 
     # fork at the parent's last completed turn

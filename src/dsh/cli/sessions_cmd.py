@@ -26,10 +26,12 @@ from dsh.cli.tables import (
 from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
+from dsh.session import open_turn
 from dsh.store.base import EventStore, LoadedSession, SessionSummary
 from dsh.store.logfile import read_log_file, write_log_file
 from dsh.store.transfer import export_session
 from dsh.store.url import default_sqlite_path, open_store
+from dsh.subagents.lifecycle import descriptor, lease_held_elsewhere, logged_state
 
 T = TypeVar("T")
 
@@ -235,22 +237,32 @@ class _Node:
     summary: SessionSummary
     kind: str | None
     children: list[_Node] = field(default_factory=list)
+    state: str | None = None
+    """A background child's state (running, interrupted, failed, finished); else ``None``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.summary.header.id,
             "kind": self.kind,
+            "state": self.state,
             "inheritedEventCount": self.summary.inherited_event_count,
             "eventCount": self.summary.event_count,
             "children": [child.to_json() for child in self.children],
         }
 
 
-async def _kind_of(store: EventStore, summary: SessionSummary) -> str | None:
+async def _node(store: EventStore, summary: SessionSummary, own: Sequence[Event] | None = None) -> _Node:
+    """A tree node: the child's kind and, for a background child, its state."""
     if summary.header.parent_session is None:
-        return None
-    own = await store.read_from(summary.header.id, summary.inherited_event_count)
-    return session_kind(summary.header, own)
+        return _Node(summary, None)
+    if own is None:
+        own = await store.read_from(summary.header.id, summary.inherited_event_count)
+    found = descriptor(list(own))
+    state = None
+    if found is not None and found.get("mode") == "continuable":
+        elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, summary.header.id)
+        state = logged_state(list(own), lease_held_elsewhere=elsewhere)
+    return _Node(summary, session_kind(summary.header, own), state=state)
 
 
 async def _build_subtree(store: EventStore, root_id: str) -> _Node:
@@ -258,14 +270,14 @@ async def _build_subtree(store: EventStore, root_id: str) -> _Node:
     loaded = await store.load(root_id)
     cut = loaded.inherited_event_count
     summary = SessionSummary(loaded.header, cut, len(loaded.events))
-    top = _Node(summary, session_kind(loaded.header, loaded.events[cut:]))
+    top = await _node(store, summary, loaded.events[cut:])
     seen = {root_id}
 
     async def grow(node: _Node) -> None:
         for child in _ordered(await store.children(node.summary.header.id)):
             if child.header.id not in seen:  # a parentSession cycle is shown once
                 seen.add(child.header.id)
-                sub = _Node(child, await _kind_of(store, child))
+                sub = await _node(store, child)
                 node.children.append(sub)
                 await grow(sub)
 
@@ -287,7 +299,7 @@ async def _build_forest(store: EventStore) -> list[_Node]:
 
     async def build(summary: SessionSummary) -> _Node:
         seen.add(summary.header.id)
-        node = _Node(summary, await _kind_of(store, summary))
+        node = await _node(store, summary)
         for child in kids.get(summary.header.id, []):
             if child.header.id not in seen:
                 node.children.append(await build(child))
@@ -311,8 +323,12 @@ async def _build_tree(store: EventStore, root_id: str | None) -> list[_Node]:
 def _tree_label(node: _Node) -> Text:
     s = node.summary
     kind = (f"{node.kind} ", "cyan") if node.kind else ""
+    state = (f"  background, {node.state}", "yellow") if node.state else ""
     return Text.assemble(
-        kind, (terminal_safe(s.header.id), "bold"), f"  cut {s.inherited_event_count}, {s.event_count} events"
+        kind,
+        (terminal_safe(s.header.id), "bold"),
+        state,
+        f"  cut {s.inherited_event_count}, {s.event_count} events",
     )
 
 
@@ -336,9 +352,12 @@ def tree_cmd(
 ) -> None:
     """Show sessions with their children nested, each child labelled spawn or fork, with its cut.
 
-    Without ID every root is shown: a session with no parent, or whose parent is not in the
-    store. With --json: one node (with ID) or a list of root nodes (without), each node
-    {id, kind, inheritedEventCount, eventCount, children}; kind is null for a top-level session.
+    A background child also shows its state: running (in another process), interrupted (a
+    crash left its turn open, or it was stopped), failed or finished. Without ID every root
+    is shown: a session with no parent, or whose parent is not in the store. With --json:
+    one node (with ID) or a list of root nodes (without), each node {id, kind, state,
+    inheritedEventCount, eventCount, children}; kind is null for a top-level session, state
+    null but for a background child.
     """
     forest = _in_store(store, lambda s: _build_tree(s, session_id))
     with user_errors():

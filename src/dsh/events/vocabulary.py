@@ -23,6 +23,7 @@ HOOK_RESULT: Final = "hook/result"  # {turn, point, handlerId, decision, exitCod
 APPROVAL_ASKED: Final = "approval/asked"  # {id, toolName, callId?, reason?}
 APPROVAL_DECIDED: Final = "approval/decided"  # {id, outcome}
 SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from here on
+INBOX_SPLICED: Final = "agent/inbox/spliced"  # {target, start, inserted, removedCount?}: the inbox changed
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -51,6 +52,7 @@ WRITTEN_TYPES: Final = frozenset(
         APPROVAL_ASKED,
         APPROVAL_DECIDED,
         SANDBOX_MODE,
+        INBOX_SPLICED,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -58,7 +60,6 @@ WRITTEN_TYPES: Final = frozenset(
 LEGACY_TYPES: Final = frozenset(
     {
         ASSISTANT_CHUNK,
-        "agent/inbox/spliced",
         "request/context",
         "approval/policy",
         "llm/retry",

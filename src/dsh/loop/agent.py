@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dsh.errors import ModelError
 from dsh.events import Assembled, Event, SessionHeader
@@ -27,10 +28,11 @@ from dsh.hooks import SessionHooks
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.config import AgentConfig
 from dsh.loop.feed import Feed
+from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
 from dsh.loop.scheduler import ToolScheduler
-from dsh.model import Delegation, Model, ModelRequest, retry_delay
+from dsh.model import Delegation, DeliveryOrder, Model, ModelRequest, SessionProgress, retry_delay
 from dsh.session import (
     HistoryProjector,
     Session,
@@ -41,6 +43,8 @@ from dsh.session import (
 from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.registry import ToolRegistry
+
+log = logging.getLogger("dsh.loop")
 
 CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
 """The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
@@ -66,6 +70,16 @@ class TurnResult:
     def failure(self) -> Failure | None:
         failure = self.reason.get("failure")
         return failure if isinstance(failure, dict) else None  # type: ignore[return-value]
+
+
+class Activation(Protocol):
+    """Told when an agent's woken turns run out of work (a continuable child's settlement)."""
+
+    async def before_idle(self, agent: Agent) -> None:
+        """Awaited first; work queued meanwhile keeps the agent running instead."""
+
+    def on_idle(self, agent: Agent, last: TurnResult) -> None:
+        """The agent is idle; ``last`` is how its last turn ended."""
 
 
 def _absolute(path: str | Path) -> str:
@@ -123,6 +137,15 @@ class Agent:
         self._requests = 0
         self._lock = asyncio.Lock()
         self._lease: SessionLease | None = None
+        self._turns_ended = sum(1 for e in session.own_events if e.type == TURN_END)
+        self._steps_started = sum(1 for e in session.own_events if e.type == STEP_START)
+        self.inbox = Inbox(self.append, pending_from_log(session.own_events))
+        """Messages other sessions queued for this agent (notices, relays)."""
+        self._driver: asyncio.Task[None] | None = None
+        self._woken_turn: asyncio.Task[TurnResult] | None = None
+        self.activation: Activation | None = None
+        """Told when woken turns run out of work (set for a continuable child)."""
+        self.closed = False
         self._scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
@@ -227,8 +250,20 @@ class Agent:
             raise
         return agent
 
+    async def take_lease(self, *, wait: float = 0.0) -> None:
+        """Take this session's store lease (held until :meth:`aclose`), e.g. for a background
+        child, so another process sees it is live."""
+        if self._lease is None:
+            self._lease = await self.store.lease(self.id, wait=wait)
+
     async def aclose(self) -> None:
-        """Release the session's lease (idempotent); the store stays open."""
+        """Stop a woken turn still running, release the session's lease (idempotent); the
+        store stays open."""
+        self.closed = True
+        driver, self._driver = self._driver, None
+        if driver is not None and not driver.done():
+            driver.cancel()
+            await asyncio.gather(driver, return_exceptions=True)
         lease, self._lease = self._lease, None
         if lease is not None:
             await lease.release()
@@ -294,50 +329,159 @@ class Agent:
 
     async def run_turn(
         self,
-        prompt: str | Message,
+        prompt: str | Message | None = None,
         *,
         preamble: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> TurnResult:
         """Run one turn for ``prompt``; ``preamble`` events go right after ``turn/start``.
 
-        Every step ends with ``step/end`` and the turn with ``turn/end``, also on error and
-        cancellation (the ``CancelledError`` then propagates after the log is closed and
-        checkpointed). A model failure that is not retried ends the turn ``error``.
+        Without a prompt the turn opens with what the inbox holds (every ``next-step``
+        message, then the first ``next-turn`` one). Every step ends with ``step/end`` and
+        the turn with ``turn/end``, also on error and cancellation (the ``CancelledError``
+        then propagates after the log is closed and checkpointed). A model failure that is
+        not retried ends the turn ``error``. Work left in the inbox when the turn ends wakes
+        the agent for another turn (:meth:`wake`).
         """
-        async with self._lock:
-            return await self._run_turn(prompt, preamble)
+        try:
+            async with self._lock:
+                return await self._run_turn(prompt, preamble)
+        finally:
+            if self.inbox.has_work:
+                self.wake()
+
+    # -- the inbox and waking -----------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running or about to run (a wake is pending)."""
+        return self._lock.locked() or (self._driver is not None and not self._driver.done())
+
+    def progress(self) -> SessionProgress:
+        """Steps started and turns ended in this session's own log so far."""
+        return SessionProgress(self._steps_started, self._turns_ended)
+
+    def deliver(self, message: Message, target: Target, *, wake: bool = False) -> None:
+        """Queue ``message`` (logged); ``wake``: run a turn for it once no turn is running."""
+        self.inbox.put(message, target)
+        if wake:
+            self.wake()
+
+    def wake(self) -> None:
+        """Run turns while the inbox holds work, after any turn running now (one driver)."""
+        if self._driver is not None and not self._driver.done():
+            return
+        self._driver = asyncio.get_running_loop().create_task(self._drive(), name=f"wake {self.id}")
+
+    def interrupt(self) -> bool:
+        """Cancel the woken turn running now (its ``turn/end`` says ``aborted``); the inbox
+        keeps its work. ``False`` when no woken turn is running."""
+        turn = self._woken_turn
+        if turn is None or turn.done():
+            return False
+        turn.cancel()
+        return True
+
+    async def _drive(self) -> None:
+        last: TurnResult | None = None
+        while True:
+            async with self._lock:
+                if self.inbox.has_work:
+                    last = await self._woken()
+                    continue
+            if self.activation is None or last is None:
+                return
+            await self.activation.before_idle(self)
+            if not self.inbox.has_work:
+                self.activation.on_idle(self, last)
+                return
+
+    async def _woken(self) -> TurnResult:
+        """One turn for the inbox's work, in a task of its own so :meth:`interrupt` stops
+        only it; a turn that raised is closed in the log and its end read back from there."""
+        turn = asyncio.get_running_loop().create_task(self._run_turn(None, ()), name=f"turn {self.id}")
+        self._woken_turn = turn
+        try:
+            return await turn
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not turn.cancelled() or (current is not None and current.cancelling()):
+                raise
+        except Exception:  # nobody awaits a woken turn: log it, the log has its turn/end
+            log.exception("session %s: a woken turn raised", self.id)
+        finally:
+            self._woken_turn = None
+        return self._closed_turn()
+
+    def _closed_turn(self) -> TurnResult:
+        """The result of the last turn the log closed."""
+        for event in reversed(self.session.own_events):
+            if event.type == TURN_END:
+                reason = event.data.get("reason")
+                turn = int(event.data.get("turn", 0))
+                return TurnResult(
+                    self.id, turn, reason if isinstance(reason, dict) else {"kind": "error"}, ""
+                )
+        return TurnResult(self.id, 0, {"kind": "error"}, "")
 
     async def _run_turn(
-        self, prompt: str | Message, preamble: Sequence[tuple[str, dict[str, Any]]]
+        self, prompt: str | Message | None, preamble: Sequence[tuple[str, dict[str, Any]]]
     ) -> TurnResult:
-        message = user_message(prompt) if isinstance(prompt, str) else prompt
         turn = self.session.last_turn() + 1
         start = self.session.next_seq
         self.append(TURN_START, {"turn": turn})
+        messages: list[Message]
+        if prompt is None:  # the inbox's first next-turn message; next-step ones join at the claim
+            opened = self.inbox.claim_turn()
+            messages = [opened] if opened is not None else []
+        else:
+            messages = [user_message(prompt) if isinstance(prompt, str) else prompt]
         for etype, data in preamble:
             self.append(etype, data)
         self._log_sandbox_mode()
         reason: dict[str, Any] = {"kind": "completed"}
         try:
-            reason = await self._steps(turn, message)
+            reason = await self._steps(turn, messages, prompted=prompt is not None)
         except asyncio.CancelledError:
             reason = {"kind": "aborted", "reason": {"kind": self.abort_kind}}
-            self.append(TURN_END, {"turn": turn, "reason": reason})
+            self._end_turn(turn, reason)
             await asyncio.shield(self.checkpoint())
             raise
         except ModelError as exc:
             reason = {"kind": "error", "failure": {"code": exc.code, "message": exc.failure_message}}
         except Exception as exc:
             failure = {"code": "UNKNOWN", "message": f"{type(exc).__name__}: {exc}"}
-            self.append(TURN_END, {"turn": turn, "reason": {"kind": "error", "failure": failure}})
+            self._end_turn(turn, {"kind": "error", "failure": failure})
             await self.checkpoint()
             raise
-        self.append(TURN_END, {"turn": turn, "reason": reason})
+        self._end_turn(turn, reason)
         await self.checkpoint()
         own = self.session.events[start:]
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 
-    async def _steps(self, turn: int, message: Message) -> dict[str, Any]:
+    def _end_turn(self, turn: int, reason: dict[str, Any]) -> None:
+        self.append(TURN_END, {"turn": turn, "reason": reason})
+        self._turns_ended += 1
+
+    async def _in_recorded_order(self, pending: list[Message], ending: int | None = None) -> None:
+        """Under a model that knows a recorded order (a replay), wait for the messages from
+        other sessions the recording had here (``ending``: before ending that turn)."""
+        if isinstance(self.model, DeliveryOrder):
+            history = self._history.messages
+            events = self.session.events
+
+            def available() -> list[Message]:
+                return [*history(events), *pending, *self.inbox.pending("next-step")]
+
+            await self.model.before_claim(self.id, available, ending=ending)
+
+    async def _claim(self, pending: list[Message], step: int) -> list[Message]:
+        """What the step shows the model: ``pending`` and every ``next-step`` message (before
+        the turn's own message at step 1, after the tools' context later)."""
+        await self._in_recorded_order(pending)
+        claimed = self.inbox.claim_step()
+        return [*claimed, *pending] if step == 1 else [*pending, *claimed]
+
+    async def _steps(self, turn: int, messages: list[Message], *, prompted: bool = True) -> dict[str, Any]:
         """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
 
         ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``
@@ -346,15 +490,17 @@ class Agent:
         (a block continues the turn with its reason as the next step's message).
         """
         hooks = await self._session_hooks()
-        pending: list[Message] = [message]
-        if hooks is not None:
-            submitted = await hooks.user_prompt_submit(turn, joined_text(message.get("content", [])))
+        pending: list[Message] = list(messages)
+        if hooks is not None and prompted:
+            submitted = await hooks.user_prompt_submit(turn, joined_text(messages[0].get("content", [])))
             if submitted.blocked:
                 return {"kind": "blocked"}
             pending.extend(submitted.context_messages)
         max_tokens_hit = False
         for step in range(1, self.config.max_steps + 1):
+            pending = await self._claim(pending, step)
             self.append(STEP_START, {"turn": turn, "step": step})
+            self._steps_started += 1
             try:
                 for m in pending:
                     self.append(USER_MESSAGE, m)
@@ -375,6 +521,8 @@ class Agent:
                 if stopping.blocked:
                     pending = stopping.steer_messages()
             if not pending:
+                await self._in_recorded_order(pending, ending=turn)
+            if not pending and not self.inbox.has_step_work:
                 break
         else:
             raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self.config.max_steps} steps")

@@ -2,5 +2,14 @@
 
 from dsh.model.base import Delegation, Model, ModelRequest
 from dsh.model.failures import MAX_RETRY_AFTER, retry_delay
+from dsh.model.ordering import DeliveryOrder, SessionProgress
 
-__all__ = ["MAX_RETRY_AFTER", "Delegation", "Model", "ModelRequest", "retry_delay"]
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "Delegation",
+    "DeliveryOrder",
+    "Model",
+    "ModelRequest",
+    "SessionProgress",
+    "retry_delay",
+]

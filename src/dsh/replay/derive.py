@@ -10,7 +10,17 @@ from dsh.errors import ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_CHUNK, ASSISTANT_MESSAGE, REQUEST_HEADER
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
+    INBOX_SPLICED,
+    REQUEST_HEADER,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+)
+from dsh.model import SessionProgress
 from dsh.replay.entries import Entry
 from dsh.session.history import project_event
 
@@ -24,6 +34,8 @@ class RecordedCall:
     step: int | None
     history: int
     header: dict[str, Any] | None
+    checked: bool = True
+    """``False`` for a turn that failed before asking the model (nothing recorded to compare)."""
 
 
 @dataclass(slots=True)
@@ -33,6 +45,15 @@ class Derived:
     entries: list[Entry] = field(default_factory=list)
     calls: list[RecordedCall] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    received: list[tuple[str, SessionProgress]] = field(default_factory=list)
+    """Each message another session queued here (its sender), and how far this session was."""
+
+
+def sender_of(message: object) -> str | None:
+    """The session that sent a queued message (``source.senderSessionId``), if another did."""
+    source = message.get("source") if isinstance(message, dict) else None
+    sender = source.get("senderSessionId") if isinstance(source, dict) else None
+    return sender if isinstance(sender, str) else None
 
 
 def _has_finish(chunks: Sequence[Chunk]) -> bool:
@@ -67,6 +88,23 @@ def _settled_call(etype: str, data: dict[str, Any], chunks: tuple[Chunk, ...]) -
     )
 
 
+def _failed_before_asking(
+    data: object, history: int, header: dict[str, Any] | None
+) -> tuple[RecordedCall, Entry] | None:
+    """A turn that ended ``error`` without a model call (e.g. its checkpoint failed) replays
+    as one unchecked call that fails with the recorded error, so the live turn ends alike."""
+    reason = data.get("reason") if isinstance(data, dict) else None
+    if not isinstance(reason, dict) or reason.get("kind") != "error":
+        return None
+    failure = reason.get("failure") or reason.get("error") or {}
+    failure = failure if isinstance(failure, dict) else {}
+    turn = _int(data.get("turn")) if isinstance(data, dict) else None
+    entry = Entry(
+        "throw", (), code=str(failure.get("code", "UNKNOWN")), message=str(failure.get("message", ""))
+    )
+    return RecordedCall(turn, None, history, header, checked=False), entry
+
+
 def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
     """Derive the replay script of ``events`` — already sliced at the inherited cut."""
     return derive(events, where).entries
@@ -99,7 +137,12 @@ def derive(
     key: tuple[Any, Any] | None = None
     header: dict[str, Any] | None = None
 
+    called = False  # whether the turn in progress asked the model
+    steps = turns_ended = 0
+
     def call(turn: object, step: object) -> None:
+        nonlocal called
+        called = True
         out.calls.append(RecordedCall(_int(turn), _int(step), len(out.messages), header))
 
     def close() -> None:
@@ -142,6 +185,22 @@ def derive(
         elif etype == REQUEST_HEADER:
             value = event.data.get("header") if isinstance(event.data, dict) else None
             header = value if isinstance(value, dict) else None
+        elif etype == TURN_START:
+            close()
+            called = False
+        elif etype == STEP_START:
+            steps += 1
+        elif etype == INBOX_SPLICED and isinstance(event.data, dict):
+            for message in event.data.get("inserted", ()):
+                sender = sender_of(message)
+                if sender is not None:
+                    out.received.append((sender, SessionProgress(steps, turns_ended)))
+        elif etype == TURN_END:
+            turns_ended += 1
+            failed = None if called else _failed_before_asking(event.data, len(out.messages), header)
+            if failed is not None:
+                out.calls.append(failed[0])
+                script.append(failed[1])
         message = project_event(event)
         if message is not None:
             out.messages.append(message)

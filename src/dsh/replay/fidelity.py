@@ -37,7 +37,9 @@ from dsh.replay.views import Normalizer, View, ViewBuilder, pretty
 Drift = Literal["strict", "warn"]
 DRIFTS: tuple[Drift, ...] = ("strict", "warn")
 
-REPRODUCED_KINDS: frozenset[str] = frozenset({"hooks-claude-code", "hooks-codex"})
+REPRODUCED_KINDS: frozenset[str] = frozenset(
+    {"hooks-claude-code", "hooks-codex", "subagent-settled", "subagent-report", "coordinator"}
+)
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""
 
 
@@ -163,7 +165,8 @@ class SessionCheck:
         self._accepted: set[tuple[str, str, str]] = set()
         self._matched: tuple[list[Message], int] = ([], 0)
         """(live messages, recorded views) found equal at the last call."""
-        views = ViewBuilder(Normalizer()).views(derived.messages)
+        self._recorded_ids = Normalizer()
+        views = ViewBuilder(self._recorded_ids).views(derived.messages)
         kept = [i for i, v in enumerate(views) if self._keep(v)]
         self._recorded = [views[i] for i in kept]
         self._recorded_raw = [derived.messages[i] for i in kept]
@@ -179,11 +182,20 @@ class SessionCheck:
     def calls(self) -> int:
         return len(self._calls)
 
+    def live_ids(self) -> dict[str, str]:
+        """Recorded id → live id, for the ids both histories have shown so far (the n-th id
+        to appear in one is the n-th in the other: the histories were found equal)."""
+        recorded = self._recorded_ids.ids()
+        live = self._live.normalizer.ids()
+        return {r: v for r, v in zip(recorded, live, strict=False) if r != v and not r.startswith("{{")}
+
     def check(self, k: int, request: ModelRequest) -> Divergence | None:
         """The divergence at call ``k`` (0-based), or ``None`` when the request matches."""
         if k >= len(self._calls):
             return None
         call = self._calls[k]
+        if not call.checked:
+            return None
         found = self._header(k, request) if call.header is not None and not self._v0 else None
         return found or self._history(k, request)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +16,15 @@ from dsh.errors import (
 )
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.messages import Message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
-from dsh.model import ModelRequest
-from dsh.replay.derive import derive
+from dsh.model import ModelRequest, SessionProgress
+from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders
+from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
+
+_POLL = 0.005
 
 
 @dataclass(slots=True)
@@ -40,6 +43,12 @@ class SessionScript:
     """Compares each live request with the recorded one; ``None``: nothing to compare."""
     divergence: Divergence | None = None
     tolerated: list[Divergence] = field(default_factory=list)
+    received: list[tuple[str, SessionProgress]] = field(default_factory=list)
+    """What other sessions queued here, in order, and how far this session was then."""
+    foreign: list[int] = field(default_factory=list)
+    """Per call: how many messages from other sessions its recorded history held."""
+    turns: list[int | None] = field(default_factory=list)
+    """Per call: the recorded turn it belongs to."""
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -75,6 +84,7 @@ def script_for(
     check = None
     if tolerances is not None:
         check = SessionCheck(label, recorded_id, derived, version=version, tolerances=tolerances, cwd=cwd)
+    senders = [sender_of(m) is not None for m in derived.messages]
     return SessionScript(
         label=label,
         recorded_id=recorded_id,
@@ -83,6 +93,9 @@ def script_for(
         parent_session=parent_session,
         call_id=delegation_call_id(own),
         check=check,
+        received=derived.received,
+        foreign=[sum(senders[: c.history]) for c in derived.calls],
+        turns=[c.turn for c in derived.calls],
     )
 
 
@@ -180,6 +193,8 @@ class ReplayModel:
         chunks: Sequence[Chunk] = entry.chunks
         if has_placeholder(chunks):
             chunks = resolve_placeholders(list(chunks), request_corpus(request.messages))
+        if script.check is not None:
+            chunks = with_live_ids(list(chunks), script.check.live_ids())
         for chunk in chunks:
             yield chunk
         if entry.kind == "throw":
@@ -205,6 +220,54 @@ class ReplayModel:
         script.divergence = found
         self.divergences.append(found)
         raise self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+
+    # -- the recorded order between sessions (dsh.model.DeliveryOrder) ------------------
+
+    ORDER_WAIT = 10.0
+    """Seconds a delivery or claim waits for the recorded order before going on regardless
+    (the divergence check then names what differs)."""
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        """Poll ``ready`` (the sessions it watches run on this loop) for up to ``ORDER_WAIT`` s."""
+        for _ in range(int(self.ORDER_WAIT / _POLL)):
+            if ready():
+                return
+            await asyncio.sleep(_POLL)
+
+    async def before_delivery(
+        self,
+        sender: str,
+        recipient: str,
+        received: Callable[[], Sequence[str]],
+        progress: Callable[[], SessionProgress],
+    ) -> None:
+        """Hold ``sender``'s next message to ``recipient`` until every message recorded before
+        it has arrived and ``recipient`` has started as many steps and ended as many turns as
+        the recording had when it arrived."""
+        source, target = self._live.get(sender), self._live.get(recipient)
+        if source is None or target is None:
+            return
+        n = sum(1 for who in received() if who == sender)
+        found = [i for i, (who, _) in enumerate(target.received) if who == source.recorded_id]
+        if n < len(found):
+            index = found[n]
+            point = target.received[index][1]
+            await self._until(lambda: len(received()) >= index and progress().reached(point))
+
+    async def before_claim(
+        self, session: str, available: Callable[[], Sequence[Message]], *, ending: int | None = None
+    ) -> None:
+        """Hold ``session``'s next claim (or, ``ending``, the end of that turn when the
+        recording went on with it) until the messages from other sessions its next recorded
+        call saw have arrived."""
+        script = self._live.get(session)
+        if script is None or script.cursor >= len(script.foreign):
+            return
+        if ending is not None and script.turns[script.cursor] != ending:
+            return
+        need = script.foreign[script.cursor]
+        if need:
+            await self._until(lambda: sum(sender_of(m) is not None for m in available()) >= need)
 
     def assert_consumed(self) -> None:
         """Raise unless every recorded call was served (and no replay error happened)."""

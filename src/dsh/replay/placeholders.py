@@ -1,4 +1,5 @@
-"""``{{fromRequest:<regex>}}`` placeholders, resolved against the live request's text."""
+"""What a replayed entry takes from the live run: ``{{fromRequest:<regex>}}`` placeholders,
+resolved against the live request's text, and recorded ids swapped for the live ones."""
 
 from __future__ import annotations
 
@@ -68,3 +69,23 @@ def resolve_placeholders(value: Any, corpus: str) -> Any:
 
 def has_placeholder(chunks: Sequence[Any]) -> bool:
     return any(_OPEN in s for s in _strings(list(chunks)))
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def with_live_ids(value: Any, live: dict[str, str]) -> Any:
+    """``value`` with every recorded id (a UUID) that ``live`` maps replaced by the live one.
+
+    A recorded model that read a child's id in its history (``started subagent <id>``) passes
+    it back in a later call (``send_message``); served verbatim that id names nobody live.
+    """
+    if not live:
+        return value
+    if isinstance(value, str):
+        return _UUID.sub(lambda m: live.get(m.group(0).lower(), m.group(0)), value) if "-" in value else value
+    if isinstance(value, dict):
+        return {k: with_live_ids(v, live) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_live_ids(v, live) for v in value]
+    return value

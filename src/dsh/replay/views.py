@@ -107,6 +107,10 @@ class Normalizer:
             value = _UUID.sub(self._id, value)
         return value
 
+    def ids(self) -> list[str]:
+        """The ids (lower-case) this side has numbered, in order of first appearance."""
+        return list(self._ids)
+
     def text(self, value: str) -> str:
         value = self._builtin(value, self._cwd)
         for pattern, replacement in self.scrubs:

@@ -26,7 +26,7 @@ from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
-from dsh.subagents import standard_tools
+from dsh.subagents import SubagentTool, standard_tools
 from dsh.tools.sandbox import SandboxPolicy
 
 Mode = Literal["replay", "once", "record", "refresh"]
@@ -339,7 +339,9 @@ async def run_scenario(
         )
         try:
             await player.play(steps)
+            await _settle_background(player.agents, step_timeout, player.problems, name)
         finally:
+            await _stop_background(player.agents)
             if mode == "record" and record_model is None:
                 aclose = getattr(model, "aclose", None)
                 if aclose is not None:
@@ -387,6 +389,26 @@ async def run_scenario(
         else:
             result.diff = _transcript_diff(directory, name, text.decode())
         return result
+
+
+def _children_of(agents: list[Agent]) -> list[SubagentTool]:
+    return [t for a in agents for n in a.tools.names() if isinstance(t := a.tools.get(n), SubagentTool)]
+
+
+async def _settle_background(agents: list[Agent], within: float, problems: list[str], name: str) -> None:
+    """Let background children and the parent turns their notices woke finish, as the
+    original's harness does before it closes the session."""
+    for tool in _children_of(agents):
+        if not await tool.children.settle(within):
+            problems.append(f"scenario {name}: background subagents still ran {within:g} s after the end")
+            return
+
+
+async def _stop_background(agents: list[Agent]) -> None:
+    for tool in _children_of(agents):
+        await tool.children.aclose()
+    for agent in agents:
+        await agent.aclose()
 
 
 def _kept_logs(directory: Path) -> dict[str, bytes]:

@@ -1,7 +1,8 @@
 """The normalized transcript of a run, built from its session logs.
 
-One line per visible update: prompts, assistant text, tool calls and results, subagent
-start (kind and cut) and finish, failed attempts and turn ends. A child's lines are spliced
+One line per visible update: prompts, messages from other sessions (a background child's
+notice or report, a parent's relay), assistant text, tool calls and results, subagent start
+(kind and cut) and finish, failed attempts and turn ends. A child's lines are spliced
 in where the parent's delegation result is committed (model order), so the transcript does
 not depend on how concurrent children were scheduled. Session ids become
 ``{{session:N}}`` by first appearance and the run's cwd becomes ``{{cwd}}``.
@@ -26,6 +27,8 @@ from dsh.events.vocabulary import (
 from dsh.store import LoadedSession
 
 SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
+RELAYED = frozenset({"subagent-settled", "subagent-report", "coordinator"})
+"""``user/message`` sources of messages one session sent another."""
 
 Line = dict[str, Any]
 
@@ -93,8 +96,12 @@ def build_transcript(sessions: Mapping[str, LoadedSession], primary: str) -> lis
         loaded = sessions[sid]
         for event in loaded.events[loaded.inherited_event_count :]:
             etype, data = event.type, event.data
-            if etype == USER_MESSAGE and data.get("source", {}).get("kind") == "user":
+            kind = data.get("source", {}).get("kind") if etype == USER_MESSAGE else None
+            if kind == "user":
                 lines.append({"session": sid, "type": "prompt", "text": joined_text(data["content"])})
+            elif kind in RELAYED:
+                text = "\n".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+                lines.append({"session": sid, "type": "message", "from": kind, "text": text})
             elif etype == ASSISTANT_MESSAGE and isinstance(data.get("message"), dict):
                 text = joined_text(data["message"].get("content", []))
                 if text:

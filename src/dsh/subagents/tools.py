@@ -1,8 +1,10 @@
-"""The ``subagent`` and ``subagent_fork`` tools: in-process child sessions.
+"""The ``subagent`` and ``subagent_fork`` tools: in-process child sessions, waited for or in the background.
 
 A spawn child starts empty; a fork child's log is the parent's completed-turn prefix plus
 the tagged ``session/end-seed`` marker, and its cut (the prefix length) is passed
-explicitly from here to the store and to the child agent — never recomputed.
+explicitly from here to the store and to the child agent — never recomputed. With
+``run_in_background: true`` the call returns the child's id at once and the child goes on
+as a continuable child (:mod:`dsh.subagents.children`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from dsh.events import Event, SessionHeader, completed_turn_prefix
+from dsh.events.messages import user_message
 from dsh.events.vocabulary import SESSION_END_SEED, SUBAGENT_DESCRIPTOR
 from dsh.ids import new_session_id, now_ms
 from dsh.loop import Agent, TurnResult
 from dsh.model import Delegation
 from dsh.session import final_assistant_text
 from dsh.store import LoadedSession
-from dsh.tools import ToolArgs, ToolContext, ToolOutput
+from dsh.subagents import texts
+from dsh.subagents.children import Child, Children
+from dsh.subagents.control import (
+    InterruptAgentTool,
+    ListAgentsTool,
+    SendMessageTool,
+    with_report,
+)
+from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, builtin_registry
 
 DEFAULT_MAX_DEPTH = 2
@@ -38,7 +49,9 @@ class SpawnArgs(ToolArgs):
     )
     run_in_background: bool | None = Field(
         default=None,
-        description="Run the child in the background. Not supported yet: leave it out or false.",
+        description="true: start the child in the background and get its id at once; it keeps "
+        "its conversation for `send_message`, and a notice tells you when it settles. Leave it "
+        "out or false to wait for the child's answer.",
     )
 
 
@@ -49,6 +62,15 @@ class ForkArgs(ToolArgs):
     prompt: str = Field(
         description="The task for the child. The child already sees every completed turn of "
         "this conversation, so the prompt may refer to it."
+    )
+
+
+class ForkBackgroundArgs(ForkArgs):
+    """Arguments of a ``subagent_fork`` that may run in the background."""
+
+    run_in_background: bool | None = Field(
+        default=None,
+        description="true: start the child in the background and get its id at once (see `subagent`).",
     )
 
 
@@ -67,11 +89,25 @@ _DESCRIPTIONS: dict[Mode, str] = {
 
 
 class SubagentTool:
-    """One delegation tool; ``mode`` is ``spawn`` (``subagent``) or ``fork`` (``subagent_fork``)."""
+    """One delegation tool; ``mode`` is ``spawn`` (``subagent``) or ``fork`` (``subagent_fork``).
 
-    def __init__(self, mode: Mode, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+    ``background`` (default: spawn yes, fork no — the original's shipped composition) adds
+    ``run_in_background``; background children are kept in ``children``, which the
+    ``send_message``/``list_agents``/``interrupt_agent`` tools of the same set share.
+    """
+
+    def __init__(
+        self,
+        mode: Mode,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        children: Children | None = None,
+        background: bool | None = None,
+    ) -> None:
         self.mode: Mode = mode
         self.max_depth = max_depth
+        self.children = children or Children()
+        self.background = mode == "spawn" if background is None else background
 
     @property
     def name(self) -> str:
@@ -83,7 +119,9 @@ class SubagentTool:
 
     @property
     def args_model(self) -> type[BaseModel]:
-        return SpawnArgs if self.mode == "spawn" else ForkArgs
+        if self.mode == "spawn":
+            return SpawnArgs
+        return ForkBackgroundArgs if self.background else ForkArgs
 
     def is_concurrency_safe(self, args: BaseModel) -> bool:
         return True
@@ -92,7 +130,8 @@ class SubagentTool:
         parent = ctx.extras.get("agent")
         if not isinstance(parent, Agent):
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
-        if isinstance(args, SpawnArgs) and args.run_in_background:
+        background = bool(getattr(args, "run_in_background", False))
+        if background and not self.background:
             return ToolOutput.error(
                 "run_in_background is disabled for this tool instance (enableRunInBackground: false)", None
             )
@@ -101,6 +140,8 @@ class SubagentTool:
             return ToolOutput.error(f"subagent depth {depth} exceeds maxDepth {self.max_depth}", None)
         description = str(getattr(args, "description", ""))
         prompt = str(getattr(args, "prompt", ""))
+        if background:
+            return await self._start_background(parent, depth, ctx.call_id, description, prompt)
         child = await self._start_child(parent, depth, ctx.call_id)
         descriptor: dict[str, Any] = {
             "mode": "one-shot",
@@ -111,7 +152,30 @@ class SubagentTool:
         result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor)])
         return _child_output(child, result)
 
-    async def _start_child(self, parent: Agent, depth: int, call_id: str) -> Agent:
+    async def _start_background(
+        self, parent: Agent, depth: int, call_id: str, label: str, prompt: str
+    ) -> ToolOutput:
+        """Create the child under its own lease, log its descriptor, queue the task, return its id."""
+        child = await self._start_child(parent, depth, call_id, tools=with_report(parent, self.children))
+        try:
+            await child.take_lease()
+        except BaseException:
+            await child.aclose()
+            raise
+        descriptor = {
+            "mode": "continuable",
+            "provider": self.mode,
+            "label": label,
+            "delegation": {"parentSession": parent.id, "callId": call_id},
+        }
+        child.append(SUBAGENT_DESCRIPTOR, descriptor)
+        self.children.start(Child(child, parent, label, depth), user_message(prompt))
+        await child.checkpoint()
+        return ToolOutput.text(texts.started(child.id))
+
+    async def _start_child(
+        self, parent: Agent, depth: int, call_id: str, *, tools: ToolRegistry | None = None
+    ) -> Agent:
         header = SessionHeader(
             id=new_session_id(),
             created_at=now_ms(),
@@ -136,7 +200,7 @@ class SubagentTool:
             LoadedSession(header, cut, seed),
             store=store,
             model=parent.model,
-            tools=parent.tools,
+            tools=tools or parent.tools,
             config=parent.config,
             feed=parent.feed,
             delegation=Delegation(parent.id, call_id),
@@ -172,15 +236,23 @@ def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
     return ToolOutput.error(non_completion_text(kind, text), None)
 
 
-def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH) -> list[SubagentTool]:
-    """Both delegation tools, ready to register."""
-    return [SubagentTool("spawn", max_depth=max_depth), SubagentTool("fork", max_depth=max_depth)]
+def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | None = None) -> list[Tool]:
+    """Both delegation tools and the three that steer background children, sharing one
+    :class:`Children`, ready to register."""
+    children = children or Children()
+    return [
+        SubagentTool("spawn", max_depth=max_depth, children=children),
+        SubagentTool("fork", max_depth=max_depth, children=children),
+        SendMessageTool(children),
+        ListAgentsTool(children),
+        InterruptAgentTool(children),
+    ]
 
 
 def standard_tools(
     *, max_depth: int = DEFAULT_MAX_DEPTH, spill_dir: str | Path | None = None
 ) -> ToolRegistry:
-    """The built-in tools plus ``subagent`` and ``subagent_fork``: what ``dsh run`` uses.
+    """The built-in tools plus the subagent tools (:func:`subagent_tools`): what ``dsh run`` uses.
 
     As in the original's composition, ``bash`` defaults to a 60 s timeout; long results
     spill under ``spill_dir`` (default: ``$DSH_SPILL_DIR`` or the per-user temp directory).

@@ -1,0 +1,143 @@
+"""Continuable children: the live ones of this process, their settlement, and delivery to parents.
+
+A background ``subagent`` call registers its child here and queues the task as the child's
+``next-turn`` message; the child's own driver (``Agent.wake``) runs turns while its inbox
+holds work — one *activation*. When the inbox is empty the activation settles: the parent
+gets one notice (:func:`dsh.subagents.texts.settlement_notice`), at its next step when it
+is running a turn, else as its next turn, waking it. Work that arrives before the notice
+is sent keeps the same activation going.
+
+Deliveries first await the model's :class:`~dsh.model.DeliveryOrder` when it has one (a
+replay), so a replayed child reaches its parent exactly where the recording says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dsh.events import Event
+from dsh.events.messages import Block, Message
+from dsh.events.vocabulary import ASSISTANT_MESSAGE
+from dsh.loop import Agent, TurnResult
+from dsh.loop.inbox import senders
+from dsh.model import DeliveryOrder
+from dsh.subagents import texts
+
+
+def closing_blocks(events: Sequence[Event]) -> list[Block]:
+    """The text blocks of the last assistant message in ``events`` that has text."""
+    for event in reversed(events):
+        if event.type == ASSISTANT_MESSAGE:
+            content = event.data.get("message", {}).get("content", [])
+            blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            if any(str(b.get("text", "")).strip() for b in blocks):
+                return blocks
+    return []
+
+
+async def in_recorded_order(sender: Agent, recipient: Agent) -> None:
+    """Wait, under a replay, until ``recipient`` is where the recording received ``sender``'s
+    next message (nothing to wait for in a live run)."""
+    model = sender.model
+    if isinstance(model, DeliveryOrder):
+        session = recipient.session
+        await model.before_delivery(
+            sender.id, recipient.id, lambda: senders(session.own_events), recipient.progress
+        )
+
+
+def deliver_to_parent(parent: Agent, message: Message) -> None:
+    """A running parent sees ``message`` at its next step; an idle one as its next turn, woken."""
+    if parent.busy:
+        parent.deliver(message, "next-step")
+    else:
+        parent.deliver(message, "next-turn", wake=True)
+
+
+@dataclass(slots=True)
+class Child:
+    """A live continuable child: its agent, who started it, and its label."""
+
+    agent: Agent
+    parent: Agent
+    label: str
+    depth: int
+
+    @property
+    def status(self) -> str:
+        """``running`` while it has work, else ``idle`` (the original's words)."""
+        return "running" if self.agent.busy else "idle"
+
+
+class Children:
+    """The live continuable children of one tool set (shared by a parent and its descendants)."""
+
+    def __init__(self) -> None:
+        self._live: dict[str, Child] = {}
+
+    def get(self, child_id: str) -> Child | None:
+        return self._live.get(child_id)
+
+    def of(self, parent_id: str) -> list[Child]:
+        """The live children ``parent_id`` started, in start order."""
+        return [c for c in self._live.values() if c.parent.id == parent_id]
+
+    def descendants(self, ancestor_id: str) -> list[Child]:
+        """Every live child below ``ancestor_id``, parents before their children."""
+        out: list[Child] = []
+        frontier = [ancestor_id]
+        while frontier:
+            below = [c for p in frontier for c in self.of(p)]
+            out.extend(below)
+            frontier = [c.agent.id for c in below]
+        return out
+
+    def adopt(self, child: Child) -> None:
+        """Register ``child`` and settle each of its activations with a notice to its parent."""
+        self._live[child.agent.id] = child
+        child.agent.activation = _Settlement(child)
+
+    def start(self, child: Child, task: Message) -> None:
+        """Register ``child`` and start its first activation with ``task``."""
+        self.adopt(child)
+        child.agent.deliver(task, "next-turn", wake=True)
+
+    async def settle(self, within: float) -> bool:
+        """Wait up to ``within`` s until no live child and no woken parent turn is running
+        (``False`` if some still are)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while any(c.agent.busy or c.parent.busy for c in self._live.values()):
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    async def aclose(self) -> None:
+        """Stop every live child (their running turns end ``aborted``) and forget them."""
+        children, self._live = list(self._live.values()), {}
+        for child in reversed(children):  # children before their parents
+            child.agent.activation = None
+            await child.agent.aclose()
+
+
+class _Settlement:
+    """A child's activation end: the recorded order (under replay), then the notice."""
+
+    __slots__ = ("child",)
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+
+    async def before_idle(self, agent: Agent) -> None:
+        await in_recorded_order(agent, self.child.parent)
+
+    def on_idle(self, agent: Agent, last: TurnResult) -> None:
+        parent = self.child.parent
+        if parent.closed:
+            return
+        kind = str(last.reason.get("kind", "error"))
+        notice = texts.settlement_notice(agent.id, kind, closing_blocks(agent.session.own_events))
+        deliver_to_parent(parent, notice)
