@@ -1,5 +1,6 @@
 """dsh's own agent recorded through dsh serve record: the directory is an ordinary scenario
-that dsh scenario replay passes and dsh sessions import reads (the same logs as everything else)."""
+that dsh scenario replay passes, dsh sessions import reads and dsh ui shows (the same logs as
+everything else)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from starlette.testclient import TestClient
+
 from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
+from dsh.store.url import open_store
 from dsh.testing.server import OpenAICompatServer
+from dsh.ui.app import create_app
 from tests.cli.test_run_cli import _two_step  # a bash tool call, then 'All done.'
 
 
@@ -47,5 +52,11 @@ def test_a_dsh_run_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) 
     (session,) = report["sessions"]
     assert (report["ok"], session["calls"], session["consumed"]) == (True, 2, 2)
     assert (session["toolResults"], session["finalText"]) == ({"equal": 1, "total": 1}, "All done.")
-    imported = _dsh(work, "sessions", "import", str(directory / "session.jsonl"), "--json")
+    store = f"sqlite:{tmp_path / 'imported.db'}"
+    imported = _dsh(work, "sessions", "import", str(directory / "session.jsonl"), "--json", "--store", store)
     assert imported.returncode == 0, imported.stderr
+    (record,) = json.loads(imported.stdout)
+    with TestClient(create_app(lambda: open_store(store), label=store)) as viewer:  # what dsh ui serves
+        page = viewer.get(f"/s/{record['id']}")
+    assert page.status_code == 200
+    assert "All done." in page.text and "CLI_OK" in page.text
