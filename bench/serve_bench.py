@@ -14,6 +14,10 @@ calls against dsh's local OpenAI-compatible test server on 127.0.0.1 in the same
   server stopped (``record_mode="none"``, in-process: no socket at all). Opening the
   cassette is timed separately.
 
+``server`` is the replay server's own work per request (routing, the divergence check, the
+SSE encoding; ``ReplayServer.handle`` on the bodies the SDK sends, no socket, no client), the
+part of dsh's figure that dsh itself controls.
+
 Every replayed call is verified: the client must see the recorded deltas, one SSE event
 each, in order (``chunks kept``: dsh serves 40 content chunks per call; VCR.py replays the
 body as recorded and the SDK re-splits it). Repeats are interleaved; medians reported.
@@ -37,6 +41,7 @@ import openai
 import vcr
 
 from bench.common import Conversation, Stat, conversation, now
+from dsh.http1 import Request
 from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
@@ -139,6 +144,27 @@ def replay_dsh_process(directory: Path, conv: Conversation) -> tuple[float, floa
     return t_open, t_calls, sum(map(len, got))
 
 
+def server_work(directory: Path, conv: Conversation) -> float:
+    """Seconds per request inside ``ReplayServer.handle`` for the N calls (a fresh server)."""
+    messages: list[dict[str, Any]] = []
+    bodies = []
+    for i in range(conv.turns):
+        messages.append({"role": "user", "content": conv.users[i]})
+        bodies.append(json.dumps({"messages": messages, "model": MODEL, "stream": True}).encode())
+        messages.append({"role": "assistant", "content": conv.reply(i)})
+    server = ReplayServer(directory)
+
+    async def calls() -> float:
+        t0 = now()
+        for body in bodies:
+            reply = await server.handle(Request("POST", "/v1/chat/completions", {}, body))
+            if reply.status != 200:  # pragma: no cover - a broken bench
+                raise RuntimeError(f"dsh serve refused a recorded call: {reply.body!r}")
+        return (now() - t0) / len(bodies)
+
+    return asyncio.run(calls())
+
+
 def replay_vcr(cassette: Path, conv: Conversation, base_url: str) -> tuple[float, float, int]:
     with openai.OpenAI(base_url=base_url, api_key="bench", max_retries=0) as client:
         t0 = now()
@@ -164,10 +190,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
     conv = conversation(args.turns)
-    figures: dict[str, Stat] = {
-        k: Stat()
-        for k in ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open")
-    }
+    names = ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open", "server")
+    figures: dict[str, Stat] = {k: Stat() for k in names}
     chunks: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-serve-bench-") as tmp:
         root = Path(tmp)
@@ -183,6 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures["dsh_call"].add(d_calls / conv.turns)
             figures["vcr_open"].add(v_open)
             figures["vcr_call"].add(v_calls / conv.turns)
+            figures["server"].add(server_work(root / "dsh", conv))
     result = {
         "bench": "serve",
         "turns": conv.turns,
@@ -198,6 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"per replayed streamed call: dsh serve (thread) {d * 1e3:.2f} ms ({chunks['dsh']} content chunks), "
         f"dsh serve replay (process) {p * 1e3:.2f} ms ({chunks['dsh_process']}), "
         f"VCR.py {v * 1e3:.2f} ms ({chunks['vcr']} content chunks); "
+        f"dsh server's own work {figures['server'].median * 1e3:.2f} ms; "
         f"open: dsh {figures['dsh_open'].median * 1e3:.1f} ms, "
         f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms",
         file=sys.stderr,
