@@ -33,6 +33,8 @@ RECORDINGS = [
     "hook-cc-invalid-matcher",
     "hook-codex-pretool-block",
     "packed-chunks",
+    "escalation-approved",
+    "fs-escalation-approved",
 ]
 
 
@@ -55,6 +57,45 @@ async def _until_exists(path: Path) -> None:
     raise AssertionError(f"{path} did not appear")
 
 
+PERMISSION = "session/request_permission"
+
+
+async def _answering_permissions(server: RawServer, pending: int, answers: list[str]) -> dict[str, Any]:
+    """The response to request ``pending``, answering each ``session/request_permission`` on
+    the way as the original harness does: the next of ``answers`` (its option of that kind),
+    ``cancelled`` once they run out."""
+    answered: set[Any] = set()
+    while True:
+        frame = await server.wait_for(
+            lambda f: (
+                (f.get("id") == pending and "method" not in f)
+                or (f.get("method") == PERMISSION and f.get("id") not in answered)
+            )
+        )
+        if frame.get("method") != PERMISSION:
+            return frame
+        answered.add(frame["id"])
+        if answers:
+            kind = answers.pop(0)
+            option = next(o["optionId"] for o in frame["params"]["options"] if o["kind"] == kind)
+            outcome: dict[str, Any] = {"outcome": "selected", "optionId": option}
+        else:
+            outcome = {"outcome": "cancelled"}
+        await server.send({"jsonrpc": "2.0", "id": frame["id"], "result": {"outcome": outcome}})
+
+
+def _agent_request_ids(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Frames with the agent's own request ids counted from 1, as in the original (the SDK
+    counts from 0); the client's ids are kept."""
+    out, seen = [], 0
+    for frame in frames:
+        if "method" in frame and "id" in frame:
+            seen += 1
+            frame = {**frame, "id": seen}
+        out.append(frame)
+    return out
+
+
 async def drive(scenario: Path, tmp: Path) -> Run:
     """Play ``input.json`` as an ACP client would (ids 1, 2, ...), keeping the server's stdout.
 
@@ -62,7 +103,9 @@ async def drive(scenario: Path, tmp: Path) -> Run:
     error response, ``promptAndCancel`` sends the prompt, waits for its file and sends
     ``session/cancel``; the waits are satisfied once the awaited prompt has answered.
     """
-    steps = json.loads((scenario / "input.json").read_text())["steps"]
+    document = json.loads((scenario / "input.json").read_text())
+    steps = document["steps"]
+    answers = [a["kind"] for a in document.get("permissionAnswers", [])]
     cwd = workspace_for(scenario, tmp)
     log = tmp / "server.log"
     args = server_args(replay=scenario, store=f"sqlite:{tmp / 'sessions.db'}", profile="dsh-compat", log=log)
@@ -78,7 +121,8 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 session_id = reply["result"]["sessionId"]
             elif op in ("prompt", "promptExpectError"):
                 prompt = [{"type": "text", "text": step["text"]}]
-                reply = await server.call("session/prompt", {"sessionId": session_id, "prompt": prompt})
+                pending = await server.start("session/prompt", {"sessionId": session_id, "prompt": prompt})
+                reply = await _answering_permissions(server, pending, answers)
                 if ("error" in reply) != (op == "promptExpectError"):
                     problems.append(f"{op}: {reply}")
             elif op == "promptAndCancel":
@@ -95,7 +139,7 @@ async def drive(scenario: Path, tmp: Path) -> Run:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run | BaseException]:
     """All recordings, each in its own server process, driven concurrently (one fixture, one wait)."""
     if not UPSTREAM.is_dir():
         pytest.skip(f"upstream fixtures not found at {UPSTREAM} (CI always has them)")
@@ -106,26 +150,32 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         async with gate:
             return await drive(UPSTREAM / name, tmp_path_factory.mktemp(name))
 
-    async def everything() -> list[Run]:
-        return await asyncio.gather(*(one(n) for n in RECORDINGS))
+    async def everything() -> list[Run | BaseException]:
+        # One recording's failure must not cancel the others' servers mid-exchange: each
+        # test reports its own.
+        return await asyncio.gather(*(one(n) for n in RECORDINGS), return_exceptions=True)
 
     return dict(zip(RECORDINGS, asyncio.run(everything()), strict=True))
 
 
 @pytest.mark.fixtures
 @pytest.mark.parametrize("name", RECORDINGS)
-def test_stdout_matches_the_original(runs: dict[str, Run], name: str) -> None:
+def test_stdout_matches_the_original(runs: dict[str, Run | BaseException], name: str) -> None:
     run = runs[name]
+    if isinstance(run, BaseException):
+        raise run
     assert run.problems == []
     assert run.exit_code == 0, run.stderr
     assert run.stderr == ""
     init = run.frames[0]
     assert init["id"] == 1 and init["result"]["protocolVersion"] == 1
-    ours = [upstream_normalize(frame) for frame in run.frames[1:]]
+    ours = [upstream_normalize(frame) for frame in _agent_request_ids(run.frames[1:])]
     assert ours == run.expected[1:]
     assert "not fully consumed" not in run.log, run.log
 
 
 @pytest.mark.fixtures
-def test_fs_write_really_wrote(runs: dict[str, Run]) -> None:
-    assert (runs["fs-write"].cwd / "notes.txt").read_text().strip() == "hello world"
+def test_fs_write_really_wrote(runs: dict[str, Run | BaseException]) -> None:
+    run = runs["fs-write"]
+    assert isinstance(run, Run)
+    assert (run.cwd / "notes.txt").read_text().strip() == "hello world"

@@ -17,7 +17,9 @@ from dsh.model import Model
 from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances, untrusted_warning
 from dsh.replay.model import ReplayModel
+from dsh.replay.permissions import ReplayPolicy, replay_policy
 from dsh.store import EventStore
+from dsh.tools.approval import Approver
 
 log = logging.getLogger("dsh.acp")
 
@@ -70,11 +72,14 @@ class ReplayModels:
         self.drift = drift
         self._served: list[ReplayModel] = []
         self._warning: str | None = None
+        self.policy: ReplayPolicy | None = None
+        """What the sessions run under: the recording's mode, confined (set by :meth:`check`)."""
 
     def check(self) -> None:
         """Load the scenario once, so a bad directory fails before serving; unless trusted,
         note the recorded commands a replay would run (logged when the first session starts)."""
-        load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
+        _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
+        self.policy = replay_policy(self.directory, logs.primary)
         self._warning = None if self.trust else untrusted_warning(self.directory)
 
     @property
@@ -111,12 +116,24 @@ class Runtime:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     closed: bool = field(default=False)
 
-    def config(self) -> AgentConfig:
+    def config(self, approver: Approver | None = None) -> AgentConfig:
         """The config of a new or loaded session: the session cwd's hooks, plus the user-level
-        ones unless the sessions replay a recording (whose workspace is all it ran with)."""
-        replay = isinstance(self.models, ReplayModels)
-        hooks = HookSet() if replay else HookSet.from_environment()
-        return AgentConfig(model=self.model_name, retry=self.models.retry, hooks=hooks)
+        ones unless the sessions replay a recording (whose workspace is all it ran with); a
+        replay runs under the recording's sandbox and approval policies. ``approver``
+        answers the session's approval requests (the ACP client)."""
+        models = self.models
+        if isinstance(models, ReplayModels) and models.policy is not None:
+            policy = models.policy
+            return AgentConfig(
+                model=self.model_name,
+                retry=models.retry,
+                hooks=HookSet(),
+                sandbox=policy.sandbox,
+                approver=approver,
+                approval_policy=policy.approval,
+            )
+        hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
+        return AgentConfig(model=self.model_name, retry=models.retry, hooks=hooks, approver=approver)
 
     async def aclose(self) -> None:
         if self.closed:

@@ -39,6 +39,7 @@ from acp.schema import (
 )
 
 from dsh import __version__
+from dsh.acp.permission import AcpApprover
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
 from dsh.events import Event
@@ -211,6 +212,7 @@ class DshAcpAgent:
         self._prompts: set[asyncio.Task[Any]] = set()
         self._loading = asyncio.Lock()
         self._closing = False
+        self._approver = AcpApprover(lambda: self._conn)
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -280,7 +282,7 @@ class DshAcpAgent:
             runtime.store,
             model=model,
             tools=standard_tools(),
-            config=runtime.config(),
+            config=runtime.config(self._approver),
             cwd=workspace,
             feed=feed,
         )
@@ -306,7 +308,7 @@ class DshAcpAgent:
             if state is None:
                 feed = Feed()
                 model = await self.runtime.models.model_for(workspace)
-                config = self.runtime.config()
+                config = self.runtime.config(self._approver)
                 agent = await Agent.resume(
                     store, session_id, model=model, tools=standard_tools(), config=config, feed=feed
                 )

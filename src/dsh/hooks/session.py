@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from dsh.events import Event
-from dsh.events.vocabulary import APPROVAL_ASKED, APPROVAL_DECIDED, HOOK_INVOKED, HOOK_RESULT
+from dsh.events.vocabulary import HOOK_INVOKED, HOOK_RESULT
 from dsh.hooks.config import DIALECTS, MATCHERLESS, Dialect, HookCommand, HookFile, HookGroup
 from dsh.hooks.decode import Verdict, decode, merge
 from dsh.hooks.handler_ids import next_handler_id
@@ -172,18 +171,3 @@ class SessionHooks:
 
     async def stop(self, turn: int) -> HookOutcome:
         return await self.fire("Stop", turn, {})
-
-    def request_approval(self, tool_name: str, call_id: str, reason: str | None) -> str:
-        """A hook's ``ask``: logged as ``approval/asked`` then ``approval/decided``.
-
-        dsh has no approval channel, so the request is decided as the original decides it
-        when approval prompts are disabled: ``rejected``, at once.
-        """
-        request_id = str(uuid.uuid4())
-        asked: dict[str, Any] = {"id": request_id, "toolName": tool_name, "callId": call_id}
-        if reason is not None:
-            asked["reason"] = reason
-        self._append(APPROVAL_ASKED, asked)
-        outcome = "rejected"
-        self._append(APPROVAL_DECIDED, {"id": request_id, "outcome": outcome})
-        return outcome

@@ -42,6 +42,7 @@ from dsh.session import (
 )
 from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.tools import FileObservations, ToolContext
+from dsh.tools.approval import ApprovalPolicy, Approvals
 from dsh.tools.registry import ToolRegistry
 
 log = logging.getLogger("dsh.loop")
@@ -129,6 +130,8 @@ class Agent:
         self.extras: dict[str, Any] = dict(extras or {})
         self.abort_kind = "user" if delegation is None else "parent"
         self.files = FileObservations()  # what this session's tools have seen of each file
+        policy: ApprovalPolicy = "never" if delegation is not None else config.approvals_policy()
+        self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
         self._persister = Persister(store, session, persisted)
         self._history = HistoryProjector()
         self._last_header = _last_header(session.events)
@@ -312,11 +315,13 @@ class Agent:
             extras={"agent": self, **self.extras},
             files=self.files,
             sandbox=self.config.sandbox,
+            approvals=self.approvals,
         )
 
     def _log_sandbox_mode(self) -> None:
-        """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged."""
-        if self.config.sandbox is None:
+        """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged
+        (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way)."""
+        if self.config.sandbox is None or not self.config.sandbox.logged:
             return
         logged = [e.data.get("mode") for e in self.session.events if e.type == SANDBOX_MODE]
         if not logged or logged[-1] != self.config.sandbox.mode:

@@ -1,4 +1,4 @@
-"""Agent configuration: model route, system prompt, limits, retry policy, hooks and sandbox policy."""
+"""Agent configuration: model route, system prompt, limits, retry policy, hooks, sandbox and approvals."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
+from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.sandbox import SandboxPolicy
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -35,3 +36,16 @@ class AgentConfig:
     """The file policy of the session's tools (``None``: none — nothing fenced or confined, as
     replays of recordings run). Logged as ``sandbox/mode`` when a turn first runs under it;
     subagent children share it, so they can never widen it."""
+    approver: Approver | None = None
+    """Who answers the session's approval requests (escalations, hook asks): the ACP client,
+    a terminal prompt, ``--approve``/``--deny``, a scenario's answers. ``None``: nobody, so a
+    request under the ``ask`` policy is ``unavailable`` (fails closed)."""
+    approval_policy: ApprovalPolicy | None = None
+    """``ask`` or ``never``; ``None`` derives it as the original does: ``never`` without a
+    policy or under ``danger-full-access``, else ``ask``. Delegated children always ``never``."""
+
+    def approvals_policy(self) -> ApprovalPolicy:
+        """The approval policy of a top-level session under this config."""
+        if self.approval_policy is not None:
+            return self.approval_policy
+        return "never" if self.sandbox is None or not self.sandbox.confined else "ask"

@@ -72,9 +72,10 @@ class ToolScheduler:
     result or ``Error: tool call aborted``, calls never started get
     ``ABORTED_BEFORE_DISPATCH``; every ``tool/call`` gets exactly one ``tool/result``.
 
-    With ``hooks``, a call of a registered tool first fires ``PreToolUse`` (a deny or an
-    unapproved ask answers instead of the tool; the arguments are validated after it, as
-    in the original), and its result fires ``PostToolUse`` (a block replaces the result).
+    With ``hooks``, a call of a registered tool first fires ``PreToolUse`` (a deny, or an ask
+    the session's approvals did not allow, answers instead of the tool; the arguments are
+    validated after it, as in the original), and its result fires ``PostToolUse`` (a block
+    replaces the result).
     Hook rows sit between the call's ``tool/call`` and ``tool/result``.
     """
 
@@ -92,6 +93,13 @@ class ToolScheduler:
         self._append = append
         self._make_context = make_context
         self._max_parallel = max(1, max_parallel)
+
+    async def _approve(self, name: str, call_id: str, reason: str | None, turn: int, step: int) -> str:
+        """A hook's ``ask``, through the session's approvals (none composed: ``unavailable``)."""
+        approvals = self._make_context(call_id, turn, step).approvals
+        if approvals is None:
+            return "unavailable"
+        return await approvals.request(name, call_id, reason, scope=f"tool:{name}")
 
     async def run(
         self, calls: list[Block], *, turn: int, step: int, hooks: SessionHooks | None = None
@@ -147,7 +155,7 @@ class ToolScheduler:
             if pre.blocked:
                 return pre.denied_result()
             if pre.asked:
-                outcome = hooks.request_approval(name, call_id, pre.reason)
+                outcome = await self._approve(name, call_id, pre.reason, turn, step)
                 if outcome != "allowed-once":
                     return approval_refusal(name, outcome)
             out = await execute(i)

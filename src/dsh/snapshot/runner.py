@@ -20,6 +20,7 @@ from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, harness_actions, tool_results
 from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
 from dsh.replay.model import ReplayModel
+from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
 from dsh.session import final_assistant_text
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.steps import StepPlayer, validate_steps
@@ -27,6 +28,7 @@ from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, n
 from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import SubagentTool, standard_tools
+from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.sandbox import SandboxPolicy
 
 Mode = Literal["replay", "once", "record", "refresh"]
@@ -68,6 +70,10 @@ class AgentSetup:
     replay: bool
     sandbox: SandboxPolicy | None = None
     """The policy the scenario's commands run under (``None``: unconfined, a trusted run)."""
+    approver: Approver | None = None
+    """Who answers approval requests (the scenario's recorded ``permissionAnswers``)."""
+    approval_policy: ApprovalPolicy | None = None
+    """The recording's approval policy (``None``: derived from ``sandbox``)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -84,6 +90,8 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         retry=NO_DELAY if setup.replay else RetryPolicy(),
         hooks=HookSet(),
         sandbox=setup.sandbox,
+        approver=setup.approver,
+        approval_policy=setup.approval_policy,
     )
     return await Agent.create(
         setup.store,
@@ -295,7 +303,7 @@ async def run_scenario(
     drift: Drift = "strict",
     step_timeout: float = 10.0,
     keep_failed: bool = False,
-    sandbox: SandboxPolicy | None = None,
+    sandbox: SandboxPolicy | Literal["recorded"] | None = "recorded",
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -305,8 +313,9 @@ async def run_scenario(
     refresh every model call is checked against the recording (:mod:`dsh.replay.fidelity`).
     A record replaces the recorded files as one step and only when every turn completed;
     otherwise nothing is written (``keep_failed``: the failed run goes to ``NAME.failed/``).
-    ``sandbox``: the policy the scenario's commands and hooks run under (the CLI and the
-    pytest plugin pass ``workspace-write`` unless the scenario is trusted).
+    ``sandbox``: the policy the scenario's commands and hooks run under: by default the
+    recording's mode, confined (:mod:`dsh.replay.permissions`); ``None``: unconfined.
+    Approval requests are answered from ``input.json``'s ``permissionAnswers``.
     """
     directory = await asyncio.to_thread(directory.resolve)
     await asyncio.to_thread(recover, directory)
@@ -333,7 +342,21 @@ async def run_scenario(
                 recorded[PRIMARY] = logs.primary
             recorded.update(dict(logs.children))
             model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
-        setup = AgentSetup(store, model, model_name, cwd, feed, replay=mode != "record", sandbox=sandbox)
+        policy = replay_policy(directory, recorded.get(PRIMARY))
+        answers = policy.answers
+        if sandbox != "recorded":
+            answers = RecordedAnswers(read_permission_answers(directory), name)
+        setup = AgentSetup(
+            store,
+            model,
+            model_name,
+            cwd,
+            feed,
+            replay=mode != "record",
+            sandbox=policy.sandbox if sandbox == "recorded" else sandbox,
+            approver=answers,
+            approval_policy=policy.approval if sandbox == "recorded" else None,
+        )
         player = StepPlayer(
             name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
         )
@@ -347,6 +370,7 @@ async def run_scenario(
                 if aclose is not None:
                     await aclose()
         agents, problems = player.agents, player.problems
+        problems.extend(answers.problems)
         ids = [s.header.id for s in await store.list_sessions()]
         sessions = {sid: await store.load(sid) for sid in ids}
         lines: list[dict[str, Any]] = []

@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from dsh.events.messages import Block, text_block
+from dsh.tools.approval import Approvals
 from dsh.tools.observations import FileObservations
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -20,7 +21,8 @@ class ToolContext:
     ``files`` is the session's :class:`FileObservations` (the agent passes the same object
     to every call of its session). ``readable_roots`` are directories outside the workspace
     that ``read`` may still open (the registry adds its spill root). ``sandbox`` is the
-    session's file policy (``None``: no policy, nothing fenced or confined).
+    session's file policy (``None``: no policy, nothing fenced or confined); ``approvals`` the
+    session's approval service (``None``: none composed, so an escalation cannot be asked).
     """
 
     session_id: str
@@ -33,6 +35,7 @@ class ToolContext:
     files: FileObservations = field(default_factory=FileObservations)
     readable_roots: tuple[Path, ...] = ()
     sandbox: SandboxPolicy | None = None
+    approvals: Approvals | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
 
 from dsh.errors import ToolError
 from dsh.tools.codes import tool_error
@@ -87,6 +88,11 @@ class SandboxPolicy:
     network: bool = False
     temp_roots: tuple[Path, ...] = field(default_factory=default_temp_roots)
     hidden_paths: tuple[Path, ...] = field(default_factory=default_hidden_paths)
+    runner: str | None = None
+    """The sandbox program (default: :func:`bwrap_program`); relative to the workspace if relative."""
+    logged: bool = True
+    """Whether the mode is the session's own choice, logged as ``sandbox/mode``; ``False`` for
+    a deployment default, which the original does not log (replays run under one)."""
 
     @property
     def confined(self) -> bool:
@@ -188,7 +194,7 @@ def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd:
     """``argv`` wrapped to run under ``policy`` (unchanged when unconfined); refuses when it cannot."""
     if policy is None or not policy.confined:
         return argv
-    program = bwrap_program()
+    program = bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
     failure = _probe(program)
     if failure is not None:
         raise unavailable(policy.mode, failure)
@@ -215,3 +221,12 @@ def runtime_context_text(policy: SandboxPolicy, workspace: Path) -> str:
         "from this policy alone: try an available tool normally and follow any denial and "
         "escalation guidance it returns."
     )
+
+
+_POLICY_LINE = re.compile(r"Current DSH file policy: (read-only|workspace-write|danger-full-access)\.")
+
+
+def mode_in_runtime_context(text: str) -> SandboxMode | None:
+    """The mode a runtime-context text (:func:`runtime_context_text`) states, if any."""
+    found = _POLICY_LINE.search(text)
+    return cast(SandboxMode, found.group(1)) if found else None

@@ -5,7 +5,10 @@ lexically: that is the path messages show (the original's ``resolve(cwd, path)``
 not expanded, as in the original). The result is then resolved through symlinks; file I/O
 always uses that real path, so what is checked is what is touched. Unless
 ``ctx.allow_outside_workspace`` is set, a real path outside the real workspace is refused
-with ``OUTSIDE_WORKSPACE`` (reads may also open files under ``ctx.readable_roots``).
+with ``OUTSIDE_WORKSPACE`` (reads may also open files under ``ctx.readable_roots``). A write
+under a confined sandbox policy is not checked here: the policy's fence decides
+(:func:`~dsh.tools.sandbox.check_file_write`, the original's ``FS_SANDBOX_DENIED`` with its
+escalation hint), so the model can escalate it.
 """
 
 from __future__ import annotations
@@ -47,11 +50,12 @@ def is_readable_elsewhere(real: Path, ctx: ToolContext) -> bool:
 
 
 def resolve_path(
-    ctx: ToolContext, raw: str, *, argument: str = "file_path", reading: bool = False
+    ctx: ToolContext, raw: str, *, argument: str = "file_path", reading: bool = False, writing: bool = False
 ) -> ResolvedPath:
     """Resolve ``raw`` for ``ctx``; raise a ``ToolError`` when it is empty or leaves the workspace.
 
-    With ``reading``, a path under one of ``ctx.readable_roots`` is allowed too.
+    With ``reading``, a path under one of ``ctx.readable_roots`` is allowed too; with
+    ``writing`` under a confined sandbox policy, the policy's fence decides instead.
     """
     if not raw.strip():
         raise tool_error(f"{argument} must be a non-empty string")
@@ -61,7 +65,8 @@ def resolve_path(
     shown = Path(os.path.normpath(root / raw))
     real = Path(os.path.realpath(shown))
     allowed = is_inside(real, ctx) or (reading and is_readable_elsewhere(real, ctx))
-    if not ctx.allow_outside_workspace and not allowed:
+    fenced = writing and ctx.sandbox is not None and ctx.sandbox.confined
+    if not ctx.allow_outside_workspace and not allowed and not fenced:
         if shown.is_relative_to(root):
             reason = f"{shown} resolves through a symlink to {real}, which is outside the workspace {root}"
         else:

@@ -31,6 +31,7 @@ from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.builtin._base import BuiltinTool
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
+from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
 from dsh.tools.process_group import signal_group, wait_for_event
 from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
@@ -53,6 +54,8 @@ class BashArgs(ToolArgs):
     workdir: str | None = Field(
         None, description="Directory to run in, relative to the workspace. Default: the workspace."
     )
+    sandbox_permissions: Escalation | None = permissions_field("command")
+    justification: str | None = justification_field("command")
 
 
 class _TailBuffer:
@@ -226,6 +229,7 @@ class BashTool(BuiltinTool[BashArgs]):
             raise tool_error(
                 f"invalid timeoutMs: expected a positive number, got {_json_number(args.timeoutMs)}"
             )
+        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="command")
         if args.workdir is None:
             cwd = workspace_root(ctx)
         else:

@@ -31,6 +31,7 @@ from dsh.tools.builtin._base import (
 from dsh.tools.builtin.diffs import DIFF_BASIS_MAX_BYTES, edit_diff
 from dsh.tools.builtin.write import stale
 from dsh.tools.codes import FS_AMBIGUOUS_EDIT, FS_EDIT_NOT_FOUND, FS_NOT_OBSERVED, tool_error
+from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
 from dsh.tools.observations import Absent, FileObservations, file_version
 from dsh.tools.sandbox import check_file_write
 from dsh.tools.schema import ToolArgs
@@ -44,6 +45,8 @@ class EditArgs(ToolArgs):
     replace_all: bool | None = Field(
         None, description="Replace every occurrence. Default false: old_string must then occur exactly once."
     )
+    sandbox_permissions: Escalation | None = permissions_field("file operation")
+    justification: str | None = justification_field("file operation")
 
 
 def _edit(
@@ -115,7 +118,8 @@ class EditTool(BuiltinTool[EditArgs]):
             raise tool_error("old_string must be a non-empty string")
         if args.old_string == args.new_string:
             raise tool_error("old_string and new_string must differ")
-        path = resolve_path(ctx, args.file_path)
+        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="operation")
+        path = resolve_path(ctx, args.file_path, writing=True)
         check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         replace_all = bool(args.replace_all)
         meta = await asyncio.to_thread(

@@ -28,6 +28,7 @@ from dsh.tools.builtin._base import (
 )
 from dsh.tools.builtin.diffs import DIFF_BASIS_MAX_BYTES, write_diffs
 from dsh.tools.codes import FS_NOT_OBSERVED, FS_STALE_VERSION, tool_error
+from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
 from dsh.tools.observations import FileObservations, Present, file_version
 from dsh.tools.sandbox import check_file_write
 from dsh.tools.schema import ToolArgs
@@ -44,6 +45,8 @@ def stale(action: str, path: ResolvedPath, what: str) -> ToolError:
 class WriteArgs(ToolArgs):
     file_path: str = Field(description="File to create or replace: relative to the workspace, or absolute.")
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
+    sandbox_permissions: Escalation | None = permissions_field("file operation")
+    justification: str | None = justification_field("file operation")
 
 
 def _write(
@@ -93,7 +96,8 @@ class WriteTool(BuiltinTool[WriteArgs]):
         self.diff_basis_max_bytes = diff_basis_max_bytes
 
     async def call(self, args: WriteArgs, ctx: ToolContext) -> ToolOutput:
-        path = resolve_path(ctx, args.file_path)
+        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="operation")
+        path = resolve_path(ctx, args.file_path, writing=True)
         check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         created, diffs = await asyncio.to_thread(
             _write, path, args.file_path, args.content, ctx.files, self.diff_basis_max_bytes

@@ -1,0 +1,118 @@
+"""What a replay runs under: the recording's sandbox mode (confined by default) and approval answers.
+
+A recording says which file policy its session ran under: the last ``sandbox/mode`` event
+before its first turn's end, else the ``sandbox:policy`` section of the original's first
+runtime-context snapshot, else the original's snapshot default ``danger-full-access``. A
+replay runs the recording's commands under that mode as the deployment default (not logged,
+as the original does not log one), but never unconfined: a ``danger-full-access`` recording
+replays under ``workspace-write`` (a recording is untrusted input). The approval policy is
+the recording's: ``never`` for a ``danger-full-access`` recording (unless the scenario
+carries answers), else ``ask``, answered by
+:class:`RecordedAnswers` from ``input.json``'s ``permissionAnswers`` (the original's
+harness answers: first in, first out; ``cancelled`` once they run out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from dsh.errors import ScenarioError
+from dsh.events.vocabulary import SANDBOX_MODE, TURN_END, USER_MESSAGE
+from dsh.replay.files import read_input
+from dsh.store import LoadedSession
+from dsh.tools.approval import ApprovalOutcome, ApprovalPolicy, ApprovalRequest
+from dsh.tools.sandbox import SANDBOX_MODES, SandboxMode, SandboxPolicy, mode_in_runtime_context
+
+ANSWER_KINDS: Final = ("allow_once", "allow_always", "reject_once", "reject_always")
+OFFERED: Final[dict[str, ApprovalOutcome]] = {"allow_once": "allowed-once", "reject_once": "rejected"}
+"""The kinds of the two options dsh offers (``allow-once``, ``reject-once``) and their outcomes."""
+SNAPSHOT_DEFAULT: Final[SandboxMode] = "danger-full-access"
+
+
+def read_permission_answers(directory: Path) -> list[str]:
+    """``input.json``'s ``permissionAnswers`` kinds, in order (absent: none)."""
+    raw = read_input(directory).get("permissionAnswers", [])
+    where = f"scenario {directory.name}: input.json"
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{where}: 'permissionAnswers' must be a list of {{kind}} objects")
+    kinds = []
+    for i, answer in enumerate(raw):
+        kind = answer.get("kind") if isinstance(answer, dict) else None
+        if kind not in ANSWER_KINDS:
+            raise ScenarioError(
+                f"{where}: permissionAnswers[{i}] needs a kind, one of {', '.join(ANSWER_KINDS)}"
+            )
+        kinds.append(kind)
+    return kinds
+
+
+class RecordedAnswers:
+    """An ``Approver`` that gives the scenario's recorded answers in order (``cancelled`` after the last).
+
+    An answer of a kind dsh does not offer (``allow_always``, ``reject_always``) is a problem
+    of the run, as in the original harness, and decides nothing (``unavailable``).
+    """
+
+    def __init__(self, kinds: list[str], scenario: str) -> None:
+        self._kinds = list(kinds)
+        self._scenario = scenario
+        self.problems: list[str] = []
+
+    @property
+    def pending(self) -> int:
+        """How many recorded answers are left."""
+        return len(self._kinds)
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalOutcome:
+        if not self._kinds:
+            return "cancelled"
+        kind = self._kinds.pop(0)
+        outcome = OFFERED.get(kind)
+        if outcome is None:
+            self.problems.append(
+                f"scenario {self._scenario}: permission answer {kind!r} for {request.tool_name} is not an "
+                "option dsh offers (allow_once, reject_once)"
+            )
+            return "unavailable"
+        return outcome
+
+
+def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
+    """The file policy the recorded session's first turn ran under, if the log says."""
+    if loaded is None:
+        return None
+    mode: SandboxMode | None = None
+    for event in loaded.events[loaded.inherited_event_count :]:
+        if event.type == SANDBOX_MODE and event.data.get("mode") in SANDBOX_MODES:
+            mode = event.data["mode"]
+        elif event.type == USER_MESSAGE and mode is None:
+            source = event.data.get("source")
+            if isinstance(source, dict) and source.get("form") == "snapshot":
+                for section in source.get("sections", []):
+                    if isinstance(section, dict) and section.get("name") == "sandbox:policy":
+                        mode = mode_in_runtime_context(str(section.get("text", "")))
+        elif event.type == TURN_END:
+            break
+    return mode
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPolicy:
+    """The sandbox policy, approval policy and recorded answers a replay runs with."""
+
+    sandbox: SandboxPolicy | None
+    approval: ApprovalPolicy
+    answers: RecordedAnswers = field(default_factory=lambda: RecordedAnswers([], ""))
+
+
+def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: bool = True) -> ReplayPolicy:
+    """What the scenario in ``directory`` replays under (``confined=False``: the recorded mode as is)."""
+    mode = recorded_mode(primary) or SNAPSHOT_DEFAULT
+    answers = RecordedAnswers(read_permission_answers(directory), directory.name)
+    asks = mode != "danger-full-access" or bool(answers.pending)
+    approval: ApprovalPolicy = "ask" if asks else "never"
+    if confined and mode == "danger-full-access":
+        mode = "workspace-write"
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False), approval, answers)
