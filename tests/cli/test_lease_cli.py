@@ -220,4 +220,4 @@ def test_wait_needs_resume(tmp_path: Path) -> None:
     cli = Cli(f"sqlite:{tmp_path / 's.db'}", tmp_path, "http://127.0.0.1:9")
     out = cli.run("run", "hi", "--wait", "3")
     assert out.returncode == 2
-    assert out.stderr.splitlines() == ["dsh: error: --wait SECONDS needs --resume ID"]
+    assert out.stderr.splitlines() == ["dsh: error: --wait SECONDS needs --resume ID or --continue"]

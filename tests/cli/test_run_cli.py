@@ -61,9 +61,10 @@ def test_run_streams_runs_tools_and_stores_the_session(tmp_path: Path) -> None:
             "m1",
         )
     assert out.returncode == 0, out.stderr
-    assert "All done." in out.stdout
-    assert "bash" in out.stdout and "CLI_OK" in out.stdout
-    assert "session " in out.stdout
+    assert out.stdout == "All done.\n", "piped, stdout holds the answer alone"
+    assert "bash" in out.stderr and "CLI_OK" in out.stderr, "the progress goes to stderr"
+    (footer,) = [line for line in out.stderr.splitlines() if line.startswith("■ completed")]
+    assert "inputTokens 24, outputTokens 10 · session " in footer, "one unwrapped footer line"
     assert KEY not in out.stdout + out.stderr
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert server.requests[0].json["model"] == "m1"
@@ -109,7 +110,9 @@ def test_auth_failure_exits_non_zero_with_one_line_and_no_key(tmp_path: Path) ->
         out = dsh(tmp_path, "run", "hi", "--base-url", server.base_url, "--api-key", KEY)
     assert out.returncode == 1
     assert len(server.requests) == 1  # AUTH is not retried
-    assert out.stderr.count("\n") == 1 and "AUTH" in out.stderr
+    assert out.stdout == ""
+    errors = [line for line in out.stderr.splitlines() if line.startswith("dsh: error:")]
+    assert len(errors) == 1 and "AUTH" in errors[0] and out.stderr.splitlines()[-1] == errors[0]
     assert KEY not in out.stdout + out.stderr
     assert KEY.encode() not in (tmp_path / "s.db").read_bytes()
 
@@ -160,8 +163,9 @@ def test_run_shows_delegations_live_with_the_child_label(tmp_path: Path) -> None
         out = dsh(tmp_path, "run", "delegate", "--base-url", server.base_url, DSH_API_KEY=KEY)
         tree = dsh(tmp_path, "sessions", "tree", "--json")
     assert out.returncode == 0, out.stderr
-    assert "[probe child]" in out.stdout and "CHILD_OK" in out.stdout and "PARENT_DONE" in out.stdout
-    assert "⇢ spawn" in out.stdout
+    assert out.stdout == "PARENT_DONE\n"
+    assert "[probe child]" in out.stderr and "CHILD_OK" in out.stderr and "⇢ spawn" in out.stderr
+    assert "(with 1 subagent(s))" in out.stderr
     roots = json.loads(tree.stdout)
     assert roots[0]["children"][0]["kind"] == "spawn"
 

@@ -27,6 +27,7 @@ SESSION_KEYS = {
     "delegationDepth",
     "agentPreset",
 }
+LIST_KEYS = {"title", "firstPrompt", "model", "lastActivity", "status", "children"}
 
 
 def subagent_logs(upstream: Path) -> list[Path]:
@@ -67,7 +68,7 @@ def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
     listed = {s["id"]: s for s in listing.ok().json()}
     assert set(listed) == set(expected)
     for sid, path in expected.items():
-        assert set(listed[sid]) == SESSION_KEYS
+        assert set(listed[sid]) == SESSION_KEYS | LIST_KEYS
         assert listed[sid]["eventCount"] == sum(raw_type_counts(path).values())
     child = listed[FORK_CHILD]
     assert child["isSeeded"] is True and child["inheritedEventCount"] == 42
@@ -78,7 +79,7 @@ def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
 
     # show --events: wire events, the tagged marker at the cut
     shown = showing.ok().json()
-    assert {k: shown[k] for k in SESSION_KEYS} == child
+    assert {k: shown[k] for k in SESSION_KEYS} == {k: child[k] for k in SESSION_KEYS}
     assert shown["types"] == dict(sorted(raw_type_counts(expected[FORK_CHILD]).items()))
     assert shown["children"] == [] and shown["warnings"] == []
     events = shown["events"]
@@ -142,7 +143,7 @@ def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
     assert info["isSeeded"] is True and info["inheritedEventCount"] == 42 and info["eventCount"] == 99
     assert info["types"] == shown["types"]
     (again,) = reimported.ok().json()
-    assert {k: again[k] for k in SESSION_KEYS} == child
+    assert {k: again[k] for k in SESSION_KEYS} == {k: child[k] for k in SESSION_KEYS}
 
 
 def test_human_output_and_all_or_nothing_import(dsh_sqlite: Dsh, upstream: Path, tmp_path: Path) -> None:
@@ -181,9 +182,14 @@ def test_human_output_and_all_or_nothing_import(dsh_sqlite: Dsh, upstream: Path,
     assert "fork" in empty_line and "cut 0, 0 events" in empty_line
 
     rows = [line.split() for line in listing.ok().stdout.splitlines()]
-    assert len(rows) == 1 + 6 and not any(good_id in row for row in rows)
-    (row,) = [row for row in rows if row[0] == FORK_CHILD]
-    assert row[:5] == [FORK_CHILD, FORK_PARENT, "yes", "42", "99"]
+    assert rows[0] == ["id", "status", "kids", "active", "model", "title"]
+    assert len(rows) == 1 + 6 and not any(good_id.startswith(row[0]) for row in rows[1:])
+    (row,) = [row for row in rows if FORK_CHILD.startswith(row[0])]
+    assert len(row[0]) == 8 and row[1:3] == ["completed", "0"]
+    assert row[3:5] == ["...", "ago"] or row[4] == "ago", row
+    assert row[6:9] == ["↳", "fork", "of"] and FORK_PARENT.startswith(row[9].rstrip(":")), row
+    (parent,) = [row for row in rows if FORK_PARENT.startswith(row[0])]
+    assert parent[2] == "1", "the parent counts its child"
 
     fields = {line.split()[0]: line.split()[1:] for line in show.ok().stdout.splitlines() if line.strip()}
     assert fields["children"] == [FORK_CHILD]

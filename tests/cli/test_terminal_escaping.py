@@ -87,7 +87,7 @@ def test_the_live_view_escapes_labels_names_and_streamed_text() -> None:
                                                 "arguments": '{"cmd": "\\u001b[2J"}'}))  # fmt: skip
     failure = {"code": "X\x1b", "message": "m\x9b"}
     view.event(child, Event("assistant/attempt", 2, 0, {"turn": 1, "step": 1, "failure": failure}))
-    view.finish("root\x1b[0m", {"kind": "completed"}, {})
+    view.console.print(view.footer("root\x1b[0m", "completed\x1b[1m", "no usage \x9b"))
     text = out.getvalue()
     _no_controls(text)
     assert "line one\nline \\x1b]0;title\\x07two" in text  # Rich expands the tab

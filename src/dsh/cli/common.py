@@ -6,14 +6,16 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from dsh.cli.tables import terminal_safe
 from dsh.errors import DshError, UsageError
 from dsh.jsonx import dumps_unchecked
 from dsh.store.notices import WarningSink, warnings_to
+from dsh.store.url import default_sqlite_path
 
 T = TypeVar("T")
 
@@ -52,6 +54,25 @@ ApiKeyOption = Annotated[
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print stable JSON instead of a table.")]
+
+
+class HelpGroup(TyperGroup):
+    """A command group whose listing shows each command's first sentence whole (wrapped), never cut."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # the (vendored) click types
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def store_label(url: str | None) -> str:
+    """How a store is named in messages: its URL, or the default SQLite database's path."""
+    return url or str(default_sqlite_path())
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -1,4 +1,8 @@
-"""``dsh log``: read a log file directly (version 0 or 2, plain or ``.jsonl.zst``) without a store."""
+"""``dsh log``: a stored session's conversation (``dsh log ID``), or a log file read directly.
+
+``dsh log inspect FILE`` reads a log file (version 0 or 2, plain or ``.jsonl.zst``) without
+a store; anything else after ``dsh log`` is the ``show`` command (``dsh log ID``).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,29 @@ from typing import Annotated, Any
 
 import typer
 
-from dsh.cli.common import JsonOption, user_errors, write_json_line
+from dsh.cli.common import HelpGroup, JsonOption, user_errors, write_json_line
 from dsh.cli.tables import key_value_grid, make_console, or_dash, type_counts, types_table, warn
+from dsh.cli.transcript_cmd import log_show
 from dsh.store.logfile import DecodedLog, load_log_file
+
+
+class _LogGroup(HelpGroup):
+    """A group whose default command is ``show``: ``dsh log ID`` is ``dsh log show ID``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: the (vendored) click Context
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
 
 log_app = typer.Typer(
     name="log",
-    help="Read session log files directly (version 0 or 2, plain or .jsonl.zst), without a store.",
+    cls=_LogGroup,
+    help="Read a session: dsh log ID prints its conversation; dsh log inspect FILE summarizes a log file.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+log_app.command("show")(log_show)
 
 FilesArgument = Annotated[
     list[Path],

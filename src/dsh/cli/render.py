@@ -47,10 +47,15 @@ class LiveView:
 
     The top-level session streams reasoning (dimmed) and text as they arrive; subagents
     are shown as labelled, indented summaries so concurrent children stay readable.
+    ``stream_text=False`` leaves the top-level session's text out (``dsh run`` piped: the
+    answer goes to stdout alone at the end, the rest of this view to stderr).
     """
 
-    def __init__(self, console: Console, root_session: str | None = None) -> None:
+    def __init__(
+        self, console: Console, root_session: str | None = None, *, stream_text: bool = True
+    ) -> None:
         self.console = console
+        self.stream_text = stream_text
         self.root = root_session
         """The top-level session; ``None`` adopts the first session that is not a child."""
         self._children: dict[str, _Child] = {}
@@ -82,7 +87,7 @@ class LiveView:
             text = terminal_safe(chunk["text"], multiline=True)
             self.console.print(text, style="dim", end="", markup=False, highlight=False)
             self._mid_line = True
-        elif kind == "text-delta":
+        elif kind == "text-delta" and self.stream_text:
             if self._mode != "text":
                 self._newline()
                 self._mode = "text"
@@ -150,10 +155,11 @@ class LiveView:
             kind = data.get("reason", {}).get("kind")
             self.console.print(self._prefix(session_id) + f"[magenta]⇠ {_safe(kind)}[/magenta]")
 
-    def finish(self, session_id: str, reason: dict[str, object], usage: dict[str, int]) -> None:
+    def footer(self, session_id: str, kind: object, used: str) -> str:
+        """The markup of a turn's last line: ``■ KIND · USAGE · session ID`` (all escaped)."""
+        style = "green" if kind in ("completed", "max-tokens", "blocked") else "red"
+        return f"[{style}]■ {_safe(kind)}[/{style}] · {_safe(used)} · session {_safe(session_id)}"
+
+    def end_line(self) -> None:
+        """End a line the streamed text left open (before a footer printed elsewhere)."""
         self._newline()
-        used = ", ".join(f"{k} {v}" for k, v in usage.items()) or "no usage reported"
-        kind = reason.get("kind")
-        style = "green" if kind in ("completed", "max-tokens") else "red"
-        used = escape(terminal_safe(used))
-        self.console.print(f"[{style}]■ {_safe(kind)}[/{style}] · {used} · session {_safe(session_id)}")

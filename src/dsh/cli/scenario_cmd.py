@@ -10,6 +10,7 @@ import typer
 from dsh.cli.common import (
     ApiKeyOption,
     BaseUrlOption,
+    HelpGroup,
     ModelOption,
     StoreOption,
     fail,
@@ -24,6 +25,7 @@ from dsh.snapshot.save import save_scenario
 from dsh.store.url import open_store
 
 scenario_app = typer.Typer(
+    cls=HelpGroup,
     help="Scenarios as regression tests: record once against a real provider, replay keylessly.",
     no_args_is_help=True,
 )

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from dsh.cli.common import fail, run_async, write_json_line
+from dsh.cli.common import HelpGroup, fail, run_async, write_json_line
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
 from dsh.serve.run import serve_until_stopped
 
 serve_app = typer.Typer(
+    cls=HelpGroup,
     help="Record and replay any OpenAI-compatible client over HTTP (127.0.0.1).",
     no_args_is_help=True,
 )

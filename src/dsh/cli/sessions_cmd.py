@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,38 +11,49 @@ import typer
 from rich.text import Text
 from rich.tree import Tree
 
-from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
+from dsh.cli.common import (
+    HelpGroup,
+    JsonOption,
+    StoreOption,
+    run_async,
+    store_label,
+    user_errors,
+    write_json_line,
+)
+from dsh.cli.resolve import resolve_id
 from dsh.cli.tables import (
     make_console,
-    render_list,
     render_session,
     session_json,
     terminal_safe,
     type_counts,
     warn,
 )
+from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, print_transcript
+from dsh.cli.transcript_view import ViewOptions
 from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.session import open_turn
+from dsh.session.digest import kind_of, own_descriptor
 from dsh.store.base import EventStore, LoadedSession, SessionSummary
-from dsh.store.logfile import read_log_file, write_log_file
-from dsh.store.transfer import export_session
-from dsh.store.url import default_sqlite_path, open_store
+from dsh.store.logfile import read_log_file
+from dsh.store.url import open_store
 from dsh.subagents.lifecycle import descriptor, lease_held_elsewhere, logged_state
 
 T = TypeVar("T")
 
 sessions_app = typer.Typer(
     name="sessions",
-    help="Work with the sessions of a store (--store / DSH_STORE): import, list, show, tree, fork, export.",
+    cls=HelpGroup,
+    help="Work with the sessions of a store (--store / DSH_STORE): list, show, tree, fork, "
+    "export, import, rm, prune.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
 
-IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The session id.", show_default=False)]
-
-KINDS = ("spawn", "fork")
+IdArgument = Annotated[
+    str, typer.Argument(metavar="ID", help="The session id (a unique prefix works).", show_default=False)
+]
 
 
 async def _using(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
@@ -61,28 +70,9 @@ def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
     return run_async(lambda: _using(url, body))
 
 
-def _store_label(url: str | None) -> str:
-    return url or str(default_sqlite_path())
-
-
 def session_kind(header: SessionHeader, own_events: Sequence[Event]) -> str | None:
-    """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session.
-
-    The ``provider`` of the child's own ``subagent/descriptor`` decides when present;
-    otherwise a seeded child is a fork, a non-subagent child (made by ``dsh sessions
-    fork``) is a fork, and an unseeded subagent child is a spawn.
-    """
-    if header.parent_session is None:
-        return None
-    for event in own_events:
-        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
-            provider = event.data.get("provider")
-            if provider in KINDS:
-                return str(provider)
-            break
-    if header.is_seeded or header.origin != "subagent":
-        return "fork"
-    return "spawn"
+    """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session."""
+    return kind_of(header, own_descriptor(own_events, 0))
 
 
 def _loaded_json(session: LoadedSession) -> dict[str, Any]:
@@ -160,27 +150,6 @@ def import_cmd(
             )
 
 
-# --------------------------------------------------------------------------- list
-
-
-@sessions_app.command("list")
-def list_cmd(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """List every session in the store with its parent, cut and event count.
-
-    Oldest first. With --json: a list of session objects (see the README).
-    """
-
-    async def body(s: EventStore) -> list[SessionSummary]:
-        return _ordered(await s.list_sessions())
-
-    summaries = _in_store(store, body)
-    with user_errors():
-        if as_json:
-            write_json_line([_summary_json(summary) for summary in summaries])
-            return
-        render_list(summaries, _store_label(store))
-
-
 # --------------------------------------------------------------------------- show
 
 
@@ -196,18 +165,28 @@ def show_cmd(
     events: Annotated[
         bool, typer.Option("--events", help="Also print every event (with --json: as wire dicts).")
     ] = False,
+    transcript: Annotated[
+        bool, typer.Option("--transcript", "-t", help="Print the conversation instead (as dsh log ID).")
+    ] = False,
+    reasoning: ReasoningOption = False,
+    children: ChildrenOption = False,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one session: header, inherited cut, event counts per type and children.
 
-    With --json: the session object plus "types", "children" and "warnings" (and
-    "events", the wire dicts, with --events).
+    With --transcript: the conversation as `dsh log ID` prints it (--reasoning and
+    --children apply there). With --json: the session object plus "types", "children" and
+    "warnings" (and "events", the wire dicts, with --events).
     """
+    if transcript:
+        print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))
+        return
 
     async def body(s: EventStore) -> _Shown:
-        loaded = await s.load(session_id)
-        kids = _ordered(await s.children(session_id))
+        sid = await resolve_id(s, session_id)
+        loaded = await s.load(sid)
+        kids = _ordered(await s.children(sid))
         return _Shown(loaded, [k.header.id for k in kids])
 
     shown = _in_store(store, body)
@@ -316,7 +295,7 @@ async def _build_forest(store: EventStore) -> list[_Node]:
 async def _build_tree(store: EventStore, root_id: str | None) -> list[_Node]:
     """The tree under ``root_id`` (reading only it), or the whole forest."""
     if root_id is not None:
-        return [await _build_subtree(store, root_id)]
+        return [await _build_subtree(store, await resolve_id(store, root_id))]
     return await _build_forest(store)
 
 
@@ -369,7 +348,7 @@ def tree_cmd(
             return
         console = make_console()
         if not forest:
-            console.print(f"no sessions in {_store_label(store)}")
+            console.print(f"no sessions in {store_label(store)}")
             return
         for node in forest:
             tree = Tree(_tree_label(node))
@@ -403,7 +382,11 @@ def fork_cmd(
     session/end-seed marker; its inherited cut is the length of that prefix. A parent with
     no completed turn gives an empty, unseeded child. With --json: the child's session object.
     """
-    child = _in_store(store, lambda s: s.fork(session_id, child_id=child_id))
+
+    async def body(s: EventStore) -> LoadedSession:
+        return await s.fork(await resolve_id(s, session_id), child_id=child_id)
+
+    child = _in_store(store, body)
     with user_errors():
         if as_json:
             write_json_line(_loaded_json(child))
@@ -419,46 +402,3 @@ def fork_cmd(
                 f"forked {terminal_safe(session_id)} -> {child.header.id}: the parent has no completed turn, "
                 "so the child starts empty (cut 0)"
             )
-
-
-# --------------------------------------------------------------------------- export
-
-
-@sessions_app.command("export")
-def export_cmd(
-    session_id: IdArgument,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write to this file (compressed when the name ends in .zst); default: stdout.",
-            show_default=False,
-        ),
-    ] = None,
-    store: StoreOption = None,
-) -> None:
-    """Export a session as a self-contained version-2 JSONL log.
-
-    A fork child's file includes its inherited prefix. Importing the file into any store
-    gives back every event and the inherited cut exactly.
-    """
-    if output is None:
-        data = _in_store(store, lambda s: export_session(s, session_id))
-        with user_errors():
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
-        return
-    target = output
-
-    async def body(s: EventStore) -> LoadedSession:
-        loaded = await s.load(session_id)
-        await write_log_file(target, loaded)
-        return loaded
-
-    loaded = _in_store(store, body)
-    typer.echo(
-        f"exported {terminal_safe(session_id)} to {terminal_safe(os.fspath(target))}: "
-        f"{len(loaded.events)} events, cut {loaded.inherited_event_count}"
-    )

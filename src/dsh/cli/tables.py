@@ -19,7 +19,7 @@ from rich.table import Table
 
 from dsh.events import Event, SessionHeader
 from dsh.jsonx import dumps_unchecked
-from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.base import LoadedSession
 
 WIDE = 240
 """Console width used when stdout is not a terminal, so ids never wrap in pipes and logs."""
@@ -113,6 +113,11 @@ def preview(data: object, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def usage_text(usage: dict[str, int]) -> str:
+    """Token usage as ``inputTokens 12, outputTokens 3`` (``no usage reported`` when empty)."""
+    return terminal_safe(", ".join(f"{k} {v}" for k, v in usage.items())) or "no usage reported"
+
+
 def or_dash(value: object) -> str:
     """``str(value)`` (controls escaped), or an em dash for ``None``."""
     return "—" if value is None else terminal_safe(str(value))
@@ -136,31 +141,6 @@ def key_value_grid(rows: Sequence[tuple[str, str]]) -> Table:
     for key, value in rows:
         grid.add_row(terminal_safe(key), terminal_safe(value))
     return grid
-
-
-def render_list(summaries: Sequence[SessionSummary], store_label: str) -> None:
-    """Print ``dsh sessions list`` as a table (id, parent, seeded, cut, events, created)."""
-    console = make_console()
-    if not summaries:
-        console.print(f"no sessions in {terminal_safe(store_label)}")
-        return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("id", "parent", "seeded"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("cut", justify="right")
-    table.add_column("events", justify="right")
-    table.add_column("created", no_wrap=True)
-    for summary in summaries:
-        h = summary.header
-        table.add_row(
-            terminal_safe(h.id),
-            or_dash(h.parent_session),
-            "yes" if h.is_seeded else "no",
-            str(summary.inherited_event_count),
-            str(summary.event_count),
-            format_time(h.created_at),
-        )
-    console.print(table)
 
 
 def render_session(

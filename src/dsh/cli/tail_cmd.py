@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 import typer
 
 from dsh.cli.common import JsonOption, StoreOption, run_async, write_json_line
+from dsh.cli.resolve import resolve_id
 from dsh.cli.tables import terminal_safe
 from dsh.events import Event
 from dsh.jsonx import dumps_unchecked
@@ -68,7 +69,10 @@ def _silence_stdout() -> None:
 
 
 def tail(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to tail.", show_default=False)],
+    raw_id: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="The session to tail (a unique prefix works).", show_default=False),
+    ],
     follow_: Annotated[
         bool,
         typer.Option(
@@ -100,6 +104,7 @@ def tail(
     async def body() -> None:
         events_store = open_store(store)
         try:
+            session_id = await resolve_id(events_store, raw_id)
             start = from_seq
             if start < 0:
                 stored = await events_store.read_from(session_id, 0)

@@ -18,6 +18,21 @@ DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
 
 
+LOCAL_API_KEY = "local"
+"""The key sent to a base URL on this machine when none is configured (local servers need none)."""
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_local(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost``, ``127.0.0.1`` or ``[::1]``."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return False
+    return host is not None and (host in _LOCAL_HOSTS or host.endswith(".localhost"))
+
+
 _USERINFO = re.compile(r"://[^/?#]*@")
 
 
@@ -70,15 +85,19 @@ def resolve_provider(
     """Flags win; then ``DEEPSEEK_API_KEY``/``DSH_API_KEY``, ``DSH_BASE_URL``/
     ``DEEPSEEK_BASE_URL`` (default DeepSeek) and ``DSH_MODEL`` (default deepseek-chat).
 
-    Raises :class:`MissingCredentialError` (one line saying what to set) without a key.
+    Raises :class:`MissingCredentialError` (one line saying what to set) without a key,
+    unless the base URL is on this machine (:func:`is_local`): a local server gets
+    :data:`LOCAL_API_KEY`.
     """
     env = os.environ if env is None else env
+    url = base_url or env.get("DSH_BASE_URL") or env.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
     key = api_key or env.get("DEEPSEEK_API_KEY") or env.get("DSH_API_KEY")
+    if not key and is_local(url):
+        key = LOCAL_API_KEY
     if not key:
         raise MissingCredentialError(
             "no API key: pass --api-key or set DEEPSEEK_API_KEY "
             "(or DSH_API_KEY and DSH_BASE_URL for another OpenAI-compatible provider)"
         )
-    url = base_url or env.get("DSH_BASE_URL") or env.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
     name = model or env.get("DSH_MODEL") or DEFAULT_MODEL
     return ProviderSettings(base_url=url, model=name, api_key=key)

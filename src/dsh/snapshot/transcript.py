@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh import jsonx
+from dsh.events import Event
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -24,6 +25,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     USER_MESSAGE,
 )
+from dsh.session.views import usage_totals
 from dsh.store import LoadedSession
 
 SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
@@ -87,15 +89,25 @@ def _arguments(raw: object) -> object:
     return raw
 
 
-def build_transcript(sessions: Mapping[str, LoadedSession], primary: str) -> list[Line]:
-    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``."""
+def build_transcript(
+    sessions: Mapping[str, LoadedSession], primary: str, *, detail: bool = False
+) -> list[Line]:
+    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``.
+
+    ``detail`` (the reading view of ``dsh log``) adds ``reasoning`` lines before an
+    answer's text and a ``usage`` total (every settlement of that session's turn) to each
+    ``turn-end``; recorded ``transcript.expected.jsonl`` files are built without it.
+    """
     by_call = _children_by_call(sessions)
     lines: list[Line] = []
 
     def walk(sid: str) -> None:
         loaded = sessions[sid]
+        turn_usage: list[Event] = []
         for event in loaded.events[loaded.inherited_event_count :]:
             etype, data = event.type, event.data
+            if etype in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
+                turn_usage.append(event)
             kind = data.get("source", {}).get("kind") if etype == USER_MESSAGE else None
             if kind == "user":
                 lines.append({"session": sid, "type": "prompt", "text": joined_text(data["content"])})
@@ -103,6 +115,9 @@ def build_transcript(sessions: Mapping[str, LoadedSession], primary: str) -> lis
                 text = "\n".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
                 lines.append({"session": sid, "type": "message", "from": kind, "text": text})
             elif etype == ASSISTANT_MESSAGE and isinstance(data.get("message"), dict):
+                reasoning = joined_text(data["message"].get("content", []), "reasoning")
+                if detail and reasoning.strip():
+                    lines.append({"session": sid, "type": "reasoning", "text": reasoning})
                 text = joined_text(data["message"].get("content", []))
                 if text:
                     lines.append({"session": sid, "type": "text", "text": text})
@@ -144,9 +159,15 @@ def build_transcript(sessions: Mapping[str, LoadedSession], primary: str) -> lis
                     }
                 )
             elif etype == TURN_END:
-                lines.append(
-                    {"session": sid, "type": "turn-end", "reason": data.get("reason", {}).get("kind")}
-                )
+                line: Line = {
+                    "session": sid,
+                    "type": "turn-end",
+                    "reason": data.get("reason", {}).get("kind"),
+                }
+                if detail:
+                    line["usage"] = usage_totals(turn_usage)
+                turn_usage = []
+                lines.append(line)
 
     walk(primary)
     return lines

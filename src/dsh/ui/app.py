@@ -24,6 +24,7 @@ from starlette.routing import Route
 from dsh.errors import SessionNotFoundError
 from dsh.events import Event
 from dsh.loop import Feed
+from dsh.session.digest import derive
 from dsh.store.base import EventStore, SessionSummary
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
 from dsh.ui.assets import CSS, JS
@@ -35,7 +36,6 @@ from dsh.ui.views import (
     Item,
     TranscriptBuilder,
     children_by_call,
-    derive,
     find,
     fork_cuts,
     lineage,

@@ -6,15 +6,14 @@ templates escape every string they are given, so recorded content stays inert.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
 from dsh import jsonx
-from dsh.events import Event, SessionHeader
+from dsh.events import Event
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -23,35 +22,16 @@ from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_END_SEED,
     SESSION_TITLE,
-    SUBAGENT_DESCRIPTOR,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
     TURN_START,
     USER_MESSAGE,
 )
+from dsh.session.digest import Derived, derive, text_of
 from dsh.store.base import EventStore, SessionSummary
 
 SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
-TITLE_LIMIT = 80
-RUNNING_WINDOW_MS = 5 * 60 * 1000
-"""An open turn whose last event is younger than this is ``running``; older is ``interrupted``."""
-
-Status = Literal["running", "completed", "interrupted", "error", "empty"]
-_END_STATUS: dict[str, Status] = {
-    "completed": "completed",
-    "max-tokens": "completed",
-    "blocked": "completed",
-    "error": "error",
-    "aborted": "interrupted",
-    "interrupted": "interrupted",
-}
-
-
-def shorten(text: str, limit: int = TITLE_LIMIT) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def session_json(summary: SessionSummary) -> dict[str, Any]:
@@ -69,98 +49,6 @@ def session_json(summary: SessionSummary) -> dict[str, Any]:
         "delegationDepth": h.delegation_depth,
         "agentPreset": h.agent_preset,
     }
-
-
-def _is_prompt(event: Event) -> bool:
-    return (
-        event.type == USER_MESSAGE
-        and isinstance(event.data, dict)
-        and isinstance(event.data.get("source"), dict)
-        and event.data["source"].get("kind") == "user"
-    )
-
-
-def _text_of(data: Mapping[str, Any]) -> str:
-    content = data.get("content")
-    return joined_text(content) if isinstance(content, list) else ""
-
-
-@dataclass(frozen=True, slots=True)
-class Derived:
-    """What one session's events say beyond its header."""
-
-    title: str
-    first_prompt: str
-    model: str | None
-    last_activity: int | None
-    status: Status
-    kind: str | None
-    label: str | None
-    call_id: str | None
-
-
-def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: int | None = None) -> Derived:
-    """Title, first prompt, model, last activity, status and kind of one session."""
-    title: str | None = None
-    first_own: str | None = None
-    first_any: str | None = None
-    model: str | None = None
-    open_turns = 0
-    last_reason: str | None = None
-    descriptor: dict[str, Any] = {}
-    for event in events:
-        data = event.data if isinstance(event.data, dict) else {}
-        etype = event.type
-        if etype == SESSION_TITLE and isinstance(data.get("title"), str):
-            title = data["title"]
-        elif _is_prompt(event):
-            text = _text_of(data)
-            if first_any is None:
-                first_any = text
-            if first_own is None and event.seq >= cut:
-                first_own = text
-        elif etype == REQUEST_HEADER:
-            config = data.get("header", {}).get("config", {}) if isinstance(data.get("header"), dict) else {}
-            if isinstance(config, dict) and isinstance(config.get("model"), str):
-                model = config["model"]
-        elif etype == TURN_START:
-            open_turns += 1
-        elif etype == TURN_END:
-            open_turns = max(open_turns - 1, 0)
-            reason = data.get("reason")
-            last_reason = reason.get("kind") if isinstance(reason, dict) else None
-        elif etype == SUBAGENT_DESCRIPTOR and event.seq >= cut and not descriptor:
-            descriptor = data
-    prompt = first_own if first_own is not None else (first_any or "")
-    last = events[-1].time if events else None
-    status: Status
-    if open_turns:
-        now = now_ms if now_ms is not None else int(time.time() * 1000)
-        status = "running" if last is not None and now - last < RUNNING_WINDOW_MS else "interrupted"
-    elif last_reason is not None:
-        status = _END_STATUS.get(last_reason, "completed")
-    else:
-        status = "empty"
-    kind: str | None = None
-    if header.parent_session is not None:
-        provider = descriptor.get("provider")
-        if provider in ("spawn", "fork"):
-            kind = str(provider)
-        else:
-            kind = "fork" if header.is_seeded or header.origin != "subagent" else "spawn"
-    delegation = descriptor.get("delegation")
-    call_id = delegation.get("callId") if isinstance(delegation, dict) else None
-    label = descriptor.get("label")
-    return Derived(
-        title=shorten(title) if title else (shorten(prompt) if prompt else header.id),
-        first_prompt=prompt,
-        model=model,
-        last_activity=last,
-        status=status,
-        kind=kind,
-        label=label if isinstance(label, str) else None,
-        call_id=call_id if isinstance(call_id, str) else None,
-    )
 
 
 class DeriveCache:
@@ -414,7 +302,7 @@ class TranscriptBuilder:
         if etype == USER_MESSAGE:
             source = data.get("source")
             who = source.get("kind") if isinstance(source, dict) else None
-            return [item("prompt", text=_text_of(data), source=who or "user")]
+            return [item("prompt", text=text_of(data), source=who or "user")]
         if etype == REQUEST_HEADER:
             header = data.get("header") if isinstance(data.get("header"), dict) else {}
             config = header.get("config") if isinstance(header, dict) else None

@@ -1,0 +1,177 @@
+"""The options ``dsh run`` and ``dsh chat`` share, and the one place they are checked."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+
+from dsh.cli.live import LiveSetup
+from dsh.errors import UsageError
+from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy
+
+CwdOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd",
+        help="Workspace the tools work in (default: the current directory; a resumed session "
+        "keeps its own, and a different --cwd is refused).",
+        show_default=False,
+    ),
+]
+ResumeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--resume",
+        "-r",
+        metavar="ID",
+        help="Continue this stored session (a unique prefix works).",
+        show_default=False,
+    ),
+]
+ContinueOption = Annotated[
+    bool,
+    typer.Option(
+        "--continue", "-c", help="Continue the most recently active top-level session of this workspace."
+    ),
+]
+WaitOption = Annotated[
+    float | None,
+    typer.Option(
+        "--wait",
+        metavar="SECONDS",
+        min=0.0,
+        help="When resuming: wait up to SECONDS for another writer of the session to finish "
+        "(default: fail at once if the session is busy).",
+        show_default=False,
+    ),
+]
+SandboxOption = Annotated[
+    str,
+    typer.Option(
+        "--sandbox",
+        metavar="MODE",
+        help="File policy: read-only, workspace-write (bash confined by bubblewrap, writes only "
+        "in the workspace and temp dirs) or danger-full-access (nothing confined).",
+    ),
+]
+NetworkOption = Annotated[
+    str, typer.Option("--network", metavar="on|off", help="Whether confined commands may use the network.")
+]
+SystemOption = Annotated[
+    str | None,
+    typer.Option(
+        "--system",
+        "-s",
+        metavar="TEXT|@FILE",
+        help="The system prompt, or @FILE to read it from a file (default: dsh's own).",
+        show_default=False,
+    ),
+]
+ToolsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tools",
+        metavar="NAMES",
+        help="Offer only these tools, comma-separated (e.g. read,glob,bash); default: all.",
+        show_default=False,
+    ),
+]
+NoToolsOption = Annotated[bool, typer.Option("--no-tools", help="Offer the model no tools at all.")]
+MaxStepsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps",
+        metavar="N",
+        min=1,
+        help="Stop a turn after N model calls (default: 200).",
+        show_default=False,
+    ),
+]
+
+
+def system_prompt(value: str | None) -> str | None:
+    """``--system``: the text itself, or the contents of ``@FILE``."""
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"--system {value}: {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--system {value}: cannot read {path}: {exc}") from None
+
+
+def tool_names(tools: str | None, no_tools: bool) -> tuple[str, ...] | None:
+    """``--tools`` / ``--no-tools`` as the names to offer (``None``: all of them)."""
+    if no_tools and tools is not None:
+        raise UsageError("--tools and --no-tools exclude each other")
+    if no_tools:
+        return ()
+    if tools is None:
+        return None
+    names = tuple(n.strip() for n in tools.split(",") if n.strip())
+    if not names:
+        raise UsageError("--tools needs at least one name (or use --no-tools)")
+    return names
+
+
+def live_setup(
+    *,
+    store: str | None,
+    cwd: Path | None,
+    resume: str | None,
+    continue_last: bool,
+    wait: float | None,
+    sandbox: str,
+    network: str,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    system: str | None,
+    tools: str | None,
+    no_tools: bool,
+    max_steps: int | None,
+) -> LiveSetup:
+    """Every shared option checked (``UsageError`` naming the option) and gathered."""
+    workspace = (cwd or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        raise UsageError(f"--cwd {workspace}: not a directory")
+    if resume is not None and continue_last:
+        raise UsageError("--resume and --continue exclude each other")
+    if wait is not None and resume is None and not continue_last:
+        raise UsageError("--wait SECONDS needs --resume ID or --continue")
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}")
+    if network not in ("on", "off"):
+        raise UsageError(f"--network {network}: expected on or off")
+    return LiveSetup(
+        store_url=store,
+        workspace=workspace,
+        cwd_given=cwd is not None,
+        resume=resume,
+        continue_last=continue_last,
+        wait=wait or 0.0,
+        sandbox=SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on"),
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        system=system_prompt(system),
+        tools=tool_names(tools, no_tools),
+        max_steps=max_steps,
+    )
+
+
+DEFAULT_SANDBOX = DEFAULT_MODE
+
+SETUP_PARAMETERS = tuple(inspect.signature(live_setup).parameters)
+"""The parameter names ``run`` and ``chat`` share with :func:`live_setup`."""
+
+
+def setup_from(params: Mapping[str, Any]) -> LiveSetup:
+    """:func:`live_setup` over a command's parameters (``locals()`` of ``run`` / ``chat``)."""
+    return live_setup(**{name: params[name] for name in SETUP_PARAMETERS})

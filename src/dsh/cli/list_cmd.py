@@ -1,0 +1,110 @@
+"""``dsh sessions list``: every session with its title, model, last activity, status and children."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from dsh.cli.ages import ago, parse_since
+from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
+from dsh.cli.resolve import short_ids
+from dsh.cli.tables import make_console, terminal_safe
+from dsh.ids import now_ms
+from dsh.store.base import EventStore
+from dsh.store.url import default_sqlite_path, open_store
+from dsh.ui.views import DeriveCache, Row
+
+
+async def list_rows(store: EventStore) -> list[Row]:
+    """A row per stored session, oldest first: its summary, what its events say, its child count."""
+    summaries = await store.list_sessions()
+    children: dict[str, int] = {}
+    for s in summaries:
+        parent = s.header.parent_session
+        if parent is not None:
+            children[parent] = children.get(parent, 0) + 1
+    cache = DeriveCache(store)
+    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in summaries]
+    rows.sort(key=lambda r: (r.summary.header.created_at, r.summary.header.id))
+    return rows
+
+
+def _render(rows: list[Row], label: str, now: int) -> None:
+    console = make_console()
+    if not rows:
+        console.print(f"no sessions in {terminal_safe(label)}")
+        return
+    short = short_ids([r.summary.header.id for r in rows])
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("kids", justify="right", no_wrap=True)
+    table.add_column("active", no_wrap=True)
+    table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
+    table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=1)
+    for row in rows:
+        h, d = row.summary.header, row.derived
+        title = terminal_safe(d.title)
+        if h.parent_session is not None:
+            parent = short.get(h.parent_session, terminal_safe(h.parent_session[:8]))
+            title = f"↳ {d.kind or 'child'} of {parent}: {title}"
+        table.add_row(
+            terminal_safe(short[h.id]),
+            d.status,
+            str(row.children),
+            ago(d.last_activity, now),
+            terminal_safe(d.model or "—"),
+            title,
+        )
+    console.print(table)
+
+
+def list_cmd(
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, help="Show only the N most recently created sessions."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="AGE|DATE",
+            help="Only sessions active since then: an age (2d, 12h) or a UTC date (2026-11-30).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List sessions, oldest first: short id, status, children, last activity, model, title.
+
+    The title is the recorded session/title, else the first prompt, shortened; a child
+    session's title says whose child it is. Status is running, completed, interrupted,
+    error or empty. Ids are shown as their shortest unique prefix (8 characters or more):
+    every command taking an ID accepts a unique prefix. With --json: a list of session
+    objects (see the README) with "title", "firstPrompt", "model", "lastActivity" (epoch
+    ms), "status" and "children" (the child count).
+    """
+    now = now_ms()
+    with user_errors():
+        cutoff = parse_since(since, "--since", now) if since is not None else None
+
+    async def body() -> list[Row]:
+        s = open_store(store)
+        try:
+            return await list_rows(s)
+        finally:
+            await s.close()
+
+    rows = run_async(body)
+    if cutoff is not None:
+        rows = [r for r in rows if (r.derived.last_activity or r.summary.header.created_at) >= cutoff]
+    if limit is not None:
+        rows = rows[-limit:]
+    with user_errors():
+        if as_json:
+            write_json_line([row.to_json() for row in rows])
+            return
+        _render(rows, store or str(default_sqlite_path()), now)

@@ -1,0 +1,143 @@
+"""One live agent for ``dsh run`` and ``dsh chat``: options → provider, tools, session; a turn with Ctrl-C.
+
+Which session: ``--resume ID`` (a unique prefix works), ``--continue`` (the top-level
+session of this workspace with the latest activity), else a new one in the workspace. A
+resumed session keeps the workspace it was recorded in: an explicit ``--cwd`` naming
+another directory is refused with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.cli.resolve import latest_top_level, resolve_id
+from dsh.errors import UsageError
+from dsh.hooks import HookSet
+from dsh.loop import Agent, AgentConfig, Feed, TurnResult
+from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
+from dsh.model.settings import resolve_provider
+from dsh.store.base import EventStore
+from dsh.store.url import open_store
+from dsh.subagents import standard_tools
+from dsh.tools.registry import ToolRegistry
+from dsh.tools.sandbox import SandboxPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSetup:
+    """What the command line says about the agent to run."""
+
+    store_url: str | None
+    workspace: Path
+    cwd_given: bool
+    resume: str | None
+    continue_last: bool
+    wait: float
+    sandbox: SandboxPolicy
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    system: str | None = None
+    """The system prompt (``None``: dsh's default)."""
+    tools: tuple[str, ...] | None = None
+    """The tools to offer (``None``: every standard tool; empty: none)."""
+    max_steps: int | None = None
+
+
+def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
+    """The standard tools, or only ``names`` of them (an unknown name is a one-line error)."""
+    every = standard_tools()
+    if names is None:
+        return every
+    unknown = [n for n in names if n not in every]
+    if unknown:
+        raise UsageError(
+            f"--tools: unknown tool {', '.join(unknown)} (available: {', '.join(every.names())})"
+        )
+    chosen = [tool for n in dict.fromkeys(names) if (tool := every.get(n)) is not None]
+    return ToolRegistry(chosen, spill=every.spill)
+
+
+async def _target(store: EventStore, setup: LiveSetup) -> str | None:
+    """The id of the session to resume, or ``None`` for a new one; checks ``--cwd`` against it."""
+    if setup.resume is not None:
+        sid = await resolve_id(store, setup.resume)
+    elif setup.continue_last:
+        found = await latest_top_level(store, setup.workspace)
+        if found is None:
+            raise UsageError(f"--continue: no session to continue in {setup.workspace} (run one first)")
+        sid = found
+    else:
+        return None
+    recorded = (await store.load(sid)).header.cwd
+    if setup.cwd_given and recorded is not None and Path(recorded) != setup.workspace:
+        raise UsageError(
+            f"session {sid} was recorded in {recorded}, not in --cwd {setup.workspace} "
+            "(a resumed session keeps its workspace: drop --cwd)"
+        )
+    return sid
+
+
+@asynccontextmanager
+async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
+    """The agent the setup names, over a fresh store and model client, closed afterwards."""
+    if setup.model is not None and not setup.model.strip():
+        raise UsageError("--model must not be empty")
+    settings = resolve_provider(api_key=setup.api_key, base_url=setup.base_url, model=setup.model)
+    # Imported here, not at module top: the SDK costs ~250 ms that every other command skips.
+    from dsh.model.openai_compat import OpenAICompatModel
+
+    model = OpenAICompatModel(
+        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+    )
+    store = open_store(setup.store_url)
+    try:
+        config = AgentConfig(
+            model=settings.model,
+            system=DEFAULT_SYSTEM_PROMPT if setup.system is None else setup.system,
+            hooks=HookSet.from_environment(),
+            sandbox=setup.sandbox,
+        )
+        if setup.max_steps is not None:
+            config = dataclasses.replace(config, max_steps=setup.max_steps)
+        tools = select_tools(setup.tools)
+        sid = await _target(store, setup)
+        if sid is not None:
+            agent = await Agent.resume(
+                store, sid, model=model, tools=tools, config=config, feed=feed, lease_wait=setup.wait
+            )
+        else:
+            agent = await Agent.create(
+                store, model=model, tools=tools, config=config, cwd=setup.workspace, feed=feed
+            )
+        try:
+            yield agent
+        finally:
+            await agent.aclose()
+    finally:
+        try:
+            await store.close()
+        finally:
+            await model.aclose()
+
+
+async def cancellable_turn(agent: Agent, prompt: str, on_cancel: Callable[[], None]) -> TurnResult | None:
+    """Run one turn; Ctrl-C (SIGINT) cancels it (logged as ``turn/end {aborted}``) → ``None``."""
+    task: asyncio.Future[TurnResult] = asyncio.ensure_future(agent.run_turn(prompt))
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        on_cancel()
+        return None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)

@@ -1,0 +1,85 @@
+"""Session ids as people type them: unique prefixes (as git does) and "the latest session here".
+
+Every command that takes a session id resolves it here first: a stored id is itself; else
+the one stored id that starts with it; no match is ``SessionNotFoundError``; several
+matches are one line listing the candidates (a ``UsageError``, exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dsh.cli.tables import terminal_safe
+from dsh.errors import SessionNotFoundError, UsageError
+from dsh.store.base import EventStore, SessionSummary
+
+SHOWN_CANDIDATES = 5
+"""An ambiguous prefix names at most this many candidates."""
+
+SHORT_ID = 8
+"""The shortest id prefix a table shows."""
+
+
+async def resolve_id(store: EventStore, text: str) -> str:
+    """The stored session id ``text`` names: itself, or the only id it is a prefix of.
+
+    No match raises the store's own ``SessionNotFoundError`` (naming the store as it does).
+    """
+    if not text:
+        raise UsageError("a session id must not be empty")
+    if await store.exists(text):
+        return text
+    matches = [s.header.id for s in await store.list_sessions() if s.header.id.startswith(text)]
+    if not matches:
+        await store.load(text)  # raises the store's SessionNotFoundError
+        raise SessionNotFoundError(text)  # pragma: no cover - created meanwhile
+    if len(matches) > 1:
+        shown = ", ".join(terminal_safe(m) for m in matches[:SHOWN_CANDIDATES])
+        more = f" and {len(matches) - SHOWN_CANDIDATES} more" if len(matches) > SHOWN_CANDIDATES else ""
+        raise UsageError(f"session id prefix {terminal_safe(text)!r} is ambiguous: it matches {shown}{more}")
+    return matches[0]
+
+
+async def resolve_ids(store: EventStore, texts: Sequence[str]) -> list[str]:
+    """Each of ``texts`` resolved, duplicates dropped, in the order given."""
+    out: list[str] = []
+    for text in texts:
+        sid = await resolve_id(store, text)
+        if sid not in out:
+            out.append(sid)
+    return out
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """Each id → its shortest prefix of at least :data:`SHORT_ID` characters unique among ``ids``."""
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for i, sid in enumerate(ordered):
+        need = SHORT_ID
+        for other in (ordered[i - 1] if i else "", ordered[i + 1] if i + 1 < len(ordered) else ""):
+            common = 0
+            while common < min(len(sid), len(other)) and sid[common] == other[common]:
+                common += 1
+            need = max(need, common + 1)
+        out[sid] = sid[:need]
+    return out
+
+
+async def last_activity(store: EventStore, summary: SessionSummary) -> int:
+    """The time of the session's last event (its creation time when it has none)."""
+    if summary.event_count == 0:
+        return summary.header.created_at
+    last = await store.read_from(summary.header.id, summary.event_count - 1)
+    return last[-1].time if last else summary.header.created_at
+
+
+async def latest_top_level(store: EventStore, workspace: Path) -> str | None:
+    """The top-level session recorded in ``workspace`` with the latest activity, if any."""
+    here = str(workspace)
+    best: tuple[int, int, str] | None = None
+    for s in await store.list_sessions():
+        if s.header.parent_session is None and s.header.cwd == here:
+            key = (await last_activity(store, s), s.header.created_at, s.header.id)
+            best = key if best is None or key > best else best
+    return None if best is None else best[2]

@@ -1,0 +1,76 @@
+"""``dsh log ID`` (and ``dsh sessions show ID --transcript``): print a session's conversation."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+
+from dsh.cli.common import StoreOption, run_async, user_errors
+from dsh.cli.resolve import resolve_id
+from dsh.cli.transcript_view import ViewOptions, transcript_markdown
+from dsh.store.base import EventStore, LoadedSession
+from dsh.store.deletion import descendants
+from dsh.store.url import open_store
+
+ReasoningOption = Annotated[
+    bool, typer.Option("--reasoning", help="Show the model's reasoning (hidden by default).")
+]
+ChildrenOption = Annotated[
+    bool,
+    typer.Option(
+        "--children", help="Nest each subagent's transcript where it was called (default: link it)."
+    ),
+]
+
+
+async def load_tree(store: EventStore, raw_id: str) -> tuple[str, dict[str, LoadedSession]]:
+    """The session ``raw_id`` names (a unique prefix works) and it with every descendant, loaded."""
+    root = await resolve_id(store, raw_id)
+    return root, {sid: await store.load(sid) for sid in await descendants(store, root)}
+
+
+def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
+    """The Markdown transcript of the session ``raw_id`` in the store ``url``."""
+
+    async def body() -> str:
+        store = open_store(url)
+        try:
+            root, sessions = await load_tree(store, raw_id)
+            return transcript_markdown(sessions, root, options)
+        finally:
+            await store.close()
+
+    return run_async(body)
+
+
+def print_transcript(url: str | None, raw_id: str, options: ViewOptions) -> None:
+    """Print the transcript: rendered on a terminal, the Markdown text itself otherwise."""
+    text = markdown_of(url, raw_id, options)
+    with user_errors():
+        if sys.stdout.isatty():
+            Console(highlight=False, emoji=False).print(Markdown(text, hyperlinks=False))
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+
+def log_show(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session (a unique prefix works).", show_default=False)
+    ],
+    reasoning: ReasoningOption = False,
+    children: ChildrenOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Print a session's conversation: prompts, answers, tool calls, subagents, usage per turn.
+
+    On a terminal the answers are rendered as Markdown; piped, the Markdown text is printed
+    as is (the same as `dsh sessions export ID --format markdown`). Tool calls and results
+    are cut to one line; each subagent call links its child (`dsh log CHILD`), or with
+    --children shows the child's transcript nested. Same as `dsh sessions show ID --transcript`.
+    """
+    print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))

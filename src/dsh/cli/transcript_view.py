@@ -1,0 +1,125 @@
+"""A session as a person reads it, written as Markdown: the one renderer of ``dsh log``.
+
+Built from :func:`dsh.snapshot.transcript.build_transcript` (``detail=True``): prompts,
+answers, reasoning (only with ``reasoning``), tool calls and results abbreviated to one
+line, and each subagent call either linked (``dsh log CHILD``) or, with ``children``, its
+child's transcript nested as a block quote. A terminal shows the Markdown rendered; a pipe,
+``sessions export --format markdown`` and the golden tests get the text itself.
+Everything recorded is untrusted: control characters are escaped (:func:`terminal_safe`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dsh import jsonx
+from dsh.cli.tables import format_time, terminal_safe, usage_text
+from dsh.session.digest import derive
+from dsh.snapshot.transcript import Line, build_transcript
+from dsh.store.base import LoadedSession
+
+ABBREVIATE = 100
+"""Tool arguments and results are cut to this many characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewOptions:
+    """What the transcript shows besides prompts and answers."""
+
+    reasoning: bool = False
+    children: bool = False
+
+
+def _one_line(text: str, limit: int = ABBREVIATE) -> str:
+    line = terminal_safe(" ".join(text.split()))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _block(text: str) -> str:
+    return terminal_safe(text.strip("\n"), multiline=True)
+
+
+def _quoted(text: str) -> list[str]:
+    return [f"> {line}".rstrip() for line in text.splitlines()]
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return _one_line(arguments)
+    return _one_line(jsonx.dumps(arguments).decode())
+
+
+def _result(line: Line) -> str:
+    text = str(line.get("text", ""))
+    lines = text.strip().splitlines()
+    more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
+    mark = "✗" if line.get("isError") else "←"
+    return f"- {mark} {_one_line(lines[0]) if lines else '(empty)'}{more}"
+
+
+class _Writer:
+    """Walks the transcript lines of one session, descending into children where they start."""
+
+    def __init__(self, lines: list[Line], options: ViewOptions) -> None:
+        self.lines = lines
+        self.options = options
+        self.i = 0
+
+    def session(self, sid: str, *, top: bool = False) -> list[str]:
+        out: list[str] = []
+        turn = 0
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.i += 1
+            kind = line["type"]
+            if kind == "subagent-end" and line.get("child") == sid:
+                break
+            if kind == "prompt":
+                turn += 1
+                out += [f"## Turn {turn}", ""] if top else []
+                out += [f"**›** {_block(line['text'])}", ""]
+            elif kind == "reasoning":
+                if self.options.reasoning:
+                    out += [*_quoted("_reasoning:_ " + _block(line["text"])), ""]
+            elif kind == "text":
+                out += [_block(line["text"]), ""]
+            elif kind == "tool-call":
+                out.append(f"- → **{terminal_safe(str(line['name']))}** {_arguments(line.get('arguments'))}")
+            elif kind == "tool-result":
+                out += [_result(line), ""]
+            elif kind == "attempt-failed":
+                out += [f"- ! model call failed: {terminal_safe(str(line.get('code')))}", ""]
+            elif kind == "subagent-start":
+                out += self._child(line)
+            elif kind == "turn-end":
+                usage = usage_text(line.get("usage") or {})
+                out += [f"_{terminal_safe(str(line.get('reason')))} · {usage}_", ""]
+        return out
+
+    def _child(self, line: Line) -> list[str]:
+        child = str(line["child"])
+        label = terminal_safe(str(line.get("label") or child[:8]))
+        head = f"**⇢ {line['kind']} · {label}** · session `{terminal_safe(child)}`"
+        body = self.session(child)  # always consumed, shown only with children
+        if not self.options.children:
+            return ["", f"- {head} (`dsh log {terminal_safe(child)}`)"]
+        text = "\n".join([head, "", *body]).rstrip()
+        return ["", *_quoted(text), ""]
+
+
+def transcript_markdown(sessions: Mapping[str, LoadedSession], root: str, options: ViewOptions) -> str:
+    """The Markdown transcript of ``root`` (its descendants must be in ``sessions`` to be shown)."""
+    loaded = sessions[root]
+    d = derive(loaded.header, loaded.events, loaded.inherited_event_count)
+    facts = [f"session `{terminal_safe(root)}`", d.status]
+    if d.model:
+        facts.append(terminal_safe(d.model))
+    facts.append(f"created {format_time(loaded.header.created_at)}")
+    if d.kind:
+        facts.append(f"{d.kind} of `{terminal_safe(str(loaded.header.parent_session))}`")
+    lines = build_transcript(sessions, root, detail=True)
+    body = _Writer(lines, options).session(root, top=True)
+    text = "\n".join([f"# {terminal_safe(d.title)}", "", " · ".join(facts), "", *body])
+    return text.rstrip() + "\n"
