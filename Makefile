@@ -14,12 +14,18 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q -U pip
 
 $(STAMP): $(BIN)/python pyproject.toml
+	@rm -rf src/dsh.egg-info  # metadata of the distribution's old name (dsh), see docs/decisions
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# The demo writes to a store of its own (never the user's): DEMO_STORE=... to put it elsewhere.
+DEMO_STORE ?= sqlite:$(CURDIR)/.demo/sessions.db
+
 run: $(STAMP)
-	$(BIN)/dsh demo
+	@echo "make run: replaying into the demo store $(DEMO_STORE)"
+	$(BIN)/dsh demo --store '$(DEMO_STORE)'
+	@echo "make run: read it with  $(BIN)/dsh sessions list --store '$(DEMO_STORE)'"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
