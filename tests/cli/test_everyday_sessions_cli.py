@@ -5,17 +5,38 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from dsh.snapshot.runner import SCENARIOS
 
 from .conftest import Dsh, assert_user_error
 
 MIXED = SCENARIOS / "subagent-mixed"
-ROOT = "7f7940fc-4500-44c4-8bb9-6aaf9cc7a6d0"
-SPAWN = "8f25fe21-8a5b-479b-a476-eb8187abd68b"
-FORK = "18e5655d-6527-493f-8091-767de8a1bba2"
 GOLDEN = Path(__file__).parent / "golden"
+
+
+def _headers() -> list[dict[str, Any]]:
+    return [json.loads(p.read_text().splitlines()[0]) for p in sorted(MIXED.glob("session*.jsonl"))]
+
+
+# The bundled recording's ids and times (``make scenarios`` re-records them)
+ROOT = next(h["id"] for h in _headers() if "parentSession" not in h)
+SPAWN = next(h["id"] for h in _headers() if h.get("parentSession") and not h["isSeeded"])
+FORK = next(h["id"] for h in _headers() if h.get("isSeeded"))
+RECORDED_UNTIL = max(
+    json.loads(line)["time"] for p in MIXED.glob("session*.jsonl") for line in p.read_text().splitlines()[1:]
+)
+
+
+def _normalized(text: str) -> str:
+    """The recording's ids and creation time as placeholders, so a re-recording keeps the goldens."""
+    for sid, token in ((ROOT, "{{root}}"), (SPAWN, "{{spawn}}"), (FORK, "{{fork}}")):
+        text = text.replace(sid, token)
+    return re.sub(r"created \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", "created {{time}}", text)
 
 
 def _import_mixed(dsh: Dsh) -> None:
@@ -32,9 +53,9 @@ def test_the_transcript_matches_the_golden_files(dsh_sqlite: Dsh) -> None:
         ("sessions", "show", ROOT[:8], "--transcript", "--children"),
         ("sessions", "export", ROOT[:8], "--format", "markdown", "--children"),
     )
-    assert linked.ok().stdout == (GOLDEN / "subagent-mixed.md").read_text()
-    assert nested.ok().stdout == (GOLDEN / "subagent-mixed.children.md").read_text()
-    assert fork.ok().stdout == (GOLDEN / "subagent-mixed.fork-child.md").read_text()
+    assert _normalized(linked.ok().stdout) == (GOLDEN / "subagent-mixed.md").read_text()
+    assert _normalized(nested.ok().stdout) == (GOLDEN / "subagent-mixed.children.md").read_text()
+    assert _normalized(fork.ok().stdout) == (GOLDEN / "subagent-mixed.fork-child.md").read_text()
     assert shown.ok().stdout == nested.stdout == markdown.ok().stdout, "one renderer behind all three"
 
 
@@ -67,7 +88,8 @@ def test_prefixes_list_and_export_formats(dsh_sqlite: Dsh, tmp_path: Path) -> No
     assert document["events"][7]["type"] == "session/end-seed" and document["children"] == []
     assert "spawn " + SPAWN in tree.ok().stdout and "fork " + FORK in tree.stdout
     assert [row["id"] for row in limited.json()] == [ROOT[:9] + "other"], "the most recently created one"
-    recent = dsh_sqlite("sessions", "list", "--json", "--since", "10m").json()
+    after = datetime.fromtimestamp(RECORDED_UNTIL / 1000 + 1, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    recent = dsh_sqlite("sessions", "list", "--json", "--since", after).json()
     assert [row["id"] for row in recent] == [ROOT[:9] + "other"], "only the fork made just now"
     bad = dsh_sqlite("sessions", "list", "--since", "soon")
     assert_user_error(bad, "--since", "soon")
@@ -102,10 +124,21 @@ def test_rm_deletes_descendants_under_the_lease_and_prune_ages_trees(dsh: Dsh, t
     assert sorted(gone["deleted"]) == sorted([FORK, "grandchild"])
     left = [row["id"] for row in dsh("sessions", "list", "--json").json()]
     assert left == [ROOT, SPAWN]
-    dry = dsh("sessions", "prune", "--older-than", "1h", "--dry-run", "--json").json()
+    age = f"{int(time.time() - RECORDED_UNTIL / 1000) - 2}s"  # the recording is older, nothing else is
+    dry = dsh("sessions", "prune", "--older-than", age, "--dry-run", "--json").json()
     assert dry == {"deleted": [ROOT, SPAWN], "skipped": [], "dryRun": True}
     assert dsh("sessions", "prune", "--older-than", "3650d", "--json").json()["deleted"] == []
-    pruned = dsh("sessions", "prune", "--older-than", "1h").ok()
+    pruned = dsh("sessions", "prune", "--older-than", age).ok()
     assert pruned.stdout.split() == [ROOT, SPAWN] and "deleted 2 session(s)" in pruned.stderr
     assert dsh("sessions", "list", "--json").json() == []
     assert_user_error(dsh("sessions", "prune", "--older-than", "a while"), "--older-than")
+
+
+def test_the_transcript_of_an_original_recording_with_relayed_messages(
+    dsh_sqlite: Dsh, upstream: Path
+) -> None:
+    recording = upstream / "subagent-report"
+    dsh_sqlite("sessions", "import", recording / "session.jsonl", recording / "session.1.jsonl").ok()
+    out = dsh_sqlite("log", "1111", "--children").ok().stdout
+    assert out == (GOLDEN / "upstream-subagent-report.children.md").read_text()
+    assert "- ✉ subagent-report: Background subagent 3333" in out

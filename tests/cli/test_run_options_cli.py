@@ -44,6 +44,10 @@ def test_redirected_stdout_holds_exactly_the_answer_and_no_key_is_needed_locally
     assert target.read_text() == "All done.\n"
     assert "CLI_OK" in proc.stderr and "■ completed" in proc.stderr
     assert server.requests[0].headers["authorization"] == "Bearer local"
+    session = proc.stderr.split("· session ")[-1].strip()
+    plain, with_reasoning = dsh(tmp_path, "log", session[:8]), dsh(tmp_path, "log", session, "--reasoning")
+    assert "- → **bash**" in plain.stdout and "- ← CLI_OK" in plain.stdout and "Let me" not in plain.stdout
+    assert "> _reasoning:_ Let me run it." in with_reasoning.stdout
 
 
 def test_system_tools_stdin_and_max_steps(tmp_path: Path) -> None:

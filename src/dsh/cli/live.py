@@ -75,8 +75,10 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
         sid = found
     else:
         return None
+    if not setup.cwd_given:
+        return sid
     recorded = (await store.load(sid)).header.cwd
-    if setup.cwd_given and recorded is not None and Path(recorded) != setup.workspace:
+    if recorded is not None and Path(recorded) != setup.workspace:
         raise UsageError(
             f"session {sid} was recorded in {recorded}, not in --cwd {setup.workspace} "
             "(a resumed session keeps its workspace: drop --cwd)"

@@ -89,6 +89,9 @@ class _Writer:
                 out.append(f"- → **{terminal_safe(str(line['name']))}** {_arguments(line.get('arguments'))}")
             elif kind == "tool-result":
                 out += [_result(line), ""]
+            elif kind == "message":  # relayed between agents (a subagent's report, a notice)
+                sender = terminal_safe(str(line.get("from")))
+                out += [f"- ✉ {sender}: {_one_line(str(line.get('text', '')))}", ""]
             elif kind == "attempt-failed":
                 out += [f"- ! model call failed: {terminal_safe(str(line.get('code')))}", ""]
             elif kind == "subagent-start":
