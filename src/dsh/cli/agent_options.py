@@ -9,6 +9,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from dsh.cli.approve import approver_for
 from dsh.cli.live import LiveSetup
 from dsh.errors import UsageError
 from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy
@@ -61,6 +62,10 @@ SandboxOption = Annotated[
 NetworkOption = Annotated[
     str, typer.Option("--network", metavar="on|off", help="Whether confined commands may use the network.")
 ]
+ApproveOption = Annotated[
+    bool, typer.Option("--approve", help="Allow every approval request once (sandbox escalations).")
+]
+DenyOption = Annotated[bool, typer.Option("--deny", help="Reject every approval request.")]
 SystemOption = Annotated[
     str | None,
     typer.Option(
@@ -129,6 +134,8 @@ def live_setup(
     wait: float | None,
     sandbox: str,
     network: str,
+    approve: bool,
+    deny: bool,
     model: str | None,
     base_url: str | None,
     api_key: str | None,
@@ -149,6 +156,8 @@ def live_setup(
         raise UsageError(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}")
     if network not in ("on", "off"):
         raise UsageError(f"--network {network}: expected on or off")
+    if approve and deny:
+        raise UsageError("--approve and --deny exclude each other")
     return LiveSetup(
         store_url=store,
         workspace=workspace,
@@ -157,6 +166,7 @@ def live_setup(
         continue_last=continue_last,
         wait=wait or 0.0,
         sandbox=SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on"),
+        approver=approver_for(approve, deny),
         model=model,
         base_url=base_url,
         api_key=api_key,

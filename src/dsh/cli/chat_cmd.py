@@ -15,8 +15,10 @@ import typer
 
 from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
+    ApproveOption,
     ContinueOption,
     CwdOption,
+    DenyOption,
     MaxStepsOption,
     NetworkOption,
     NoToolsOption,
@@ -86,6 +88,8 @@ def chat(
     wait: WaitOption = None,
     sandbox: SandboxOption = DEFAULT_SANDBOX,
     network: NetworkOption = "off",
+    approve: ApproveOption = False,
+    deny: DenyOption = False,
 ) -> None:
     """Talk with an agent turn after turn in one session (new, --resume ID or --continue).
 

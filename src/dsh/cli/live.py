@@ -25,6 +25,7 @@ from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
+from dsh.tools.approval import Approver
 from dsh.tools.registry import ToolRegistry
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -40,6 +41,8 @@ class LiveSetup:
     continue_last: bool
     wait: float
     sandbox: SandboxPolicy
+    approver: Approver | None = None
+    """Who answers approval requests (``--approve`` / ``--deny`` / the terminal / nobody)."""
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
@@ -105,6 +108,7 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             system=DEFAULT_SYSTEM_PROMPT if setup.system is None else setup.system,
             hooks=HookSet.from_environment(),
             sandbox=setup.sandbox,
+            approver=setup.approver,
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)

@@ -9,8 +9,10 @@ import typer
 
 from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
+    ApproveOption,
     ContinueOption,
     CwdOption,
+    DenyOption,
     MaxStepsOption,
     NetworkOption,
     NoToolsOption,
@@ -66,6 +68,8 @@ def run(
     wait: WaitOption = None,
     sandbox: SandboxOption = DEFAULT_SANDBOX,
     network: NetworkOption = "off",
+    approve: ApproveOption = False,
+    deny: DenyOption = False,
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
