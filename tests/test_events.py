@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dsh.errors import InvalidEventError
-from dsh.events import Event, SessionHeader, check_cut, completed_turn_prefix, encode_event
+from dsh.events import Event, SessionHeader, check_cut, encode_event, fork_cut, fork_seed
 from dsh.session import Session
 
 
@@ -40,14 +40,34 @@ def test_session_enforces_contiguous_seqs() -> None:
         Session(_header(), [Event("turn/start", 1, 0, {"turn": 1})])
 
 
-def test_completed_turn_prefix() -> None:
+def test_fork_cut_is_the_completed_turn_prefix() -> None:
     evs = [
         Event("turn/start", 0, 0, {"turn": 1}),
         Event("turn/end", 1, 0, {"turn": 1, "reason": {"kind": "completed"}}),
         Event("turn/start", 2, 0, {"turn": 2}),
     ]
-    assert completed_turn_prefix(evs) == evs[:2]
-    assert completed_turn_prefix(evs[:1]) == []
+    assert fork_cut(evs) == 2
+    assert fork_cut(evs[:1]) == 0
+
+
+def test_fork_seed_is_the_prefix_plus_the_tagged_marker() -> None:
+    parent = SessionHeader(id="p", created_at=1, cwd="/w", delegation_depth=1)
+    evs = [
+        Event("turn/start", 0, 0, {"turn": 1}),
+        Event("turn/end", 1, 0, {"turn": 1, "reason": {"kind": "completed"}}),
+        Event("turn/start", 2, 0, {"turn": 2}),
+    ]
+    child = fork_seed(parent, evs)
+    assert child.cut == 2 and child.header.is_seeded
+    assert child.header.parent_session == "p" and child.header.cwd == "/w"
+    assert child.header.delegation_depth == 1
+    assert child.seed[:2] == evs[:2]
+    marker = child.seed[2]
+    assert (marker.type, marker.seq, marker.data) == ("session/end-seed", 2, {"inherited": True})
+    assert marker.time == child.header.created_at
+    check_cut(child.header, child.cut, child.seed)
+    empty = fork_seed(parent, evs[:1])
+    assert (empty.cut, empty.seed, empty.header.is_seeded) == (0, [], False)
 
 
 def test_cut_rules() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsh.events import Event, SessionHeader, completed_turn_prefix
+from dsh.events import Event, SessionHeader, fork_cut
 from dsh.store import LoadedSession, encode_log
 from dsh.store.logfile import load_log_file
 
@@ -113,7 +113,7 @@ def test_round_trip(dsh: Dsh, upstream: Path, tmp_path: Path) -> None:
     ]
 
     # fork at the parent's last completed turn
-    prefix = len(completed_turn_prefix(load_log_file(expected[FORK_PARENT]).events))
+    prefix = fork_cut(load_log_file(expected[FORK_PARENT]).events)
     forked = dsh("sessions", "fork", FORK_PARENT, "--id", "cli-fork", "--json").ok().json()
     assert set(forked) == SESSION_KEYS
     assert forked["id"] == "cli-fork" and forked["parentSession"] == FORK_PARENT

@@ -35,6 +35,8 @@ from acp.schema import (
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.descriptor import parse_descriptor
+from dsh.events.history import project_event
 from dsh.events.messages import Block, Message
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -44,7 +46,6 @@ from dsh.events.vocabulary import (
     TOOL_RESULT,
     TURN_END,
 )
-from dsh.session.history import project_event
 
 Profile = Literal["full", "dsh-compat"]
 PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
@@ -222,15 +223,10 @@ def context_tokens(usage: Any) -> int | None:
 
 def descriptor_delegation(event: Event) -> tuple[str, str, str] | None:
     """``(parent session, call id, kind)`` from a ``subagent/descriptor`` event."""
-    data = event.data if isinstance(event.data, dict) else {}
-    delegation = data.get("delegation")
-    if not isinstance(delegation, dict):
+    descriptor = parse_descriptor(event)
+    if descriptor is None or descriptor.parent_session is None or descriptor.call_id is None:
         return None
-    parent, call_id = delegation.get("parentSession"), delegation.get("callId")
-    if not isinstance(parent, str) or not isinstance(call_id, str):
-        return None
-    kind = data.get("provider")
-    return parent, call_id, kind if isinstance(kind, str) else "spawn"
+    return descriptor.parent_session, descriptor.call_id, descriptor.provider or "spawn"
 
 
 class LiveUpdates:

@@ -2,13 +2,13 @@
 
 from dsh.events.assembler import Assembled, BlockAssembler
 from dsh.events.envelope import Event, JsonObject, check_event, encode_event, event_from_wire
+from dsh.events.fork import ForkSeed, fork_cut, fork_seed
 from dsh.events.header import (
     FORMAT_VERSION,
     LEGACY_VERSION,
     SessionHeader,
     check_contiguous,
     check_cut,
-    completed_turn_prefix,
     decode_cut,
     header_from_wire,
     is_cut_marker,
@@ -20,15 +20,17 @@ __all__ = [
     "Assembled",
     "BlockAssembler",
     "Event",
+    "ForkSeed",
     "JsonObject",
     "SessionHeader",
     "check_contiguous",
     "check_cut",
     "check_event",
-    "completed_turn_prefix",
     "decode_cut",
     "encode_event",
     "event_from_wire",
+    "fork_cut",
+    "fork_seed",
     "header_from_wire",
     "is_cut_marker",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from dsh.errors import InvalidEventError
 from dsh.events.envelope import Event
-from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
+from dsh.events.vocabulary import SESSION_END_SEED
 
 FORMAT_VERSION = 2
 """The log format version dsh writes."""
@@ -132,14 +132,6 @@ def check_cut(header: SessionHeader, inherited_event_count: int, events: Sequenc
         raise InvalidEventError(
             f"{where}: explicit cut {inherited_event_count} does not match the marker at {found}"
         )
-
-
-def completed_turn_prefix(events: Sequence[Event]) -> list[Event]:
-    """Everything up to and including the last ``turn/end`` (empty when none)."""
-    for i in range(len(events) - 1, -1, -1):
-        if events[i].type == TURN_END:
-            return list(events[: i + 1])
-    return []
 
 
 def check_contiguous(events: Sequence[Event], where: str, start: int = 0) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from dsh.errors import ModelError
 from dsh.events import Assembled, Event, SessionHeader
-from dsh.events.chunks import Chunk, Failure
+from dsh.events.chunks import Chunk
+from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.messages import Message, joined_text, user_message
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
@@ -31,8 +31,13 @@ from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
+from dsh.loop.result import TurnResult
 from dsh.loop.scheduler import ToolScheduler
+from dsh.loop.setup import ToolsArg, agent_config, agent_tools
+from dsh.loop.stream import StreamEvent, stream_turn
+from dsh.loop.sync import run_sync
 from dsh.model import Delegation, DeliveryOrder, Model, ModelRequest, SessionProgress, retry_delay
+from dsh.model.settings import resolve_provider
 from dsh.session import (
     HistoryProjector,
     Session,
@@ -41,36 +46,26 @@ from dsh.session import (
     usage_totals,
 )
 from dsh.store import EventStore, LoadedSession, SessionLease
+from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import ApprovalPolicy, Approvals
-from dsh.tools.registry import ToolRegistry
+from dsh.tools.registry import ToolRegistry, builtin_registry
 
 log = logging.getLogger("dsh.loop")
 
-CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
-"""The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
+_Closer = Callable[[], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """How a turn ended, its final assistant text and its usage."""
-
-    session_id: str
-    turn: int
-    reason: dict[str, Any]
-    text: str
-    usage: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """The turn ended as a turn may: ``completed``, ``max-tokens``, or ``blocked`` (a
-        ``UserPromptSubmit`` hook refused the prompt; the original answers ``end_turn``)."""
-        return self.reason.get("kind") in CLEAN_ENDS
-
-    @property
-    def failure(self) -> Failure | None:
-        failure = self.reason.get("failure")
-        return failure if isinstance(failure, dict) else None  # type: ignore[return-value]
+async def _close_all(closers: Sequence[_Closer]) -> None:
+    """Call every closer, last opened first; the first failure is raised after the rest ran."""
+    first: BaseException | None = None
+    for close in reversed(closers):
+        try:
+            await close()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 class Activation(Protocol):
@@ -98,13 +93,16 @@ def _last_header(events: Sequence[Event]) -> dict[str, Any] | None:
 class Agent:
     """One session's agent. ``run_turn`` appends a whole turn and checkpoints it.
 
-    Build with :meth:`create` (a new session), :meth:`resume` (a stored one; a turn a crash
+    Build with :meth:`create` (a new session), :meth:`from_env` (the same, with the
+    provider and the store of the environment), :meth:`resume` (a stored one; a turn a crash
     left open is closed first) or :meth:`attach` (a just-created or forked
-    :class:`LoadedSession`, e.g. a subagent child whose cut was set by the store).
+    :class:`LoadedSession`). :meth:`fork` and :meth:`spawn` start stored child sessions
+    (the subagent tools use them too).
 
     ``create`` and ``resume`` take the session's store lease first (one live writer per
     session; another holder raises ``SessionBusyError``) and hold it until :meth:`aclose`
-    (or ``async with agent:``), or until the store is closed.
+    (or ``async with agent:``), or until the store is closed. An agent made by
+    :meth:`from_env` also closes the model and the store it opened.
     """
 
     def __init__(
@@ -118,7 +116,7 @@ class Agent:
         persisted: int,
         feed: Feed | None = None,
         delegation: Delegation | None = None,
-        extras: dict[str, Any] | None = None,
+        extras: Mapping[str, Any] | None = None,
     ) -> None:
         self.session = session
         self.store = store
@@ -149,6 +147,7 @@ class Agent:
         self.activation: Activation | None = None
         """Told when woken turns run out of work (set for a continuable child)."""
         self.closed = False
+        self._owned: list[_Closer] = []  # what aclose closes after the lease (from_env)
         self._scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
@@ -160,29 +159,91 @@ class Agent:
     # -- construction -------------------------------------------------------------------
 
     @classmethod
+    def standard_registry(cls) -> ToolRegistry:
+        """The standard tools ``create`` / ``resume`` start from: here the built-in ``read``,
+        ``write``, ``edit``, ``glob`` and ``bash`` (60 s default timeout, as ``dsh run``);
+        ``dsh.Agent`` (``dsh.subagents.Agent``) adds ``subagent`` and ``subagent_fork``."""
+        return builtin_registry(bash_default_timeout_ms=60_000)
+
+    @classmethod
     async def create(
         cls,
         store: EventStore,
         *,
         model: Model,
-        tools: ToolRegistry,
-        config: AgentConfig,
-        cwd: str | Path,
+        cwd: str | Path = ".",
+        tools: ToolsArg = (),
+        standard_tools: bool | None = None,
+        config: AgentConfig | None = None,
         session_id: str | None = None,
-        **kwargs: Any,
-    ) -> Agent:
-        """Create and store a fresh top-level session (under its lease)."""
+        feed: Feed | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Create and store a fresh top-level session (under its lease).
+
+        ``tools`` adds tools, ``@tool`` functions and plain typed functions to the standard
+        tools (``standard_tools=False``: only these), or is a whole :class:`ToolRegistry`
+        (see :func:`~dsh.loop.setup.agent_tools`). ``config`` defaults to
+        :class:`AgentConfig` with the model's own name (``OpenAICompatModel(model=...)``).
+        """
+        registry = agent_tools(tools, standard_tools, cls.standard_registry)
+        resolved = agent_config(config, model)
         header = SessionHeader(id=session_id or new_session_id(), created_at=now_ms(), cwd=_absolute(cwd))
         lease = await store.lease(header.id)
         try:
             await store.create(header)
             agent = cls.attach(
-                LoadedSession(header, 0, []), store=store, model=model, tools=tools, config=config, **kwargs
+                LoadedSession(header, 0, []),
+                store=store,
+                model=model,
+                tools=registry,
+                config=resolved,
+                feed=feed,
+                extras=extras,
             )
         except BaseException:
             await lease.release()
             raise
         agent._lease = lease
+        return agent
+
+    @classmethod
+    async def from_env(
+        cls,
+        *,
+        store: EventStore | str | None = None,
+        cwd: str | Path = ".",
+        tools: ToolsArg = (),
+        standard_tools: bool | None = None,
+        config: AgentConfig | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Self:
+        """:meth:`create` with the provider and store of the environment, as ``dsh run`` finds them.
+
+        The model is an ``OpenAICompatModel`` from ``DEEPSEEK_API_KEY`` / ``DSH_API_KEY``,
+        ``DSH_BASE_URL`` / ``DEEPSEEK_BASE_URL`` and ``DSH_MODEL`` (``env``: instead of
+        ``os.environ``; no key: ``MissingCredentialError``); ``store`` is a store or a URL,
+        else ``$DSH_STORE``, else the default SQLite database. What it opens here, the agent
+        closes in :meth:`aclose`.
+        """
+        from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when it is used
+
+        environ = os.environ if env is None else env
+        settings = resolve_provider(env=environ)
+        owned: list[_Closer] = []
+        if not isinstance(store, EventStore):
+            store = open_store(store or environ.get("DSH_STORE"))
+            owned.append(store.close)
+        model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, model=settings.model)
+        owned.append(model.aclose)
+        try:
+            agent = await cls.create(
+                store, model=model, cwd=cwd, tools=tools, standard_tools=standard_tools, config=config
+            )
+        except BaseException:
+            await _close_all(owned)
+            raise
+        agent._owned = owned
         return agent
 
     @classmethod
@@ -194,8 +255,10 @@ class Agent:
         model: Model,
         tools: ToolRegistry,
         config: AgentConfig,
-        **kwargs: Any,
-    ) -> Agent:
+        feed: Feed | None = None,
+        delegation: Delegation | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> Self:
         """An agent over a session that is already stored exactly as ``loaded``."""
         session = Session(loaded.header, loaded.events, inherited_event_count=loaded.inherited_event_count)
         return cls(
@@ -203,9 +266,11 @@ class Agent:
             store=store,
             model=model,
             tools=tools,
-            config=config,
+            config=agent_config(config, model),
             persisted=len(loaded.events),
-            **kwargs,
+            feed=feed,
+            delegation=delegation,
+            extras=extras,
         )
 
     @classmethod
@@ -215,22 +280,37 @@ class Agent:
         session_id: str,
         *,
         model: Model,
-        tools: ToolRegistry,
-        config: AgentConfig,
+        tools: ToolsArg = (),
+        standard_tools: bool | None = None,
+        config: AgentConfig | None = None,
         lease_wait: float = 0.0,
-        **kwargs: Any,
-    ) -> Agent:
+        feed: Feed | None = None,
+        delegation: Delegation | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> Self:
         """Take the session's lease, load it (its persisted cut unchanged), close a crashed turn.
 
         The lease comes first (waiting up to ``lease_wait`` seconds for another holder), so
         an open turn found by the load is a crashed one, never another writer's live turn.
         A torn tail the load left out (``dropped_bytes``; the store truncates it at the next
         append) is recorded as an ignorable ``session/repaired {droppedBytes}`` event.
+        ``tools`` and ``config`` as for :meth:`create`.
         """
+        registry = agent_tools(tools, standard_tools, cls.standard_registry)
+        resolved = agent_config(config, model)
         lease = await store.lease(session_id, wait=lease_wait)
         try:
             loaded = await store.load(session_id)
-            agent = cls.attach(loaded, store=store, model=model, tools=tools, config=config, **kwargs)
+            agent = cls.attach(
+                loaded,
+                store=store,
+                model=model,
+                tools=registry,
+                config=resolved,
+                feed=feed,
+                delegation=delegation,
+                extras=extras,
+            )
             agent._lease = lease
             closers = interrupted_turn_closers(agent.session.events)
             if closers:
@@ -259,19 +339,67 @@ class Agent:
         if self._lease is None:
             self._lease = await self.store.lease(self.id, wait=wait)
 
+    # -- children -----------------------------------------------------------------------
+
+    async def fork(
+        self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
+    ) -> Self:
+        """A stored child holding this session's completed turns (through its last ``turn/end``).
+
+        The child's log is that prefix plus the tagged ``session/end-seed`` marker, its cut
+        persisted with it (``dsh.events.fork``); with no completed turn it starts empty and
+        unseeded. It shares this agent's store, model, tools, config and feed, has
+        ``origin: "subagent"`` and one more delegation level. ``call_id`` names the tool call
+        that delegates (the subagent tools pass theirs); ``tools`` replaces the parent's.
+        """
+        return await self._child(True, session_id, call_id, tools)
+
+    async def spawn(
+        self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
+    ) -> Self:
+        """A stored, empty child session, otherwise as :meth:`fork`."""
+        return await self._child(False, session_id, call_id, tools)
+
+    async def _child(
+        self, inherit: bool, session_id: str | None, call_id: str | None, tools: ToolRegistry | None
+    ) -> Self:
+        parent = self.session.header
+        options = ForkOptions(
+            child_id=session_id,
+            origin="subagent",
+            delegation_depth=parent.delegation_depth + 1,
+            agent_preset=parent.agent_preset,
+        )
+        child = fork_seed(parent, self.session.events if inherit else (), options)
+        await self.store.create(child.header, child.seed, inherited_event_count=child.cut)
+        return self.attach(
+            LoadedSession(child.header, child.cut, child.seed),
+            store=self.store,
+            model=self.model,
+            tools=tools or self.tools,
+            config=self.config,
+            feed=self.feed,
+            delegation=None if call_id is None else Delegation(self.id, call_id),
+            extras=self.extras,
+        )
+
     async def aclose(self) -> None:
         """Stop a woken turn still running, release the session's lease (idempotent); the
-        store stays open."""
+        store stays open unless :meth:`from_env` opened it."""
         self.closed = True
         driver, self._driver = self._driver, None
         if driver is not None and not driver.done():
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
         lease, self._lease = self._lease, None
-        if lease is not None:
-            await lease.release()
+        owned, self._owned = self._owned, []
+        try:
+            if lease is not None:
+                await lease.release()
+        finally:
+            await _close_all(owned)
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -281,7 +409,18 @@ class Agent:
 
     @property
     def id(self) -> str:
+        """The session id."""
         return self.session.id
+
+    @property
+    def header(self) -> SessionHeader:
+        """The session's header."""
+        return self.session.header
+
+    @property
+    def own_events(self) -> Sequence[Event]:
+        """The session's own events: everything after its inherited prefix."""
+        return self.session.own_events
 
     @property
     def cwd(self) -> Path:
@@ -312,10 +451,11 @@ class Agent:
             turn=turn,
             step=step,
             allow_outside_workspace=self.config.allow_outside_workspace,
-            extras={"agent": self, **self.extras},
+            extras=dict(self.extras),
             files=self.files,
             sandbox=self.config.sandbox,
             approvals=self.approvals,
+            agent=self,
         )
 
     def _log_sandbox_mode(self) -> None:
@@ -427,6 +567,19 @@ class Agent:
                     self.id, turn, reason if isinstance(reason, dict) else {"kind": "error"}, ""
                 )
         return TurnResult(self.id, 0, {"kind": "error"}, "")
+
+    def stream(self, prompt: str | Message) -> AsyncIterator[StreamEvent]:
+        """Run one turn and yield its typed events as they happen (``dsh.loop.stream``).
+
+        ``async for event in agent.stream("...")``: text and reasoning deltas, tool calls and
+        results, subagent children starting and ending, and last ``TurnFinished(result)``.
+        Closing the iterator early (``contextlib.aclosing``) cancels the turn.
+        """
+        return stream_turn(self.feed, self.id, lambda: self.run_turn(prompt))
+
+    def run_sync(self, prompt: str | Message) -> TurnResult:
+        """:meth:`run_turn` from synchronous code (see :func:`dsh.loop.sync.run_sync`)."""
+        return run_sync(self.run_turn(prompt))
 
     async def _run_turn(
         self, prompt: str | Message | None, preamble: Sequence[tuple[str, dict[str, Any]]]

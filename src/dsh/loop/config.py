@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
@@ -21,7 +22,9 @@ DEFAULT_SYSTEM_PROMPT = (
 class AgentConfig:
     """How an agent calls its model and runs its tools."""
 
-    model: str
+    model: str = ""
+    """The model id requests name; empty: the model's own (``OpenAICompatModel(model=...)``),
+    filled in when the agent is built."""
     system: str | None = DEFAULT_SYSTEM_PROMPT
     max_tokens: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -49,3 +52,7 @@ class AgentConfig:
         if self.approval_policy is not None:
             return self.approval_policy
         return "never" if self.sandbox is None or not self.sandbox.confined else "ask"
+
+    def evolve(self, **changes: Any) -> AgentConfig:
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)

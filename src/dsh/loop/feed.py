@@ -28,6 +28,16 @@ class Feed:
     def on_chunk(self, listener: ChunkListener) -> None:
         self.chunk_listeners.append(listener)
 
+    def off_event(self, listener: EventListener) -> None:
+        """Remove ``listener`` (added by :meth:`on_event`); absent is fine."""
+        if listener in self.event_listeners:
+            self.event_listeners.remove(listener)
+
+    def off_chunk(self, listener: ChunkListener) -> None:
+        """Remove ``listener`` (added by :meth:`on_chunk`); absent is fine."""
+        if listener in self.chunk_listeners:
+            self.chunk_listeners.remove(listener)
+
     def event(self, session_id: str, event: Event) -> None:
         for listener in self.event_listeners:
             listener(session_id, event)

@@ -1,6 +1,6 @@
 """Models: the ``Model`` Protocol, the OpenAI-compatible adapter and test doubles."""
 
-from dsh.model.base import Delegation, Model, ModelRequest
+from dsh.model.base import Delegation, Model, ModelRequest, NamedModel
 from dsh.model.failures import MAX_RETRY_AFTER, retry_delay
 from dsh.model.ordering import DeliveryOrder, SessionProgress
 
@@ -10,6 +10,7 @@ __all__ = [
     "DeliveryOrder",
     "Model",
     "ModelRequest",
+    "NamedModel",
     "SessionProgress",
     "retry_delay",
 ]

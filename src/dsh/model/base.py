@@ -33,6 +33,16 @@ class ModelRequest:
 
 
 @runtime_checkable
+class NamedModel(Protocol):
+    """A model that knows which model id to ask for, so an agent need not be told again."""
+
+    @property
+    def model_name(self) -> str | None:
+        """The model id requests use when they name none (``None``: no default)."""
+        ...
+
+
+@runtime_checkable
 class Model(Protocol):
     """A streaming model.
 
@@ -42,6 +52,10 @@ class Model(Protocol):
     """
 
     @property
-    def provider(self) -> str: ...
+    def provider(self) -> str:
+        """The provider name logged in the request header and assistant messages."""
+        ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]: ...
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """The chunks of one model call for ``request``, ending in exactly one ``finish``."""
+        ...

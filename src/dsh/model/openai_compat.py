@@ -79,6 +79,7 @@ class OpenAICompatModel:
         *,
         base_url: str,
         api_key: str,
+        model: str | None = None,
         provider: str = "deepseek",
         default_model: str | None = None,
         idle_timeout: float = 300.0,
@@ -99,7 +100,7 @@ class OpenAICompatModel:
         self._provider = provider
         self._base_url = redact_url(scrub(base_url, [api_key], limit=2000))
         self._password = url_password(base_url)
-        self._default_model = default_model
+        self._default_model = model or default_model
         self._idle = idle_timeout
         self._total = total_timeout
         self._reached = False
@@ -116,6 +117,11 @@ class OpenAICompatModel:
     @property
     def provider(self) -> str:
         return self._provider
+
+    @property
+    def model_name(self) -> str | None:
+        """The model id of requests that name none (``model=``; ``default_model`` is its old name)."""
+        return self._default_model
 
     @property
     def idle_timeout(self) -> float:

@@ -51,7 +51,15 @@ class ScriptedModel:
     :class:`~dsh.errors.ScriptExhaustedError`.
     """
 
-    def __init__(self, scripts: ScriptSource, *, provider: str = "scripted", delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        scripts: ScriptSource,
+        *,
+        provider: str = "scripted",
+        delay: float = 0.0,
+        model: str | None = None,
+    ) -> None:
+        self._model_name = model
         self._scripts = scripts if callable(scripts) else [list(s) for s in scripts]
         self._provider = provider
         self._delay = delay
@@ -60,6 +68,11 @@ class ScriptedModel:
     @property
     def provider(self) -> str:
         return self._provider
+
+    @property
+    def model_name(self) -> str | None:
+        """The model id an agent uses when its config names none (``model=``)."""
+        return self._model_name
 
     @property
     def calls(self) -> int:

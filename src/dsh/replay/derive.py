@@ -9,6 +9,7 @@ from typing import Any
 from dsh.errors import ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.history import project_event
 from dsh.events.messages import Message
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -22,7 +23,6 @@ from dsh.events.vocabulary import (
 )
 from dsh.model import SessionProgress
 from dsh.replay.entries import Entry
-from dsh.session.history import project_event
 
 
 @dataclass(frozen=True, slots=True)

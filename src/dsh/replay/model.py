@@ -16,8 +16,8 @@ from dsh.errors import (
 )
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.descriptor import find_descriptor
 from dsh.events.messages import Message
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.model import ModelRequest, SessionProgress
 from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
@@ -53,13 +53,8 @@ class SessionScript:
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
     """The tool ``callId`` recorded in a child's ``subagent/descriptor``, if any."""
-    for event in own_events:
-        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
-            delegation = event.data.get("delegation")
-            if isinstance(delegation, dict) and isinstance(delegation.get("callId"), str):
-                return str(delegation["callId"])
-            return None
-    return None
+    descriptor = find_descriptor(own_events)
+    return descriptor.call_id if descriptor is not None else None
 
 
 def script_for(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh.events import Event, SessionHeader
+from dsh.events.descriptor import SubagentDescriptor, descriptor_kind
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
@@ -133,16 +134,10 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
 def kind_of(header: SessionHeader, descriptor: Mapping[str, Any]) -> str | None:
     """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session.
 
-    The ``provider`` of the child's own ``subagent/descriptor`` decides when present;
-    otherwise a seeded child is a fork, a non-subagent child (made by ``dsh sessions
-    fork``) is a fork, and an unseeded subagent child is a spawn.
+    The rule of :func:`dsh.events.descriptor.child_kind` (the provider of the child's own
+    descriptor, else seeded or not a subagent's → fork, else spawn).
     """
-    if header.parent_session is None:
-        return None
-    provider = descriptor.get("provider")
-    if provider in ("spawn", "fork"):
-        return str(provider)
-    return "fork" if header.is_seeded or header.origin != "subagent" else "spawn"
+    return descriptor_kind(header, SubagentDescriptor.from_data(dict(descriptor)) if descriptor else None)
 
 
 def own_descriptor(events: Sequence[Event], cut: int) -> dict[str, Any]:

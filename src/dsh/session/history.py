@@ -1,28 +1,12 @@
-"""Incremental projection of a log onto the model-visible message history."""
+"""Incremental projection of a log onto the model-visible message history (rule: ``dsh.events.history``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from dsh.events import Event
+from dsh.events.history import project_event
 from dsh.events.messages import Message
-from dsh.events.vocabulary import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
-
-
-def project_event(event: Event) -> Message | None:
-    """The message an ``append`` surface event contributes, or ``None``."""
-    if event.surface_op != "append":
-        return None
-    if event.type == USER_MESSAGE:
-        return event.data  # type: ignore[no-any-return]
-    if event.type == ASSISTANT_MESSAGE:
-        message = event.data.get("message")
-        if not message or not message.get("content"):
-            return None
-        return message  # type: ignore[no-any-return]
-    if event.type == TOOL_RESULT:
-        return event.data.get("message")  # type: ignore[no-any-return]
-    return None
 
 
 class HistoryProjector:

@@ -15,11 +15,12 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.events import Event
+from dsh.events.descriptor import SubagentDescriptor, find_descriptor
+from dsh.events.descriptor import child_kind as session_child_kind
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
-    SUBAGENT_DESCRIPTOR,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -35,21 +36,19 @@ RELAYED = frozenset({"subagent-settled", "subagent-report", "coordinator"})
 Line = dict[str, Any]
 
 
-def _descriptor(loaded: LoadedSession) -> dict[str, Any]:
-    for event in loaded.events[loaded.inherited_event_count :]:
-        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
-            return event.data
-    return {}
+def _descriptor(loaded: LoadedSession) -> SubagentDescriptor | None:
+    return find_descriptor(loaded.own_events)
 
 
 def child_kind(loaded: LoadedSession) -> str:
-    """``fork`` or ``spawn`` for a child session (``primary`` for a top-level one)."""
-    if loaded.header.parent_session is None:
-        return "primary"
-    provider = _descriptor(loaded).get("provider")
-    if provider in ("spawn", "fork"):
-        return str(provider)
-    return "fork" if loaded.header.is_seeded else "spawn"
+    """``fork`` or ``spawn`` for a child session (``primary`` for a top-level one); the rule
+    of :func:`dsh.events.descriptor.child_kind`."""
+    return session_child_kind(loaded.header, loaded.own_events) or "primary"
+
+
+def _label(loaded: LoadedSession) -> str | None:
+    descriptor = _descriptor(loaded)
+    return descriptor.label if descriptor is not None else None
 
 
 def _children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, str], str]:
@@ -60,9 +59,9 @@ def _children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, 
         parent = loaded.header.parent_session
         if parent is None:
             continue
-        delegation = _descriptor(loaded).get("delegation")
-        if isinstance(delegation, dict) and isinstance(delegation.get("callId"), str):
-            out[(parent, delegation["callId"])] = sid
+        descriptor = _descriptor(loaded)
+        if descriptor is not None and descriptor.call_id is not None:
+            out[(parent, descriptor.call_id)] = sid
         else:
             unkeyed.setdefault(parent, []).append(loaded)
     for parent, children in unkeyed.items():
@@ -145,7 +144,7 @@ def build_transcript(
                             "child": child,
                             "kind": child_kind(child_log),
                             "cut": child_log.inherited_event_count,
-                            "label": _descriptor(child_log).get("label"),
+                            "label": _label(child_log),
                         }
                     )
                     walk(child)

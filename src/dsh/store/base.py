@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from dsh.events import Event, SessionHeader
+from dsh.events.history import HistoryMessage, history_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,17 @@ class LoadedSession:
     """Bytes of a torn tail that the load left out (JSONL only; truncated by the next append)."""
     header_extra: dict[str, Any] = field(default_factory=dict)
     """Header fields dsh does not know, kept from an imported log (see ``dsh.store.extras``)."""
+
+    @property
+    def own_events(self) -> list[Event]:
+        """The events from the inherited cut on (the marker, then the session's own work);
+        every event of a session that inherited nothing."""
+        return self.events[self.inherited_event_count :]
+
+    @property
+    def messages(self) -> list[HistoryMessage]:
+        """The model-visible history (inherited turns included) as typed messages."""
+        return history_messages(self.events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +107,8 @@ class EventStore(Protocol):
       session raises ``SessionNotFoundError``. A crash mid-delete never leaves some of them
       deleted and others not (the next open finishes a journalled file delete).
     - ``close`` writes buffered events durably and releases every lease; any later call
-      raises ``StoreClosedError``.
+      raises ``StoreClosedError``. ``async with store:`` closes it at the end
+      (:class:`ClosingStore` gives every backend the two methods).
     """
 
     async def create(
@@ -137,3 +150,22 @@ class EventStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...
+
+
+class ClosingStore:
+    """``async with store:`` for a backend: the store itself, closed on the way out."""
+
+    __slots__ = ()
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

@@ -33,6 +33,7 @@ from dsh.errors import (
     StoreClosedError,
 )
 from dsh.events import Event
+from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE, ContractCheck, StoreOpener
@@ -41,7 +42,6 @@ from dsh.store.contract_tools import raises as _raises
 from dsh.store.contract_tools import sample_header as _header
 from dsh.store.logfile import decode_log, encode_log
 from dsh.store.memory import MemoryEventStore
-from dsh.store.rules import CUT_MARKER_DATA
 from dsh.store.samples import completed_turns, open_turn, varied_events
 from dsh.store.transfer import export_session, import_log
 

@@ -38,7 +38,8 @@ from dsh.errors import (
     StoreError,
 )
 from dsh.events import Event, SessionHeader
-from dsh.store.base import LoadedSession, SessionLease, SessionSummary
+from dsh.events.fork import ForkOptions, fork_seed
+from dsh.store.base import ClosingStore, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.deletion import delete_tree
 from dsh.store.extras import encode_header_with_extra, header_extra
@@ -46,15 +47,7 @@ from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
-from dsh.store.rules import (
-    ForkArgs,
-    check_append,
-    check_batch,
-    check_seed,
-    cut_marker,
-    fork_header,
-    last_turn_end_prefix,
-)
+from dsh.store.rules import check_append, check_batch, check_seed
 from dsh.store.staging import delete_files, publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
@@ -99,7 +92,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-class JsonlEventStore:
+class JsonlEventStore(ClosingStore):
     """An ``EventStore`` of version-2 JSONL files (``jsonl:DIR``)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -205,25 +198,15 @@ class JsonlEventStore:
         except OSError as exc:
             raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
 
-    def _fork_sync(self, parent_id: str, child: ForkArgs) -> tuple[LoadedSession, list[str]]:
+    def _fork_sync(self, parent_id: str, options: ForkOptions) -> tuple[LoadedSession, list[str]]:
         data, scan = self._read(parent_id)
-        n = last_turn_end_prefix(scan.events)
-        header = fork_header(
-            scan.header,
-            seeded=n > 0,
-            child_id=child.child_id,
-            origin=child.origin,
-            delegation_depth=child.delegation_depth,
-            created_at=child.created_at,
-        )
-        events: list[Event] = scan.events[:n]
+        child = fork_seed(scan.header, scan.events, options)
+        n = child.cut
         body = b""
-        if n:
-            marker = cut_marker(n, header.created_at)
-            events.append(marker)
-            body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(marker) + b"\n"
-        self._publish(header.id, encode_header_line(header) + body)
-        return LoadedSession(header, n, events), scan.warnings
+        if n:  # the parent's prefix bytes as they are, then the marker
+            body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(child.seed[n]) + b"\n"
+        self._publish(child.header.id, encode_header_line(child.header) + body)
+        return LoadedSession(child.header, n, child.seed), scan.warnings
 
     # -- the EventStore protocol ---------------------------------------------------------
 
@@ -361,8 +344,8 @@ class JsonlEventStore:
     ) -> LoadedSession:
         await self._ready()
         await self._flush_session(parent_id)
-        args = ForkArgs(child_id, origin, delegation_depth, created_at)
-        child, warnings = await run_blocking(None, self._fork_sync, parent_id, args)
+        options = ForkOptions(child_id, origin, delegation_depth, created_at)
+        child, warnings = await run_blocking(None, self._fork_sync, parent_id, options)
         report_all(warnings)
         return child
 

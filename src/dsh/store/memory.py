@@ -13,20 +13,14 @@ from dataclasses import dataclass, field
 
 from dsh.errors import InvalidEventError, SessionExistsError, SessionNotFoundError, StoreClosedError
 from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.fork import ForkOptions, fork_cut, fork_plan
 from dsh.events.vocabulary import TURN_END
-from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
+from dsh.store.base import ClosingStore, LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
 from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
 from dsh.store.lease import LeaseTable
-from dsh.store.rules import (
-    check_append,
-    check_batch,
-    check_seed,
-    cut_marker,
-    fork_header,
-    last_turn_end_prefix,
-)
+from dsh.store.rules import check_append, check_batch, check_seed
 
 
 @dataclass(slots=True)
@@ -77,7 +71,7 @@ class _MemoryLeases:
             del self.space.leases[session_id]
 
 
-class MemoryEventStore:
+class MemoryEventStore(ClosingStore):
     """An ``EventStore`` held in process memory (``memory:``)."""
 
     WHERE = "the memory store"
@@ -114,9 +108,7 @@ class MemoryEventStore:
         lines = [encode_event_checked(e) for e in seed]
         if header.id in self.space.sessions:
             raise SessionExistsError(header.id, self.WHERE)
-        self.space.sessions[header.id] = _Stored(
-            header, inherited_event_count, lines, last_turn_end_prefix(seed)
-        )
+        self.space.sessions[header.id] = _Stored(header, inherited_event_count, lines, fork_cut(seed))
 
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
         self._check_open()
@@ -126,7 +118,7 @@ class MemoryEventStore:
             if s.header.id in self.space.sessions:
                 raise SessionExistsError(s.header.id, self.WHERE)
             lines = [encode_event_checked(e) for e in s.events]
-            prefix = last_turn_end_prefix(s.events)
+            prefix = fork_cut(s.events)
             stored.append(_Stored(s.header, s.inherited_event_count, lines, prefix, extra))
         for item in stored:
             self.space.sessions[item.header.id] = item
@@ -185,19 +177,13 @@ class MemoryEventStore:
     ) -> LoadedSession:
         parent = self._get(parent_id)
         n = parent.prefix
-        header = fork_header(
-            parent.header,
-            seeded=n > 0,
-            child_id=child_id,
-            origin=origin,
-            delegation_depth=delegation_depth,
-            created_at=created_at,
-        )
+        plan = fork_plan(parent.header, n, ForkOptions(child_id, origin, delegation_depth, created_at))
+        header = plan.header
         if header.id in self.space.sessions:
             raise SessionExistsError(header.id, self.WHERE)
         lines = parent.lines[:n]
-        if n:
-            lines.append(encode_event_checked(cut_marker(n, header.created_at)))
+        if plan.marker is not None:
+            lines.append(encode_event_checked(plan.marker))
         self.space.sessions[header.id] = _Stored(header, n, lines, n)
         return LoadedSession(header, n, self._decode(header.id, lines))
 

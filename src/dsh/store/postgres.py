@@ -47,8 +47,9 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.fork import ForkOptions, fork_plan
 from dsh.events.vocabulary import KNOWN_TYPES
-from dsh.store.base import LeaseHolder, LoadedSession, SessionLease, SessionSummary
+from dsh.store.base import ClosingStore, LeaseHolder, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
@@ -90,7 +91,7 @@ from dsh.store.postgres_schema import (
     set_search_path,
 )
 from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
-from dsh.store.rules import check_batch, check_seed, cut_marker, fork_header, header_from_row
+from dsh.store.rules import check_batch, check_seed, header_from_row
 
 __all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
 
@@ -189,7 +190,7 @@ class _PostgresLeases:
                 await conn.close()
 
 
-class PostgresEventStore:
+class PostgresEventStore(ClosingStore):
     """An ``EventStore`` in a PostgreSQL database (``postgresql://...``), safe for many processes."""
 
     def __init__(
@@ -511,20 +512,14 @@ class PostgresEventStore:
                     raise SessionNotFoundError(parent_id, self.url)
                 parent, _ = self._header(row)
                 n = 0 if row[10] is None else row[10] + 1
-                header = fork_header(
-                    parent,
-                    seeded=n > 0,
-                    child_id=child_id,
-                    origin=origin,
-                    delegation_depth=delegation_depth,
-                    created_at=created_at,
-                )
+                plan = fork_plan(parent, n, ForkOptions(child_id, origin, delegation_depth, created_at))
+                header = plan.header
                 cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))
                 if await cur.fetchone() is None:
                     raise SessionExistsError(header.id, self.url)
-                if n:
+                if plan.marker is not None:
                     await conn.execute(COPY_PREFIX, (header.id, parent_id, n))
-                    marker = event_row(cut_marker(n, header.created_at))
+                    marker = event_row(plan.marker)
                     await conn.execute(INSERT_EVENT, (header.id, *marker))
             return await self._load(conn, header.id)
 

@@ -1,23 +1,18 @@
-"""The rules every store enforces: what ``create`` and ``append`` accept, and what ``fork`` builds."""
+"""The rules every store enforces on ``create`` and ``append`` (``fork``: ``dsh.events.fork``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError, SessionExistsError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
-from dsh.events.vocabulary import SESSION_END_SEED, TURN_END
-from dsh.ids import new_session_id, now_ms
+from dsh.events.vocabulary import SESSION_END_SEED
 from dsh.store.base import LoadedSession
 from dsh.store.codec import check_envelope, encode_json_checked
 from dsh.store.extras import check_header_extra
 
 MAX_INT: Final = 2**63 - 1
-
-CUT_MARKER_DATA: Final = {"inherited": True}
-"""``data`` of the tagged ``session/end-seed`` marker at the inherited cut."""
 
 
 def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_count: int) -> None:
@@ -73,50 +68,6 @@ def check_append(session_id: str, events: Sequence[Event], next_seq: int) -> Non
             raise InvalidEventError(
                 f"{where}: the inherited-cut marker is written only when a session is created (seq {seq})"
             )
-
-
-def last_turn_end_prefix(events: Sequence[Event]) -> int:
-    """Length of the completed-turn prefix: up to and including the last ``turn/end`` (0 if none)."""
-    for i in range(len(events) - 1, -1, -1):
-        if events[i].type == TURN_END:
-            return i + 1
-    return 0
-
-
-@dataclass(frozen=True, slots=True)
-class ForkArgs:
-    """The caller's choices for a fork child (``None`` = the default)."""
-
-    child_id: str | None = None
-    origin: str | None = None
-    delegation_depth: int | None = None
-    created_at: int | None = None
-
-
-def fork_header(
-    parent: SessionHeader,
-    *,
-    seeded: bool,
-    child_id: str | None,
-    origin: str | None,
-    delegation_depth: int | None,
-    created_at: int | None,
-) -> SessionHeader:
-    """The header of a fork child: the parent's cwd, ``parentSession`` = parent, depth inherited."""
-    return SessionHeader(
-        id=child_id if child_id is not None else new_session_id(),
-        created_at=created_at if created_at is not None else now_ms(),
-        cwd=parent.cwd,
-        parent_session=parent.id,
-        origin=origin,
-        delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
-        is_seeded=seeded,
-    )
-
-
-def cut_marker(seq: int, time: int) -> Event:
-    """The tagged ``session/end-seed {"inherited": true}`` marker at ``seq``."""
-    return Event(SESSION_END_SEED, seq, time, dict(CUT_MARKER_DATA))
 
 
 def header_from_row(row: Sequence[Any], where: str) -> tuple[SessionHeader, int]:

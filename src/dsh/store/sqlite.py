@@ -41,13 +41,14 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
+from dsh.events.fork import ForkOptions, fork_plan
 from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
-from dsh.store.base import LoadedSession, SessionLease, SessionSummary
+from dsh.store.base import ClosingStore, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
 from dsh.store.lease import FileLeases, LeaseTable
-from dsh.store.rules import ForkArgs, check_batch, check_seed, cut_marker, fork_header, header_from_row
+from dsh.store.rules import check_batch, check_seed, header_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     CREATE_EXTRAS,
@@ -80,7 +81,7 @@ _NewSession = tuple[SessionHeader, int, list[Row], bytes | None]
 """A session to create: header, cut, event rows, extra header fields (JSON or ``None``)."""
 
 
-class SqliteEventStore:
+class SqliteEventStore(ClosingStore):
     """An ``EventStore`` in one SQLite database file (``sqlite:PATH``)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -235,31 +236,25 @@ class SqliteEventStore:
             out.append(SessionSummary(header, cut, row[9]))
         return out
 
-    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, args: ForkArgs) -> LoadedSession:
+    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> LoadedSession:
         with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
             last = conn.execute(
                 f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
             ).fetchone()[0]
             n = 0 if last is None else last + 1
-            header = fork_header(
-                parent,
-                seeded=n > 0,
-                child_id=args.child_id,
-                origin=args.origin,
-                delegation_depth=args.delegation_depth,
-                created_at=args.created_at,
-            )
+            plan = fork_plan(parent, n, options)
+            header = plan.header
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
                 raise SessionExistsError(header.id, str(self.path))
             conn.execute(INSERT_SESSION, session_row(header, n))
-            if n:
+            if plan.marker is not None:
                 conn.execute(
                     f"INSERT INTO events ({EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
                     "source_event_seqs, ignorable FROM events WHERE session_id = ? AND seq < ?",
                     (header.id, parent_id, n),
                 )
-                conn.execute(INSERT_EVENT, event_row(header.id, cut_marker(n, header.created_at)))
+                conn.execute(INSERT_EVENT, event_row(header.id, plan.marker))
         return self._load_sync(conn, header.id)
 
     def _delete_sync(self, conn: sqlite3.Connection, ids: list[str]) -> None:
@@ -351,8 +346,8 @@ class SqliteEventStore:
     ) -> LoadedSession:
         self._check_open()
         await self._buffer.flush(parent_id)
-        args = ForkArgs(child_id, origin, delegation_depth, created_at)
-        return await self._call(self._fork_sync, parent_id, args)
+        options = ForkOptions(child_id, origin, delegation_depth, created_at)
+        return await self._call(self._fork_sync, parent_id, options)
 
     async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
         """The session's single-writer lease: ``flock`` on ``<db>-leases/<id>.lock``."""

@@ -1,5 +1,6 @@
 """Subagents: the ``subagent`` (spawn) and ``subagent_fork`` (fork) tools."""
 
+from dsh.subagents.agent import Agent
 from dsh.subagents.tools import (
     DEFAULT_MAX_DEPTH,
     ForkArgs,
@@ -9,4 +10,12 @@ from dsh.subagents.tools import (
     subagent_tools,
 )
 
-__all__ = ["DEFAULT_MAX_DEPTH", "ForkArgs", "SpawnArgs", "SubagentTool", "standard_tools", "subagent_tools"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "Agent",
+    "ForkArgs",
+    "SpawnArgs",
+    "SubagentTool",
+    "standard_tools",
+    "subagent_tools",
+]

@@ -23,7 +23,7 @@ from dsh.tools.registry import ToolRegistry
 
 
 def _caller(ctx: ToolContext) -> Agent | None:
-    agent = ctx.extras.get("agent")
+    agent = ctx.agent
     return agent if isinstance(agent, Agent) else None
 
 

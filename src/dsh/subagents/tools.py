@@ -14,14 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from dsh.events import Event, SessionHeader, completed_turn_prefix
 from dsh.events.messages import user_message
-from dsh.events.vocabulary import SESSION_END_SEED, SUBAGENT_DESCRIPTOR
-from dsh.ids import new_session_id, now_ms
+from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.loop import Agent, TurnResult
-from dsh.model import Delegation
 from dsh.session import final_assistant_text
-from dsh.store import LoadedSession
 from dsh.subagents import texts
 from dsh.subagents.children import Child, Children
 from dsh.subagents.control import (
@@ -127,7 +123,7 @@ class SubagentTool:
         return True
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        parent = ctx.extras.get("agent")
+        parent = ctx.agent
         if not isinstance(parent, Agent):
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
         background = bool(getattr(args, "run_in_background", False))
@@ -176,36 +172,11 @@ class SubagentTool:
     async def _start_child(
         self, parent: Agent, depth: int, call_id: str, *, tools: ToolRegistry | None = None
     ) -> Agent:
-        header = SessionHeader(
-            id=new_session_id(),
-            created_at=now_ms(),
-            cwd=parent.session.header.cwd,
-            parent_session=parent.id,
-            origin="subagent",
-            delegation_depth=depth,
-            agent_preset=parent.session.header.agent_preset,
-        )
-        seed: list[Event] = []
-        cut = 0
+        """The stored child (depth ``depth`` = the parent's + 1), through the parent's
+        ``fork`` / ``spawn``: the fork rule of ``dsh.events.fork``, its cut persisted."""
         if self.mode == "fork":
-            prefix = completed_turn_prefix(parent.session.events)
-            if prefix:
-                cut = len(prefix)
-                marker = Event(SESSION_END_SEED, cut, now_ms(), {"inherited": True})
-                seed = [*prefix, marker]
-                header = header.evolve(is_seeded=True)
-        store = parent.store
-        await store.create(header, seed, inherited_event_count=cut)
-        return Agent.attach(
-            LoadedSession(header, cut, seed),
-            store=store,
-            model=parent.model,
-            tools=tools or parent.tools,
-            config=parent.config,
-            feed=parent.feed,
-            delegation=Delegation(parent.id, call_id),
-            extras=parent.extras,
-        )
+            return await parent.fork(call_id=call_id, tools=tools)
+        return await parent.spawn(call_id=call_id, tools=tools)
 
 
 _HEADLINES: dict[str, str] = {

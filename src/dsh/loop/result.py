@@ -1,0 +1,33 @@
+"""How a turn ended: :class:`TurnResult` and the clean ``turn/end`` reasons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh.events.chunks import Failure
+
+CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
+"""The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended, its final assistant text and its usage."""
+
+    session_id: str
+    turn: int
+    reason: dict[str, Any]
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """The turn ended as a turn may: ``completed``, ``max-tokens``, or ``blocked`` (a
+        ``UserPromptSubmit`` hook refused the prompt; the original answers ``end_turn``)."""
+        return self.reason.get("kind") in CLEAN_ENDS
+
+    @property
+    def failure(self) -> Failure | None:
+        failure = self.reason.get("failure")
+        return failure if isinstance(failure, dict) else None  # type: ignore[return-value]
