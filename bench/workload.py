@@ -75,6 +75,9 @@ class LeanModel:
     def provider(self) -> str:
         return self._provider
 
+    async def aclose(self) -> None:
+        return None
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         script = self._scripts[self.calls]
         self.calls += 1

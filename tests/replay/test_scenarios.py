@@ -137,6 +137,9 @@ class _Shuffled:
     def provider(self) -> str:
         return str(getattr(self._inner, "provider", "replay"))
 
+    async def aclose(self) -> None:
+        return None
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         if request.session_id not in self._seen:
             self._seen.add(request.session_id)

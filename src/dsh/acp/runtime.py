@@ -35,16 +35,10 @@ class ModelSource(Protocol):
     async def aclose(self) -> None: ...
 
 
-class ClosableModel(Model, Protocol):
-    """A live model that holds a connection pool (``OpenAICompatModel``)."""
-
-    async def aclose(self) -> None: ...
-
-
 class LiveModels:
     """One live OpenAI-compatible model shared by every session."""
 
-    def __init__(self, model: ClosableModel) -> None:
+    def __init__(self, model: Model) -> None:
         self._model = model
 
     @property

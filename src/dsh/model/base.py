@@ -46,9 +46,16 @@ class NamedModel(Protocol):
 class Model(Protocol):
     """A streaming model.
 
-    ``stream`` yields chunks of the vocabulary in ``dsh.events.chunks``. It never raises
-    for a provider failure: it ends the stream with an error ``finish`` carrying a
-    classified failure. Cancellation is asyncio task cancellation.
+    The error contract (``docs/decisions/2026-12-01-model-errors.md``): ``stream`` yields
+    chunks of the vocabulary in ``dsh.events.chunks`` and a failure of the *provider* (HTTP
+    status, timeout, connection, malformed stream) never raises — it ends the stream with an
+    error ``finish`` carrying a classified failure, so the loop logs the partial stream with
+    its finish and retries by code. What raises is a failure of the *harness* around the
+    model, always a :class:`~dsh.errors.DshError`: a replay that diverged or has no script
+    left (``ReplayError``), an exhausted test script, and a replayed call whose recording
+    itself ended in an exception (``ModelError``, reproducing the recorded stream without a
+    finish). The loop settles either as ``assistant/attempt`` with the failure's code.
+    Cancellation is asyncio task cancellation. ``aclose`` releases what the model holds.
     """
 
     @property
@@ -57,5 +64,10 @@ class Model(Protocol):
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
-        """The chunks of one model call for ``request``, ending in exactly one ``finish``."""
+        """The chunks of one model call for ``request``, ending in exactly one ``finish``
+        unless a harness failure raises first (see the class docstring)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and other resources (idempotent; a no-op for the test doubles)."""
         ...

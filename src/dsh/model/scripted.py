@@ -69,6 +69,9 @@ class ScriptedModel:
     def provider(self) -> str:
         return self._provider
 
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
     @property
     def model_name(self) -> str | None:
         """The model id an agent uses when its config names none (``model=``)."""
@@ -124,16 +127,16 @@ def _pieces(text: str, count: int) -> list[str]:
     return out
 
 
-def _tail(usage: Usage | None, finish: Chunk) -> list[ScriptEntry]:
-    tail: list[ScriptEntry] = [] if usage is None else [ck.usage_chunk(usage)]
+def _tail(usage: Usage | None, finish: Chunk) -> list[Chunk]:
+    tail: list[Chunk] = [] if usage is None else [ck.usage_chunk(usage)]
     return [*tail, finish]
 
 
 def text_reply(
     text: str, *, deltas: int = 1, reasoning: str | None = None, usage: Usage | None = DEFAULT_USAGE
-) -> list[ScriptEntry]:
+) -> list[Chunk]:
     """A text answer (``deltas`` pieces), optionally after a reasoning block, ending ``stop``."""
-    out: list[ScriptEntry] = []
+    out: list[Chunk] = []
     blocks: list[dict[str, Any]] = []
     if reasoning is not None:
         out += [ck.block_start(0, "reasoning"), ck.reasoning_delta(0, reasoning)]
@@ -163,9 +166,9 @@ class Call:
 
 def tool_calls_reply(
     calls: Sequence[Call], *, text: str | None = None, split: int = 1, usage: Usage | None = DEFAULT_USAGE
-) -> list[ScriptEntry]:
+) -> list[Chunk]:
     """Optional text, then each call's arguments in ``split`` deltas, ending ``tool-calls``."""
-    out: list[ScriptEntry] = []
+    out: list[Chunk] = []
     ends: list[Chunk] = []
     if text is not None:
         out += [ck.block_start(0, "text"), ck.text_delta(0, text)]
@@ -187,14 +190,14 @@ def tool_call_reply(
     *,
     split: int = 1,
     usage: Usage | None = DEFAULT_USAGE,
-) -> list[ScriptEntry]:
+) -> list[Chunk]:
     """One tool call whose arguments arrive in ``split`` deltas, ending ``tool-calls``."""
     return tool_calls_reply([Call(call_id, name, arguments)], split=split, usage=usage)
 
 
-def error_reply(code: str, message: str, *, partial_text: str | None = None) -> list[ScriptEntry]:
+def error_reply(code: str, message: str, *, partial_text: str | None = None) -> list[Chunk]:
     """An optional partial text block (no ``block-end``), then an error ``finish``."""
-    out: list[ScriptEntry] = []
+    out: list[Chunk] = []
     if partial_text is not None:
         out += [ck.block_start(0, "text"), ck.text_delta(0, partial_text)]
     return [*out, ck.error_finish(code, message)]

@@ -130,6 +130,9 @@ class ReplayModel:
     def scripts(self) -> list[SessionScript]:
         return [self.primary, *self.children]
 
+    async def aclose(self) -> None:
+        """Nothing to release (the scripts stay readable for the checks after the run)."""
+
     def _fail(self, exc: Exception) -> Exception:
         self.errors.append(exc)
         return exc
