@@ -256,8 +256,9 @@ def _runner() -> Any:
     """Typer's test runner, building the click command of the app once (not per invocation)."""
     import typer.testing
 
-    if not hasattr(typer.testing._get_command, "cache_info"):
-        typer.testing._get_command = functools.cache(typer.testing._get_command)  # type: ignore[assignment]
+    testing: Any = typer.testing  # a private helper, so the module is used untyped here
+    if not hasattr(testing._get_command, "cache_info"):
+        testing._get_command = functools.cache(testing._get_command)
     return typer.testing.CliRunner()
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from acp.exceptions import RequestError
 from acp.helpers import text_block
+from acp.interfaces import Client
 from acp.meta import PROTOCOL_VERSION
 from acp.schema import (
     AgentMessageChunk,
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.fixtures
 
 
 class Recorder:
-    """A minimal ACP client: records every session update (it offers no fs or terminal)."""
+    """A minimal ACP client: records every session update (it offers no fs or terminal, so it
+    is passed to the SDK as ``cast(Client, ...)``)."""
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
@@ -77,7 +79,7 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
     client = Recorder()
     # stderr stays an unread pipe (the SDK's default): the server must never block on it.
     async with spawn_agent_process(
-        client, *SERVER, *server_args(replay=first, store=store), env=server_env()
+        cast(Client, client), *SERVER, *server_args(replay=first, store=store), env=server_env()
     ) as (conn, proc):
         init = await initialize(conn)
         assert init.protocol_version == 1
@@ -129,7 +131,7 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
     client = Recorder()
     async with spawn_agent_process(
         # The recording is of a fresh session; here it continues one: its history diverges on purpose.
-        client,
+        cast(Client, client),
         *SERVER,
         *server_args(replay=second, store=store),
         "--drift",
@@ -164,7 +166,7 @@ async def test_tool_calls_stream_with_status_and_result(tmp_path: Path, upstream
     cwd.mkdir()
     client = Recorder()
     async with spawn_agent_process(
-        client,
+        cast(Client, client),
         *SERVER,
         *server_args(replay=scenario, store=f"sqlite:{tmp_path / 's.db'}"),
         env=server_env(),

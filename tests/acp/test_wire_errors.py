@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
         for junk in (b"[1, 2]\n", b"42\n", b'{"jsonrpc": "2.0"}\n', b'{"id": 77, "method": 5}\n'):
             count = len(server.frames)
             await server.send_raw(junk)
-            frame = await server.wait_for(lambda _, n=count: len(server.frames) > n)
+            frame = await server.wait_for(partial(_more_than, server, count))
             assert_error(frame, -32600, "Invalid Request")
         await server.send_raw(b"\n   \n")
 
@@ -137,3 +138,8 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
     assert code == 0
     assert (tmp_path / "stderr").read_text() == ""
     assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in server.raw)
+
+
+def _more_than(server: RawServer, count: int, _frame: dict[str, Any]) -> bool:
+    """``wait_for``'s predicate: a frame arrived after the first ``count``."""
+    return len(server.frames) > count

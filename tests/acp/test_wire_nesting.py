@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +38,7 @@ async def test_nested_brackets_get_a_parse_error_and_the_server_keeps_serving(
         ):
             count = len(server.frames)
             await server.send_raw(line)
-            frame = await server.wait_for(lambda _, n=count: len(server.frames) > n)
+            frame = await server.wait_for(partial(_more_than, server, count))
             assert frame == {"jsonrpc": "2.0", "id": None, "error": error}
         # Nesting within the limit is an ordinary request (here: a bad cursor, -32602).
         await server.send_raw(nested_request(9, 60))
@@ -47,3 +49,8 @@ async def test_nested_brackets_get_a_parse_error_and_the_server_keeps_serving(
     assert code == 0
     assert (tmp_path / "stderr").read_text() == ""
     assert "Traceback" not in (tmp_path / "log").read_text()
+
+
+def _more_than(server: RawServer, count: int, _frame: dict[str, Any]) -> bool:
+    """``wait_for``'s predicate: a frame arrived after the first ``count``."""
+    return len(server.frames) > count

@@ -135,7 +135,7 @@ class RawServer:
             if not line:
                 raise AssertionError(f"server exited; stderr: {self.stderr_path.read_text()!r}")
             self.raw.append(line)
-            frame = json.loads(line)
+            frame: dict[str, Any] = json.loads(line)
             self.frames.append(frame)
             if predicate(frame):
                 return frame

@@ -126,7 +126,7 @@ def _turn_ends(events: list[dict[str, Any]]) -> list[tuple[int, str]]:
 
 
 def _answers(events: list[dict[str, Any]]) -> list[str]:
-    out = []
+    out: list[str] = []
     for e in events:
         if e["type"] == "assistant/message":
             out.extend(b["text"] for b in e["data"]["message"]["content"] if b.get("type") == "text")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ async def hooked_agent(
     return agent, model
 
 
-def of_type(events: list[Event], *types: str) -> list[Event]:
+def of_type(events: Sequence[Event], *types: str) -> list[Event]:
     return [e for e in events if e.type in types]
 
 

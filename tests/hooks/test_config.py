@@ -79,7 +79,7 @@ def test_an_invalid_matcher_is_harmless_where_matchers_are_ignored() -> None:
         "Stop": [{"matcher": "[", "hooks": [_cmd("y")]}],
     }
     for dialect in ("claude-code", "codex"):
-        parsed = parse_hooks(doc, dialect)  # type: ignore[arg-type]
+        parsed = parse_hooks(doc, dialect)
         assert set(parsed.events) == {"UserPromptSubmit", "Stop"}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.events.chunks import Chunk
 from dsh.model.scripted import Call, text_reply, tool_call_reply, tool_calls_reply
 from dsh.store.sqlite import SqliteEventStore
 from tests.hooks.conftest import command, hooked_agent, of_type, python_hook, result_text, types, write_hooks
@@ -20,7 +21,7 @@ from tests.invariants import check_log_invariants
 BASH_TOUCH = {"command": "touch ran.txt && echo RAN", "description": "touch"}
 
 
-def _bash_turn() -> list[list[object]]:
+def _bash_turn() -> list[list[Chunk]]:
     return [tool_call_reply("call_1", "bash", BASH_TOUCH), text_reply("done")]
 
 
@@ -234,7 +235,7 @@ async def test_claude_payloads_environment_and_cwd(tmp_path: Path, monkeypatch: 
     agent, _ = await hooked_agent(tmp_path, [tool_call_reply("call_9", "bash", args), text_reply("done")])
     await agent.run_turn("say hi")
     seen = _seen(tmp_path)
-    assert all(s["raw"].endswith("\n") for s in seen)  # type: ignore[union-attr]
+    assert all(str(s["raw"]).endswith("\n") for s in seen)
     payloads = [json.loads(str(s["raw"])) for s in seen]
     base = {"session_id": agent.id, "transcript_path": "", "cwd": str(tmp_path)}
     assert payloads == [

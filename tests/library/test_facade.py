@@ -70,7 +70,7 @@ def test_the_names_are_the_home_modules_objects() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
-        _ = dsh.Agnet  # type: ignore[attr-defined]
+        _ = dsh.Agnet
 
 
 def test_import_dsh_loads_no_other_dsh_module_nor_a_dependency() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from dsh.errors import MissingCredentialError
 from dsh.events import chunks as ck
+from dsh.events.chunks import Usage
 from dsh.events.messages import assistant_message, tool_result_message, user_message
 from dsh.model.base import Model
 from dsh.model.openai_compat import OpenAICompatModel
@@ -162,7 +163,7 @@ async def test_tool_call_id_arriving_late_is_empty_until_known(
     ],
 )
 async def test_usage_mapping(
-    server: OpenAICompatServer, model: OpenAICompatModel, wire: dict[str, Any], expected: dict[str, int]
+    server: OpenAICompatServer, model: OpenAICompatModel, wire: dict[str, Any], expected: Usage
 ) -> None:
     server.enqueue(stream_reply(text="ok", usage=wire))
     chunks = await collect(model)
@@ -336,7 +337,7 @@ async def test_history_mapping_in_the_request_body(
             ],
         },
     ]
-    tools = [
+    tools: list[dict[str, Any]] = [
         {
             "name": "read",
             "description": "Read a file.",

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import socket
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -268,6 +269,7 @@ async def test_abandoning_the_iterator_closes_the_response(server: OpenAICompatS
         async for chunk in stream:
             if chunk["type"] == "text-delta":
                 break
+        assert isinstance(stream, AsyncGenerator)
         await stream.aclose()
         async with asyncio.timeout(3):
             while server.in_flight:

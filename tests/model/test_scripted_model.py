@@ -8,6 +8,7 @@ import pytest
 
 from dsh.errors import DshError, ScriptExhaustedError
 from dsh.events import chunks as ck
+from dsh.events.chunks import Chunk
 from dsh.model.base import Model, ModelRequest
 from dsh.model.scripted import (
     HANG,
@@ -43,7 +44,7 @@ async def test_exhausted_raises_a_clear_dsh_error() -> None:
 
 
 async def test_callable_source_routes_by_request() -> None:
-    def route(req: ModelRequest, index: int) -> list[object]:
+    def route(req: ModelRequest, index: int) -> list[Chunk]:
         return text_reply(f"{req.session_id}#{index}")
 
     model = ScriptedModel(route, provider="routed")

@@ -86,13 +86,14 @@ def test_override_validation_and_patches() -> None:
         derived, {"patches": [{"at": 1, "entry": {"kind": "hang", "readyFile": "r"}}]}, "o"
     )
     assert [e.kind for e in patched] == ["chunks", "hang"]
-    for bad in (
+    bads: tuple[object, ...] = (
         {"patches": [{"at": 5, "entry": {"kind": "hang"}}]},
         {"patches": [{"at": 0, "entry": {"kind": "hang"}}, {"at": 0, "entry": {"kind": "hang"}}]},
         [{"kind": "chunks", "chunks": [{"type": "nope"}]}],
         [{"kind": "throw", "chunks": [], "code": "", "message": "m"}],
         {"other": []},
-    ):
+    )
+    for bad in bads:
         with pytest.raises(OverrideError):
             apply_override(derived, bad, "o")
 

@@ -55,7 +55,7 @@ def test_an_unconsumed_script_fails_the_test(pytester: pytest.Pytester) -> None:
 
 def test_a_409_fails_the_test_even_if_the_client_swallows_it(pytester: pytest.Pytester) -> None:
     bodies = [body for body, _ in recorded_calls(SCENARIOS / "tool-call-turn")]
-    bodies[0]["messages"][-1]["content"] = "something else"  # type: ignore[index]
+    bodies[0]["messages"][-1]["content"] = "something else"
     _project(pytester, bodies, 2)
     pytester.makepyfile(
         test_app="""

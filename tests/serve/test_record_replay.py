@@ -22,7 +22,7 @@ from dsh.testing.wire import Response, WireToolCall, http_error, json_response, 
 from tests.serve.helpers import client_deltas, wire_view
 
 KEY = "sk-test-SECRET-never-stored-4242"
-TOOLS = [
+TOOLS: list[Any] = [
     {
         "type": "function",
         "function": {
@@ -74,7 +74,7 @@ def _completion(after_tool: bool) -> dict[str, Any]:
 
 async def _conversation(client: openai.AsyncOpenAI, stream: bool) -> list[list[Any]]:
     """A weather conversation with one tool round trip; returns each call's chunks (or completion)."""
-    messages: list[dict[str, Any]] = [
+    messages: list[Any] = [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "What is the weather in Paris?"},
     ]
@@ -82,7 +82,7 @@ async def _conversation(client: openai.AsyncOpenAI, stream: bool) -> list[list[A
     for _ in range(2):
         if stream:
             chunks = [c async for c in await client.chat.completions.create(
-                model="test-model", messages=messages, tools=TOOLS, stream=True,  # type: ignore[arg-type]
+                model="test-model", messages=messages, tools=TOOLS, stream=True,
                 stream_options={"include_usage": True})]  # fmt: skip
             out.append(chunks)
             calls = [t for c in chunks for ch in c.choices for t in ch.delta.tool_calls or ()]
@@ -90,17 +90,19 @@ async def _conversation(client: openai.AsyncOpenAI, stream: bool) -> list[list[A
             if calls:
                 arguments = "".join(t.function.arguments or "" for t in calls if t.function)
                 call_id, name = calls[0].id, calls[0].function.name if calls[0].function else ""
+                assert isinstance(call_id, str) and isinstance(name, str)
             else:
                 messages.append({"role": "assistant", "content": text})
                 break
         else:
-            done = await client.chat.completions.create(model="test-model", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+            done = await client.chat.completions.create(model="test-model", messages=messages, tools=TOOLS)
             out.append([done])
             message = done.choices[0].message
             if not message.tool_calls:
                 break
-            call_id, name = message.tool_calls[0].id, message.tool_calls[0].function.name
-            arguments = message.tool_calls[0].function.arguments
+            first = message.tool_calls[0]
+            assert first.type == "function"
+            call_id, name, arguments = first.id, first.function.name, first.function.arguments
         wire_call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
         messages.append({"role": "assistant", "content": None, "tool_calls": [wire_call]})
         messages.append({"role": "tool", "tool_call_id": call_id, "content": "sunny, 24C"})
@@ -248,8 +250,8 @@ def test_the_record_cli_proxies_and_writes_the_directory(tmp_path: Path) -> None
             assert " on http://127.0.0.1:" in line, line
             base_url = line.strip().rsplit(" on ", 1)[1]
             with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
-                hello = [{"role": "user", "content": "hi"}]
-                chunks = list(client.chat.completions.create(model="test-model", messages=hello, stream=True))  # type: ignore[arg-type]
+                hello: list[Any] = [{"role": "user", "content": "hi"}]
+                chunks = list(client.chat.completions.create(model="test-model", messages=hello, stream=True))
             shutdown = urllib.request.Request(base_url.removesuffix("/v1") + "/_dsh/shutdown", data=b"")
             urllib.request.urlopen(shutdown, timeout=10).close()
             out, err = process.communicate(timeout=20)
@@ -276,11 +278,11 @@ async def test_a_recorded_http_error_replays_with_its_status_and_body(tmp_path: 
 
 
 async def _two_tries(base_url: str) -> tuple[int, str, str]:
-    hello = [{"role": "user", "content": "hi"}]
+    hello: list[Any] = [{"role": "user", "content": "hi"}]
     async with openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
         with pytest.raises(openai.RateLimitError) as caught:
-            await client.chat.completions.create(model="m", messages=hello, stream=True)  # type: ignore[arg-type]
-        stream = await client.chat.completions.create(model="m", messages=hello, stream=True)  # type: ignore[arg-type]
+            await client.chat.completions.create(model="m", messages=hello, stream=True)
+        stream = await client.chat.completions.create(model="m", messages=hello, stream=True)
         text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
     body = caught.value.body
     message = body.get("message") if isinstance(body, dict) else None

@@ -173,7 +173,7 @@ def _start_cli(directory: Path, *extra: str) -> tuple[subprocess.Popen[str], str
     assert process.stdout is not None
     line = process.stdout.readline()
     assert " on http://127.0.0.1:" in line, line + (
-        process.stderr.read() if process.poll() is not None else ""
+        process.stderr.read() if process.stderr is not None and process.poll() is not None else ""
     )
     return process, line.strip().rsplit(" on ", 1)[1]
 

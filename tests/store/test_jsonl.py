@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
@@ -287,7 +288,7 @@ async def test_every_read_of_a_torn_tail_reports_it_with_the_dropped_bytes(tmp_p
         loaded = await store.load("s1")
         assert loaded.dropped_bytes == len(torn) and loaded.warnings
         assert f"{len(torn)} bytes" in loaded.warnings[0]
-        reads = {
+        reads: dict[str, Callable[[], Awaitable[object]]] = {
             "read_from": lambda: store.read_from("s1", 0),
             "list_sessions": store.list_sessions,
             "fork": lambda: store.fork("s1"),

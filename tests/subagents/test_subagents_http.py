@@ -83,7 +83,7 @@ async def test_fork_child_inherits_completed_turns_and_keeps_its_cut(tmp_path: P
         await parent.run_turn("Remember: the codeword is MARMALADE. Reply OK.")
         prefix_len = parent.session.next_seq
         result = await parent.run_turn("Use subagent_fork to ask for the codeword.")
-        await parent.model.aclose()  # type: ignore[attr-defined]
+        await parent.model.aclose()
     assert result.ok and result.text == "PARENT_DONE"
     child_req = seen_child[0]
     assert "Remember: the codeword is MARMALADE. Reply OK." in user_texts(child_req)

@@ -183,11 +183,11 @@ def test_duplicate_and_malformed_registrations_are_refused() -> None:
     with pytest.raises(UsageError, match="already registered"):
         registry.register(EchoTool())
     bad_name = EchoTool()
-    bad_name.name = "has space"  # type: ignore[misc]
+    bad_name.name = "has space"
     with pytest.raises(UsageError, match="tool name"):
         registry.register(bad_name)
     bad_model = EchoTool()
-    bad_model.name = "other"  # type: ignore[misc]
+    bad_model.name = "other"
     bad_model.args_model = dict  # type: ignore[assignment]
     with pytest.raises(UsageError, match="pydantic model"):
         registry.register(bad_model)
@@ -205,7 +205,7 @@ def test_duplicate_and_malformed_registrations_are_refused() -> None:
 def test_empty_arguments_mean_an_empty_object(raw: str) -> None:
     prepared = ToolRegistry([EchoTool()]).prepare("echo", raw)
     assert isinstance(prepared, PreparedCall)
-    assert prepared.args == _EchoArgs()
+    assert prepared.args == _EchoArgs.model_validate({})
     assert prepared.name == "echo"
 
 

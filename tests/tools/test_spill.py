@@ -127,7 +127,7 @@ async def test_the_registry_spills_and_read_can_open_the_spill_file(tmp_path: Pa
     workspace.mkdir()
     ctx = make_ctx(workspace)
     registry = builtin_registry(spill_dir=tmp_path / "spill")
-    registry.register(_LongTool())  # type: ignore[arg-type]
+    registry.register(_LongTool())
     shown = text_of(await registry.call("long", "{}", ctx))
     match = _LOCATOR.search(shown)
     assert match is not None and match.group(1).startswith(str(tmp_path / "spill"))

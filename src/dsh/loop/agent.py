@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, Self
 
@@ -568,7 +568,7 @@ class Agent:
                 )
         return TurnResult(self.id, 0, {"kind": "error"}, "")
 
-    def stream(self, prompt: str | Message) -> AsyncIterator[StreamEvent]:
+    def stream(self, prompt: str | Message) -> AsyncGenerator[StreamEvent, None]:
         """Run one turn and yield its typed events as they happen (``dsh.loop.stream``).
 
         ``async for event in agent.stream("...")``: text and reasoning deltas, tool calls and

@@ -11,7 +11,7 @@ what the loop appended.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,7 @@ def _tool_result(session_id: str, data: dict[str, Any]) -> ToolCallFinished | No
 
 async def stream_turn(
     feed: Feed, session_id: str, run: Callable[[], Awaitable[TurnResult]]
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """Run ``run()`` (one turn of ``session_id``) and yield its events as they are appended.
 
     Closing the iterator early cancels the turn (the log is closed ``aborted`` as on any

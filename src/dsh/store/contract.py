@@ -36,7 +36,9 @@ from dsh.events import Event
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_delete import DELETE_CHECKS
-from dsh.store.contract_tools import BUSY_LINE, ContractCheck, StoreOpener
+from dsh.store.contract_tools import BUSY_LINE
+from dsh.store.contract_tools import ContractCheck as ContractCheck  # public: the suite's types
+from dsh.store.contract_tools import StoreOpener as StoreOpener
 from dsh.store.contract_tools import ensure as _ensure
 from dsh.store.contract_tools import raises as _raises
 from dsh.store.contract_tools import sample_header as _header
