@@ -150,16 +150,22 @@ async def test_leaving_the_stream_early_cancels_the_turn(tmp_path: Path) -> None
 
 def test_run_sync_drives_an_agent_from_a_plain_script(tmp_path: Path) -> None:
     script = f"""
-from dsh import Agent, ScriptedModel, open_store, run_sync
-from dsh.model.scripted import text_reply
+from dsh import Agent, OpenAICompatModel, open_store, run_sync
+from dsh.testing.server import OpenAICompatServer
+from dsh.testing.wire import stream_reply
 
+server = OpenAICompatServer([stream_reply(text="first"), stream_reply(text="second")])
+server.start_in_thread()
 store = open_store("sqlite:{tmp_path / "s.db"}")
-model = ScriptedModel([text_reply("first"), text_reply("second")], model="m")
+# the model's connection pool belongs to the loop of the first call: every call must share it
+model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test", model="m")
 agent = run_sync(Agent.create(store, model=model, cwd="."))
 print(agent.run_sync("one").text)
 print(run_sync(agent.run_turn("two")).text)
 run_sync(agent.aclose())
+run_sync(model.aclose())
 run_sync(store.close())
+server.stop_thread()
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -205,3 +211,21 @@ async def test_stores_close_with_async_with(tmp_path: Path) -> None:
     with pytest.raises(StoreClosedError):
         await store.list_sessions()
     json.dumps({})
+
+
+def test_run_sync_calls_share_one_event_loop_per_thread() -> None:
+    import asyncio
+    import threading
+
+    from dsh import run_sync
+
+    async def current() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    first, second = run_sync(current()), run_sync(current())
+    assert first is second and not first.is_closed()  # objects bound to it stay usable
+    other: list[asyncio.AbstractEventLoop] = []
+    thread = threading.Thread(target=lambda: other.append(run_sync(current())))
+    thread.start()
+    thread.join()
+    assert other[0] is not first
