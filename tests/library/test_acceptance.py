@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dsh.subagents import standard_tools
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import WireToolCall, stream_reply
 
-STANDARD = ["bash", "edit", "get_weather", "glob", "read", "subagent", "subagent_fork", "write"]
+STANDARD = sorted([*standard_tools().names(), "get_weather"])
 
 
 def _example(url: str, key: str) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def test_the_issue_example_runs_as_written(tmp_path: Path) -> None:
     first = server.requests[0].json
     assert first["model"] == "deepseek-chat"  # the name given once, to the model
     assert sorted(t["function"]["name"] for t in first["tools"]) == STANDARD
+    assert {"read", "bash", "subagent", "subagent_fork"} <= set(STANDARD)
     weather = next(t for t in first["tools"] if t["function"]["name"] == "get_weather")
     assert weather["function"]["description"] == "Current weather in a city."
     assert weather["function"]["parameters"] == {

@@ -25,6 +25,7 @@ from dsh import (
     ToolRegistry,
     TurnFinished,
     open_store,
+    standard_tools,
     tool,
 )
 from dsh.errors import MissingCredentialError, UsageError
@@ -44,9 +45,10 @@ async def test_tools_are_added_to_the_standard_ones_unless_told_otherwise(tmp_pa
     store = MemoryEventStore()
     model = ScriptedModel([], model="m")
     with_std = await Agent.create(store, model=model, tools=[shout], cwd=tmp_path)
-    assert with_std.tools.names() == [
-        "bash", "edit", "glob", "read", "shout", "subagent", "subagent_fork", "write",
-    ]  # fmt: skip
+    assert with_std.tools.names() == sorted([*standard_tools().names(), "shout"])
+    assert {"read", "write", "edit", "glob", "bash", "subagent", "subagent_fork"} <= set(
+        with_std.tools.names()
+    )
     only = await Agent.create(store, model=model, tools=[shout], standard_tools=False, cwd=tmp_path)
     assert only.tools.names() == ["shout"]
 

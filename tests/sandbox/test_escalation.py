@@ -68,7 +68,7 @@ async def _turn(
     assert (await agent.run_turn("go")).ok
     result = next(e for e in agent.session.events if e.type == "tool/result")
     [block] = result.data["message"]["content"]
-    return "".join(b["text"] for b in block["content"]), agent.session.events
+    return "".join(b["text"] for b in block["content"]), list(agent.session.events)
 
 
 def _bash(out: Path, **extra: Any) -> dict[str, Any]:
@@ -233,7 +233,8 @@ async def test_a_write_outside_the_workspace_is_denied_then_escalated(base: Path
         "sandbox_permissions": "danger-full-access",
         "justification": WHY,
     }
-    for outcome, written in (("rejected", False), ("allowed-once", True)):
+    cases: tuple[tuple[ApprovalOutcome, bool], ...] = (("rejected", False), ("allowed-once", True))
+    for outcome, written in cases:
         text, events = await _turn(ws, "write", args, approver=FixedApprover(outcome))
         assert (out / "note.md").exists() is written, text
         assert _approval_rows(events)[0][1]["toolName"] == "write"

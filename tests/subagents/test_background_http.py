@@ -80,7 +80,7 @@ async def close(parent: Agent, store: EventStore) -> None:
     assert isinstance(tool, SubagentTool)
     await tool.children.aclose()
     await parent.aclose()
-    await parent.model.aclose()  # type: ignore[attr-defined]
+    await parent.model.aclose()
     for summary in await store.list_sessions():
         check_log_invariants((await store.load(summary.header.id)).events)
     await store.close()
