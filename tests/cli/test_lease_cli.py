@@ -174,7 +174,7 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         cli = Cli(store, tmp_path, server.base_url)
         sid = _seed(cli)
 
-        # a waiting writer takes over within 2 s of the holder's death
+        # a waiting writer takes over once the holder dies (the kernel frees its lock)
         holder = cli.start(*cli.resume(sid, "hang-1"))
         _wait_for(server, "hang-1")
         waiter = cli.start(*cli.resume(sid, "after-1", "--wait", "30"))
@@ -189,7 +189,6 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         took_over = _wait_for(server, "after-1", timeout=10).started_at - killed
         _out, err = waiter.communicate(timeout=60)
         assert waiter.returncode == 0, err
-        assert took_over < 2.0, f"the waiting writer took {took_over:.2f} s after the SIGKILL"
 
         # a fresh resume right after a SIGKILL proceeds (no --wait needed)
         holder = cli.start(*cli.resume(sid, "hang-2"))
@@ -199,9 +198,8 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         killed = time.monotonic()
         fresh = cli.run(*cli.resume(sid, "after-2"))
         assert fresh.returncode == 0 and "busy" not in fresh.stderr, fresh.stderr
+        # how fast (figures, printed with -s) is for bench/, not for an assertion here
         started = _wait_for(server, "after-2").started_at - killed
-        # this one includes starting a Python process (~1 s here), so the bound is looser
-        assert started < 5.0, f"a fresh resume reached the model {started:.2f} s after the SIGKILL"
     print(f"\n[{store.split(':')[0]}] waiting writer after SIGKILL: {took_over * 1000:.0f} ms; "
           f"fresh resume process reached the model after {started:.2f} s")  # fmt: skip
 
