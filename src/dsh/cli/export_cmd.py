@@ -11,10 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from dsh.cli.common import StoreOption, fail, run_async, user_errors
-from dsh.cli.tables import session_json, terminal_safe
+from dsh.cli.tables import terminal_safe
 from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, load_tree
 from dsh.cli.transcript_view import ViewOptions, transcript_markdown
 from dsh.jsonx import dumps_unchecked
+from dsh.session.digest import session_json
 from dsh.store.base import LoadedSession
 from dsh.store.logfile import compress, encode_log, write_file_atomic
 from dsh.store.url import open_store

@@ -24,7 +24,6 @@ from dsh.cli.resolve import resolve_id
 from dsh.cli.tables import (
     make_console,
     render_session,
-    session_json,
     terminal_safe,
     type_counts,
     warn,
@@ -34,7 +33,7 @@ from dsh.cli.transcript_view import ViewOptions
 from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
 from dsh.session import open_turn
-from dsh.session.digest import kind_of, own_descriptor
+from dsh.session.digest import kind_of, own_descriptor, session_json
 from dsh.store.base import EventStore, LoadedSession, SessionSummary
 from dsh.store.logfile import read_log_file
 from dsh.store.url import open_store

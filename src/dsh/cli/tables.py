@@ -11,13 +11,12 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from dsh.events import Event, SessionHeader
+from dsh.events import Event
 from dsh.jsonx import dumps_unchecked
 from dsh.store.base import LoadedSession
 
@@ -68,27 +67,6 @@ def make_console() -> Console:
 def warn(message: str) -> None:
     """Print one warning line to stderr (``dsh: warning: ...``), control characters escaped."""
     typer.echo(f"dsh: warning: {terminal_safe(message)}", err=True)
-
-
-def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:
-    """The stable JSON shape of one stored session (every key always present).
-
-    ``id``, ``parentSession``, ``isSeeded``, ``inheritedEventCount``, ``eventCount``,
-    ``createdAt``, ``cwd``, ``origin``, ``delegationDepth``, ``agentPreset``; absent
-    optional header fields are ``null``.
-    """
-    return {
-        "id": header.id,
-        "parentSession": header.parent_session,
-        "isSeeded": header.is_seeded,
-        "inheritedEventCount": inherited_event_count,
-        "eventCount": event_count,
-        "createdAt": header.created_at,
-        "cwd": header.cwd,
-        "origin": header.origin,
-        "delegationDepth": header.delegation_depth,
-        "agentPreset": header.agent_preset,
-    }
 
 
 def type_counts(events: Sequence[Event]) -> dict[str, int]:

@@ -146,3 +146,24 @@ def own_descriptor(events: Sequence[Event], cut: int) -> dict[str, Any]:
         if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
             return event.data
     return {}
+
+
+def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:
+    """The stable JSON shape of one stored session (every key always present).
+
+    ``id``, ``parentSession``, ``isSeeded``, ``inheritedEventCount``, ``eventCount``,
+    ``createdAt``, ``cwd``, ``origin``, ``delegationDepth``, ``agentPreset``; absent
+    optional header fields are ``null``.
+    """
+    return {
+        "id": header.id,
+        "parentSession": header.parent_session,
+        "isSeeded": header.is_seeded,
+        "inheritedEventCount": inherited_event_count,
+        "eventCount": event_count,
+        "createdAt": header.created_at,
+        "cwd": header.cwd,
+        "origin": header.origin,
+        "delegationDepth": header.delegation_depth,
+        "agentPreset": header.agent_preset,
+    }

@@ -28,27 +28,15 @@ from dsh.events.vocabulary import (
     TURN_START,
     USER_MESSAGE,
 )
-from dsh.session.digest import Derived, derive, text_of
+from dsh.session.digest import Derived, derive, session_json, text_of
 from dsh.store.base import EventStore, SessionSummary
 
 SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
 
 
-def session_json(summary: SessionSummary) -> dict[str, Any]:
+def summary_json(summary: SessionSummary) -> dict[str, Any]:
     """The session object of ``dsh sessions list --json`` (same keys, same values)."""
-    h = summary.header
-    return {
-        "id": h.id,
-        "parentSession": h.parent_session,
-        "isSeeded": h.is_seeded,
-        "inheritedEventCount": summary.inherited_event_count,
-        "eventCount": summary.event_count,
-        "createdAt": h.created_at,
-        "cwd": h.cwd,
-        "origin": h.origin,
-        "delegationDepth": h.delegation_depth,
-        "agentPreset": h.agent_preset,
-    }
+    return session_json(summary.header, summary.inherited_event_count, summary.event_count)
 
 
 class DeriveCache:
@@ -84,7 +72,7 @@ class Row:
     def to_json(self) -> dict[str, Any]:
         d = self.derived
         return {
-            **session_json(self.summary),
+            **summary_json(self.summary),
             "title": d.title,
             "firstPrompt": d.first_prompt,
             "model": d.model,
