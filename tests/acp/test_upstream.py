@@ -4,7 +4,9 @@ that replays through our tools (parsed, session ids normalized, the initialize r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,8 @@ RECORDINGS = [
     "packed-chunks",
     "escalation-approved",
     "fs-escalation-approved",
+    "subagent-continuable",
+    "subagent-report",
 ]
 
 
@@ -96,12 +100,60 @@ def _agent_request_ids(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _said(text: str) -> object:
+    def match(frame: dict[str, Any]) -> bool:
+        update = frame.get("params", {}).get("update", {}) if frame.get("method") == "session/update" else {}
+        return update.get("sessionUpdate") == "agent_message_chunk" and update["content"].get("text") == text
+
+    return match
+
+
+def _turns(db: sqlite3.Connection, session_id: str) -> list[tuple[str, int]]:
+    rows = db.execute(
+        "SELECT type, data FROM events WHERE session_id = ? AND type IN ('turn/start', 'turn/end') "
+        "ORDER BY seq",
+        (session_id,),
+    )
+    return [(kind, int(json.loads(data).get("turn", 0))) for kind, data in rows]
+
+
+def _logged(path: Path, session_id: str, step: dict[str, Any]) -> bool:
+    """Whether the server's store shows what a wait op waits for (the original polls its logs);
+    read with plain read-only SQL, the server being the store's only writer."""
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        if step["op"] == "waitForSubagentTurnEnd":
+            rows = db.execute(
+                "SELECT id FROM sessions WHERE parent_session = ? ORDER BY created_at, id", (session_id,)
+            ).fetchall()
+            if len(rows) < step.get("child", 1):
+                return False
+            turns = _turns(db, rows[step.get("child", 1) - 1][0])
+            closed = not turns or turns[-1][0] == "turn/end"
+            least: int = step.get("minimumTurn", 1)
+            return closed and any(k == "turn/end" and t >= least for k, t in turns)
+        turns = _turns(db, session_id)
+        if step["op"] == "waitForTurnStart":
+            minimum: int = step.get("minimumTurn", 1)
+            return max((t for k, t in turns if k == "turn/start"), default=0) >= minimum
+        return not turns or turns[-1][0] == "turn/end"  # waitForTurnEnd
+
+
+async def _until_logged(db: Path, session_id: str, step: dict[str, Any]) -> None:
+    for _ in range(1000):
+        if _logged(db, session_id, step):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{step} never held")
+
+
 async def drive(scenario: Path, tmp: Path) -> Run:
     """Play ``input.json`` as an ACP client would (ids 1, 2, ...), keeping the server's stdout.
 
     The ops are the original harness's: a prompt is awaited, ``promptExpectError`` expects an
     error response, ``promptAndCancel`` sends the prompt, waits for its file and sends
-    ``session/cancel``; the waits are satisfied once the awaited prompt has answered.
+    ``session/cancel``, ``promptAndWaitForAgentMessage`` sends the prompt and waits for that
+    message chunk; the other waits poll the server's store as the original polls its logs
+    (``waitForTurnEnd`` also takes the answers of the prompts still out).
     """
     document = json.loads((scenario / "input.json").read_text())
     steps = document["steps"]
@@ -110,6 +162,7 @@ async def drive(scenario: Path, tmp: Path) -> Run:
     log = tmp / "server.log"
     args = server_args(replay=scenario, store=f"sqlite:{tmp / 'sessions.db'}", profile="dsh-compat", log=log)
     problems: list[str] = []
+    unanswered: list[int] = []
     async with RawServer([*args, "--trust"], stderr_path=tmp / "stderr") as server:
         session_id = None
         for step in steps:
@@ -131,8 +184,22 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 await _until_exists(cwd / step["waitForFile"]["path"])
                 await server.notify("session/cancel", {"sessionId": session_id})
                 await server.response(pending)
-            elif op != "waitForTurnEnd":
+            elif op == "promptAndWaitForAgentMessage":
+                prompt = [{"type": "text", "text": step["text"]}]
+                params = {"sessionId": session_id, "prompt": prompt}
+                unanswered.append(await server.start("session/prompt", params))
+                await server.wait_for(_said(step["waitForText"]))  # type: ignore[arg-type]
+            elif op in ("waitForSubagentTurnEnd", "waitForTurnStart", "waitForTurnEnd"):
+                assert session_id is not None
+                await _until_logged(tmp / "sessions.db", session_id, step)
+                if op == "waitForTurnEnd":
+                    for request_id in unanswered:
+                        await server.response(request_id)
+                    unanswered.clear()
+            else:
                 problems.append(f"op {op} is not played over ACP here")
+        for request_id in unanswered:
+            await server.response(request_id)
         code = await server.close()
     expected = [json.loads(line) for line in (scenario / "stdout.expected.jsonl").read_text().splitlines()]
     return Run(server.frames, expected, code, log.read_text(), (tmp / "stderr").read_text(), cwd, problems)

@@ -392,6 +392,7 @@ class DshAcpAgent:
         try:
             try:
                 await asyncio.wait([task])
+                await state.agent.until_idle()  # as the original: the prompt ends when the agent is idle
             except asyncio.CancelledError:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

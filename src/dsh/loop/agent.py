@@ -130,6 +130,7 @@ class Agent:
         self.files = FileObservations()  # what this session's tools have seen of each file
         policy: ApprovalPolicy = "never" if delegation is not None else config.approvals_policy()
         self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
+        self._order = model if isinstance(model, DeliveryOrder) else None
         self._persister = Persister(store, session, persisted)
         self._history = HistoryProjector()
         self._last_header = _last_header(session.events)
@@ -437,6 +438,8 @@ class Agent:
         """Append to the session and publish on the feed."""
         event = self.session.append(type, data, source_event_seqs=source_event_seqs, time=time)
         self.feed.event(self.session.id, event)
+        if self._order is not None:
+            self._order.progressed(self.session.id)
         return event
 
     async def checkpoint(self) -> None:
@@ -516,6 +519,11 @@ class Agent:
         if self._driver is not None and not self._driver.done():
             return
         self._driver = asyncio.get_running_loop().create_task(self._drive(), name=f"wake {self.id}")
+
+    async def until_idle(self) -> None:
+        """Return once no woken turn is due or running (the original's idle)."""
+        while self._driver is not None and not self._driver.done():
+            await asyncio.wait([self._driver])
 
     def interrupt(self) -> bool:
         """Cancel the woken turn running now (its ``turn/end`` says ``aborted``); the inbox
@@ -623,14 +631,14 @@ class Agent:
     async def _in_recorded_order(self, pending: list[Message], ending: int | None = None) -> None:
         """Under a model that knows a recorded order (a replay), wait for the messages from
         other sessions the recording had here (``ending``: before ending that turn)."""
-        if isinstance(self.model, DeliveryOrder):
+        if self._order is not None:
             history = self._history.messages
             events = self.session.events
 
             def available() -> list[Message]:
                 return [*history(events), *pending, *self.inbox.pending("next-step")]
 
-            await self.model.before_claim(self.id, available, ending=ending)
+            await self._order.before_claim(self.id, available, ending=ending)
 
     async def _claim(self, pending: list[Message], step: int) -> list[Message]:
         """What the step shows the model: ``pending`` and every ``next-step`` message (before

@@ -50,3 +50,6 @@ class DeliveryOrder(Protocol):
 
         ``ending``: the turn that would end now for want of work; wait only if the
         recording went on with another step of that turn."""
+
+    def progressed(self, session: str) -> None:
+        """``session`` appended an event: waits that depend on it look again."""

@@ -24,8 +24,6 @@ from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
 
-_POLL = 0.005
-
 
 @dataclass(slots=True)
 class SessionScript:
@@ -119,6 +117,7 @@ class ReplayModel:
         self._cwd = cwd
         self._live: dict[str, SessionScript] = {}
         self.errors: list[Exception] = []
+        self._waiters: list[asyncio.Future[None]] = []
         self.divergences: list[Divergence] = []
         """Every untolerated divergence, in the order they happened (the first fails the run)."""
 
@@ -226,11 +225,25 @@ class ReplayModel:
     (the divergence check then names what differs)."""
 
     async def _until(self, ready: Callable[[], bool]) -> None:
-        """Poll ``ready`` (the sessions it watches run on this loop) for up to ``ORDER_WAIT`` s."""
-        for _ in range(int(self.ORDER_WAIT / _POLL)):
-            if ready():
+        """Wait until ``ready`` (looked at again whenever a session appends an event), for up
+        to ``ORDER_WAIT`` s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ORDER_WAIT
+        while not ready():
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
                 return
-            await asyncio.sleep(_POLL)
+
+    def progressed(self, session: str) -> None:
+        """A session appended an event: every waiting delivery and claim looks again."""
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def before_delivery(
         self,
