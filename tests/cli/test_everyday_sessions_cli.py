@@ -14,6 +14,7 @@ from typing import Any
 from dsh.snapshot.runner import SCENARIOS
 
 from .conftest import Dsh, assert_user_error
+from .test_chat_cli import Terminal
 
 MIXED = SCENARIOS / "subagent-mixed"
 GOLDEN = Path(__file__).parent / "golden"
@@ -142,3 +143,14 @@ def test_the_transcript_of_an_original_recording_with_relayed_messages(
     out = dsh_sqlite("log", "1111", "--children").ok().stdout
     assert out == (GOLDEN / "upstream-subagent-report.children.md").read_text()
     assert "- ✉ subagent-report: Background subagent 3333" in out
+
+
+def test_rm_on_a_terminal_asks_first_no_keeps_everything_yes_deletes(dsh_sqlite: Dsh, tmp_path: Path) -> None:
+    _import_mixed(dsh_sqlite)
+    for answer, code, left in (("n", 1, 3), ("y", 0, 0)):
+        term = Terminal(["sessions", "rm", ROOT[:8]], dsh_sqlite.env, tmp_path)
+        asked = term.expect("[y/N]:")
+        assert "delete" in asked and "2 descendant(s)" in asked, asked
+        term.send(f"{answer}\r")
+        assert term.wait() == code
+        assert len(dsh_sqlite("sessions", "list", "--json").json()) == left
