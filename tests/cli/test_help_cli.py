@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -43,3 +46,18 @@ def test_short_help_version_and_log_id_alias(dsh_sqlite: Dsh) -> None:
     assert short.ok().stdout == long_.ok().stdout
     assert ver.ok().stdout == f"dsh {version(DISTRIBUTION)}\n"
     assert "inspect" in log_help.ok().stdout and "show" in log_help.stdout
+
+
+def test_shell_completion_completes_commands_and_subcommands(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("dsh")  # the installed console script
+    shown = subprocess.run([script, "--show-completion", "bash"], capture_output=True, text=True, check=True)
+    assert "_dsh_completion" in shown.stdout and "complete " in shown.stdout
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_DSH_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        done = subprocess.run([script], capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+        return done.stdout.split()
+
+    assert complete("dsh ses") == ["sessions"]
+    assert complete("dsh sessions p") == ["prune"]
