@@ -12,9 +12,10 @@ from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
 from dsh.store.sqlite import SqliteEventStore
-from dsh.subagents import SubagentTool, standard_tools
+from dsh.subagents import SubagentTool, standard_tools, subagent_tools
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
+from dsh.tools.registry import ToolRegistry, builtin_registry
 from tests.invariants import check_log_invariants
 
 STARTED = re.compile(r"started subagent ([0-9a-f-]{36})")
@@ -272,4 +273,66 @@ async def test_only_the_direct_parent_may_message_a_child(tmp_path: Path) -> Non
         assert (await other.run_turn("meddle")).ok
         assert tool_texts(other)["m1"] == (f'Error: subagent "{child_id[0]}" is unavailable', True)
         await other.aclose()
+        await close(parent, store)
+
+
+def background_fork_tools() -> ToolRegistry:
+    """The standard set with a ``subagent_fork`` that may run in the background (same children)."""
+    registry = builtin_registry()
+    tools = subagent_tools()
+    spawn = tools[0]
+    assert isinstance(spawn, SubagentTool)
+    for tool in tools:
+        if tool.name == "subagent_fork":
+            tool = SubagentTool("fork", background=True, children=spawn.children)
+        registry.register(tool)
+    return registry
+
+
+async def test_a_background_fork_child_inherits_the_completed_turns_and_settles(tmp_path: Path) -> None:
+    """``subagent_fork`` with ``run_in_background``: the id at once, the child sees the parent's
+    completed turn (its cut persisted), and its closing message reaches the parent as a notice."""
+
+    def handler(req: RecordedRequest) -> Response:
+        users = texts(req, "user")
+        if users == ["REMEMBER 42"]:
+            return reply("NOTED 42")
+        if users[-1] == "FORK TASK":  # the child: the completed turn 1 (not turn 2, still open), its task
+            assert users == ["REMEMBER 42", "FORK TASK"] and texts(req, "assistant")[0] == "NOTED 42", users
+            return reply("THE NUMBER IS 42")
+        if not texts(req, "tool"):
+            args = {"description": "recall", "prompt": "FORK TASK", "run_in_background": True}
+            return call(("c_f", "subagent_fork", args))
+        return reply("FORK STARTED")
+
+    store = SqliteEventStore(tmp_path / "s.db")
+    async with OpenAICompatServer(handler=handler) as server:
+        model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
+        parent = await Agent.create(
+            store,
+            model=model,
+            tools=background_fork_tools(),
+            config=AgentConfig(model="m", retry=NO_DELAY),
+            cwd=tmp_path,
+        )
+        assert (await parent.run_turn("REMEMBER 42")).ok
+        assert (await parent.run_turn("fork it")).ok
+        await settle(parent)
+        started = STARTED.fullmatch(tool_texts(parent)["c_f"][0])
+        assert started is not None, tool_texts(parent)
+        child_id = started.group(1)
+        assert notices(parent) == [
+            [
+                f"Background subagent {child_id} finished and will do no further work unless you "
+                "send it more.",
+                "Its closing message:",
+                "THE NUMBER IS 42",
+            ]
+        ]
+        loaded = await store.load(child_id)
+        assert loaded.header.is_seeded and loaded.header.parent_session == parent.id
+        inherited = loaded.events[: loaded.inherited_event_count]
+        assert [e.type for e in inherited].count("turn/end") == 1, "only the completed turn 1 is inherited"
+        own = [e for e in loaded.events[loaded.inherited_event_count :] if e.type == "subagent/descriptor"]
+        assert own and own[0].data["mode"] == "continuable" and own[0].data["provider"] == "fork"
         await close(parent, store)
