@@ -20,6 +20,7 @@ from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy
 from dsh.store import EventStore
 from dsh.tools.approval import Approver
+from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
 
@@ -108,6 +109,8 @@ class Runtime:
     model_name: str
     profile: Profile = "full"
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    sandbox: SandboxPolicy | None = None
+    """A live session's file policy (``None``: unconfined, nothing asked)."""
     closed: bool = field(default=False)
 
     def config(self, approver: Approver | None = None) -> AgentConfig:
@@ -127,7 +130,9 @@ class Runtime:
                 approval_policy=policy.approval,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
-        return AgentConfig(model=self.model_name, retry=models.retry, hooks=hooks, approver=approver)
+        return AgentConfig(
+            model=self.model_name, retry=models.retry, hooks=hooks, sandbox=self.sandbox, approver=approver
+        )
 
     async def aclose(self) -> None:
         if self.closed:

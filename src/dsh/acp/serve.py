@@ -21,6 +21,7 @@ from dsh.errors import UsageError
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
+from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
 
@@ -41,6 +42,9 @@ class ServeOptions:
     """Replay only: do not log a warning naming the recording's bash commands."""
     drift: Drift = "strict"
     """Replay only: ``warn`` serves on where a request diverges from the recording."""
+    sandbox: SandboxPolicy | None = None
+    """Live only: every session's file policy (``dsh acp`` passes ``workspace-write`` unless
+    ``--sandbox`` says otherwise); a replay runs under the recording's."""
 
 
 def build_runtime(options: ServeOptions) -> Runtime:
@@ -73,6 +77,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         model_name=name,
         profile=options.profile,
         context_window=options.context_window,
+        sandbox=options.sandbox,
     )
 
 

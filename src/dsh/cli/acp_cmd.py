@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
 from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.snapshot.runner import drift_mode
@@ -68,8 +69,15 @@ def acp(
             show_default=False,
         ),
     ] = None,
+    sandbox: SandboxOption = DEFAULT_SANDBOX,
+    network: NetworkOption = "off",
 ) -> None:
-    """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients."""
+    """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients.
+
+    Live sessions run under --sandbox (bash confined to the workspace by default); a command
+    that needs more asks the client with session/request_permission. A replay runs under the
+    recording's policy.
+    """
     try:
         from dsh.acp import ServeOptions, build_runtime, serve_stdio
     except ModuleNotFoundError as exc:
@@ -87,6 +95,10 @@ def acp(
         drift_value = drift_mode(drift)
     except UsageError as exc:
         fail(f"--drift: {exc}", 2)
+    try:
+        policy = sandbox_policy(sandbox, network)
+    except UsageError as exc:
+        fail(str(exc), 2)
     options = ServeOptions(
         model=model,
         base_url=base_url,
@@ -97,6 +109,7 @@ def acp(
         log_file=log_file,
         trust=trust,
         drift=drift_value,
+        sandbox=policy,
     )
     with user_errors():
         try:

@@ -152,10 +152,7 @@ def live_setup(
         raise UsageError("--resume and --continue exclude each other")
     if wait is not None and resume is None and not continue_last:
         raise UsageError("--wait SECONDS needs --resume ID or --continue")
-    if sandbox not in SANDBOX_MODES:
-        raise UsageError(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}")
-    if network not in ("on", "off"):
-        raise UsageError(f"--network {network}: expected on or off")
+    policy = sandbox_policy(sandbox, network)
     if approve and deny:
         raise UsageError("--approve and --deny exclude each other")
     return LiveSetup(
@@ -165,7 +162,7 @@ def live_setup(
         resume=resume,
         continue_last=continue_last,
         wait=wait or 0.0,
-        sandbox=SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on"),
+        sandbox=policy,
         approver=approver_for(approve, deny),
         model=model,
         base_url=base_url,
@@ -177,6 +174,16 @@ def live_setup(
 
 
 DEFAULT_SANDBOX = DEFAULT_MODE
+
+
+def sandbox_policy(sandbox: str, network: str) -> SandboxPolicy:
+    """The policy ``--sandbox MODE --network on|off`` name (``UsageError`` naming the option)."""
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}")
+    if network not in ("on", "off"):
+        raise UsageError(f"--network {network}: expected on or off")
+    return SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on")
+
 
 SETUP_PARAMETERS = tuple(inspect.signature(live_setup).parameters)
 """The parameter names ``run`` and ``chat`` share with :func:`live_setup`."""
