@@ -156,16 +156,17 @@ class EventStore(Protocol):
     async def __aexit__(self, *exc_info: object) -> None: ...
 
 
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
 class ClosingStore:
-    """``async with store:`` for a backend: the store itself, closed on the way out."""
+    """``async with store:`` for a backend: the store itself, closed (its own ``close``) on the way out."""
 
     __slots__ = ()
-
-    async def close(self) -> None:
-        raise NotImplementedError
 
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(self: _Closable, *exc_info: object) -> None:
         await self.close()
