@@ -4,7 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/postgres_bench.py [--quick] [--url postgresql://...] [--runs N]
 
-W1 (``../shared/spec/performance.md``): T turns, each turn/start, step/start, user/message
+W1 (``bench/README.md``): T turns, each turn/start, step/start, user/message
 (~200 chars), assistant/message whose ``stream.chunks`` holds 40 text deltas of ~8 chars,
 step/end, turn/end (the first turn also logs a request/header), appended as one durable
 batch per turn (one transaction, committed and flushed at every turn end). Measured: append

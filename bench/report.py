@@ -1,4 +1,4 @@
-"""Tables and the target check of performance.md, from the figures the workloads produced."""
+"""Tables and the target check of bench/README.md, from the figures the workloads produced."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench.w3_suite import W3Figures
 DSH = ("dsh-sqlite", "dsh-jsonl")
 FLOOR_OF = {"dsh-sqlite": "sqlite-rows", "dsh-jsonl": "jsonl-deltas"}
 ABS_APPEND = {"dsh-sqlite": 1.0, "dsh-jsonl": 0.8}
-"""performance.md's absolute append targets at T = 2000 (seconds)."""
+"""The absolute append targets at T = 2000 (seconds)."""
 ANCHOR_DELTA_LOAD = 0.084
 ANCHOR_FLOOR_FORK = {"dsh-sqlite": 0.066, "dsh-jsonl": 0.015}
 
@@ -314,7 +314,7 @@ def targets(
 
 def targets_table(items: list[Target]) -> str:
     rows = [[t.name, t.figure, verdict(t.ok)] for t in items]
-    return table(["target (performance.md)", "figure (median)", "verdict"], rows)
+    return table(["target (bench/README.md)", "figure (median)", "verdict"], rows)
 
 
 def stat_json(stat: Stat) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Run dsh's benchmark suite: ``python bench/run.py [--quick] [--json PATH]`` (or ``make bench``).
 
-Workloads and targets are those of ``../shared/spec/performance.md``; ``bench/README.md``
+Workloads and targets are defined in ``bench/README.md``, which
 explains how to read the output. Progress goes to stderr, the tables to stdout.
 """
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         out += ["## W3 — scenario suite and legacy logs", "", w3_table(w3), ""]
         results["w3"] = w3.to_json()
     checks = targets(w1, loop, w2, w3)
-    out += ["## Targets of performance.md", ""]
+    out += ["## Targets (bench/README.md)", ""]
     if w1 is not None and max(w1) < 2000:
         out += ["(the W1 targets are defined at T = 2000; at smaller T they are indicative)", ""]
     out += [targets_table(checks), ""]
