@@ -37,6 +37,7 @@ _HOMES: dict[str, str] = {
     "Tool": "dsh.tools",
     "ToolArgs": "dsh.tools",
     "ToolContext": "dsh.tools",
+    "ToolLike": "dsh.tools",
     "ToolOutput": "dsh.tools",
     "ToolRegistry": "dsh.tools",
     "AgentHandle": "dsh.tools.base",
@@ -89,6 +90,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolContext",
+    "ToolLike",
     "ToolOutput",
     "ToolRegistry",
     "TurnFinished",
@@ -143,6 +145,6 @@ if TYPE_CHECKING:
     from dsh.store.url import open_store
     from dsh.subagents import standard_tools
     from dsh.subagents.agent import Agent
-    from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput, ToolRegistry
+    from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput, ToolRegistry
     from dsh.tools.base import AgentHandle
     from dsh.tools.function import FunctionTool, tool

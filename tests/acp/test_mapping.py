@@ -12,10 +12,11 @@ from dsh.acp.updates import (
     LiveUpdates,
     history_updates,
     parse_arguments,
-    tool_locations,
-    tool_title,
+    tool_start,
 )
 from dsh.events import Event
+from dsh.subagents import standard_tools
+from dsh.tools import ToolRegistry
 
 
 def dump(update: Any) -> dict[str, Any]:
@@ -54,16 +55,35 @@ def test_encode_frame_drops_null_data_and_survives_odd_values() -> None:
     assert encode_frame({"a": "é"}).endswith(b"\n") and encode_frame({"a": "é"}).count(b"\n") == 1
 
 
-def test_tool_titles_kinds_and_locations() -> None:
-    assert tool_title("read", {"file_path": "a.txt"}) == "Read a.txt"
-    assert tool_title("bash", {"command": "echo  hi\nthere"}) == "Run echo hi there"
-    assert tool_title("subagent_fork", {"description": "Recall"}) == "Subagent (fork): Recall"
-    assert tool_title("subagent", {}) == "Subagent (spawn)"
-    assert tool_title("mystery", {"x": 1}) == "mystery"
-    assert len(tool_title("bash", {"command": "x" * 500})) == 120
-    [loc] = tool_locations("read", {"file_path": "sub/../a.txt", "offset": 3}, "/w") or []
-    assert (loc.path, loc.line) == ("/w/a.txt", 3)
-    assert tool_locations("glob", {"pattern": "*"}, "/w") is None
+TOOLS = standard_tools()
+
+
+def start(name: str, args: dict[str, Any], tools: ToolRegistry | None = TOOLS) -> dict[str, Any]:
+    return dump(tool_start("c1", name, json.dumps(args), "/w", status="pending", tools=tools))
+
+
+def test_tool_titles_kinds_and_locations_come_from_the_tools() -> None:
+    assert start("read", {"file_path": "a.txt"})["title"] == "Read a.txt"
+    assert start("read", {})["title"] == "read"
+    assert start("bash", {"command": "echo  hi\nthere"})["title"] == "Run echo hi there"
+    assert start("subagent_fork", {"description": "Recall"})["title"] == "Subagent (fork): Recall"
+    assert start("subagent", {})["title"] == "Subagent (spawn)"
+    assert (start("mystery", {"x": 1})["title"], start("mystery", {"x": 1})["kind"]) == ("mystery", "other")
+    assert len(start("bash", {"command": "x" * 500})["title"]) == 120
+    kinds = {name: start(name, {})["kind"] for name in TOOLS.names()}
+    assert kinds == {
+        "bash": "execute", "edit": "edit", "glob": "search", "interrupt_agent": "other",
+        "list_agents": "other", "read": "read", "send_message": "other", "subagent": "other",
+        "subagent_fork": "other", "write": "edit",
+    }  # fmt: skip
+    located = start("read", {"file_path": "sub/../a.txt", "offset": 3})
+    assert located["locations"] == [{"path": "/w/a.txt", "line": 3}]
+    assert start("edit", {"file_path": "b.txt"})["locations"] == [{"path": "/w/b.txt"}]
+    assert "locations" not in start("glob", {"pattern": "*"})
+    # without the session's tools nothing is known about a call but its name
+    assert start("read", {"file_path": "a.txt"}, None) | {"rawInput": None} == start("mystery", {}, None) | {
+        "title": "read", "rawInput": None
+    }  # fmt: skip
     assert parse_arguments("") == {} and parse_arguments("{bad") == {"arguments": "{bad"}
 
 
@@ -112,7 +132,7 @@ def test_compat_profile_is_committed_top_level_text_only() -> None:
 
 
 def test_full_profile_streams_tools_and_usage() -> None:
-    live = LiveUpdates("full", "root", "/w", context_window=1000)
+    live = LiveUpdates("full", "root", "/w", context_window=1000, tools=TOOLS)
     [thought] = live.chunk("root", {"type": "reasoning-delta", "index": 0, "text": "t"})
     assert dump(thought)["sessionUpdate"] == "agent_thought_chunk"
     assert live.chunk("child", {"type": "text-delta", "index": 0, "text": "x"}) == []
@@ -164,7 +184,7 @@ def test_history_per_profile() -> None:
     ]
     compat = [dump(u)["sessionUpdate"] for u in history_updates(events, "dsh-compat", "/w")]
     assert compat == ["user_message_chunk"]
-    full = [dump(u) for u in history_updates(events, "full", "/w")]
+    full = [dump(u) for u in history_updates(events, "full", "/w", tools=TOOLS)]
     assert [u["sessionUpdate"] for u in full] == [
         "user_message_chunk",
         "agent_thought_chunk",

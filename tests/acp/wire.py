@@ -59,10 +59,18 @@ def workspace_for(scenario: Path, tmp: Path) -> Path:
 
 
 class RawServer:
-    """One ``dsh acp`` process; every stdout line is kept, parsed, in ``frames``."""
+    """One ``dsh acp`` process (or ``command``); every stdout line is kept, parsed, in ``frames``."""
 
-    def __init__(self, args: Sequence[str], *, stderr_path: Path, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        stderr_path: Path,
+        cwd: Path | None = None,
+        command: Sequence[str] = SERVER,
+    ) -> None:
         self.args = list(args)
+        self.command = list(command)
         self.stderr_path = stderr_path
         self.cwd = cwd
         self.frames: list[dict[str, Any]] = []
@@ -73,7 +81,7 @@ class RawServer:
     async def __aenter__(self) -> RawServer:
         with self.stderr_path.open("wb") as err:
             self._proc = await asyncio.create_subprocess_exec(
-                *SERVER,
+                *self.command,
                 *self.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,

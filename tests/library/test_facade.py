@@ -39,6 +39,7 @@ PUBLIC = [
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolContext",
+    "ToolLike",
     "ToolOutput",
     "ToolRegistry",
     "TurnFinished",

@@ -9,7 +9,7 @@ from typing import Literal
 
 import pytest
 
-from dsh import ToolContext, ToolOutput, ToolRegistry, tool
+from dsh import Tool, ToolContext, ToolOutput, ToolRegistry, tool
 from dsh.errors import UsageError
 
 
@@ -67,7 +67,13 @@ def test_spec_from_signature_and_docstring() -> None:
         "properties": {"suffix": {"type": "string"}},
     }
     assert specs["where_am_i"]["description"] == "The workspace of the call."
-    assert (cwd_tool.kind, cwd_tool.title, search.kind, search.title) == ("read", "Where", "other", "search")
+    assert isinstance(search, Tool) and isinstance(cwd_tool, Tool)
+    assert (cwd_tool.acp_kind, cwd_tool.acp_title({}), search.acp_kind, search.acp_title({})) == (
+        "read",
+        "Where",
+        "other",
+        None,
+    )
 
 
 def test_the_schema_is_deterministic_across_processes() -> None:

@@ -176,15 +176,14 @@ FACTORY = """
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.subagents import standard_tools
 from dsh.tools.schema import ToolArgs
-from dsh.tools.builtin._base import BuiltinTool
-from dsh.tools.base import ToolOutput
+from dsh import Tool, ToolOutput
 
 
 class CityArgs(ToolArgs):
     city: str
 
 
-class Weather(BuiltinTool[CityArgs]):
+class Weather(Tool[CityArgs]):
     name = "get_weather"
     description = "Current weather in a city."
     args_model = CityArgs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +20,8 @@ from dsh.replay.files import load_replay_model, read_tolerances, untrusted_warni
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy
 from dsh.store import EventStore
+from dsh.subagents import standard_tools
+from dsh.tools import ToolRegistry
 from dsh.tools.approval import Approver
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -111,6 +114,8 @@ class Runtime:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     sandbox: SandboxPolicy | None = None
     """A live session's file policy (``None``: unconfined, nothing asked)."""
+    tools: Callable[[], ToolRegistry] = standard_tools
+    """Each session's tool set, made afresh per session (default: the standard tools)."""
     closed: bool = field(default=False)
 
     def config(self, approver: Approver | None = None) -> AgentConfig:

@@ -47,7 +47,6 @@ from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
-from dsh.subagents import standard_tools
 
 log = logging.getLogger("dsh.acp")
 
@@ -253,7 +252,11 @@ class DshAcpAgent:
             await self._conn.session_update(session_id=session_id, update=update)
 
         live = LiveUpdates(
-            self.runtime.profile, session_id, str(agent.cwd), context_window=self.runtime.context_window
+            self.runtime.profile,
+            session_id,
+            str(agent.cwd),
+            context_window=self.runtime.context_window,
+            tools=agent.tools,
         )
         state = AcpSession(agent, feed, live, Outbox(send))
         self._sessions[session_id] = state
@@ -281,7 +284,7 @@ class DshAcpAgent:
         agent = await Agent.create(
             runtime.store,
             model=model,
-            tools=standard_tools(),
+            tools=runtime.tools(),
             config=runtime.config(self._approver),
             cwd=workspace,
             feed=feed,
@@ -310,7 +313,7 @@ class DshAcpAgent:
                 model = await self.runtime.models.model_for(workspace)
                 config = self.runtime.config(self._approver)
                 agent = await Agent.resume(
-                    store, session_id, model=model, tools=standard_tools(), config=config, feed=feed
+                    store, session_id, model=model, tools=self.runtime.tools(), config=config, feed=feed
                 )
                 state = self._attach(agent, feed)
             if state.busy:
@@ -318,7 +321,9 @@ class DshAcpAgent:
             # No await between the busy check and queueing the history: a prompt cannot
             # slip its live updates in before it.
             agent = state.agent
-            updates = history_updates(agent.session.events, self.runtime.profile, str(agent.cwd), delegations)
+            updates = history_updates(
+                agent.session.events, self.runtime.profile, str(agent.cwd), delegations, agent.tools
+            )
             state.outbox.put(updates)
         await state.outbox.flush()
         log.info("session/load %s: replayed %d update(s)", session_id, len(updates))

@@ -46,6 +46,7 @@ from dsh.events.vocabulary import (
     TOOL_RESULT,
     TURN_END,
 )
+from dsh.tools import ToolPresentation, ToolRegistry
 
 Profile = Literal["full", "dsh-compat"]
 PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
@@ -53,22 +54,12 @@ PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
 Update = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | UsageUpdate
 )
-ToolKind = Literal["read", "edit", "search", "execute", "other"]
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 ToolContent = list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]
 
 DEFAULT_CONTEXT_WINDOW: Final = 131_072
 """``usage_update.size`` when nothing better is known: DeepSeek's 128K-token context."""
 
-_KINDS: Final[dict[str, ToolKind]] = {
-    "read": "read",
-    "write": "edit",
-    "edit": "edit",
-    "glob": "search",
-    "bash": "execute",
-    "subagent": "other",
-    "subagent_fork": "other",
-}
 _TITLE_LIMIT: Final = 120
 
 
@@ -111,51 +102,38 @@ def parse_arguments(raw: Any) -> Any:
         return {"arguments": raw}
 
 
-def tool_title(name: str, args: Any) -> str:
-    """A short human title for a tool call."""
-    a: Mapping[str, Any] = args if isinstance(args, dict) else {}
-
-    def arg(key: str) -> str:
-        value = a.get(key)
-        return value if isinstance(value, str) else ""
-
-    if name in ("read", "write", "edit") and arg("file_path"):
-        return _one_line(f"{name.capitalize()} {arg('file_path')}")
-    if name == "glob" and arg("pattern"):
-        return _one_line(f"Glob {arg('pattern')}")
-    if name == "bash" and arg("command"):
-        return _one_line(f"Run {arg('command')}")
-    if name in ("subagent", "subagent_fork"):
-        kind = "spawn" if name == "subagent" else "fork"
-        label = arg("description")
-        return _one_line(f"Subagent ({kind})" + (f": {label}" if label else ""))
-    return name
+def tool_title(name: str, presentation: ToolPresentation) -> str:
+    """A call's title: the tool's own, on one line and at most 120 characters, else its name."""
+    return _one_line(presentation.title) if presentation.title else name
 
 
-def tool_locations(name: str, args: Any, cwd: str) -> list[ToolCallLocation] | None:
-    """The file a read/write/edit call touches, as an absolute path."""
-    if name not in ("read", "write", "edit") or not isinstance(args, dict):
-        return None
-    path = args.get("file_path")
-    if not isinstance(path, str) or not path:
-        return None
-    full = os.path.normpath(os.path.join(cwd, path))
-    offset = args.get("offset")
-    line = offset if name == "read" and type(offset) is int and offset > 0 else None
-    return [ToolCallLocation(path=full, line=line)] if line else [ToolCallLocation(path=full)]
+def tool_locations(presentation: ToolPresentation, cwd: str) -> list[ToolCallLocation] | None:
+    """The files a call touches, as absolute paths."""
+    out: list[ToolCallLocation] = []
+    for location in presentation.locations:
+        full = os.path.normpath(os.path.join(cwd, location.path))
+        line = location.line
+        out.append(ToolCallLocation(path=full, line=line) if line else ToolCallLocation(path=full))
+    return out or None
 
 
-def tool_start(call_id: str, name: str, raw_arguments: Any, cwd: str, *, status: ToolStatus) -> ToolCallStart:
+def tool_start(
+    call_id: str, name: str, raw_arguments: Any, cwd: str, *, status: ToolStatus, tools: ToolRegistry | None
+) -> ToolCallStart:
+    """The ``tool_call`` update of a call; its kind, title and files come from the tool itself
+    (:meth:`~dsh.tools.ToolRegistry.present`; no registry, or an unknown tool: ``other``)."""
     args = parse_arguments(raw_arguments)
+    raw: Mapping[str, Any] = args if isinstance(args, dict) else {}
+    presentation = tools.present(name, raw) if tools is not None else ToolPresentation("other")
     start = ToolCallStart(
         session_update="tool_call",
         tool_call_id=call_id,
-        title=tool_title(name, args),
-        kind=_KINDS.get(name, "other"),
+        title=tool_title(name, presentation),
+        kind=presentation.kind,
         status=status,
         raw_input=args,
     )
-    locations = tool_locations(name, args, cwd)
+    locations = tool_locations(presentation, cwd)
     if locations:
         start.locations = locations
     return start
@@ -233,11 +211,18 @@ class LiveUpdates:
     """Maps the live feed of one ACP session (its dsh session and its subagents) to updates."""
 
     def __init__(
-        self, profile: Profile, root: str, cwd: str, *, context_window: int = DEFAULT_CONTEXT_WINDOW
+        self,
+        profile: Profile,
+        root: str,
+        cwd: str,
+        *,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        tools: ToolRegistry | None = None,
     ) -> None:
         self.profile = profile
         self.root = root
         self.cwd = cwd
+        self.tools = tools
         self.context_window = context_window
         self._delegations: dict[str, Delegation] = {}
         self._context: int | None = None
@@ -269,7 +254,7 @@ class LiveUpdates:
         elif event.type == TOOL_CALL:
             name = str(data.get("name", ""))
             return [tool_start(str(data.get("callId", "")), name, data.get("arguments"), self.cwd,
-                               status="in_progress")]  # fmt: skip
+                               status="in_progress", tools=self.tools)]  # fmt: skip
         elif event.type == TOOL_RESULT:
             call_id = str(_result_block(data.get("message")).get("toolCallId", ""))
             return [tool_finish(data.get("message"), self._delegations.get(call_id))]
@@ -300,12 +285,14 @@ def history_updates(
     profile: Profile,
     cwd: str,
     delegations: Mapping[str, Delegation] | None = None,
+    tools: ToolRegistry | None = None,
 ) -> list[Update]:
     """The updates ``session/load`` replays: the session's model-visible history.
 
     User prompts become ``user_message_chunk``; assistant messages become message chunks
     (and, in ``full``, thought chunks plus a ``tool_call`` per tool-call block); tool
-    results settle their calls (``full`` only). Chunks carry the logged message id.
+    results settle their calls (``full`` only). Chunks carry the logged message id. ``tools``
+    says how each call looks (the session's registry).
     """
     delegations = delegations or {}
     out: list[Update] = []
@@ -317,7 +304,7 @@ def history_updates(
         if event.type == ASSISTANT_MESSAGE:
             out.extend(message_chunks(message, profile, with_ids=True))
             if profile == "full":
-                out.extend(_history_tool_starts(message.get("content", []), cwd, delegations))
+                out.extend(_history_tool_starts(message.get("content", []), cwd, delegations, tools))
         elif event.type == TOOL_RESULT:
             if profile == "full":
                 call_id = str(_result_block(message).get("toolCallId", ""))
@@ -328,14 +315,15 @@ def history_updates(
 
 
 def _history_tool_starts(
-    blocks: Iterable[Block], cwd: str, delegations: Mapping[str, Delegation]
+    blocks: Iterable[Block], cwd: str, delegations: Mapping[str, Delegation], tools: ToolRegistry | None
 ) -> list[Update]:
     out: list[Update] = []
     for block in blocks:
         if not isinstance(block, dict) or block.get("type") != "tool-call":
             continue
         call_id = str(block.get("id", ""))
-        start = tool_start(call_id, str(block.get("name", "")), block.get("arguments"), cwd, status="pending")
+        name = str(block.get("name", ""))
+        start = tool_start(call_id, name, block.get("arguments"), cwd, status="pending", tools=tools)
         delegation = delegations.get(call_id)
         if delegation:
             start.content = [delegation.content()]

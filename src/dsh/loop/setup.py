@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from dsh.errors import UsageError
 from dsh.loop.config import AgentConfig
 from dsh.model import Model, NamedModel
-from dsh.tools import Tool, ToolRegistry
+from dsh.tools import ToolLike, ToolRegistry
 from dsh.tools.function import tool
 
-ToolsArg = ToolRegistry | Iterable[Tool | Callable[..., object]]
+ToolsArg = ToolRegistry | Iterable[ToolLike | Callable[..., object]]
 """An agent's ``tools=``: a whole :class:`ToolRegistry`, or tools and functions to add."""
 
 
@@ -34,7 +34,7 @@ def agent_tools(
         return tools
     registry = ToolRegistry() if standard_tools is False else standard()
     for item in tools:
-        registry.register(item if isinstance(item, Tool) else tool(item))
+        registry.register(item if isinstance(item, ToolLike) else tool(item))
     return registry
 
 

@@ -26,7 +26,7 @@ from dsh.snapshot.recording import recover, scenario_logs, write_recording
 from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_model_name
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
-from dsh.tools import Tool
+from dsh.tools import ToolLike
 
 
 class Recording:
@@ -81,7 +81,7 @@ class Recording:
     def replaying(self) -> bool:
         return self._replay is not None
 
-    async def agent(self, *, tools: Sequence[Tool] = (), system: str | None = None) -> Agent:
+    async def agent(self, *, tools: Sequence[ToolLike] = (), system: str | None = None) -> Agent:
         """A new top-level agent over the temp store: the standard tools plus ``tools``."""
         registry = standard_tools()
         for tool in tools:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from dsh.errors import DshError
 from dsh.loop import Agent
 from dsh.subagents import texts
 from dsh.subagents.children import Child, Children, in_recorded_order
 from dsh.subagents.lifecycle import stored_children
-from dsh.tools import ToolArgs, ToolContext, ToolOutput
+from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput
+from dsh.tools.base import A
 from dsh.tools.registry import ToolRegistry
 
 
@@ -48,19 +49,14 @@ class ReportArgs(ToolArgs):
     output: str = Field(description="The finding or result for the agent that started you, self-contained.")
 
 
-class _ControlTool:
-    name = ""
-    description = ""
-    args_model: type[BaseModel] = ToolArgs
+class _ControlTool(Tool[A]):
+    """A tool over the background children of one tool set."""
 
     def __init__(self, children: Children) -> None:
         self.children = children
 
-    def is_concurrency_safe(self, args: BaseModel) -> bool:
-        return False
 
-
-class SendMessageTool(_ControlTool):
+class SendMessageTool(_ControlTool[SendArgs]):
     """``send_message {subagent_id, message}``: queue the message as the child's next turn."""
 
     name = "send_message"
@@ -71,8 +67,7 @@ class SendMessageTool(_ControlTool):
     )
     args_model = SendArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, SendArgs)
+    async def call(self, args: SendArgs, ctx: ToolContext) -> ToolOutput:
         caller = _caller(ctx)
         child = self.children.get(args.subagent_id)
         if caller is not None and child is None:
@@ -106,7 +101,7 @@ class SendMessageTool(_ControlTool):
         return child
 
 
-class ListAgentsTool(_ControlTool):
+class ListAgentsTool(_ControlTool[ListArgs]):
     """``list_agents {scope?}``: the caller's continuable children and their status."""
 
     name = "list_agents"
@@ -117,8 +112,7 @@ class ListAgentsTool(_ControlTool):
     )
     args_model = ListArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, ListArgs)
+    async def call(self, args: ListArgs, ctx: ToolContext) -> ToolOutput:
         caller = _caller(ctx)
         if caller is None:
             return ToolOutput.text(texts.NO_SUBAGENTS)
@@ -143,7 +137,7 @@ class ListAgentsTool(_ControlTool):
         return ToolOutput.text("\n".join(lines) if lines else texts.NO_SUBAGENTS)
 
 
-class InterruptAgentTool(_ControlTool):
+class InterruptAgentTool(_ControlTool[InterruptArgs]):
     """``interrupt_agent {agent_id}``: stop a descendant's current turn; its inbox is kept."""
 
     name = "interrupt_agent"
@@ -154,8 +148,7 @@ class InterruptAgentTool(_ControlTool):
     )
     args_model = InterruptArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, InterruptArgs)
+    async def call(self, args: InterruptArgs, ctx: ToolContext) -> ToolOutput:
         caller = _caller(ctx)
         below = {c.agent.id: c for c in self.children.descendants(caller.id)} if caller else {}
         child = below.get(args.agent_id)
@@ -165,7 +158,7 @@ class InterruptAgentTool(_ControlTool):
         return ToolOutput.text(texts.interrupt_requested(args.agent_id))
 
 
-class ReportTool(_ControlTool):
+class ReportTool(_ControlTool[ReportArgs]):
     """``report {output}``: a continuable child's message to its parent (at the parent's next step)."""
 
     name = "report"
@@ -176,8 +169,7 @@ class ReportTool(_ControlTool):
     )
     args_model = ReportArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, ReportArgs)
+    async def call(self, args: ReportArgs, ctx: ToolContext) -> ToolOutput:
         child = self.children.get(ctx.session_id)
         if child is None or child.parent.closed:
             return ToolOutput.error(texts.PARENT_NOT_LIVE, "PARENT_UNAVAILABLE")

@@ -9,6 +9,7 @@ as a continuable child (:mod:`dsh.subagents.children`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,7 +27,8 @@ from dsh.subagents.control import (
     SendMessageTool,
     with_report,
 )
-from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput
+from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput
+from dsh.tools.base import arg_text
 from dsh.tools.registry import ToolRegistry, builtin_registry
 
 DEFAULT_MAX_DEPTH = 2
@@ -84,13 +86,15 @@ _DESCRIPTIONS: dict[Mode, str] = {
 }
 
 
-class SubagentTool:
+class SubagentTool(Tool[BaseModel]):
     """One delegation tool; ``mode`` is ``spawn`` (``subagent``) or ``fork`` (``subagent_fork``).
 
     ``background`` (default: spawn yes, fork no — the original's shipped composition) adds
     ``run_in_background``; background children are kept in ``children``, which the
     ``send_message``/``list_agents``/``interrupt_agent`` tools of the same set share.
     """
+
+    concurrency_safe = True
 
     def __init__(
         self,
@@ -119,10 +123,11 @@ class SubagentTool:
             return SpawnArgs
         return ForkBackgroundArgs if self.background else ForkArgs
 
-    def is_concurrency_safe(self, args: BaseModel) -> bool:
-        return True
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        label = arg_text(args, "description")
+        return f"Subagent ({self.mode})" + (f": {label}" if label else "")
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+    async def call(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         parent = ctx.agent
         if not isinstance(parent, Agent):
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
@@ -207,7 +212,7 @@ def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
     return ToolOutput.error(non_completion_text(kind, text), None)
 
 
-def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | None = None) -> list[Tool]:
+def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | None = None) -> list[ToolLike]:
     """Both delegation tools and the three that steer background children, sharing one
     :class:`Children`, ready to register."""
     children = children or Children()

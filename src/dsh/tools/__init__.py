@@ -1,6 +1,6 @@
-"""Tools: the ``Tool`` Protocol, the registry and the built-in tools."""
+"""Tools: the typed ``Tool[A]`` base, the ``ToolLike`` Protocol, the registry and the built-in tools."""
 
-from dsh.tools.base import Tool, ToolContext, ToolOutput
+from dsh.tools.base import Tool, ToolContext, ToolKind, ToolLike, ToolLocation, ToolOutput, ToolPresentation
 from dsh.tools.observations import FileObservations
 from dsh.tools.registry import PreparedCall, ToolRegistry, builtin_registry
 from dsh.tools.schema import ClosedArgs, Number, ToolArgs, parameters_schema
@@ -15,7 +15,11 @@ __all__ = [
     "Tool",
     "ToolArgs",
     "ToolContext",
+    "ToolKind",
+    "ToolLike",
+    "ToolLocation",
     "ToolOutput",
+    "ToolPresentation",
     "ToolRegistry",
     "builtin_registry",
     "parameters_schema",

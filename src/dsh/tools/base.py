@@ -1,14 +1,17 @@
-"""The ``Tool`` Protocol, the context a call runs in, and what it returns."""
+"""The tool seam: the typed ``Tool[A]`` base, the ``ToolLike`` Protocol the registry runs,
+the context a call runs in, what it returns, and how an ACP client shows a call."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from dsh.errors import ToolInputError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Block, text_block
 from dsh.tools.approval import Approvals
@@ -17,6 +20,9 @@ from dsh.tools.sandbox import SandboxPolicy
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 """What a tool does, as an ACP client shows it (the ACP ``ToolKind`` values)."""
+
+A = TypeVar("A", bound=BaseModel)
+"""A tool's arguments: its pydantic ``args_model``."""
 
 
 class TurnOutcome(Protocol):
@@ -123,8 +129,12 @@ class ToolOutput:
 
 
 @runtime_checkable
-class Tool(Protocol):
-    """A model-callable tool. ``args_model`` validates arguments and gives the schema."""
+class ToolLike(Protocol):
+    """What the registry runs: anything with these five members is a tool (structurally).
+
+    :class:`Tool` is the typed base class most tools subclass; it adds how an ACP client
+    shows a call (:meth:`Tool.acp_kind`, :meth:`Tool.acp_title`, :meth:`Tool.acp_locations`).
+    """
 
     @property
     def name(self) -> str:
@@ -148,3 +158,88 @@ class Tool(Protocol):
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         """Run the call; a raised exception becomes an ``Error: ...`` result (the registry's rule)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLocation:
+    """A file a call touches, as the model wrote it (``line``: 1-based, when known)."""
+
+    path: str
+    line: int | None = None
+
+
+class Tool(ABC, Generic[A]):
+    """A model-callable tool whose arguments are the pydantic model ``A``.
+
+    Set ``name``, ``description`` and ``args_model`` (class attributes or properties) and
+    write :meth:`call`; :meth:`run` checks the arguments are an ``args_model`` before calling
+    it. ``concurrency_safe`` lets calls of it in one model message run in parallel.
+    ``acp_kind`` and :meth:`acp_title` / :meth:`acp_locations` are how an ACP client shows a
+    call; they read the arguments as the model sent them (not validated: a title must show
+    even for a call that fails validation).
+    """
+
+    concurrency_safe: bool = False
+    acp_kind: ToolKind = "other"
+    """What the tool does, as an ACP client shows it (``read``, ``edit``, ``execute``, ...)."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The name the model calls it by (1-64 letters, digits, ``_`` or ``-``)."""
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """What the model reads about the tool."""
+
+    @property
+    @abstractmethod
+    def args_model(self) -> type[A]:
+        """The pydantic model the arguments validate against; its schema is the tool's ``parameters``."""
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        """A short human title for a call with these raw arguments (``None``: the tool's name)."""
+        return None
+
+    def acp_locations(self, args: Mapping[str, Any]) -> Sequence[ToolLocation]:
+        """The files a call with these raw arguments touches (default: none)."""
+        return ()
+
+    def is_concurrency_safe(self, args: BaseModel) -> bool:
+        return self.concurrency_safe
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        model = self.args_model
+        if not isinstance(args, model):
+            raise ToolInputError(
+                f"tool {self.name!r} expects {model.__name__} arguments, got {type(args).__name__}"
+            )
+        return await self.call(args, ctx)
+
+    @abstractmethod
+    async def call(self, args: A, ctx: ToolContext) -> ToolOutput:
+        """The tool body, with validated arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPresentation:
+    """How an ACP client shows one call: its kind, a title (``None``: the tool's name), the
+    files it touches."""
+
+    kind: ToolKind
+    title: str | None = None
+    locations: tuple[ToolLocation, ...] = ()
+
+
+def present(tool: ToolLike | None, args: Mapping[str, Any]) -> ToolPresentation:
+    """The one rule: a :class:`Tool` says how its calls look; any other (or none) is ``other``."""
+    if not isinstance(tool, Tool):
+        return ToolPresentation("other")
+    return ToolPresentation(tool.acp_kind, tool.acp_title(args) or None, tuple(tool.acp_locations(args)))
+
+
+def arg_text(args: Mapping[str, Any], key: str) -> str:
+    """A raw argument that is a string (``""`` when missing or not a string), for titles."""
+    value = args.get(key)
+    return value if isinstance(value, str) else ""

@@ -20,7 +20,7 @@ import asyncio
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, create_model
 
 from dsh.errors import UsageError
 from dsh.jsonx import dumps
-from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 from dsh.tools.schema import ToolArgs
 
 _ARGS_HEADERS = frozenset({"args:", "arguments:", "parameters:"})
@@ -114,8 +114,12 @@ def _output(value: object) -> ToolOutput:
     return ToolOutput.text(dumps(value).decode())
 
 
-class FunctionTool:
-    """A tool made by :func:`tool`; calling it calls the function unchanged."""
+class FunctionTool(Tool[BaseModel]):
+    """A tool made by :func:`tool`; calling it calls the function unchanged.
+
+    Its arguments model is built from the signature, so it is a ``Tool[BaseModel]``;
+    ``kind`` / ``title`` are its :attr:`~Tool.acp_kind` and :meth:`~Tool.acp_title`.
+    """
 
     def __init__(
         self,
@@ -136,8 +140,8 @@ class FunctionTool:
         self._args_model, self._context = _args_model(fn, self._name, doc)
         self._safe = concurrency_safe
         self._async = inspect.iscoroutinefunction(fn)
-        self.kind: ToolKind = kind
-        self.title = title or self._name
+        self.acp_kind = kind
+        self._title = title
 
     @property
     def name(self) -> str:
@@ -154,13 +158,16 @@ class FunctionTool:
     def is_concurrency_safe(self, args: BaseModel) -> bool:
         return self._safe
 
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        return self._title
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"FunctionTool({self._name!r})"
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+    async def call(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         kwargs = {name: getattr(args, name) for name in type(args).model_fields}
         if self._context is not None:
             kwargs[self._context] = ctx

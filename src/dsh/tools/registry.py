@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from dsh.errors import ToolError, UsageError
 from dsh.events.messages import ToolSpec, text_block
 from dsh.jsonx import JSONDecodeError, loads
 from dsh.tools.arguments import violations
-from dsh.tools.base import Tool, ToolContext, ToolOutput
+from dsh.tools.base import ToolContext, ToolLike, ToolOutput, ToolPresentation, present
 from dsh.tools.builtin import builtin_tools
 from dsh.tools.codes import INVALID_ARGUMENTS, TOOL_ERROR, UNKNOWN_TOOL
 from dsh.tools.schema import parameters_schema
@@ -28,7 +29,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 class PreparedCall:
     """A call whose arguments validated: ready to run."""
 
-    tool: Tool
+    tool: ToolLike
     args: BaseModel
     concurrency_safe: bool
 
@@ -68,16 +69,16 @@ class ToolRegistry:
     replaced by a preview after the tool runs (see :mod:`dsh.tools.spill`).
     """
 
-    def __init__(self, tools: list[Tool] | None = None, *, spill: SpillPolicy | None = None) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: list[ToolLike] | None = None, *, spill: SpillPolicy | None = None) -> None:
+        self._tools: dict[str, ToolLike] = {}
         self._specs: dict[str, ToolSpec] = {}
         self.spill = spill
         for tool in tools or []:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: ToolLike) -> None:
         """Add ``tool``; a duplicate or malformed name, or a non-pydantic args model, is refused."""
-        if not isinstance(tool, Tool):
+        if not isinstance(tool, ToolLike):
             raise UsageError(f"{tool!r} is not a tool (needs name, description, args_model, run)")
         name = tool.name
         if not _NAME.match(name):
@@ -94,8 +95,13 @@ class ToolRegistry:
         }
         self._tools[name] = tool
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> ToolLike | None:
         return self._tools.get(name)
+
+    def present(self, name: str, arguments: Mapping[str, Any]) -> ToolPresentation:
+        """How an ACP client shows a call of ``name`` with these raw arguments (the tool's own
+        :meth:`~dsh.tools.base.Tool.acp_title` etc.; an unknown tool: ``other``, its name)."""
+        return present(self._tools.get(name), arguments)
 
     def names(self) -> list[str]:
         return sorted(self._tools)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh.tools.base import Tool
+from dsh.tools.base import ToolLike
 from dsh.tools.builtin.bash import BashArgs, BashTool
 from dsh.tools.builtin.edit import EditArgs, EditTool
 from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
@@ -31,7 +31,7 @@ def builtin_tools(
     bash_max_output_bytes: int = 64_000,
     read_max_output_bytes: int = 51_200,
     glob_max_results: int = 100,
-) -> list[Tool]:
+) -> list[ToolLike]:
     """Fresh instances of the five built-in tools, configured by the given limits."""
     return [
         ReadTool(max_output_bytes=read_max_output_bytes),

@@ -1,4 +1,4 @@
-"""Shared pieces of the built-in tools: the typed tool base class and file I/O helpers.
+"""Shared pieces of the built-in tools: file I/O helpers and the ACP title of a file call.
 
 The file tools speak the original's error texts: a path is shown as the lexical
 ``resolve(cwd, path)`` in double quotes (``cannot read "D": not found``), with the original's
@@ -10,41 +10,26 @@ from __future__ import annotations
 import os
 import secrets
 import stat
-from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any
 
-from pydantic import BaseModel
-
-from dsh.errors import ToolError, ToolInputError
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.errors import ToolError
+from dsh.tools.base import ToolLocation, arg_text
 from dsh.tools.codes import FS_NOT_FOUND, FS_NOT_REGULAR_FILE, FS_NOT_TEXT, IO_ERROR, tool_error
 from dsh.tools.workspace import ResolvedPath
 
-A = TypeVar("A", bound=BaseModel)
+
+def file_title(verb: str, args: Mapping[str, Any]) -> str | None:
+    """``<verb> <file_path>`` for an ACP title, when the call names a file."""
+    path = arg_text(args, "file_path")
+    return f"{verb} {path}" if path else None
 
 
-class BuiltinTool(ABC, Generic[A]):
-    """A tool with a typed ``call``; ``run`` checks the arguments are this tool's model."""
-
-    name: str
-    description: str
-    args_model: type[A]
-    concurrency_safe: bool = False
-
-    def is_concurrency_safe(self, args: BaseModel) -> bool:
-        return self.concurrency_safe
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        if not isinstance(args, self.args_model):
-            raise ToolInputError(
-                f"tool {self.name!r} expects {self.args_model.__name__} arguments, got {type(args).__name__}"
-            )
-        return await self.call(args, ctx)
-
-    @abstractmethod
-    async def call(self, args: A, ctx: ToolContext) -> ToolOutput:
-        """The tool body, with validated arguments."""
+def file_locations(args: Mapping[str, Any], line: int | None = None) -> tuple[ToolLocation, ...]:
+    """The ``file_path`` a call touches, for an ACP client."""
+    path = arg_text(args, "file_path")
+    return (ToolLocation(path, line),) if path else ()
 
 
 def quoted(path: ResolvedPath) -> str:

@@ -20,15 +20,15 @@ import asyncio
 import functools
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
 from dsh.jsonx import dumps
-from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.builtin._base import BuiltinTool
+from dsh.tools.base import Tool, ToolContext, ToolOutput, arg_text
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
 from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
@@ -195,7 +195,7 @@ def format_outcome(outcome: Outcome, timeout_ms: float) -> str:
     return body
 
 
-class BashTool(BuiltinTool[BashArgs]):
+class BashTool(Tool[BashArgs]):
     """Run a shell command."""
 
     name = "bash"
@@ -208,6 +208,11 @@ class BashTool(BuiltinTool[BashArgs]):
         "stopped when it runs past `timeoutMs`."
     )
     args_model = BashArgs
+    acp_kind = "execute"
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        command = arg_text(args, "command")
+        return f"Run {command}" if command else None
 
     def __init__(
         self,

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import Tool, ToolContext, ToolLocation, ToolOutput
 from dsh.tools.builtin._base import (
-    BuiltinTool,
     atomic_write,
     decode_text,
+    file_locations,
+    file_title,
     not_found,
     not_regular,
     os_failure,
@@ -98,7 +100,7 @@ def _edit(
     return edit_diff(raw_path, content, updated)
 
 
-class EditTool(BuiltinTool[EditArgs]):
+class EditTool(Tool[EditArgs]):
     """Replace exact text in a file the session has read."""
 
     name = "edit"
@@ -109,6 +111,13 @@ class EditTool(BuiltinTool[EditArgs]):
         "current content."
     )
     args_model = EditArgs
+    acp_kind = "edit"
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        return file_title("Edit", args)
+
+    def acp_locations(self, args: Mapping[str, Any]) -> tuple[ToolLocation, ...]:
+        return file_locations(args)
 
     def __init__(self, *, diff_basis_max_bytes: int = DIFF_BASIS_MAX_BYTES) -> None:
         self.diff_basis_max_bytes = diff_basis_max_bytes

@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import Field
 
-from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.builtin._base import BuiltinTool, os_failure, quoted
+from dsh.tools.base import Tool, ToolContext, ToolOutput, arg_text
+from dsh.tools.builtin._base import os_failure, quoted
 from dsh.tools.codes import FS_NOT_FOUND, tool_error
 from dsh.tools.schema import ToolArgs
 from dsh.tools.workspace import ResolvedPath, resolve_path, workspace_root
@@ -152,7 +153,7 @@ def _search(base: ResolvedPath, matcher: re.Pattern[str], root: Path) -> list[st
     return [os.path.relpath(Path(base.shown) / rel, root) for _mtime, rel in found]
 
 
-class GlobTool(BuiltinTool[GlobArgs]):
+class GlobTool(Tool[GlobArgs]):
     """Find files by glob pattern."""
 
     name = "glob"
@@ -164,6 +165,11 @@ class GlobTool(BuiltinTool[GlobArgs]):
     )
     args_model = GlobArgs
     concurrency_safe = True
+    acp_kind = "search"
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        pattern = arg_text(args, "pattern")
+        return f"Glob {pattern}" if pattern else None
 
     def __init__(self, *, max_results: int = MAX_RESULTS) -> None:
         self.max_results = max_results

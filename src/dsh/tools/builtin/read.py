@@ -23,17 +23,19 @@ a missing file).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Final
 
 from pydantic import Field
 
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import Tool, ToolContext, ToolLocation, ToolOutput
 from dsh.tools.builtin._base import (
-    BuiltinTool,
     decode_text,
+    file_locations,
     file_report,
+    file_title,
     not_found,
     quoted,
     read_regular,
@@ -169,7 +171,7 @@ def _load(path: ResolvedPath, files: FileObservations) -> list[str]:
     return split_lines(text)
 
 
-class ReadTool(BuiltinTool[ReadArgs]):
+class ReadTool(Tool[ReadArgs]):
     """Read a text file, line-numbered, one window at a time."""
 
     name = "read"
@@ -181,6 +183,14 @@ class ReadTool(BuiltinTool[ReadArgs]):
     )
     args_model = ReadArgs
     concurrency_safe = True
+    acp_kind = "read"
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        return file_title("Read", args)
+
+    def acp_locations(self, args: Mapping[str, Any]) -> tuple[ToolLocation, ...]:
+        offset = args.get("offset")
+        return file_locations(args, offset if type(offset) is int and offset > 0 else None)
 
     def __init__(self, *, max_output_bytes: int = MAX_OUTPUT_BYTES) -> None:
         self.max_output_bytes = max_output_bytes

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import stat
+from collections.abc import Mapping
 from typing import Any, Final
 
 from pydantic import Field
 
 from dsh.errors import ToolError
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import Tool, ToolContext, ToolLocation, ToolOutput
 from dsh.tools.builtin._base import (
-    BuiltinTool,
     atomic_write,
+    file_locations,
     file_report,
+    file_title,
     not_regular,
     os_failure,
     quoted,
@@ -81,7 +83,7 @@ def _write(
     return st is None, diffs
 
 
-class WriteTool(BuiltinTool[WriteArgs]):
+class WriteTool(Tool[WriteArgs]):
     """Create a text file, or replace one the session has read (parents created, temp file + rename)."""
 
     name = "write"
@@ -91,6 +93,13 @@ class WriteTool(BuiltinTool[WriteArgs]):
         "since. To change part of a file, prefer `edit`."
     )
     args_model = WriteArgs
+    acp_kind = "edit"
+
+    def acp_title(self, args: Mapping[str, Any]) -> str | None:
+        return file_title("Write", args)
+
+    def acp_locations(self, args: Mapping[str, Any]) -> tuple[ToolLocation, ...]:
+        return file_locations(args)
 
     def __init__(self, *, diff_basis_max_bytes: int = DIFF_BASIS_MAX_BYTES) -> None:
         self.diff_basis_max_bytes = diff_basis_max_bytes
