@@ -14,6 +14,7 @@ from rich.markup import escape
 from dsh.cli.tables import terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -101,16 +102,16 @@ class LiveView:
         if self.root is None and etype != SUBAGENT_DESCRIPTOR:
             self.root = session_id
         data = event.data
-        if etype == SUBAGENT_DESCRIPTOR:
-            parent = str(data.get("delegation", {}).get("parentSession", ""))
-            parent_child = self._children.get(parent)
+        descriptor = parse_descriptor(event)
+        if descriptor is not None:
+            parent_child = self._children.get(descriptor.parent_session or "")
             depth = parent_child.depth + 1 if parent_child else 1
-            label = str(data.get("label") or session_id[:8])
+            label = descriptor.label or session_id[:8]
             self._children[session_id] = _Child(label, depth)
             self._newline()
             self.console.print(
                 "  " * (depth - 1)
-                + f"[magenta]⇢ {_safe(data.get('provider'))}[/magenta] "
+                + f"[magenta]⇢ {_safe(descriptor.provider)}[/magenta] "
                 + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
             )
         elif etype == TOOL_CALL:

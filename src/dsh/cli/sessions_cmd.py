@@ -32,12 +32,13 @@ from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, print_transc
 from dsh.cli.transcript_view import ViewOptions
 from dsh.errors import SessionExistsError
 from dsh.events import Event, SessionHeader
+from dsh.events.descriptor import child_kind, find_descriptor
 from dsh.session import open_turn
-from dsh.session.digest import kind_of, own_descriptor, session_json
+from dsh.session.digest import session_json
 from dsh.store.base import EventStore, LoadedSession, SessionSummary
 from dsh.store.logfile import read_log_file
 from dsh.store.url import open_store
-from dsh.subagents.lifecycle import descriptor, lease_held_elsewhere, logged_state
+from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
 
 def session_kind(header: SessionHeader, own_events: Sequence[Event]) -> str | None:
     """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session."""
-    return kind_of(header, own_descriptor(own_events, 0))
+    return child_kind(header, own_events)
 
 
 def _loaded_json(session: LoadedSession) -> dict[str, Any]:
@@ -235,9 +236,9 @@ async def _node(store: EventStore, summary: SessionSummary, own: Sequence[Event]
         return _Node(summary, None)
     if own is None:
         own = await store.read_from(summary.header.id, summary.inherited_event_count)
-    found = descriptor(list(own))
+    found = find_descriptor(own)
     state = None
-    if found is not None and found.get("mode") == "continuable":
+    if found is not None and found.mode == "continuable":
         elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, summary.header.id)
         state = logged_state(list(own), lease_held_elsewhere=elsewhere)
     return _Node(summary, session_kind(summary.header, own), state=state)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh.events import Event, SessionHeader
-from dsh.events.descriptor import SubagentDescriptor, descriptor_kind
+from dsh.events.descriptor import SubagentDescriptor, descriptor_kind, parse_descriptor
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
@@ -81,7 +81,7 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
     model: str | None = None
     open_turns = 0
     last_reason: str | None = None
-    descriptor: dict[str, Any] = {}
+    descriptor: SubagentDescriptor | None = None
     for event in events:
         data = event.data if isinstance(event.data, dict) else {}
         etype = event.type
@@ -103,8 +103,8 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
             open_turns = max(open_turns - 1, 0)
             reason = data.get("reason")
             last_reason = reason.get("kind") if isinstance(reason, dict) else None
-        elif etype == SUBAGENT_DESCRIPTOR and event.seq >= cut and not descriptor:
-            descriptor = data
+        elif etype == SUBAGENT_DESCRIPTOR and event.seq >= cut and descriptor is None:
+            descriptor = parse_descriptor(event)
     prompt = first_own if first_own is not None else (first_any or "")
     last = events[-1].time if events else None
     status: Status
@@ -115,37 +115,16 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
         status = _END_STATUS.get(last_reason, "completed")
     else:
         status = "empty"
-    kind = kind_of(header, descriptor)
-    delegation = descriptor.get("delegation")
-    call_id = delegation.get("callId") if isinstance(delegation, dict) else None
-    label = descriptor.get("label")
     return Derived(
         title=shorten(title) if title else (shorten(prompt) if prompt else header.id),
         first_prompt=prompt,
         model=model,
         last_activity=last,
         status=status,
-        kind=kind,
-        label=label if isinstance(label, str) else None,
-        call_id=call_id if isinstance(call_id, str) else None,
+        kind=descriptor_kind(header, descriptor),
+        label=descriptor.label if descriptor is not None else None,
+        call_id=descriptor.call_id if descriptor is not None else None,
     )
-
-
-def kind_of(header: SessionHeader, descriptor: Mapping[str, Any]) -> str | None:
-    """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session.
-
-    The rule of :func:`dsh.events.descriptor.child_kind` (the provider of the child's own
-    descriptor, else seeded or not a subagent's → fork, else spawn).
-    """
-    return descriptor_kind(header, SubagentDescriptor.from_data(dict(descriptor)) if descriptor else None)
-
-
-def own_descriptor(events: Sequence[Event], cut: int) -> dict[str, Any]:
-    """The data of the first ``subagent/descriptor`` among the session's own events ({} if none)."""
-    for event in events[cut:]:
-        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
-            return event.data
-    return {}
 
 
 def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:

@@ -9,24 +9,17 @@ that was stopped), ``failed`` (its last turn ended ``error``), else ``finished``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from dsh.errors import SessionBusyError
 from dsh.events import Event
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_END
+from dsh.events.descriptor import find_descriptor
+from dsh.events.vocabulary import TURN_END
 from dsh.model import Delegation
 from dsh.session import open_turn
 from dsh.store import EventStore
 
 ChildState = Literal["running", "interrupted", "failed", "finished"]
-
-
-def descriptor(events: list[Event]) -> dict[str, Any] | None:
-    """A child's first ``subagent/descriptor``, if it has one."""
-    for event in events:
-        if event.type == SUBAGENT_DESCRIPTOR and isinstance(event.data, dict):
-            return event.data
-    return None
 
 
 def logged_state(events: list[Event], *, lease_held_elsewhere: bool) -> ChildState:
@@ -70,18 +63,17 @@ async def stored_children(store: EventStore, parent_id: str) -> list[StoredChild
     for row in rows:
         loaded = await store.load(row.header.id)
         own = loaded.events[loaded.inherited_event_count :]
-        found = descriptor(own)
-        if found is None or found.get("mode") != "continuable":
+        found = find_descriptor(own)
+        if found is None or found.mode != "continuable":
             continue
-        where = found.get("delegation")
-        call_id = where.get("callId") if isinstance(where, dict) else None
+        call_id = found.call_id
         busy = open_turn(own) is not None and await lease_held_elsewhere(store, row.header.id)
         out.append(
             StoredChild(
                 row.header.id,
-                str(found.get("label", "")),
+                found.label or "",
                 row.header.delegation_depth,
-                Delegation(parent_id, call_id) if isinstance(call_id, str) else None,
+                Delegation(parent_id, call_id) if call_id is not None else None,
                 logged_state(own, lease_held_elsewhere=busy),
             )
         )
