@@ -32,11 +32,17 @@ class ModelSource(Protocol):
     """Gives each ACP session (new or loaded) its model."""
 
     @property
-    def retry(self) -> RetryPolicy: ...
+    def retry(self) -> RetryPolicy:
+        """How the sessions' agents retry a retryable model failure."""
+        ...
 
-    async def model_for(self, cwd: Path) -> Model: ...
+    async def model_for(self, cwd: Path) -> Model:
+        """The model for a session that runs in ``cwd`` (called once per new or loaded session)."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release every model handed out (the server is shutting down)."""
+        ...
 
 
 class LiveModels:

@@ -46,9 +46,13 @@ _ID_TYPES = (str, int, float, type(None))
 class ByteSink(Protocol):
     """Where protocol frames go."""
 
-    async def write(self, data: bytes) -> None: ...
+    async def write(self, data: bytes) -> None:
+        """Write ``data`` (whole frames) and return once it has been handed on."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the sink; errors while closing are swallowed."""
+        ...
 
 
 class PipeSink:

@@ -10,14 +10,22 @@ from typing import Protocol
 
 
 class Stoppable(Protocol):
+    """A server :func:`serve_until_stopped` runs: start it, wait for ``stopped``, close it."""
+
     stopped: asyncio.Event
 
     @property
-    def base_url(self) -> str: ...
+    def base_url(self) -> str:
+        """Where the started server listens, e.g. ``http://127.0.0.1:8080``."""
+        ...
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Bind and start serving."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Stop serving and release the socket."""
+        ...
 
 
 async def serve_until_stopped(server: Stoppable, banner: str) -> None:

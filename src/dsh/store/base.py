@@ -67,12 +67,18 @@ class SessionLease(Protocol):
     """A held session lease: the one live writer's right to append (``release`` is idempotent)."""
 
     @property
-    def session_id(self) -> str: ...
+    def session_id(self) -> str:
+        """The session the lease is for."""
+        ...
 
     @property
-    def holder(self) -> LeaseHolder: ...
+    def holder(self) -> LeaseHolder:
+        """This process's holder record (pid, host, since)."""
+        ...
 
-    async def release(self) -> None: ...
+    async def release(self) -> None:
+        """Give the lease back (the handle's last token frees the session); idempotent."""
+        ...
 
 
 @runtime_checkable
@@ -117,19 +123,41 @@ class EventStore(Protocol):
         seed: Sequence[Event] = (),
         *,
         inherited_event_count: int = 0,
-    ) -> None: ...
+    ) -> None:
+        """Store a new session: ``header``, a ``seed`` with seqs 0..n-1 and its explicit cut.
 
-    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None: ...
+        The triple must obey the inherited-cut rules (else ``InvalidEventError``); an
+        existing id raises ``SessionExistsError``; nothing is stored on refusal.
+        """
+        ...
 
-    async def load(self, session_id: str) -> LoadedSession: ...
+    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
+        """Add ``events``, the first at the stored next seq (else ``SeqConflictError``).
 
-    async def read_from(self, session_id: str, seq: int) -> list[Event]: ...
+        ``durable=True`` returns once they (and every earlier event) are on stable storage;
+        ``durable=False`` may buffer them until the next durable point.
+        """
+        ...
 
-    async def exists(self, session_id: str) -> bool: ...
+    async def load(self, session_id: str) -> LoadedSession:
+        """The session's header, its cut as persisted and every event (``SessionNotFoundError``)."""
+        ...
 
-    async def list_sessions(self) -> list[SessionSummary]: ...
+    async def read_from(self, session_id: str, seq: int) -> list[Event]:
+        """The session's events from ``seq`` on (a negative ``seq`` is ``InvalidEventError``)."""
+        ...
 
-    async def children(self, session_id: str) -> list[SessionSummary]: ...
+    async def exists(self, session_id: str) -> bool:
+        """Whether a session with this id is stored."""
+        ...
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        """Every stored session, ordered by ``createdAt``, then id."""
+        ...
+
+    async def children(self, session_id: str) -> list[SessionSummary]:
+        """The sessions whose ``parentSession`` is ``session_id``, ordered like :meth:`list_sessions`."""
+        ...
 
     async def fork(
         self,
@@ -139,25 +167,43 @@ class EventStore(Protocol):
         origin: str | None = None,
         delegation_depth: int | None = None,
         created_at: int | None = None,
-    ) -> LoadedSession: ...
+    ) -> LoadedSession:
+        """Store and return a child of ``parent_id`` holding its completed-turn prefix.
 
-    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None: ...
+        What the child holds (header, seed, cut) is :func:`dsh.events.fork.fork_plan`'s answer;
+        a parent without a completed turn gives an unseeded child with no events.
+        """
+        ...
 
-    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease: ...
+    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+        """Create every session (header, cut, seed, extra header fields) or, on any refusal, none."""
+        ...
+
+    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
+        """Take the session's single-writer lease, polling up to ``wait`` s (``SessionBusyError``)."""
+        ...
 
     async def delete(self, session_id: str) -> list[str]:
         """Delete ``session_id`` with its descendants; return the deleted ids, the session first."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Write buffered events durably and release every lease; later calls raise ``StoreClosedError``."""
+        ...
 
-    async def __aenter__(self) -> Self: ...
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        ...
 
-    async def __aexit__(self, *exc_info: object) -> None: ...
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the store (:meth:`close`)."""
+        ...
 
 
 class _Closable(Protocol):
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close the store."""
+        ...
 
 
 class ClosingStore:

@@ -108,7 +108,9 @@ class LeaseBackend(Protocol[L]):
         """Who holds the session's lock, if that is recorded."""
         ...
 
-    async def release(self, lock: L) -> None: ...
+    async def release(self, lock: L) -> None:
+        """Give back a lock :meth:`try_acquire` returned (the session is free again)."""
+        ...
 
     async def give_up(self, session_id: str) -> None:
         """The table stopped trying for ``session_id`` (busy or cancelled): drop any resources kept."""

@@ -48,7 +48,9 @@ class ApprovalRequest:
 class Approver(Protocol):
     """Answers approval requests (one implementation per channel)."""
 
-    async def decide(self, request: ApprovalRequest) -> ApprovalOutcome: ...
+    async def decide(self, request: ApprovalRequest) -> ApprovalOutcome:
+        """The answer to ``request`` (may wait for a person; never raises for a refusal)."""
+        ...
 
 
 class FixedApprover:
