@@ -1,13 +1,13 @@
 """dsh: durable, forkable agent sessions and keyless, deterministic replay of real runs.
 
 The public API in one import: ``from dsh import Agent, OpenAICompatModel, open_store, tool``.
-Names are loaded on first use (PEP 562), so ``import dsh`` itself imports nothing else;
+Names are loaded on first use (PEP 562), so ``import dsh`` itself imports only :mod:`dsh.lazy`;
 each name's home module is in :data:`_HOMES`.
 """
 
 from __future__ import annotations
 
-import importlib
+from dsh.lazy import exports
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``import dsh`` stays free of ``typing``
 
@@ -103,17 +103,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'dsh' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, _HOMES)
 
 
 if TYPE_CHECKING:

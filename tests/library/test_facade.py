@@ -74,7 +74,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = dsh.Agnet
 
 
-def test_import_dsh_loads_no_other_dsh_module_nor_a_dependency() -> None:
+def test_import_dsh_loads_only_the_lazy_exports_rule_and_no_dependency() -> None:
     code = (
         "import sys, dsh\n"
         "deps = ('dsh.', 'openai', 'pydantic', 'orjson', 'typing')\n"
@@ -85,5 +85,5 @@ def test_import_dsh_loads_no_other_dsh_module_nor_a_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
-    assert lines[0] == ""
+    assert lines[0] == "dsh.lazy"
     assert lines[1] == "True False"  # the agent does not need the openai SDK until a model is built

@@ -15,7 +15,6 @@ import typer
 from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
 from dsh.errors import ReplayError, ScenarioError, UsageError
-from dsh.snapshot.runner import drift_mode
 
 
 class ProfileChoice(StrEnum):
@@ -78,6 +77,8 @@ def acp(
     that needs more asks the client with session/request_permission. A replay runs under the
     recording's policy.
     """
+    from dsh.snapshot.runner import drift_mode
+
     try:
         from dsh.acp import ServeOptions, build_runtime, serve_stdio
     except ModuleNotFoundError as exc:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from dsh.cli.approve import approver_for
-from dsh.cli.live import LiveSetup
 from dsh.errors import UsageError
 from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy
+
+if TYPE_CHECKING:
+    from dsh.cli.live import LiveSetup
 
 CwdOption = Annotated[
     Path | None,
@@ -145,6 +146,9 @@ def live_setup(
     max_steps: int | None,
 ) -> LiveSetup:
     """Every shared option checked (``UsageError`` naming the option) and gathered."""
+    from dsh.cli.approve import approver_for
+    from dsh.cli.live import LiveSetup
+
     workspace = (cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
         raise UsageError(f"--cwd {workspace}: not a directory")

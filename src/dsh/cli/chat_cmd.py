@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -30,10 +31,9 @@ from dsh.cli.agent_options import (
     setup_from,
 )
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, stderr_warnings, user_errors
-from dsh.cli.live import LiveSetup, cancellable_turn, live_agent
-from dsh.cli.turn_output import TurnOutput
-from dsh.loop import Feed
-from dsh.store.notices import warnings_to
+
+if TYPE_CHECKING:
+    from dsh.cli.live import LiveSetup
 
 PROMPT = "› "
 
@@ -57,6 +57,10 @@ def _read_line() -> str | None:
 
 
 def _converse(setup: LiveSetup) -> None:
+    from dsh.cli.live import cancellable_turn, live_agent
+    from dsh.cli.turn_output import TurnOutput
+    from dsh.loop import Feed
+
     feed = Feed()
     with asyncio.Runner() as runner:
         stack = contextlib.AsyncExitStack()
@@ -97,6 +101,8 @@ def chat(
     running turn (it is logged as aborted) and the chat goes on; Ctrl-D exits. Up/down
     recall earlier lines (readline). The options are those of `dsh run`.
     """
+    from dsh.store.notices import warnings_to
+
     with user_errors():
         setup = setup_from(locals())
     with user_errors(), warnings_to(stderr_warnings()):

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -14,8 +14,9 @@ from typer.core import TyperGroup
 from dsh.cli.tables import terminal_safe
 from dsh.errors import DshError, UsageError
 from dsh.jsonx import dumps_unchecked
-from dsh.store.notices import WarningSink, warnings_to
-from dsh.store.url import default_sqlite_path
+
+if TYPE_CHECKING:
+    from dsh.store.notices import WarningSink
 
 T = TypeVar("T")
 
@@ -72,6 +73,8 @@ class HelpGroup(TyperGroup):
 
 def store_label(url: str | None) -> str:
     """How a store is named in messages: its URL, or the default SQLite database's path."""
+    from dsh.store.url import default_sqlite_path
+
     return url or str(default_sqlite_path())
 
 
@@ -120,6 +123,8 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
     Store warnings (a torn tail left out, a foreign file skipped) are printed on stderr,
     each once per command.
     """
+    from dsh.store.notices import warnings_to
+
     with user_errors(), warnings_to(stderr_warnings()):
 
         async def main() -> T:

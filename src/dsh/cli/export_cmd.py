@@ -6,25 +6,25 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dsh.cli.common import StoreOption, fail, run_async, user_errors
 from dsh.cli.tables import terminal_safe
 from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, load_tree
-from dsh.cli.transcript_view import ViewOptions, transcript_markdown
 from dsh.jsonx import dumps_unchecked
-from dsh.session.digest import session_json
-from dsh.store.base import LoadedSession
-from dsh.store.logfile import compress, encode_log, write_file_atomic
-from dsh.store.url import open_store
+
+if TYPE_CHECKING:
+    from dsh.store.base import LoadedSession
 
 FORMATS = ("jsonl", "json", "markdown")
 
 
 def _document(sessions: dict[str, LoadedSession], sid: str) -> dict[str, Any]:
     """``{"session", "events", "children"}``: the session object, its wire events, its children nested."""
+    from dsh.session.digest import session_json
+
     loaded = sessions[sid]
     kids = sorted(
         (s for s in sessions.values() if s.header.parent_session == sid),
@@ -73,6 +73,10 @@ def export_cmd(
     """
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}", 2)
+    from dsh.cli.transcript_view import ViewOptions, transcript_markdown
+    from dsh.store.logfile import compress, encode_log, write_file_atomic
+    from dsh.store.url import open_store
+
     options = ViewOptions(reasoning=reasoning, children=children)
 
     async def body() -> tuple[LoadedSession, bytes]:

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from dsh.cli.ages import ago, parse_since
-from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
-from dsh.cli.resolve import short_ids
+from dsh.cli.common import JsonOption, StoreOption, run_async, store_label, user_errors, write_json_line
 from dsh.cli.tables import make_console, terminal_safe
 from dsh.ids import now_ms
-from dsh.store.base import EventStore
-from dsh.store.url import default_sqlite_path, open_store
-from dsh.ui.views import DeriveCache, Row
+
+if TYPE_CHECKING:
+    from dsh.store.base import EventStore
+    from dsh.ui.views import Row
 
 
 async def list_rows(store: EventStore) -> list[Row]:
     """A row per stored session, oldest first: its summary, what its events say, its child count."""
+    from dsh.ui.views import DeriveCache, Row
+
     summaries = await store.list_sessions()
     children: dict[str, int] = {}
     for s in summaries:
@@ -32,6 +33,10 @@ async def list_rows(store: EventStore) -> list[Row]:
 
 
 def _render(rows: list[Row], label: str, now: int) -> None:
+    from rich.table import Table
+
+    from dsh.cli.resolve import short_ids
+
     console = make_console()
     if not rows:
         console.print(f"no sessions in {terminal_safe(label)}")
@@ -92,6 +97,8 @@ def list_cmd(
         cutoff = parse_since(since, "--since", now) if since is not None else None
 
     async def body() -> list[Row]:
+        from dsh.store.url import open_store
+
         s = open_store(store)
         try:
             return await list_rows(s)
@@ -107,4 +114,4 @@ def list_cmd(
         if as_json:
             write_json_line([row.to_json() for row in rows])
             return
-        _render(rows, store or str(default_sqlite_path()), now)
+        _render(rows, store_label(store), now)

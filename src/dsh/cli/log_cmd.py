@@ -7,14 +7,16 @@ a store; anything else after ``dsh log`` is the ``show`` command (``dsh log ID``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dsh.cli.common import HelpGroup, JsonOption, user_errors, write_json_line
 from dsh.cli.tables import key_value_grid, make_console, or_dash, type_counts, types_table, warn
 from dsh.cli.transcript_cmd import log_show
-from dsh.store.logfile import DecodedLog, load_log_file
+
+if TYPE_CHECKING:
+    from dsh.store.logfile import DecodedLog
 
 
 class _LogGroup(HelpGroup):
@@ -103,6 +105,8 @@ def inspect(
     line is dropped with a warning; any other corruption or an unsupported version is an
     error that stops at that file. With --json: one JSON object per file, one per line.
     """
+    from dsh.store.logfile import load_log_file
+
     del store
     with user_errors():
         for n, file in enumerate(files):

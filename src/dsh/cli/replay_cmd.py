@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from dsh.cli.common import JsonOption, StoreOption, fail, run_async, user_errors, write_json_line
-from dsh.cli.render import LiveView
-from dsh.cli.sessions_cmd import tree_cmd
 from dsh.errors import DshError, UsageError
-from dsh.loop import Feed
-from dsh.replay.fidelity import Drift
-from dsh.replay.files import untrusted_warning
-from dsh.snapshot import ScenarioResult, run_scenario
-from dsh.snapshot.factory import load_factory, project_factory
-from dsh.snapshot.runner import SCENARIOS, AgentFactory, default_agent_factory, drift_mode
-from dsh.store import EventStore
-from dsh.store.url import open_store
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dsh.loop import Feed
+    from dsh.replay.fidelity import Drift
+    from dsh.snapshot import ScenarioResult
+    from dsh.snapshot.runner import AgentFactory
+    from dsh.store import EventStore
 
 FactoryOption = Annotated[
     str | None,
@@ -35,6 +32,9 @@ FactoryOption = Annotated[
 
 def agent_factory(spec: str | None) -> AgentFactory:
     """The factory named by ``--factory``, else by the project's ini option, else the default."""
+    from dsh.snapshot.factory import load_factory, project_factory
+    from dsh.snapshot.runner import default_agent_factory
+
     if spec:
         return load_factory(spec, root=Path.cwd())
     found = project_factory(Path.cwd())
@@ -46,8 +46,12 @@ async def _replay(
     store: EventStore,
     feed: Feed,
     drift: Drift = "strict",
-    factory: AgentFactory = default_agent_factory,
+    factory: AgentFactory | None = None,
 ) -> ScenarioResult:
+    from dsh.snapshot import run_scenario
+    from dsh.snapshot.runner import default_agent_factory
+
+    factory = factory or default_agent_factory
     try:
         return await run_scenario(directory, "replay", store=store, feed=feed, drift=drift, factory=factory)
     finally:
@@ -55,6 +59,8 @@ async def _replay(
 
 
 def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
+    from rich.markup import escape
+
     report = {
         "ok": result.ok,
         "scenario": result.scenario,
@@ -128,6 +134,14 @@ def replay(
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
     in-memory store unless --store is given.
     """
+    from rich.console import Console
+
+    from dsh.cli.render import LiveView
+    from dsh.loop import Feed
+    from dsh.replay.files import untrusted_warning
+    from dsh.snapshot.runner import drift_mode
+    from dsh.store.url import open_store
+
     if not directory.is_dir():
         fail(f"{directory}: not a scenario directory", 2)
     try:
@@ -176,6 +190,14 @@ def demo(store: StoreOption = None) -> None:
     Keyless: a recorded run (a spawn child and a fork child) goes through the real agent loop
     and tools, and lands in the embedded SQLite store unless --store says otherwise.
     """
+    from rich.console import Console
+
+    from dsh.cli.render import LiveView
+    from dsh.cli.sessions_cmd import tree_cmd
+    from dsh.loop import Feed
+    from dsh.snapshot.runner import SCENARIOS
+    from dsh.store.url import open_store
+
     directory = SCENARIOS / "subagent-mixed"
     console = Console(highlight=False)
     feed = Feed()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,10 +24,11 @@ from dsh.cli.agent_options import (
     setup_from,
 )
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
-from dsh.cli.live import LiveSetup, cancellable_turn, live_agent
-from dsh.cli.turn_output import TurnOutput
 from dsh.errors import UsageError
-from dsh.loop import Feed, TurnResult
+
+if TYPE_CHECKING:
+    from dsh.cli.live import LiveSetup
+    from dsh.loop import TurnResult
 
 
 def read_prompt(prompt: str | None) -> str:
@@ -92,6 +93,10 @@ def run(
 
 
 async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | None:
+    from dsh.cli.live import cancellable_turn, live_agent
+    from dsh.cli.turn_output import TurnOutput
+    from dsh.loop import Feed
+
     feed = Feed()
     async with live_agent(setup, feed) as agent:
         output = TurnOutput(feed, agent.id, as_json=as_json)

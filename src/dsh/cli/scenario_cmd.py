@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,11 +18,10 @@ from dsh.cli.common import (
     user_errors,
 )
 from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay
-from dsh.model.settings import resolve_provider
-from dsh.snapshot import ScenarioResult, run_scenario
-from dsh.snapshot.runner import AgentFactory, accept_hint
-from dsh.snapshot.save import save_scenario
-from dsh.store.url import open_store
+
+if TYPE_CHECKING:
+    from dsh.snapshot import ScenarioResult
+    from dsh.snapshot.runner import AgentFactory
 
 scenario_app = typer.Typer(
     cls=HelpGroup,
@@ -67,11 +66,13 @@ def record(
     The previous recording is replaced as one step, and only when every turn completed;
     otherwise nothing is written and the command exits 1 naming the failure.
     """
+    from dsh.model.settings import resolve_provider
+    from dsh.snapshot import run_scenario
+
     _directory(directory)
     with user_errors():
         settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
         chosen: AgentFactory = agent_factory(factory)
-    # Imported here: the SDK's start-up cost is paid only by commands that talk to a provider.
     from dsh.model.openai_compat import OpenAICompatModel
 
     async def go() -> ScenarioResult:
@@ -95,6 +96,9 @@ def refresh(
     factory: FactoryOption = None,
 ) -> None:
     """Replay keylessly (every call checked) and rewrite only transcript.expected.jsonl."""
+    from dsh.snapshot import run_scenario
+    from dsh.snapshot.runner import accept_hint
+
     _directory(directory)
     with user_errors():
         chosen = agent_factory(factory)
@@ -125,6 +129,8 @@ def save(
     grandchildren) as session.N.jsonl, an input.json of its prompts and the normalized
     transcript; with --workspace a copy of that folder.
     """
+    from dsh.snapshot.save import save_scenario
+    from dsh.store.url import open_store
 
     async def go() -> list[str]:
         opened = open_store(store)

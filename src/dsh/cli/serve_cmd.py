@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dsh.cli.common import HelpGroup, fail, run_async, write_json_line
-from dsh.serve.record import RecordServer
-from dsh.serve.replay import ReplayServer
-from dsh.serve.run import serve_until_stopped
+
+if TYPE_CHECKING:
+    from dsh.serve.record import RecordServer
+    from dsh.serve.replay import ReplayServer
 
 serve_app = typer.Typer(
     cls=HelpGroup,
@@ -41,6 +42,9 @@ def replay_cmd(
     if speed < 0:
         fail("dsh serve replay: --speed must be 0 or more", 2)
 
+    from dsh.serve.replay import ReplayServer
+    from dsh.serve.run import serve_until_stopped
+
     async def main() -> ReplayServer:
         server = ReplayServer(directory, port=port, speed=speed, session_headers=session_header or ())
         await serve_until_stopped(server, f"dsh serve replay: serving {directory}")
@@ -69,6 +73,8 @@ def record_cmd(
     session_header: HeaderOption = None,
 ) -> None:
     """Proxy /v1/chat/completions to the upstream with the client's key and record each session."""
+    from dsh.serve.record import RecordServer
+    from dsh.serve.run import serve_until_stopped
 
     async def main() -> RecordServer:
         server = RecordServer(upstream, directory, port=port, session_headers=session_header or ())

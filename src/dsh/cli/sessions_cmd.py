@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.text import Text
-from rich.tree import Tree
 
 from dsh.cli.common import (
     HelpGroup,
@@ -20,7 +18,6 @@ from dsh.cli.common import (
     user_errors,
     write_json_line,
 )
-from dsh.cli.resolve import resolve_id
 from dsh.cli.tables import (
     make_console,
     render_session,
@@ -29,16 +26,14 @@ from dsh.cli.tables import (
     warn,
 )
 from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, print_transcript
-from dsh.cli.transcript_view import ViewOptions
 from dsh.errors import SessionExistsError
-from dsh.events import Event, SessionHeader
-from dsh.events.descriptor import child_kind, find_descriptor
-from dsh.session import open_turn
-from dsh.session.digest import session_json
-from dsh.store.base import EventStore, LoadedSession, SessionSummary
-from dsh.store.logfile import read_log_file
-from dsh.store.url import open_store
-from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
+
+if TYPE_CHECKING:  # what the commands run is imported when they run (see tests/cli/test_startup.py)
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from dsh.events import Event, SessionHeader
+    from dsh.store.base import EventStore, LoadedSession, SessionSummary
 
 T = TypeVar("T")
 
@@ -58,6 +53,8 @@ IdArgument = Annotated[
 
 async def _using(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
     """Open the store named by ``url``, run ``body`` on it and always close it."""
+    from dsh.store.url import open_store
+
     store = open_store(url)
     try:
         return await body(store)
@@ -72,14 +69,20 @@ def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
 
 def session_kind(header: SessionHeader, own_events: Sequence[Event]) -> str | None:
     """How a child came to be: ``spawn`` or ``fork``; ``None`` for a top-level session."""
+    from dsh.events.descriptor import child_kind
+
     return child_kind(header, own_events)
 
 
 def _loaded_json(session: LoadedSession) -> dict[str, Any]:
+    from dsh.session.digest import session_json
+
     return session_json(session.header, session.inherited_event_count, len(session.events))
 
 
 def _summary_json(summary: SessionSummary) -> dict[str, Any]:
+    from dsh.session.digest import session_json
+
     return session_json(summary.header, summary.inherited_event_count, summary.event_count)
 
 
@@ -98,6 +101,8 @@ class _Imported:
 
 async def _import_all(store: EventStore, files: Sequence[Path]) -> list[_Imported]:
     """Decode and check every file first, then store them in one batch: all, or none."""
+    from dsh.store.logfile import read_log_file
+
     pending: list[_Imported] = []
     seen: dict[str, str] = {}
     for path in files:
@@ -179,6 +184,9 @@ def show_cmd(
     --children apply there). With --json: the session object plus "types", "children" and
     "warnings" (and "events", the wire dicts, with --events).
     """
+    from dsh.cli.resolve import resolve_id
+    from dsh.cli.transcript_view import ViewOptions
+
     if transcript:
         print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))
         return
@@ -232,6 +240,10 @@ class _Node:
 
 async def _node(store: EventStore, summary: SessionSummary, own: Sequence[Event] | None = None) -> _Node:
     """A tree node: the child's kind and, for a background child, its state."""
+    from dsh.events.descriptor import find_descriptor
+    from dsh.session import open_turn
+    from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
+
     if summary.header.parent_session is None:
         return _Node(summary, None)
     if own is None:
@@ -246,6 +258,8 @@ async def _node(store: EventStore, summary: SessionSummary, own: Sequence[Event]
 
 async def _build_subtree(store: EventStore, root_id: str) -> _Node:
     """``root_id`` and its descendants, reading only those sessions (``children`` per level)."""
+    from dsh.store.base import SessionSummary
+
     loaded = await store.load(root_id)
     cut = loaded.inherited_event_count
     summary = SessionSummary(loaded.header, cut, len(loaded.events))
@@ -294,12 +308,16 @@ async def _build_forest(store: EventStore) -> list[_Node]:
 
 async def _build_tree(store: EventStore, root_id: str | None) -> list[_Node]:
     """The tree under ``root_id`` (reading only it), or the whole forest."""
+    from dsh.cli.resolve import resolve_id
+
     if root_id is not None:
         return [await _build_subtree(store, await resolve_id(store, root_id))]
     return await _build_forest(store)
 
 
 def _tree_label(node: _Node) -> Text:
+    from rich.text import Text
+
     s = node.summary
     kind = (f"{node.kind} ", "cyan") if node.kind else ""
     state = (f"  background, {node.state}", "yellow") if node.state else ""
@@ -338,6 +356,8 @@ def tree_cmd(
     inheritedEventCount, eventCount, children}; kind is null for a top-level session, state
     null but for a background child.
     """
+    from rich.tree import Tree
+
     forest = _in_store(store, lambda s: _build_tree(s, session_id))
     with user_errors():
         if as_json:
@@ -382,6 +402,8 @@ def fork_cmd(
     session/end-seed marker; its inherited cut is the length of that prefix. A parent with
     no completed turn gives an empty, unseeded child. With --json: the child's session object.
     """
+
+    from dsh.cli.resolve import resolve_id
 
     async def body(s: EventStore) -> LoadedSession:
         return await s.fork(await resolve_id(s, session_id), child_id=child_id)

@@ -11,14 +11,18 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from dsh.events import Event
 from dsh.jsonx import dumps_unchecked
-from dsh.store.base import LoadedSession
+
+if TYPE_CHECKING:  # rich and the store are imported by the commands that render, not at startup
+    from rich.console import Console
+    from rich.table import Table
+
+    from dsh.events import Event
+    from dsh.store.base import LoadedSession
 
 WIDE = 240
 """Console width used when stdout is not a terminal, so ids never wrap in pipes and logs."""
@@ -58,6 +62,8 @@ def make_console() -> Console:
 
     On a TTY it takes the terminal's width; otherwise it is wide enough for full ids.
     """
+    from rich.console import Console
+
     console = Console(markup=False, emoji=False, highlight=False)
     if not console.is_terminal:
         console = Console(markup=False, emoji=False, highlight=False, width=max(console.width, WIDE))
@@ -103,6 +109,8 @@ def or_dash(value: object) -> str:
 
 def types_table(counts: dict[str, int]) -> Table:
     """A two-column table: event type and count."""
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("type")
     table.add_column("count", justify="right")
@@ -113,6 +121,8 @@ def types_table(counts: dict[str, int]) -> Table:
 
 def key_value_grid(rows: Sequence[tuple[str, str]]) -> Table:
     """A borderless grid of bold keys and their values (controls escaped)."""
+    from rich.table import Table
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -129,6 +139,8 @@ def render_session(
     Inherited events (before the cut) are dimmed on a terminal; the ``session/end-seed``
     marker row sits at the cut.
     """
+    from rich.table import Table
+
     h = loaded.header
     cut = loaded.inherited_event_count
     rows = [

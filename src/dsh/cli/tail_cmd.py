@@ -11,17 +11,16 @@ import os
 import sys
 from contextlib import aclosing
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from dsh.cli.common import JsonOption, StoreOption, run_async, write_json_line
-from dsh.cli.resolve import resolve_id
 from dsh.cli.tables import terminal_safe
-from dsh.events import Event
 from dsh.jsonx import dumps_unchecked
-from dsh.store.tail import follow
-from dsh.store.url import open_store
+
+if TYPE_CHECKING:
+    from dsh.events import Event
 
 PREVIEW_CHARS: Final = 160
 EXIT_INTERRUPTED: Final = 130
@@ -100,6 +99,9 @@ def tail(
     committed events are shown. Following uses LISTEN/NOTIFY on PostgreSQL and polls other
     stores every 150 ms.
     """
+    from dsh.cli.resolve import resolve_id
+    from dsh.store.tail import follow
+    from dsh.store.url import open_store
 
     async def body() -> None:
         events_store = open_store(store)

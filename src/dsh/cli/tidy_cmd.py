@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dsh.cli.ages import parse_age
-from dsh.cli.common import JsonOption, StoreOption, fail, run_async, user_errors, write_json_line
-from dsh.cli.resolve import last_activity, resolve_ids
+from dsh.cli.common import JsonOption, StoreOption, fail, run_async, store_label, user_errors, write_json_line
 from dsh.cli.tables import terminal_safe, warn
 from dsh.errors import SessionBusyError, SessionNotFoundError, UsageError
 from dsh.ids import now_ms
-from dsh.store.base import EventStore
-from dsh.store.deletion import descendants
-from dsh.store.url import default_sqlite_path, open_store
 
-
-def _label(url: str | None) -> str:
-    return url or str(default_sqlite_path())
+if TYPE_CHECKING:
+    from dsh.store.base import EventStore
 
 
 def _confirm(question: str) -> None:
@@ -33,6 +28,8 @@ def _confirm(question: str) -> None:
 
 async def _plan(store: EventStore, roots: list[str]) -> dict[str, list[str]]:
     """Each root → the ids its delete removes (itself first); a root inside another's tree is dropped."""
+    from dsh.store.deletion import descendants
+
     plan: dict[str, list[str]] = {}
     covered: set[str] = set()
     for root in roots:
@@ -85,7 +82,10 @@ def rm_cmd(
     writer holds (its lease) refuses the delete with one line and nothing of that session's
     tree is deleted. Prints each deleted id; with --json: {"deleted": [ids]}.
     """
-    label = _label(store)
+    from dsh.cli.resolve import resolve_ids
+    from dsh.store.url import open_store
+
+    label = store_label(store)
 
     async def plan_for(s: EventStore) -> dict[str, list[str]]:
         return await _plan(s, await resolve_ids(s, session_ids))
@@ -134,7 +134,10 @@ def prune_cmd(
         age = parse_age(older_than, "--older-than")
         if age <= 0:
             raise UsageError("--older-than must be more than 0")
-    label = _label(store)
+    from dsh.cli.resolve import last_activity
+    from dsh.store.url import open_store
+
+    label = store_label(store)
     cutoff = now_ms() - age
 
     async def body() -> _Outcome:

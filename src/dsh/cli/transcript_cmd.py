@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markdown import Markdown
 
 from dsh.cli.common import StoreOption, run_async, user_errors
-from dsh.cli.resolve import resolve_id
-from dsh.cli.transcript_view import ViewOptions, transcript_markdown
-from dsh.store.base import EventStore, LoadedSession
-from dsh.store.deletion import descendants
-from dsh.store.url import open_store
+
+if TYPE_CHECKING:
+    from dsh.cli.transcript_view import ViewOptions
+    from dsh.store.base import EventStore, LoadedSession
 
 ReasoningOption = Annotated[
     bool, typer.Option("--reasoning", help="Show the model's reasoning (hidden by default).")
@@ -29,12 +26,17 @@ ChildrenOption = Annotated[
 
 async def load_tree(store: EventStore, raw_id: str) -> tuple[str, dict[str, LoadedSession]]:
     """The session ``raw_id`` names (a unique prefix works) and it with every descendant, loaded."""
+    from dsh.cli.resolve import resolve_id
+    from dsh.store.deletion import descendants
+
     root = await resolve_id(store, raw_id)
     return root, {sid: await store.load(sid) for sid in await descendants(store, root)}
 
 
 def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
     """The Markdown transcript of the session ``raw_id`` in the store ``url``."""
+    from dsh.cli.transcript_view import transcript_markdown
+    from dsh.store.url import open_store
 
     async def body() -> str:
         store = open_store(url)
@@ -52,6 +54,9 @@ def print_transcript(url: str | None, raw_id: str, options: ViewOptions) -> None
     text = markdown_of(url, raw_id, options)
     with user_errors():
         if sys.stdout.isatty():
+            from rich.console import Console
+            from rich.markdown import Markdown
+
             Console(highlight=False, emoji=False).print(Markdown(text, hyperlinks=False))
         else:
             sys.stdout.write(text)
@@ -73,4 +78,6 @@ def log_show(
     are cut to one line; each subagent call links its child (`dsh log CHILD`), or with
     --children shows the child's transcript nested. Same as `dsh sessions show ID --transcript`.
     """
+    from dsh.cli.transcript_view import ViewOptions
+
     print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))

@@ -7,16 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dsh.cli.common import StoreOption, fail
-from dsh.store.url import default_sqlite_path
-
-try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
-    from dsh.ui import server as ui_server
-except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
-    ui_server = None  # type: ignore[assignment]
-    MISSING: str | None = exc.name
-else:
-    MISSING = None
+from dsh.cli.common import StoreOption, fail, store_label
 
 
 def ui(
@@ -42,8 +33,10 @@ def ui(
     child's cut on the parent's timeline, transcripts, raw events, and live updates while a
     session is being appended to. Bound to 127.0.0.1 unless --host says otherwise.
     """
-    if ui_server is None:
-        fail(f"dsh ui needs the ui extra ({MISSING} is not installed): pip install 'dsh[ui]'", 1)
+    try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
+        from dsh.ui import server as ui_server
+    except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
+        fail(f"dsh ui needs the ui extra ({exc.name} is not installed): pip install 'dsh[ui]'", 1)
     if port < 0 or port > 65535:
         fail(f"--port {port}: not a port number (0..65535)", 2)
     if host not in ui_server.LOCAL_HOSTS:
@@ -57,7 +50,7 @@ def ui(
             report_html = report.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--report {report}: cannot read it ({exc})", 2)
-    label = store or f"sqlite:{default_sqlite_path()}"
+    label = store or f"sqlite:{store_label(None)}"
     try:
         ui_server.serve(
             store,
