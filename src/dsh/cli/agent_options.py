@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -55,13 +56,20 @@ SandboxOption = Annotated[
     str,
     typer.Option(
         "--sandbox",
+        envvar="DSH_SANDBOX",
         metavar="MODE",
         help="File policy: read-only, workspace-write (bash confined by bubblewrap, writes only "
         "in the workspace and temp dirs) or danger-full-access (nothing confined).",
     ),
 ]
 NetworkOption = Annotated[
-    str, typer.Option("--network", metavar="on|off", help="Whether confined commands may use the network.")
+    str,
+    typer.Option(
+        "--network",
+        envvar="DSH_NETWORK",
+        metavar="on|off",
+        help="Whether confined commands may use the network.",
+    ),
 ]
 ApproveOption = Annotated[
     bool, typer.Option("--approve", help="Allow every approval request once (sandbox escalations).")
@@ -180,12 +188,21 @@ def live_setup(
 DEFAULT_SANDBOX = DEFAULT_MODE
 
 
+def _given(option: str, envvar: str, value: str) -> str:
+    """How ``value`` was given: ``$ENVVAR=value`` when the environment holds it, else ``--option value``."""
+    return f"${envvar}={value}" if os.environ.get(envvar) == value else f"{option} {value}"
+
+
 def sandbox_policy(sandbox: str, network: str) -> SandboxPolicy:
-    """The policy ``--sandbox MODE --network on|off`` name (``UsageError`` naming the option)."""
+    """The policy ``--sandbox MODE --network on|off`` (or ``$DSH_SANDBOX`` / ``$DSH_NETWORK``) name.
+
+    A bad value is a ``UsageError`` naming the option or the environment variable it came from.
+    """
     if sandbox not in SANDBOX_MODES:
-        raise UsageError(f"--sandbox {sandbox}: expected one of {', '.join(SANDBOX_MODES)}")
+        given = _given("--sandbox", "DSH_SANDBOX", sandbox)
+        raise UsageError(f"{given}: expected one of {', '.join(SANDBOX_MODES)}")
     if network not in ("on", "off"):
-        raise UsageError(f"--network {network}: expected on or off")
+        raise UsageError(f"{_given('--network', 'DSH_NETWORK', network)}: expected on or off")
     return SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on")
 
 
