@@ -18,6 +18,10 @@ calls against dsh's local OpenAI-compatible test server on 127.0.0.1 in the same
 SSE encoding; ``ReplayServer.handle`` on the bodies the SDK sends, no socket, no client), the
 part of dsh's figure that dsh itself controls.
 
+``async`` repeats both with ``openai.AsyncOpenAI``: it drains each stream after ``[DONE]``, so
+HTTP/1.1 keep-alive reuses one connection, where the sync client closes the connection at
+``[DONE]`` and opens a new one for the next call (a cost VCR.py, having no socket, never pays).
+
 Every replayed call is verified: the client must see the recorded deltas, one SSE event
 each, in order (``chunks kept``: dsh serves 40 content chunks per call; VCR.py replays the
 body as recorded and the SDK re-splits it). Repeats are interleaved; medians reported.
@@ -62,6 +66,55 @@ def _calls(client: openai.OpenAI, conv: Conversation) -> list[list[str]]:
         out.append(deltas)
         messages.append({"role": "assistant", "content": "".join(deltas)})
     return out
+
+
+async def _acalls(client: openai.AsyncOpenAI, conv: Conversation) -> list[list[str]]:
+    """The same N turns through the async client (which drains each stream after ``[DONE]``, so
+    HTTP/1.1 keep-alive reuses one connection; the sync client closes it and reconnects per call)."""
+    messages: list[dict[str, Any]] = []
+    out = []
+    for i in range(conv.turns):
+        messages.append({"role": "user", "content": conv.users[i]})
+        stream = await client.chat.completions.create(model=MODEL, messages=messages, stream=True)  # type: ignore[arg-type]
+        deltas = [
+            c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content
+        ]
+        out.append(deltas)
+        messages.append({"role": "assistant", "content": "".join(deltas)})
+    return out
+
+
+def _timed_async_calls(base_url: str, conv: Conversation) -> tuple[float, list[list[str]]]:
+    async def go() -> tuple[float, list[list[str]]]:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+            t0 = now()
+            got = await _acalls(client, conv)
+            return now() - t0, got
+
+    return asyncio.run(go())
+
+
+def replay_dsh_async(directory: Path, conv: Conversation) -> float:
+    """Seconds for the N calls through ``openai.AsyncOpenAI`` against the in-thread server."""
+    server = BackgroundServer(ReplayServer(directory))
+    server.start()
+    try:
+        seconds, got = _timed_async_calls(server.base_url, conv)
+    finally:
+        report = server.stop()
+    if got != conv.deltas or not report["ok"]:  # pragma: no cover - a broken bench
+        raise RuntimeError(f"dsh serve replay served something else (async): {report}")
+    return seconds
+
+
+def replay_vcr_async(cassette: Path, conv: Conversation, base_url: str) -> float:
+    with vcr.VCR().use_cassette(str(cassette), record_mode="none") as played:
+        seconds, got = _timed_async_calls(base_url, conv)
+        if not played.all_played:  # pragma: no cover - a broken bench
+            raise RuntimeError("the cassette was not played to the end (async)")
+    if ["".join(d) for d in got] != [conv.reply(i) for i in range(conv.turns)]:  # pragma: no cover
+        raise RuntimeError("the cassette replayed something else (async)")
+    return seconds
 
 
 def _upstream(conv: Conversation) -> OpenAICompatServer:
@@ -190,7 +243,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
     conv = conversation(args.turns)
-    names = ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open", "server")
+    names = ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open", "server",
+             "dsh_async_call", "vcr_async_call")  # fmt: skip
     figures: dict[str, Stat] = {k: Stat() for k in names}
     chunks: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-serve-bench-") as tmp:
@@ -208,6 +262,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures["vcr_open"].add(v_open)
             figures["vcr_call"].add(v_calls / conv.turns)
             figures["server"].add(server_work(root / "dsh", conv))
+            figures["dsh_async_call"].add(replay_dsh_async(root / "dsh", conv) / conv.turns)
+            vcr_async = replay_vcr_async(root / "cassette.yaml", conv, base_url)
+            figures["vcr_async_call"].add(vcr_async / conv.turns)
     result = {
         "bench": "serve",
         "turns": conv.turns,
@@ -225,7 +282,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"VCR.py {v * 1e3:.2f} ms ({chunks['vcr']} content chunks); "
         f"dsh server's own work {figures['server'].median * 1e3:.2f} ms; "
         f"open: dsh {figures['dsh_open'].median * 1e3:.1f} ms, "
-        f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms",
+        f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms; async client: dsh serve (thread) "
+        f"{figures['dsh_async_call'].median * 1e3:.2f} ms, "
+        f"VCR.py {figures['vcr_async_call'].median * 1e3:.2f} ms",
         file=sys.stderr,
     )
     return result
