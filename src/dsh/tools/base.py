@@ -15,6 +15,7 @@ from dsh.errors import ToolInputError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Block, text_block
 from dsh.tools.approval import Approvals
+from dsh.tools.jobs import JobTable
 from dsh.tools.observations import FileObservations
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -86,6 +87,7 @@ class ToolContext:
     session's approval service (``None``: none composed, so an escalation cannot be asked).
     ``agent`` is the agent running the call (``None`` when a tool runs outside an agent, e.g.
     in a unit test); ``extras`` is free-form data the composition root gave the agent.
+    ``jobs`` is the session's background jobs (``None``: none can be started).
     """
 
     session_id: str
@@ -100,6 +102,7 @@ class ToolContext:
     sandbox: SandboxPolicy | None = None
     approvals: Approvals | None = None
     agent: AgentHandle | None = None
+    jobs: JobTable | None = None
 
 
 @dataclass(frozen=True, slots=True)

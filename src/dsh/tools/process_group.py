@@ -6,6 +6,10 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import Final
+
+KILL_GRACE_S: Final = 3.0
+"""Seconds between ``SIGTERM`` and ``SIGKILL`` when a command is stopped."""
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -20,3 +24,11 @@ async def wait_for_event(event: asyncio.Event, seconds: float) -> bool:
         async with asyncio.timeout(seconds):
             await event.wait()
     return event.is_set()
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15 (``signal N`` for a number Python does not name)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

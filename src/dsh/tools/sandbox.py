@@ -190,15 +190,27 @@ def bwrap_program() -> str:
     return os.environ.get("DSH_BWRAP") or shutil.which("bwrap") or "bwrap"
 
 
+def runner_program(policy: SandboxPolicy, workspace: Path) -> str:
+    """The sandbox program ``policy`` runs commands with."""
+    return bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
+
+
+def runner_failure(policy: SandboxPolicy | None, workspace: Path) -> str | None:
+    """Why the sandbox runner of a confined ``policy`` cannot start here (e.g. ``Error: spawn
+    <program> ENOENT``), or ``None`` when it can or nothing is confined."""
+    if policy is None or not policy.confined:
+        return None
+    return _probe(runner_program(policy, workspace))
+
+
 def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd: Path) -> list[str]:
     """``argv`` wrapped to run under ``policy`` (unchanged when unconfined); refuses when it cannot."""
     if policy is None or not policy.confined:
         return argv
-    program = bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
-    failure = _probe(program)
+    failure = runner_failure(policy, workspace)
     if failure is not None:
         raise unavailable(policy.mode, failure)
-    return [program, *bwrap_arguments(policy, workspace, cwd), "--", *argv]
+    return [runner_program(policy, workspace), *bwrap_arguments(policy, workspace, cwd), "--", *argv]
 
 
 def runtime_context_text(policy: SandboxPolicy, workspace: Path) -> str:

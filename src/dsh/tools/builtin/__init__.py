@@ -1,4 +1,4 @@
-"""The built-in tools (``read``, ``write``, ``edit``, ``glob``, ``bash``) and their factory."""
+"""The built-in tools (``read``, ``write``, ``edit``, ``glob``, ``bash``, the job tools), their factory."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dsh.tools.base import ToolLike
 from dsh.tools.builtin.bash import BashArgs, BashTool
 from dsh.tools.builtin.edit import EditArgs, EditTool
 from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
+from dsh.tools.builtin.job_tools import JobKillTool, JobListTool, JobOutputTool
 from dsh.tools.builtin.read import ReadArgs, ReadTool
 from dsh.tools.builtin.write import WriteArgs, WriteTool
 
@@ -16,6 +17,9 @@ __all__ = [
     "EditTool",
     "GlobArgs",
     "GlobTool",
+    "JobKillTool",
+    "JobListTool",
+    "JobOutputTool",
     "ReadArgs",
     "ReadTool",
     "WriteArgs",
@@ -32,7 +36,8 @@ def builtin_tools(
     read_max_output_bytes: int = 51_200,
     glob_max_results: int = 100,
 ) -> list[ToolLike]:
-    """Fresh instances of the five built-in tools, configured by the given limits."""
+    """Fresh instances of the built-in tools, configured by the given limits: the five file and
+    shell tools and ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs."""
     return [
         ReadTool(max_output_bytes=read_max_output_bytes),
         WriteTool(),
@@ -43,4 +48,7 @@ def builtin_tools(
             max_timeout_ms=bash_max_timeout_ms,
             max_output_bytes=bash_max_output_bytes,
         ),
+        JobOutputTool(),
+        JobKillTool(),
+        JobListTool(),
     ]

@@ -29,10 +29,11 @@ from pydantic import Field
 
 from dsh.jsonx import dumps
 from dsh.tools.base import Tool, ToolContext, ToolOutput, arg_text
+from dsh.tools.builtin.bash_job import run_bash_job
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
 from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
-from dsh.tools.process_group import signal_group, wait_for_event
+from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event
 from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import resolve_path, workspace_root
@@ -40,9 +41,9 @@ from dsh.tools.workspace import resolve_path, workspace_root
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_BYTES = 64_000
-KILL_GRACE_S = 3.0
 _CLOSE_GRACE_S = 2.0
 TRUNCATED = "\n[output truncated; full output: (unavailable)]"
+BACKGROUND_DISABLED = "run_in_background is disabled for this deployment (enableRunInBackground: false)"
 
 
 class BashArgs(ToolArgs):
@@ -53,6 +54,11 @@ class BashArgs(ToolArgs):
     )
     workdir: str | None = Field(
         None, description="Directory to run in, relative to the workspace. Default: the workspace."
+    )
+    run_in_background: bool | None = Field(
+        None,
+        description="Start the command as a background job and answer with its id at once; no time "
+        "limit. Read it with job_output, stop it with job_kill.",
     )
     sandbox_permissions: Escalation | None = permissions_field("command")
     justification: str | None = justification_field("command")
@@ -166,13 +172,6 @@ def _json_number(value: float) -> str:
     return dumps(value).decode()
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 def format_outcome(outcome: Outcome, timeout_ms: float) -> str:
     """The original's foreground text: body, then the timeout and exit markers."""
     body = outcome.stdout
@@ -187,7 +186,7 @@ def format_outcome(outcome: Outcome, timeout_ms: float) -> str:
         markers.append(f"[timed out after {_ms(timeout_ms)}ms]")
     code = outcome.returncode
     if code is not None and code < 0:
-        markers.append(f"[killed by signal: {_signal_name(-code)}]")
+        markers.append(f"[killed by signal: {signal_name(-code)}]")
     elif code:
         markers.append(f"[exit code: {code}]")
     if markers:
@@ -205,7 +204,9 @@ class BashTool(Tool[BashArgs]):
         "variables) carries over, so use `workdir` instead of `cd`. stdin is empty. A non-zero "
         "exit status is reported as `[exit code: N]`. Long output keeps only its end. Processes "
         "the command leaves running are stopped when it exits, and the whole command is "
-        "stopped when it runs past `timeoutMs`."
+        "stopped when it runs past `timeoutMs`. With `run_in_background: true` the call "
+        "answers with a job id at once (no time limit): `job_output` reads what the job wrote "
+        "so far, `job_kill` stops it, and a notice arrives when it finishes."
     )
     args_model = BashArgs
     acp_kind = "execute"
@@ -244,6 +245,8 @@ class BashTool(Tool[BashArgs]):
             cwd = where.real
         timeout_ms = min(args.timeoutMs or self.default_timeout_ms, self.max_timeout_ms)
         policy, workspace, where_to = ctx.sandbox, workspace_root(ctx), Path(cwd)
+        if args.run_in_background:
+            return self._background(args.command, where_to, ctx)
         wrap: Callable[[list[str]], list[str]] | None = None
         if policy is not None and policy.confined:
             # Checked before anything runs: no usable sandbox ⇒ the refusal, never an unconfined run.
@@ -259,3 +262,15 @@ class BashTool(Tool[BashArgs]):
             wrap,
         )
         return ToolOutput.text(format_outcome(outcome, timeout_ms))
+
+    def _background(self, command: str, cwd: Path, ctx: ToolContext) -> ToolOutput:
+        """Start the job (under the call's sandbox, as a foreground call) and answer with its id."""
+        table = ctx.jobs
+        if table is None or table.closed:
+            raise tool_error(BACKGROUND_DISABLED)
+        job = table.new("bash", command)
+        work = run_bash_job(
+            job, command, cwd, tool_environment(ctx.session_id), ctx.sandbox, workspace_root(ctx)
+        )
+        job.task = asyncio.get_running_loop().create_task(work, name=f"job {job.id}")
+        return ToolOutput.text(f"started background job {job.id}")

@@ -1,0 +1,83 @@
+"""Background bash jobs run under the same sandbox as a foreground call: confined, or refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh.tools import ToolContext, ToolRegistry
+from dsh.tools.jobs import JobTable
+from dsh.tools.sandbox import SandboxPolicy, _probe
+
+from .conftest import requires_bwrap, text_of
+
+FULL = SandboxPolicy(mode="danger-full-access")
+
+
+def _ctx(cwd: Path, policy: SandboxPolicy | None, jobs: JobTable) -> ToolContext:
+    return ToolContext(session_id="s-jobs", call_id="call-1", cwd=cwd, sandbox=policy, jobs=jobs)
+
+
+async def _job_output(registry: ToolRegistry, cwd: Path, policy: SandboxPolicy | None, command: str) -> str:
+    """Start ``command`` in the background and read it to its end."""
+    jobs = JobTable()
+    ctx = _ctx(cwd, policy, jobs)
+    started = await registry.call(
+        "bash", json.dumps({"command": command, "description": "bg", "run_in_background": True}), ctx
+    )
+    assert text_of(started) == "started background job bash-1"
+    output = await registry.call("job_output", json.dumps({"job_id": "bash-1", "wait": True}), ctx)
+    await jobs.aclose()
+    return text_of(output)
+
+
+@requires_bwrap
+async def test_a_background_write_outside_the_workspace_is_refused_by_the_kernel(
+    base: Path, registry: ToolRegistry
+) -> None:
+    command = "touch ../outside/escaped"
+    unconfined = await _job_output(registry, base / "ws", FULL, command)
+    assert unconfined == "(no new output)\n[status: completed, exit code: 0]"
+    assert (base / "outside" / "escaped").exists()  # the command really escapes when not confined
+    (base / "outside" / "escaped").unlink()
+
+    confined = await _job_output(registry, base / "ws", SandboxPolicy(mode="workspace-write"), command)
+    assert "Read-only file system" in confined
+    assert confined.endswith("[status: failed, exit code: 1]")
+    assert not (base / "outside" / "escaped").exists()
+
+
+@pytest.fixture
+def missing_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    runner = str(tmp_path / ".dsh-missing-sandbox-runner")
+    monkeypatch.setenv("DSH_BWRAP", runner)
+    _probe.cache_clear()
+    yield runner
+    _probe.cache_clear()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+async def test_a_missing_runner_starts_the_job_but_runs_nothing(
+    tmp_path: Path, registry: ToolRegistry, missing_runner: str, mode: str
+) -> None:
+    output = await _job_output(registry, tmp_path, SandboxPolicy(mode=mode), "touch ran")  # type: ignore[arg-type]
+    assert output == (
+        f"[stderr]\nspawn failed: Error: spawn {missing_runner} ENOENT\n[sandbox: the sandbox runner itself "
+        f"failed under {mode} mode — the command did not run; this is a sandbox problem, not a command "
+        "failure]\n[status: killed, killed before exit]"
+    )
+    assert not (tmp_path / "ran").exists()
+
+
+async def test_without_a_job_table_background_is_disabled(tmp_path: Path, registry: ToolRegistry) -> None:
+    ctx = ToolContext(session_id="s", call_id="c", cwd=tmp_path)
+    output = await registry.call(
+        "bash", json.dumps({"command": "touch ran", "description": "bg", "run_in_background": True}), ctx
+    )
+    assert text_of(output) == (
+        "Error: run_in_background is disabled for this deployment (enableRunInBackground: false)"
+    )
+    assert not (tmp_path / "ran").exists()
