@@ -11,6 +11,27 @@ Message = dict[str, Any]
 Block = dict[str, Any]
 
 
+JOB_NOTICE_PLUGIN = "tool-jobs"
+"""``source.plugin`` of a background job's completion notice (the original's plugin name)."""
+JOB_NOTICE_SENDER = "plugin:tool-jobs"
+"""The :func:`delivery_sender` of a background job's completion notice."""
+
+
+def delivery_sender(message: object) -> str | None:
+    """Who queued ``message`` from outside the session's own steps: another session (its
+    ``source.senderSessionId``), or the session's background jobs (:data:`JOB_NOTICE_SENDER`
+    for a ``tool-jobs`` notice); ``None`` for everything else."""
+    source = message.get("source") if isinstance(message, dict) else None
+    if not isinstance(source, dict):
+        return None
+    sender = source.get("senderSessionId")
+    if isinstance(sender, str):
+        return sender
+    if source.get("kind") == "plugin" and source.get("plugin") == JOB_NOTICE_PLUGIN:
+        return JOB_NOTICE_SENDER
+    return None
+
+
 def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
 

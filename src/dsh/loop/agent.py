@@ -29,6 +29,7 @@ from dsh.ids import new_session_id, now_ms
 from dsh.loop.config import AgentConfig
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
+from dsh.loop.job_notices import JobNotices
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
@@ -148,6 +149,8 @@ class Agent:
         self.activation: Activation | None = None
         """Told when woken turns run out of work (set for a continuable child)."""
         self.closed = False
+        self.jobs = JobNotices(self)
+        """This session's background jobs (``jobs.table``) and their completion notices."""
         self._owned: list[_Closer] = []  # what aclose closes after the lease (from_env)
         self._scheduler = ToolScheduler(
             registry=tools,
@@ -385,9 +388,10 @@ class Agent:
         )
 
     async def aclose(self) -> None:
-        """Stop a woken turn still running, release the session's lease (idempotent); the
-        store stays open unless :meth:`from_env` opened it."""
+        """Kill the session's background jobs, stop a woken turn still running, release the
+        session's lease (idempotent); the store stays open unless :meth:`from_env` opened it."""
         self.closed = True
+        await self.jobs.aclose()  # a job never outlives its agent
         driver, self._driver = self._driver, None
         if driver is not None and not driver.done():
             driver.cancel()
@@ -459,6 +463,7 @@ class Agent:
             sandbox=self.config.sandbox,
             approvals=self.approvals,
             agent=self,
+            jobs=self.jobs.table,
         )
 
     def _log_sandbox_mode(self) -> None:
@@ -601,6 +606,7 @@ class Agent:
             messages = [opened] if opened is not None else []
         else:
             messages = [user_message(prompt) if isinstance(prompt, str) else prompt]
+            self.jobs.user_turn()
         for etype, data in preamble:
             self.append(etype, data)
         self._log_sandbox_mode()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from dsh.events import Event
-from dsh.events.messages import Message
+from dsh.events.messages import Message, delivery_sender
 from dsh.events.vocabulary import INBOX_SPLICED
 
 Target = Literal["next-step", "next-turn"]
@@ -48,14 +48,14 @@ def pending_from_log(events: Sequence[Event]) -> dict[Target, list[Message]]:
 
 
 def senders(events: Sequence[Event]) -> list[str]:
-    """The sessions that queued messages in this log's inbox, one entry per message, in order."""
+    """Who queued messages in this log's inbox from outside its own steps (other sessions,
+    its background jobs: ``dsh.events.messages.delivery_sender``), one entry per message, in order."""
     out: list[str] = []
     for event in events:
         if event.type == INBOX_SPLICED and isinstance(event.data, dict):
             for message in event.data.get("inserted", ()):
-                source = message.get("source") if isinstance(message, dict) else None
-                sender = source.get("senderSessionId") if isinstance(source, dict) else None
-                if isinstance(sender, str):
+                sender = delivery_sender(message)
+                if sender is not None:
                     out.append(sender)
     return out
 

@@ -1,0 +1,78 @@
+"""Completion notices of an agent's background jobs, delivered through its inbox.
+
+When a job of the agent's :class:`~dsh.tools.jobs.JobTable` settles, the agent gets the
+original's notice (:func:`dsh.tools.jobs.notice`): at its next step when it is running a
+turn (``next-step``), else as a new turn that wakes it (``next-turn``) — at most
+:data:`MAX_WAKES` such wakes between two user prompts; past that the notice waits, as a
+``next-step`` message, for the next turn. Under a replay (a model that is a
+:class:`~dsh.model.DeliveryOrder`) the notice is held until the agent is where the
+recording received it, so it is claimed by the same step as there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Final
+
+from dsh.events.messages import JOB_NOTICE_SENDER, Message
+from dsh.loop.inbox import senders
+from dsh.model import DeliveryOrder
+from dsh.tools.jobs import Job, JobTable, notice
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
+
+MAX_WAKES: Final = 3
+
+
+class JobNotices:
+    """One agent's job table and the delivery of its completion notices."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self.table = JobTable(on_settled=self._settled)
+        self.wakes = 0
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def user_turn(self) -> None:
+        """A user prompt opened a turn: job notices may wake the agent again."""
+        self.wakes = 0
+
+    def _settled(self, job: Job) -> None:
+        message = notice(job)
+        order = self._agent.model
+        if not isinstance(order, DeliveryOrder):
+            self._deliver(message)
+            return
+        task = asyncio.get_running_loop().create_task(self._in_order(order, message), name=f"notice {job.id}")
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _in_order(self, order: DeliveryOrder, message: Message) -> None:
+        agent = self._agent
+        session = agent.session
+        await order.before_delivery(
+            JOB_NOTICE_SENDER, agent.id, lambda: senders(session.own_events), agent.progress
+        )
+        self._deliver(message)
+
+    def _deliver(self, message: Message) -> None:
+        agent = self._agent
+        if agent.closed:
+            return
+        if agent.busy:
+            agent.deliver(message, "next-step")
+        elif self.wakes < MAX_WAKES:
+            self.wakes += 1
+            agent.deliver(message, "next-turn", wake=True)
+        else:
+            agent.deliver(message, "next-step")
+
+    async def aclose(self) -> None:
+        """Kill the jobs still running (no notices from here on) and drop undelivered notices."""
+        await self.table.aclose()
+        pending, self._pending = list(self._pending), set()
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

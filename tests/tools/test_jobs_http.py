@@ -1,0 +1,236 @@
+"""Background bash jobs over real HTTP: job_output / job_kill / job_list, completion notices, close."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dsh.loop import NO_DELAY, Agent, AgentConfig
+from dsh.model.openai_compat import OpenAICompatModel
+from dsh.store.memory import MemoryEventStore
+from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.wire import Response, WireToolCall, stream_reply
+from dsh.tools.sandbox import SandboxPolicy
+from tests.invariants import check_log_invariants
+
+Handler = Callable[[RecordedRequest], Response]
+
+
+def call(call_id: str, name: str, arguments: dict[str, Any]) -> Response:
+    return stream_reply(tool_calls=[WireToolCall.split(call_id, name, json.dumps(arguments), 2)])
+
+
+def background(call_id: str, command: str) -> Response:
+    args = {"command": command, "description": "background test", "run_in_background": True}
+    return call(call_id, "bash", args)
+
+
+def tool_texts(agent: Agent) -> dict[str, str]:
+    out = {}
+    for e in agent.session.events:
+        if e.type == "tool/result":
+            block = e.data["message"]["content"][0]
+            out[block["toolCallId"]] = block["content"][0]["text"]
+    return out
+
+
+def job_notices(agent: Agent) -> list[tuple[int, int, str]]:
+    """(turn, step, text) of every job notice the model was shown."""
+    out: list[tuple[int, int, str]] = []
+    turn = step = 0
+    for e in agent.session.events:
+        if e.type == "step/start":
+            turn, step = e.data["turn"], e.data["step"]
+        if e.type == "user/message" and e.data["source"].get("plugin") == "tool-jobs":
+            out.append((turn, step, e.data["content"][0]["text"]))
+    return out
+
+
+def notice_text(job_id: str, label: str, status: str) -> str:
+    head = f"background job {job_id} (bash: {label}) finished [status: {status}]."
+    return head + " Read its output with job_output."
+
+
+async def run_agent(
+    tmp_path: Path, handler: Handler, prompts: list[str], sandbox: SandboxPolicy | None = None
+) -> Agent:
+    """An agent over real HTTP, its turns for ``prompts`` run (left open for more)."""
+    store = MemoryEventStore()
+    server = OpenAICompatServer(handler=handler)
+    await server.start()
+    model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
+    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=sandbox)
+    agent = await Agent.create(store, model=model, config=config, cwd=tmp_path)
+    agent.extras["server"] = server
+    for prompt in prompts:
+        result = await agent.run_turn(prompt)
+        assert result.ok, result.reason
+    return agent
+
+
+async def close(agent: Agent) -> None:
+    await agent.aclose()
+    await agent.model.aclose()
+    await agent.extras["server"].close()
+    check_log_invariants(agent.session.events)
+
+
+def last_text(req: RecordedRequest) -> str:
+    return str(req.messages[-1].get("content"))
+
+
+async def test_job_output_waits_and_the_notice_arrives_at_the_next_step(tmp_path: Path) -> None:
+    command = "sleep 0.3; echo hi; echo oops >&2"
+
+    steps = [
+        background("c1", command),
+        call("c2", "job_output", {"job_id": "bash-1", "wait": True}),
+        call("c3", "job_output", {"job_id": "bash-1"}),
+        stream_reply(text="DONE"),
+    ]
+
+    def handler(req: RecordedRequest) -> Response:
+        return steps[len(tool_texts_seen(req))]
+
+    agent = await run_agent(tmp_path, handler, ["go"])
+    texts = tool_texts(agent)
+    assert texts["c1"] == "started background job bash-1"
+    assert texts["c2"] == "hi\n[stderr]\noops\n[status: completed, exit code: 0]"
+    assert texts["c3"] == "(no new output)\n[status: completed, exit code: 0]"  # only what is new
+    # The job settled while the turn ran: the notice joined the step after job_output (step 3).
+    assert job_notices(agent) == [(1, 3, notice_text("bash-1", command, "completed, exit code: 0"))]
+    spliced = [e.data for e in agent.session.events if e.type == "agent/inbox/spliced"]
+    assert spliced[0]["target"] == "next-step"
+    assert spliced[0]["inserted"][0]["source"] == {
+        "kind": "plugin",
+        "plugin": "tool-jobs",
+        "form": "notice",
+        "summary": f"bash {command} [status: completed, exit code: 0]",
+    }
+    await close(agent)
+
+
+async def test_job_kill_stops_a_running_job(tmp_path: Path) -> None:
+    steps = [
+        background("c1", "echo started; sleep 30"),
+        call("c2", "job_kill", {"job_id": "bash-1", "reason": "not needed"}),
+        call("c3", "job_output", {"job_id": "bash-1", "wait": True, "timeout_ms": 10000}),
+        call("c4", "job_kill", {"job_id": "bash-1"}),
+        call("c5", "job_list", {}),
+        stream_reply(text="DONE"),
+    ]
+
+    def handler(req: RecordedRequest) -> Response:
+        if len(tool_texts_seen(req)) == 1:  # let the job print before it is killed
+            time.sleep(0.3)
+        return steps[len(tool_texts_seen(req))]
+
+    agent = await run_agent(tmp_path, handler, ["go"])
+    texts = tool_texts(agent)
+    assert texts["c2"] == "requested cancellation of job bash-1"
+    assert texts["c3"] == "started\n[status: killed, signal: SIGTERM]"
+    assert texts["c4"] == "job bash-1 had already finished [status: killed, signal: SIGTERM]"
+    assert texts["c5"] == "bash-1 [bash] killed \u2014 echo started; sleep 30"
+    await close(agent)
+
+
+def tool_texts_seen(req: RecordedRequest) -> list[str]:
+    return [str(m.get("tool_call_id")) for m in req.messages if m.get("role") == "tool"]
+
+
+async def test_unknown_and_blank_job_ids_and_an_empty_list(tmp_path: Path) -> None:
+    steps = [
+        call("c1", "job_list", {}),
+        call("c2", "job_output", {"job_id": "bash-9"}),
+        call("c3", "job_kill", {"job_id": " "}),
+        call("c4", "job_output", {"job_id": ""}),
+        stream_reply(text="DONE"),
+    ]
+
+    def handler(req: RecordedRequest) -> Response:
+        return steps[len(tool_texts_seen(req))]
+
+    agent = await run_agent(tmp_path, handler, ["go"])
+    texts = tool_texts(agent)
+    assert texts == {
+        "c1": "(no background jobs)",
+        "c2": "Error: unknown job bash-9",
+        "c3": 'Error: invalid job_id: expected a non-empty string, got " "',
+        "c4": 'Error: invalid job_id: expected a non-empty string, got ""',
+    }
+    await close(agent)
+
+
+async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(tmp_path: Path) -> None:
+    delays = [0.2, 0.9, 1.6, 2.3]
+
+    def handler(req: RecordedRequest) -> Response:
+        text = last_text(req)
+        if text == "go":
+            return stream_reply(
+                tool_calls=[
+                    WireToolCall.split(
+                        f"c{i}",
+                        "bash",
+                        json.dumps(
+                            {"command": f"sleep {d}", "description": "wait", "run_in_background": True}
+                        ),
+                        2,
+                    )
+                    for i, d in enumerate(delays)
+                ]
+            )
+        if text.startswith("background job"):
+            return stream_reply(text="SEEN")
+        return stream_reply(text="STARTED" if text.startswith("started") else "NEXT")
+
+    agent = await run_agent(tmp_path, handler, ["go"])
+    await asyncio.sleep(delays[-1] + 1.0)  # every job has finished by now
+    await agent.until_idle()
+    notices = job_notices(agent)
+    # Three wakes: turns 2-4 each opened by one notice; the fourth waits for the next user turn.
+    assert [(turn, step) for turn, step, _ in notices] == [(2, 1), (3, 1), (4, 1)]
+    assert len([e for e in agent.session.events if e.type == "turn/start"]) == 4
+    assert (await agent.run_turn("more")).ok
+    notices = job_notices(agent)
+    assert [(turn, step) for turn, step, _ in notices[3:]] == [(5, 1)]
+    assert notices[3][2] == notice_text("bash-4", "sleep 2.3", "completed, exit code: 0")
+    await close(agent)
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+async def test_a_job_is_killed_when_its_agent_closes(tmp_path: Path) -> None:
+    marker = f"{random.randint(100, 999)}.{random.randint(1000, 9999)}"
+    command = f"sleep {marker} & sleep {marker}; wait"
+
+    def handler(req: RecordedRequest) -> Response:
+        return background("c1", command) if last_text(req) == "go" else stream_reply(text="STARTED")
+
+    agent = await run_agent(tmp_path, handler, ["go"])
+    for _ in range(200):
+        if len(_processes_with(marker)) >= 3:
+            break
+        await asyncio.sleep(0.02)
+    assert len(_processes_with(marker)) >= 3  # the job's shell and both its sleeps run
+    await close(agent)
+    assert _processes_with(marker) == []  # nothing of the job is left
+    assert job_notices(agent) == []  # and a closed agent gets no notice
