@@ -39,6 +39,7 @@ RECORDINGS = [
     "fs-escalation-approved",
     "subagent-continuable",
     "subagent-report",
+    "missing-sandbox-runner",
 ]
 
 

@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 from dsh.events.chunks import Chunk
-from dsh.loop import Agent
+from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model import ModelRequest
 from dsh.snapshot import AgentSetup, default_agent_factory, run_scenario
 from dsh.store.memory import MemoryEventStore
+from dsh.subagents import standard_tools
+from dsh.tools import ToolContext, ToolOutput, ToolRegistry
+from dsh.tools.builtin import BashArgs, BashTool
 from tests.scenario_recipes import RECIPES, SNAPSHOTS, record
 
 STRICT = [
@@ -46,6 +49,7 @@ STRICT = [
     "subagent-report",
     "escalation-approved",  # the escalation is asked and answered from input.json's permissionAnswers
     "fs-escalation-approved",
+    "missing-sandbox-runner",  # the recorded missing runner: refused in the foreground, a job's spawn failure
 ]
 """The original's recordings whose tools and behaviour dsh has: they replay strictly."""
 
@@ -53,9 +57,7 @@ NOT_REPRODUCED: dict[str, str] = {}
 """Recordings whose only difference is a message the original injected and dsh does not
 produce yet: they pass, and the report names the kind under ``notReproduced``."""
 
-NOT_YET = {
-    "missing-sandbox-runner": "the sandbox runner and background bash jobs are not built",
-}
+NOT_YET: dict[str, str] = {}
 """Recordings that need later work: they must fail the check, never pass it."""
 
 
@@ -86,10 +88,10 @@ async def test_injected_messages_dsh_does_not_produce_are_listed(upstream: Path)
     assert report.harness_actions is None and result.ok, result.failure_text()
 
 
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-async def test_upstream_recording_needing_later_work_fails_the_check(upstream: Path, name: str) -> None:
-    result = await run_scenario(upstream / name, "replay", step_timeout=2.0)
-    assert not result.ok, f"{name} passed but needs: {NOT_YET[name]}"
+async def test_upstream_recordings_needing_later_work_fail_the_check(upstream: Path) -> None:
+    for name, needs in sorted(NOT_YET.items()):  # none left today; a new one must fail until built
+        result = await run_scenario(upstream / name, "replay", step_timeout=2.0)
+        assert not result.ok, f"{name} passed but needs: {needs}"
 
 
 async def test_upstream_fork_child_answers_marmalade(upstream: Path) -> None:
@@ -298,3 +300,43 @@ async def test_refresh_rewrites_only_the_transcript(tmp_path: Path) -> None:
         SNAPSHOTS / "subagent-spawn" / "transcript.expected.jsonl"
     ).read_text()
     assert {p.name: p.read_bytes() for p in scenario.glob("session*.jsonl")} == logs
+
+
+class _JobSettlesFirst(BashTool):
+    """``bash`` whose background call answers only once the job has settled, so its notice is
+    due before the next step's claim (the order the original's recording did not have)."""
+
+    async def call(self, args: BashArgs, ctx: ToolContext) -> ToolOutput:
+        output = await super().call(args, ctx)
+        if args.run_in_background and ctx.jobs is not None:
+            for job in ctx.jobs.jobs():
+                await asyncio.wait_for(job.done.wait(), 5.0)
+            await asyncio.sleep(0.05)  # any delivery not held by the recorded order happens now
+        return output
+
+
+async def _settling_first_factory(setup: AgentSetup) -> Agent:
+    """The default agent, with :class:`_JobSettlesFirst` as its ``bash``."""
+    standard = standard_tools()
+    tools = [standard.get(n) for n in standard.names() if n != "bash"]
+    registry = ToolRegistry(
+        [_JobSettlesFirst(default_timeout_ms=60_000), *(t for t in tools if t is not None)]
+    )
+    config = AgentConfig(
+        model=setup.model_name,
+        retry=NO_DELAY,
+        sandbox=setup.sandbox,
+        approver=setup.approver,
+        approval_policy=setup.approval_policy,
+    )
+    return await Agent.create(setup.store, model=setup.model, tools=registry, config=config, cwd=setup.cwd)
+
+
+async def test_a_job_notice_is_claimed_where_the_recording_claimed_it(upstream: Path) -> None:
+    """missing-sandbox-runner spliced its notice after step 2's end, past that step's claim:
+    held until step 3 began, it is claimed by step 4 even when the job settles at once."""
+    result = await run_scenario(
+        upstream / "missing-sandbox-runner", "replay", factory=_settling_first_factory
+    )
+    assert result.ok, result.failure_text()
+    assert result.sessions[0].not_reproduced == ["@deepseek-ai/dsh-system-prompt"]  # the notice is compared

@@ -10,13 +10,14 @@ from dsh.errors import ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.history import project_event
-from dsh.events.messages import Message
+from dsh.events.messages import Message, delivery_sender
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     REQUEST_HEADER,
+    STEP_END,
     STEP_START,
     TURN_END,
     TURN_START,
@@ -49,11 +50,12 @@ class Derived:
     """Each message another session queued here (its sender), and how far this session was."""
 
 
+_STRUCTURE = frozenset({STEP_START, STEP_END, TURN_START, TURN_END})
+
+
 def sender_of(message: object) -> str | None:
-    """The session that sent a queued message (``source.senderSessionId``), if another did."""
-    source = message.get("source") if isinstance(message, dict) else None
-    sender = source.get("senderSessionId") if isinstance(source, dict) else None
-    return sender if isinstance(sender, str) else None
+    """Who queued a message from outside the session's own steps (``dsh.events.messages.delivery_sender``)."""
+    return delivery_sender(message)
 
 
 def _has_finish(chunks: Sequence[Chunk]) -> bool:
@@ -110,6 +112,14 @@ def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
     return derive(events, where).entries
 
 
+def _next_step_started(events: Sequence[Event], index: int) -> int:
+    """1 when ``events[index]`` lies between a ``step/end`` and the ``step/start`` of the
+    same turn (the original claims a step's inbox at the previous step's end), else 0."""
+    before = next((e.type for e in reversed(events[:index]) if e.type in _STRUCTURE), None)
+    after = next((e.type for e in events[index + 1 :] if e.type in _STRUCTURE), None)
+    return int(before == STEP_END and after == STEP_START)
+
+
 def _int(value: object) -> int | None:
     return value if type(value) is int else None
 
@@ -158,7 +168,7 @@ def derive(
         group = []
         key = None
 
-    for event in events:
+    for index, event in enumerate(events):
         etype = event.type
         if etype == ASSISTANT_CHUNK:
             data = event.data
@@ -191,10 +201,13 @@ def derive(
         elif etype == STEP_START:
             steps += 1
         elif etype == INBOX_SPLICED and isinstance(event.data, dict):
+            # Spliced between a step's end and the next step's start: the recording had claimed
+            # that step's messages already, so the message arrived after the next step began.
+            point = SessionProgress(steps + _next_step_started(events, index), turns_ended)
             for message in event.data.get("inserted", ()):
                 sender = sender_of(message)
                 if sender is not None:
-                    out.received.append((sender, SessionProgress(steps, turns_ended)))
+                    out.received.append((sender, point))
         elif etype == TURN_END:
             turns_ended += 1
             failed = None if called else _failed_before_asking(event.data, len(out.messages), header)

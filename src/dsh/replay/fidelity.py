@@ -38,7 +38,7 @@ Drift = Literal["strict", "warn"]
 DRIFTS: tuple[Drift, ...] = ("strict", "warn")
 
 REPRODUCED_KINDS: frozenset[str] = frozenset(
-    {"hooks-claude-code", "hooks-codex", "subagent-settled", "subagent-report", "coordinator"}
+    {"hooks-claude-code", "hooks-codex", "subagent-settled", "subagent-report", "coordinator", "tool-jobs"}
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""
 

@@ -254,12 +254,15 @@ class ReplayModel:
     ) -> None:
         """Hold ``sender``'s next message to ``recipient`` until every message recorded before
         it has arrived and ``recipient`` has started as many steps and ended as many turns as
-        the recording had when it arrived."""
+        the recording had when it arrived. ``sender`` is a live session, or a sender that is
+        not one (``dsh.events.messages.JOB_NOTICE_SENDER``: the recipient's background jobs),
+        recorded under the same name."""
         source, target = self._live.get(sender), self._live.get(recipient)
-        if source is None or target is None:
+        if target is None:
             return
+        recorded_sender = source.recorded_id if source is not None else sender
         n = sum(1 for who in received() if who == sender)
-        found = [i for i, (who, _) in enumerate(target.received) if who == source.recorded_id]
+        found = [i for i, (who, _) in enumerate(target.received) if who == recorded_sender]
         if n < len(found):
             index = found[n]
             point = target.received[index][1]

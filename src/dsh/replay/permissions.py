@@ -10,16 +10,25 @@ the recording's: ``never`` for a ``danger-full-access`` recording (unless the sc
 carries answers), else ``ask``, answered by
 :class:`RecordedAnswers` from ``input.json``'s ``permissionAnswers`` (the original's
 harness answers: first in, first out; ``cancelled`` once they run out).
+
+A recording made with a sandbox runner that could not be started says so in its results
+(``Runner failure: Error: spawn {{cwd}}/<name> ENOENT``, or a background job's ``spawn
+failed: …``): the replay names the same missing runner (:func:`recorded_missing_runner`),
+so it refuses the recorded commands as the original did. Only a plain relative name inside
+the workspace is taken, and never one the scenario's own ``workspace/`` ships: a recording
+can make a replay's runner missing, never make it run a program of its choosing.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 from dsh.errors import ScenarioError
-from dsh.events.vocabulary import SANDBOX_MODE, TURN_END, USER_MESSAGE
+from dsh.events.messages import joined_text
+from dsh.events.vocabulary import SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from dsh.replay.files import read_input
 from dsh.store import LoadedSession
 from dsh.tools.approval import ApprovalOutcome, ApprovalPolicy, ApprovalRequest
@@ -98,6 +107,30 @@ def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
     return mode
 
 
+_MISSING_RUNNER = re.compile(r"(?:Runner failure|spawn failed): Error: spawn \{\{cwd\}\}/(\S+) ENOENT")
+
+
+def recorded_missing_runner(loaded: LoadedSession | None, directory: Path) -> str | None:
+    """The workspace-relative sandbox runner the recording could not start, if it says so."""
+    if loaded is None:
+        return None
+    for event in loaded.events[loaded.inherited_event_count :]:
+        if event.type != TOOL_RESULT or not isinstance(event.data, dict):
+            continue
+        for block in event.data.get("message", {}).get("content", []):
+            if not isinstance(block, dict) or block.get("type") != "tool-result":
+                continue
+            found = _MISSING_RUNNER.search(joined_text(block.get("content", [])))
+            if found is None:
+                continue
+            name = PurePosixPath(found.group(1))
+            shipped = directory / "workspace" / name
+            shipped_it = shipped.exists() or shipped.is_symlink()
+            if not name.is_absolute() and ".." not in name.parts and not shipped_it:
+                return str(name)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayPolicy:
     """The sandbox policy, approval policy and recorded answers a replay runs with."""
@@ -115,4 +148,5 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
     approval: ApprovalPolicy = "ask" if asks else "never"
     if confined and mode == "danger-full-access":
         mode = "workspace-write"
-    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False), approval, answers)
+    runner = recorded_missing_runner(primary, directory)
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers)
