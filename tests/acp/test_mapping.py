@@ -73,7 +73,8 @@ def test_tool_titles_kinds_and_locations_come_from_the_tools() -> None:
     kinds = {name: start(name, {})["kind"] for name in TOOLS.names()}
     assert kinds == {
         "bash": "execute", "edit": "edit", "glob": "search", "interrupt_agent": "other",
-        "list_agents": "other", "read": "read", "send_message": "other", "subagent": "other",
+        "job_kill": "other", "job_list": "other", "job_output": "other", "list_agents": "other",
+        "read": "read", "send_message": "other", "subagent": "other",
         "subagent_fork": "other", "write": "edit",
     }  # fmt: skip
     located = start("read", {"file_path": "sub/../a.txt", "offset": 3})
