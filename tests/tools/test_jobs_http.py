@@ -7,19 +7,16 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store.memory import MemoryEventStore
-from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.server import Handler, OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
 from tests.invariants import check_log_invariants
-
-Handler = Callable[[RecordedRequest], Response]
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> Response:
@@ -234,3 +231,29 @@ async def test_a_job_is_killed_when_its_agent_closes(tmp_path: Path) -> None:
     await close(agent)
     assert _processes_with(marker) == []  # nothing of the job is left
     assert job_notices(agent) == []  # and a closed agent gets no notice
+
+
+async def test_a_cancelled_turn_leaves_its_jobs_running(tmp_path: Path) -> None:
+    release = asyncio.Event()
+    asked = asyncio.Event()
+
+    async def handler(req: RecordedRequest) -> Response:
+        if not tool_texts_seen(req):
+            return background("c1", "sleep 0.5; echo survived")
+        asked.set()
+        await release.wait()  # the turn is cancelled while it waits for the model
+        return stream_reply(text="LATE")
+
+    agent = await run_agent(tmp_path, handler, [])
+    turn = asyncio.ensure_future(agent.run_turn("go"))
+    await asyncio.wait_for(asked.wait(), 10.0)
+    turn.cancel()
+    await asyncio.gather(turn, return_exceptions=True)
+    release.set()
+    ends = [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"]
+    assert ends == ["aborted"]
+    job = agent.jobs.table.get("bash-1")
+    assert job is not None
+    await asyncio.wait_for(job.done.wait(), 10.0)
+    assert job.read() == "survived\n[status: completed, exit code: 0]"
+    await close(agent)
