@@ -13,6 +13,7 @@ from typing import Any
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store.memory import MemoryEventStore
+from dsh.store.sqlite import SqliteEventStore
 from dsh.testing.server import Handler, OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
@@ -257,3 +258,36 @@ async def test_a_cancelled_turn_leaves_its_jobs_running(tmp_path: Path) -> None:
     await asyncio.wait_for(job.done.wait(), 10.0)
     assert job.read() == "survived\n[status: completed, exit code: 0]"
     await close(agent)
+
+
+async def test_a_resumed_session_never_reuses_a_job_id(tmp_path: Path) -> None:
+    """Jobs end with the agent; a resumed session's next job gets the next id, and an id from
+    before the resume is unknown (nothing of it is left to read)."""
+
+    def handler(req: RecordedRequest) -> Response:
+        seen = tool_texts_seen(req)
+        prompt = str(next(m for m in reversed(req.messages) if m.get("role") == "user").get("content"))
+        if prompt == "first" and not seen:
+            return background("c1", "true")
+        if prompt == "again" and seen == ["c1"]:
+            return background("c2", "true")
+        if prompt == "again" and seen == ["c1", "c2"]:
+            return call("c3", "job_output", {"job_id": "bash-1"})
+        return stream_reply(text="OK")
+
+    store = SqliteEventStore(tmp_path / "s.db")
+    async with OpenAICompatServer(handler=handler) as server:
+        config = AgentConfig(model="m", retry=NO_DELAY)
+        model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
+        agent = await Agent.create(store, model=model, config=config, cwd=tmp_path)
+        assert (await agent.run_turn("first")).ok
+        await agent.aclose()
+        resumed = await Agent.resume(store, agent.id, model=model, config=config)
+        assert (await resumed.run_turn("again")).ok
+        texts = tool_texts(resumed)
+        assert texts["c1"] == texts["c2"].replace("bash-2", "bash-1") == "started background job bash-1"
+        assert texts["c2"] == "started background job bash-2"
+        assert texts["c3"] == "Error: unknown job bash-1"
+        await resumed.aclose()
+        await model.aclose()
+    await store.close()

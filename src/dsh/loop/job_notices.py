@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Final
 
-from dsh.events.messages import JOB_NOTICE_SENDER, Message
+from dsh.events.messages import JOB_NOTICE_SENDER, Message, joined_text
+from dsh.events.vocabulary import TOOL_RESULT
 from dsh.loop.inbox import senders
 from dsh.model import DeliveryOrder
-from dsh.tools.jobs import Job, JobTable, notice
+from dsh.tools.jobs import Job, JobTable, notice, started_ids
 
 if TYPE_CHECKING:
     from dsh.loop.agent import Agent
@@ -25,12 +26,25 @@ if TYPE_CHECKING:
 MAX_WAKES: Final = 3
 
 
+def _result_texts(agent: Agent) -> list[str]:
+    """The text of every tool result the session's model has seen (a resumed session's jobs
+    ended with the process that ran them, a fork child's belong to its parent: their ids
+    stay taken)."""
+    out: list[str] = []
+    for event in agent.session.events:
+        if event.type == TOOL_RESULT and isinstance(event.data, dict):
+            for block in event.data.get("message", {}).get("content", []):
+                if isinstance(block, dict) and block.get("type") == "tool-result":
+                    out.append(joined_text(block.get("content", [])))
+    return out
+
+
 class JobNotices:
     """One agent's job table and the delivery of its completion notices."""
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
-        self.table = JobTable(on_settled=self._settled)
+        self.table = JobTable(on_settled=self._settled, started=started_ids(_result_texts(agent)))
         self.wakes = 0
         self._pending: set[asyncio.Task[None]] = set()
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Literal
 
 from dsh.events.messages import JOB_NOTICE_PLUGIN, Message, text_block
@@ -135,11 +136,17 @@ class Job:
 class JobTable:
     """The background jobs of one session, in start order, with a per-kind id counter."""
 
-    def __init__(self, on_settled: Callable[[Job], None] | None = None) -> None:
+    def __init__(
+        self, on_settled: Callable[[Job], None] | None = None, *, started: Iterable[str] = ()
+    ) -> None:
         self.on_settled = on_settled
         """Told once per job when it settles (before anyone waiting on it is released)."""
         self._jobs: dict[str, Job] = {}
         self._counters: dict[str, int] = {}
+        for job_id in started:  # ids an earlier process gave out in this session: never reused
+            kind, _, n = job_id.rpartition("-")
+            if kind and n.isdigit():
+                self._counters[kind] = max(self._counters.get(kind, 0), int(n))
         self.closed = False
 
     def new(self, kind: str, label: str) -> Job:
@@ -169,6 +176,19 @@ class JobTable:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def started_text(job_id: str) -> str:
+    """What the call that started a job answers."""
+    return f"started background job {job_id}"
+
+
+_STARTED = re.compile(r"started background job (\S+)")
+
+
+def started_ids(texts: Sequence[str]) -> list[str]:
+    """The job ids a session's tool results (``texts``) say were started."""
+    return [m.group(1) for t in texts if (m := _STARTED.fullmatch(t)) is not None]
 
 
 def notice_summary(job: Job) -> str:

@@ -33,6 +33,7 @@ from dsh.tools.builtin.bash_job import run_bash_job
 from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
 from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
+from dsh.tools.jobs import started_text
 from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event
 from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
@@ -273,4 +274,4 @@ class BashTool(Tool[BashArgs]):
             job, command, cwd, tool_environment(ctx.session_id), ctx.sandbox, workspace_root(ctx)
         )
         job.task = asyncio.get_running_loop().create_task(work, name=f"job {job.id}")
-        return ToolOutput.text(f"started background job {job.id}")
+        return ToolOutput.text(started_text(job.id))
