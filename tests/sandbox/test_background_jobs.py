@@ -81,3 +81,20 @@ async def test_without_a_job_table_background_is_disabled(tmp_path: Path, regist
         "Error: run_in_background is disabled for this deployment (enableRunInBackground: false)"
     )
     assert not (tmp_path / "ran").exists()
+
+
+@requires_bwrap
+async def test_a_job_killed_while_its_sandbox_is_checked_never_runs(
+    tmp_path: Path, registry: ToolRegistry
+) -> None:
+    _probe.cache_clear()  # the first check of the runner runs it, so the kill lands meanwhile
+    jobs = JobTable()
+    ctx = _ctx(tmp_path, SandboxPolicy(mode="workspace-write"), jobs)
+    args = {"command": "touch ran", "description": "bg", "run_in_background": True}
+    await registry.call("bash", json.dumps(args), ctx)
+    killed = await registry.call("job_kill", json.dumps({"job_id": "bash-1"}), ctx)
+    assert text_of(killed) == "requested cancellation of job bash-1"
+    output = await registry.call("job_output", json.dumps({"job_id": "bash-1", "wait": True}), ctx)
+    assert text_of(output) == "(no new output)\n[status: killed, killed before exit]"
+    assert not (tmp_path / "ran").exists()
+    await jobs.aclose()

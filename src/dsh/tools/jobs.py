@@ -88,6 +88,10 @@ class Job:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
+    def kill_requested(self) -> bool:
+        """``job_kill`` asked this job to stop and it has not ended yet."""
+        return self.status == "stopping"
+
     def status_text(self) -> str:
         """``[status: S]`` or ``[status: S, DETAIL]``."""
         return f"[status: {self.status}{', ' + self.detail if self.detail else ''}]"

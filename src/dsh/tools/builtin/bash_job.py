@@ -75,6 +75,9 @@ async def run_bash_job(
             _spawn_failed(job, failure, policy.mode)
             return
         argv = confine(policy, argv, workspace, cwd)
+    if job.kill_requested():  # job_kill came before anything was started
+        job.settle("killed", "killed before exit")
+        return
     loop = asyncio.get_running_loop()
     try:
         transport, pipes = await loop.subprocess_exec(
@@ -100,6 +103,8 @@ async def run_bash_job(
         killer.append(loop.call_later(KILL_GRACE_S, signal_group, pgid, signal.SIGKILL))
 
     job.stop = stop
+    if job.kill_requested():  # job_kill came while the process was being started
+        stop()
     try:
         await pipes.exited.wait()
         signal_group(pgid, signal.SIGKILL)  # what the command left running in its group
