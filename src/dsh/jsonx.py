@@ -1,13 +1,19 @@
-"""Canonical compact JSON: orjson with the lossless-JSON rule enforced.
+"""Every JSON dsh writes: canonical compact JSON with the lossless-JSON rule, and the few
+other forms a wire or a screen needs, each named for its exact bytes.
 
-``dumps`` writes compact UTF-8 JSON with dict keys in insertion order (so an event keeps
-``type`` first). orjson silently writes NaN and Infinity as ``null``; we refuse them, and
-any other value that would not round-trip (non-str keys, non-JSON types, integers outside
-the 64-bit range), with :class:`~dsh.errors.InvalidEventError`.
+``dumps`` / ``encode_checked`` write compact UTF-8 JSON with dict keys in insertion order
+(so an event keeps ``type`` first). orjson silently writes NaN and Infinity as ``null``; we
+refuse them, and any other value that would not round-trip (non-str keys, non-JSON types,
+subclasses, integers outside the 64-bit range), with :class:`~dsh.errors.InvalidEventError`.
+``dumps_unchecked`` is the same bytes for a value already known to be lossless. The
+``*_text`` forms are the standard library's (other separators, ASCII escapes, float
+spelling) for the wires that were recorded with them; ``dumps_pretty`` is for people.
+No other module calls ``orjson.dumps`` or ``json.dumps`` (``tests/test_one_json_home.py``).
 """
 
 from __future__ import annotations
 
+import json
 import marshal
 import math
 from typing import Any, Final
@@ -101,6 +107,24 @@ def dumps_unchecked(value: object) -> bytes:
 def dumps_sorted(value: object) -> str:
     """Compact JSON text with sorted keys, for comparing values (not for writing logs)."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def dumps_pretty(value: object) -> str:
+    """``value`` indented by two spaces, keys in insertion order (for showing, not storing)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode("utf-8", errors="replace")
+
+
+def dumps_compact_text(value: object, *, ascii_only: bool = False, lenient: bool = False) -> str:
+    """The standard library's compact form (``","`` / ``":"``): non-ASCII kept unless
+    ``ascii_only``; ``lenient`` writes an unknown object as its ``str``."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only, default=str if lenient else None)
+
+
+def dumps_spaced_text(
+    value: object, *, indent: int | None = None, ascii_only: bool = True, lenient: bool = False
+) -> str:
+    """The standard library's default form (``", "`` / ``": "``, or ``indent`` lines)."""
+    return json.dumps(value, indent=indent, ensure_ascii=ascii_only, default=str if lenient else None)
 
 
 def loads(data: bytes | str) -> JsonValue:

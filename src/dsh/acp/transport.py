@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from dsh import jsonx
+
 log = logging.getLogger("dsh.acp")
 
 STREAM_LIMIT = 50 * 1024 * 1024
@@ -148,7 +150,7 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     error = message.get("error")
     if isinstance(error, dict) and "data" in error and error["data"] is None:
         message = {**message, "error": {k: v for k, v in error.items() if k != "data"}}
-    return (json.dumps(message, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    return (jsonx.dumps_compact_text(message, ascii_only=True, lenient=True) + "\n").encode("utf-8")
 
 
 class LineTransport:

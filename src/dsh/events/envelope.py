@@ -92,8 +92,22 @@ def event_from_wire(obj: object, where: str = "event") -> Event:
 
 
 def encode_event(event: Event) -> bytes:
-    """Canonical compact JSON of one event (checked for lossless JSON)."""
-    return jsonx.dumps(event.to_wire())
+    """Canonical compact JSON of one event (no newline), refusing non-lossless data.
+
+    The one envelope encoder (every store, export and test goes through it). Reuses the
+    line remembered by an earlier encode and the checked ``data_json`` of ``Session.append``.
+    """
+    if event.line_json is not None:
+        return event.line_json
+    wire = event.to_wire()
+    if event.data_json is not None and (event.surface_op is None or type(event.surface_op) is str):
+        # The data was encoded and checked once, on append; the envelope (ints, strings,
+        # a list of ints) is checked by the store's envelope check and cannot be lossy.
+        wire["data"] = jsonx.Fragment(event.data_json)
+        line = jsonx.dumps_unchecked(wire)
+        event.remember_line(line)
+        return line
+    return jsonx.encode_checked(wire, f"event {event.type}#{event.seq}")
 
 
 def check_event(event: Event) -> None:

@@ -12,11 +12,12 @@ back; :func:`retry_delay` turns it into the wait before the retry, at most
 from __future__ import annotations
 
 import email.utils
-import json
 import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from dsh import jsonx
 
 _CONTEXT = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|prompt is too long"
@@ -93,7 +94,7 @@ def error_text(body: object) -> str:
         tags = [str(body[k]) for k in ("type", "code") if body.get(k) not in (None, "")]
         if tags:
             message = f"{message} ({', '.join(tags)})" if message else ", ".join(tags)
-        return message or json.dumps(dict(body), default=str, ensure_ascii=False)
+        return message or jsonx.dumps_spaced_text(dict(body), ascii_only=False, lenient=True)
     if isinstance(body, bytes):
         return body.decode("utf-8", "replace")
     return "" if body is None else str(body)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dsh import jsonx
 from dsh.errors import ScriptExhaustedError
 from dsh.events import chunks as ck
 from dsh.events.chunks import Chunk, Usage
@@ -161,7 +161,7 @@ class Call:
     def raw_arguments(self) -> str:
         if isinstance(self.arguments, str):
             return self.arguments
-        return json.dumps(self.arguments, separators=(",", ":"), ensure_ascii=False)
+        return jsonx.dumps_compact_text(self.arguments)
 
 
 def tool_calls_reply(

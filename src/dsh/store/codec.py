@@ -20,7 +20,7 @@ import orjson
 
 from dsh import jsonx
 from dsh.errors import EventShapeError, InvalidEventError, UnsupportedFormatError
-from dsh.events import FORMAT_VERSION, Event, SessionHeader, event_from_wire, header_from_wire
+from dsh.events import FORMAT_VERSION, Event, SessionHeader, encode_event, event_from_wire, header_from_wire
 from dsh.events.chunks import CHUNK_TYPES
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
@@ -50,20 +50,7 @@ def encode_data_checked(event: Event, where: str) -> bytes:
     """The canonical encoding of ``event.data``, reusing the one made (and checked) on append."""
     if event.data_json is not None:
         return event.data_json
-    return encode_json_checked(event.data, where)
-
-
-def encode_json_checked(value: object, where: str) -> bytes:
-    """Serialize ``value`` compactly; refuse anything that would not round-trip exactly."""
-    try:
-        encoded = orjson.dumps(value)
-    except TypeError:
-        jsonx.check_json(value, where)
-        raise InvalidEventError(f"refusing non-JSON data at {where}") from None
-    if orjson.loads(encoded) != value:
-        jsonx.check_json(value, where)
-        raise InvalidEventError(f"refusing data at {where}: it does not survive a JSON round trip")
-    return encoded
+    return jsonx.encode_checked(event.data, where)
 
 
 def check_envelope(event: Event, where: str) -> None:
@@ -86,19 +73,8 @@ def check_envelope(event: Event, where: str) -> None:
 
 
 def encode_event_checked(event: Event) -> bytes:
-    """Canonical compact JSON of one event (no newline), refusing non-lossless data."""
-    if event.line_json is not None:
-        return event.line_json
-    where = f"{event.type}#{event.seq}"
-    wire = event.to_wire()
-    if event.data_json is not None and (event.surface_op is None or type(event.surface_op) is str):
-        # The data was encoded and checked once, on append; the envelope (ints, strings,
-        # a list of ints) was checked by check_envelope and cannot be lossy.
-        wire["data"] = jsonx.Fragment(event.data_json)
-        line = orjson.dumps(wire)
-        event.remember_line(line)
-        return line
-    return encode_json_checked(wire, f"event {where}")
+    """Canonical compact JSON of one event (no newline): :func:`dsh.events.encode_event`."""
+    return encode_event(event)
 
 
 def encode_event_lines(events: Iterable[Event]) -> bytes:
@@ -119,7 +95,7 @@ def header_wire(header: SessionHeader) -> dict[str, Any]:
 
 def encode_header_line(header: SessionHeader) -> bytes:
     """The newline-terminated version-2 header line."""
-    return encode_json_checked(header_wire(header), f"session {header.id} header") + b"\n"
+    return jsonx.encode_checked(header_wire(header), f"session {header.id} header") + b"\n"
 
 
 def encode_log_bytes(header: SessionHeader, events: Sequence[Event]) -> bytes:

@@ -13,9 +13,10 @@ from typing import Any, Final
 
 import orjson
 
+from dsh import jsonx
 from dsh.errors import InvalidEventError
 from dsh.events import SessionHeader
-from dsh.store.codec import encode_json_checked, header_wire
+from dsh.store.codec import header_wire
 
 KNOWN_HEADER_KEYS: Final = frozenset(
     {
@@ -51,7 +52,7 @@ def check_header_extra(extra: Mapping[str, Any], session_id: str) -> bytes | Non
     if shadowed:
         names = ", ".join(shadowed)
         raise InvalidEventError(f"{where}: extra header fields may not use dsh's keys ({names})")
-    return encode_json_checked(dict(extra), f"{where} (extra fields)")
+    return jsonx.encode_checked(dict(extra), f"{where} (extra fields)")
 
 
 def decode_extra(text: str | bytes | None, where: str) -> dict[str, Any]:
@@ -68,4 +69,4 @@ def encode_header_with_extra(header: SessionHeader, extra: Mapping[str, Any]) ->
     """The newline-terminated version-2 header line: the known fields, then ``extra``."""
     wire = header_wire(header)
     wire.update(extra)
-    return encode_json_checked(wire, f"session {header.id} header") + b"\n"
+    return jsonx.encode_checked(wire, f"session {header.id} header") + b"\n"

@@ -28,6 +28,7 @@ from typing import Final, Generic, Protocol, TypeVar
 
 import orjson
 
+from dsh import jsonx
 from dsh.errors import SessionBusyError, StoreError
 from dsh.ids import now_ms
 from dsh.store.base import LeaseHolder, SessionLease
@@ -80,7 +81,7 @@ def busy_error(session_id: str, holder: LeaseHolder | None) -> SessionBusyError:
 
 
 def encode_holder(holder: LeaseHolder) -> bytes:
-    return orjson.dumps({"pid": holder.pid, "host": holder.host, "since": holder.since})
+    return jsonx.dumps_unchecked({"pid": holder.pid, "host": holder.host, "since": holder.since})
 
 
 def decode_holder(data: bytes | str) -> LeaseHolder | None:

@@ -21,15 +21,15 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
-import orjson
 import psycopg
 from psycopg import sql
 
+from dsh import jsonx
 from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder
-from dsh.store.codec import encode_data_checked, encode_json_checked
+from dsh.store.codec import encode_data_checked
 
 APPLICATION: Final = "dsh"
 """``dsh_schema.application`` of a dsh session database."""
@@ -200,9 +200,9 @@ def event_row(event: Event) -> Row:
     where = f"{event.type}#{event.seq}"
     data = encode_data_checked(event, f"{where}.data").decode()
     op = event.surface_op
-    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
+    surface_op = None if op is None else jsonx.encode_checked(op, f"{where}.surfaceOp").decode()
     seqs = event.source_event_seqs
-    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
+    source = None if seqs is None else jsonx.dumps_unchecked(list(seqs)).decode()
     return (event.seq, event.type, event.time, data, surface_op, source, event.ignorable)
 
 
@@ -234,7 +234,7 @@ def header_params(header: SessionHeader, cut: int, end: int) -> dict[str, Any]:
 
 def notify_payload(schema: str, session_id: str) -> str:
     """The payload an append to ``session_id`` in ``schema`` notifies (a JSON pair)."""
-    return orjson.dumps([schema, session_id]).decode()
+    return jsonx.dumps_unchecked([schema, session_id]).decode()
 
 
 async def _probe(conn: psycopg.AsyncConnection[Any]) -> tuple[str | None, str, set[str]]:

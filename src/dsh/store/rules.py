@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from dsh import jsonx
 from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError, SessionExistsError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
 from dsh.events.vocabulary import SESSION_END_SEED
 from dsh.store.base import LoadedSession
-from dsh.store.codec import check_envelope, encode_json_checked
+from dsh.store.codec import check_envelope
 from dsh.store.extras import check_header_extra
 
 MAX_INT: Final = 2**63 - 1
@@ -18,9 +19,9 @@ MAX_INT: Final = 2**63 - 1
 def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_count: int) -> None:
     """Refuse a creation seed: envelopes, contiguous seqs from 0, and the inherited-cut rules."""
     where = f"session {header.id}"
-    encode_json_checked(header.to_wire(), f"{where} header")
     if header.created_at > MAX_INT or header.delegation_depth > MAX_INT:
         raise InvalidEventError(f"{where}: header integers must fit in 64 bits")
+    jsonx.encode_checked(header.to_wire(), f"{where} header")
     for i, event in enumerate(seed):
         check_envelope(event, f"{where}, seed event {i}")
         if event.seq != i:

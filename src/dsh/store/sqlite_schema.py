@@ -13,12 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
+from dsh import jsonx
 from dsh.errors import CorruptLogError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
-from dsh.store.codec import encode_data_checked, encode_json_checked
+from dsh.store.codec import encode_data_checked
 
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
@@ -111,9 +110,9 @@ def event_row(session_id: str, event: Event) -> Row:
     where = f"{event.type}#{event.seq}"
     data = pack_data(encode_data_checked(event, f"{where}.data"))
     op = event.surface_op
-    surface_op = None if op is None else encode_json_checked(op, f"{where}.surfaceOp").decode()
+    surface_op = None if op is None else jsonx.encode_checked(op, f"{where}.surfaceOp").decode()
     seqs = event.source_event_seqs
-    source = None if seqs is None else orjson.dumps(list(seqs)).decode()
+    source = None if seqs is None else jsonx.dumps_unchecked(list(seqs)).decode()
     return (session_id, event.seq, event.type, event.time, data, surface_op, source, int(event.ignorable))
 
 

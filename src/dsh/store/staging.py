@@ -38,6 +38,7 @@ from typing import Final
 
 import orjson
 
+from dsh import jsonx
 from dsh.store.logfile import fsync_dir
 
 try:  # POSIX only
@@ -136,7 +137,7 @@ def publish_batch(root: Path, items: Sequence[tuple[str, Path, bytes]], exists_e
                 os.close(fd)
         fd = os.open(stage / "manifest", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
         try:
-            _write_all(fd, orjson.dumps(manifest))
+            _write_all(fd, jsonx.dumps_unchecked(manifest))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -169,7 +170,7 @@ def delete_files(root: Path, names: Sequence[str]) -> None:
         _lock(lock_fd, block=True)
         fd = os.open(stage / "manifest.part", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
         try:
-            _write_all(fd, orjson.dumps(list(names)))
+            _write_all(fd, jsonx.dumps_unchecked(list(names)))
             os.fsync(fd)
         finally:
             os.close(fd)

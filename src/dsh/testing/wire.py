@@ -10,13 +10,13 @@ the wire variants real providers differ in (:class:`WireStyle`), plus faults
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from dsh import jsonx
 from dsh.http1 import reason as reason_phrase
 
 
@@ -296,8 +296,8 @@ def raw_stream(
 
 def _dump(event: Mapping[str, Any], style: WireStyle) -> str:
     if style.multiline_data:
-        return json.dumps(event, indent=1, ensure_ascii=False)
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+        return jsonx.dumps_spaced_text(event, indent=1, ascii_only=False)
+    return jsonx.dumps_compact_text(event)
 
 
 def http_error(
@@ -326,7 +326,7 @@ def json_response(
     gate: int | None = None,
 ) -> Response:
     """A plain ``application/json`` reply with a ``Content-Length`` body."""
-    data = json.dumps(body).encode()
+    data = jsonx.dumps_spaced_text(body).encode()
     steps: list[Step] = [] if gate is None else [AwaitInFlight(gate)]
     steps.append(Write(data))
     all_headers = (("Content-Type", "application/json"), *headers)

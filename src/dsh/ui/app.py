@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from dsh import jsonx
 from dsh.errors import SessionNotFoundError
 from dsh.events import Event
 from dsh.loop import Feed
@@ -236,7 +236,7 @@ async def session_json(request: Request) -> Response:
 
 def _sse(event: str, data: object, event_id: int | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+    return f"{head}event: {event}\ndata: ".encode() + jsonx.dumps_unchecked(data) + b"\n\n"
 
 
 async def live(request: Request) -> Response:

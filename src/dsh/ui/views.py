@@ -10,8 +10,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.messages import joined_text
@@ -256,7 +254,7 @@ def _pretty(raw: object) -> str:
         except jsonx.JSONDecodeError:
             return text
     try:
-        return orjson.dumps(raw, option=orjson.OPT_INDENT_2).decode("utf-8", errors="replace")
+        return jsonx.dumps_pretty(raw)
     except TypeError:
         return repr(raw)
 
