@@ -30,6 +30,11 @@ def fork_cut(events: Sequence[Event]) -> int:
     return 0
 
 
+def cut_after(last_turn_end_seq: int | None) -> int:
+    """:func:`fork_cut` for a store that knows only the seq of the last ``turn/end`` (``None``: none)."""
+    return 0 if last_turn_end_seq is None else last_turn_end_seq + 1
+
+
 def cut_marker(seq: int, time: int) -> Event:
     """The tagged ``session/end-seed {"inherited": true}`` marker at ``seq``."""
     return Event(SESSION_END_SEED, seq, time, dict(CUT_MARKER_DATA))

@@ -78,6 +78,7 @@ async def seqs_are_contiguous(open_store: StoreOpener) -> None:
     _ensure((await store.load("s")).events == events, "refused appends store nothing")
     _ensure(await store.read_from("s", 7) == events[7:], "read_from returns the tail")
     _ensure(await store.read_from("s", 12) == [], "read_from at the end is empty")
+    await _raises(InvalidEventError, store.read_from("s", -1), "a negative read_from seq")
     await store.append("s", [])
     await store.append("s", open_turn(12, 3))
     _ensure(_seqs((await store.load("s")).events) == list(range(15)), "seqs run 0..n-1")
@@ -381,6 +382,13 @@ async def closed_store_refuses_use(open_store: StoreOpener) -> None:
     await _raises(StoreClosedError, store.append("s", completed_turns(1)), "append after close")
     await _raises(StoreClosedError, store.create(_header("t")), "create after close")
     await _raises(StoreClosedError, store.list_sessions(), "list after close")
+    await _raises(StoreClosedError, store.read_from("s", 0), "read_from after close")
+    await _raises(StoreClosedError, store.exists("s"), "exists after close")
+    await _raises(StoreClosedError, store.children("s"), "children after close")
+    await _raises(StoreClosedError, store.fork("s"), "fork after close")
+    await _raises(StoreClosedError, store.create_batch([]), "create_batch after close")
+    await _raises(StoreClosedError, store.lease("s"), "lease after close")
+    await _raises(StoreClosedError, store.delete("s"), "delete after close")
 
 
 async def create_batch_is_all_or_nothing(open_store: StoreOpener) -> None:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Final
 
 from dsh.errors import (
-    InvalidEventError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
@@ -39,15 +38,15 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
-from dsh.store.base import ClosingStore, LoadedSession, SessionLease, SessionSummary
+from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
-from dsh.store.deletion import delete_tree
 from dsh.store.extras import encode_header_with_extra, header_extra
+from dsh.store.front import StoreFront
 from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
-from dsh.store.rules import check_append, check_batch, check_seed
+from dsh.store.rules import check_append
 from dsh.store.staging import delete_files, publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
@@ -92,7 +91,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-class JsonlEventStore(ClosingStore):
+class JsonlEventStore(StoreFront):
     """An ``EventStore`` of version-2 JSONL files (``jsonl:DIR``)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -259,28 +258,31 @@ class JsonlEventStore(ClosingStore):
         for session_id in list(self._writers):
             await self._flush_session(session_id)
 
-    async def create(
-        self,
-        header: SessionHeader,
-        seed: Sequence[Event] = (),
-        *,
-        inherited_event_count: int = 0,
-    ) -> None:
+    @property
+    def where(self) -> str:
+        """The root directory."""
+        return str(self.root)
+
+    async def _enter(self) -> None:
         await self._ready()
-        check_seed(header, seed, inherited_event_count)
+
+    async def _settle(self, session_id: str | None) -> None:
+        if session_id is None:
+            await self._flush_all()
+        else:
+            await self._flush_session(session_id)
+
+    async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
         data = encode_header_line(header) + encode_event_lines(seed)
         await run_blocking(None, self._publish, header.id, data)
 
-    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+    async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         """Create every session file, or none: staged, linked into place, committed at the end."""
-        await self._ready()
-        check_batch(sessions)
         items = [
             (s.header.id, encode_header_with_extra(s.header, s.header_extra) + encode_event_lines(s.events))
             for s in sessions
         ]
-        if items:
-            await run_blocking(None, self._publish_batch, items)
+        await run_blocking(None, self._publish_batch, items)
 
     async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
         await self._ready()
@@ -294,9 +296,7 @@ class JsonlEventStore(ClosingStore):
             if durable:
                 await self._flush(w, durable=True)
 
-    async def load(self, session_id: str) -> LoadedSession:
-        await self._ready()
-        await self._flush_session(session_id)
+    async def _load_session(self, session_id: str) -> LoadedSession:
         data, scan = await run_blocking(None, self._read, session_id)
         report_all(scan.warnings)
         return LoadedSession(
@@ -308,14 +308,11 @@ class JsonlEventStore(ClosingStore):
             header_extra=header_extra(scan.raw_header),
         )
 
-    async def read_from(self, session_id: str, seq: int) -> list[Event]:
-        if seq < 0:
-            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        loaded = await self.load(session_id)
+    async def _read_events(self, session_id: str, seq: int) -> list[Event]:
+        loaded = await self._load_session(session_id)
         return loaded.events[seq:]
 
-    async def exists(self, session_id: str) -> bool:
-        await self._ready()
+    async def _exists_session(self, session_id: str) -> bool:
         return await run_blocking(None, self.path_for(session_id).is_file)
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
@@ -323,61 +320,27 @@ class JsonlEventStore(ClosingStore):
         report_all(warnings)
         return summaries
 
-    async def list_sessions(self) -> list[SessionSummary]:
-        await self._ready()
-        await self._flush_all()
-        return await self._summaries(None)
-
-    async def children(self, session_id: str) -> list[SessionSummary]:
-        await self._ready()
-        await self._flush_all()
-        return await self._summaries(session_id)
-
-    async def fork(
-        self,
-        parent_id: str,
-        *,
-        child_id: str | None = None,
-        origin: str | None = None,
-        delegation_depth: int | None = None,
-        created_at: int | None = None,
-    ) -> LoadedSession:
-        await self._ready()
-        await self._flush_session(parent_id)
-        options = ForkOptions(child_id, origin, delegation_depth, created_at)
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
         child, warnings = await run_blocking(None, self._fork_sync, parent_id, options)
         report_all(warnings)
         return child
 
-    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
-        """The session's single-writer lease: ``flock`` on ``<root>/.<id>.jsonl.lock``."""
-        self._check_open()
-        return await self._leases.acquire(session_id, wait)
+    async def _remove(self, ids: list[str]) -> None:
+        """Delete the sessions' files (journalled: all or none)."""
+        for sid in ids:
+            w = self._writers.pop(sid, None)
+            if w is not None:
+                async with w.lock:
+                    await self._flush(w, durable=True)
+                    os.close(w.fd)
+        names = [session_file_name(sid) for sid in ids]
+        try:
+            await run_blocking(None, delete_files, self.root, names)
+        except OSError as exc:
+            raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete the session and its descendants' files (journalled: all or none), under their leases."""
-        await self._ready()
-
-        async def remove(ids: list[str]) -> None:
-            for sid in ids:
-                w = self._writers.pop(sid, None)
-                if w is not None:
-                    async with w.lock:
-                        await self._flush(w, durable=True)
-                        os.close(w.fd)
-            names = [session_file_name(sid) for sid in ids]
-            try:
-                await run_blocking(None, delete_files, self.root, names)
-            except OSError as exc:
-                raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
-
-        return await delete_tree(self, session_id, str(self.root), remove)
-
-    async def close(self) -> None:
-        """Write buffered events durably, close every append handle, release the leases (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
+        """Write buffered events durably, close every append handle, release the leases."""
         first_error: BaseException | None = None
         for w in list(self._writers.values()):
             async with w.lock:

@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dsh.errors import InvalidEventError, SessionExistsError, SessionNotFoundError, StoreClosedError
+from dsh.errors import SessionExistsError, SessionNotFoundError, StoreClosedError
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkOptions, fork_cut, fork_plan
 from dsh.events.vocabulary import TURN_END
-from dsh.store.base import ClosingStore, LeaseHolder, LoadedSession, SessionLease, SessionSummary
+from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
-from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
+from dsh.store.front import StoreFront
 from dsh.store.lease import LeaseTable
-from dsh.store.rules import check_append, check_batch, check_seed
+from dsh.store.rules import check_append
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class _MemoryLeases:
             del self.space.leases[session_id]
 
 
-class MemoryEventStore(ClosingStore):
+class MemoryEventStore(StoreFront):
     """An ``EventStore`` held in process memory (``memory:``)."""
 
     WHERE = "the memory store"
@@ -96,23 +96,18 @@ class MemoryEventStore(ClosingStore):
         where = f"session {session_id} in {self.WHERE}"
         return [decode_event_line(line, f"{where}, seq {start + i}") for i, line in enumerate(lines)]
 
-    async def create(
-        self,
-        header: SessionHeader,
-        seed: Sequence[Event] = (),
-        *,
-        inherited_event_count: int = 0,
-    ) -> None:
-        self._check_open()
-        check_seed(header, seed, inherited_event_count)
+    @property
+    def where(self) -> str:
+        """``the memory store``."""
+        return self.WHERE
+
+    async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
         lines = [encode_event_checked(e) for e in seed]
         if header.id in self.space.sessions:
             raise SessionExistsError(header.id, self.WHERE)
-        self.space.sessions[header.id] = _Stored(header, inherited_event_count, lines, fork_cut(seed))
+        self.space.sessions[header.id] = _Stored(header, cut, lines, fork_cut(seed))
 
-    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
-        self._check_open()
-        extras = check_batch(sessions)
+    async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         stored = []
         for s, extra in zip(sessions, extras, strict=True):
             if s.header.id in self.space.sessions:
@@ -133,25 +128,20 @@ class MemoryEventStore(ClosingStore):
                 stored.prefix = events[i].seq + 1
                 break
 
-    async def load(self, session_id: str) -> LoadedSession:
+    async def _load_session(self, session_id: str) -> LoadedSession:
         stored = self._get(session_id)
         events = self._decode(session_id, stored.lines)
         check_cut(stored.header, stored.inherited_event_count, events)
         extra = decode_extra(stored.extra, f"session {session_id} in {self.WHERE}")
         return LoadedSession(stored.header, stored.inherited_event_count, events, header_extra=extra)
 
-    async def read_from(self, session_id: str, seq: int) -> list[Event]:
-        stored = self._get(session_id)
-        if seq < 0:
-            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        return self._decode(session_id, stored.lines[seq:], seq)
+    async def _read_events(self, session_id: str, seq: int) -> list[Event]:
+        return self._decode(session_id, self._get(session_id).lines[seq:], seq)
 
-    async def exists(self, session_id: str) -> bool:
-        self._check_open()
+    async def _exists_session(self, session_id: str) -> bool:
         return session_id in self.space.sessions
 
-    def _summaries(self, parent: str | None) -> list[SessionSummary]:
-        self._check_open()
+    async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         rows = [
             SessionSummary(s.header, s.inherited_event_count, len(s.lines))
             for s in self.space.sessions.values()
@@ -160,24 +150,10 @@ class MemoryEventStore(ClosingStore):
         rows.sort(key=lambda r: (r.header.created_at, r.header.id))
         return rows
 
-    async def list_sessions(self) -> list[SessionSummary]:
-        return self._summaries(None)
-
-    async def children(self, session_id: str) -> list[SessionSummary]:
-        return self._summaries(session_id)
-
-    async def fork(
-        self,
-        parent_id: str,
-        *,
-        child_id: str | None = None,
-        origin: str | None = None,
-        delegation_depth: int | None = None,
-        created_at: int | None = None,
-    ) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
         parent = self._get(parent_id)
         n = parent.prefix
-        plan = fork_plan(parent.header, n, ForkOptions(child_id, origin, delegation_depth, created_at))
+        plan = fork_plan(parent.header, n, options)
         header = plan.header
         if header.id in self.space.sessions:
             raise SessionExistsError(header.id, self.WHERE)
@@ -187,23 +163,9 @@ class MemoryEventStore(ClosingStore):
         self.space.sessions[header.id] = _Stored(header, n, lines, n)
         return LoadedSession(header, n, self._decode(header.id, lines))
 
-    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
-        """The session's single-writer lease (an in-process lock in the shared space)."""
-        self._check_open()
-        return await self._leases.acquire(session_id, wait)
+    async def _remove(self, ids: list[str]) -> None:
+        for sid in ids:
+            self.space.sessions.pop(sid, None)
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete the session and its descendants under their leases (one synchronous step)."""
-        self._check_open()
-
-        async def remove(ids: list[str]) -> None:
-            for sid in ids:
-                self.space.sessions.pop(sid, None)
-
-        return await delete_tree(self, session_id, self.WHERE, remove)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
         await self._leases.close()

@@ -44,15 +44,13 @@ from dsh.errors import (
     SessionNotFoundError,
     StoreClosedError,
     StoreError,
-    UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, fork_plan
-from dsh.events.vocabulary import KNOWN_TYPES
-from dsh.store.base import ClosingStore, LeaseHolder, LoadedSession, SessionLease, SessionSummary
+from dsh.events.fork import ForkOptions, cut_after, fork_plan
+from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
-from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
+from dsh.store.front import BufferedFront
 from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
     ADVISORY_LOCK,
@@ -91,7 +89,7 @@ from dsh.store.postgres_schema import (
     set_search_path,
 )
 from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
-from dsh.store.rules import check_batch, check_seed, header_from_row
+from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
 
 __all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
 
@@ -100,6 +98,10 @@ Conn = psycopg.AsyncConnection[TupleRow]
 DEFAULT_MAX_CONNECTIONS: Final = 4
 DEFAULT_CONNECT_TIMEOUT_S: Final = 10
 """libpq ``connect_timeout`` unless the URL sets one (libpq's own default waits forever)."""
+
+
+def _as_is(data: str) -> str:
+    return data
 
 
 def _first_line(exc: BaseException) -> str:
@@ -190,7 +192,7 @@ class _PostgresLeases:
                 await conn.close()
 
 
-class PostgresEventStore(ClosingStore):
+class PostgresEventStore(BufferedFront):
     """An ``EventStore`` in a PostgreSQL database (``postgresql://...``), safe for many processes."""
 
     def __init__(
@@ -312,35 +314,8 @@ class PostgresEventStore(ClosingStore):
         result is one consistent prefix even while another writer appends)."""
         cur = await conn.execute(SELECT_EVENTS, (session_id, start, end))
         rows = await cur.fetchall()
-        loads = orjson.loads
-        events: list[Event] = []
-        append = events.append
-        expected = start
-        try:
-            for seq, etype, when, data, op, seqs, ignorable in rows:
-                if seq != expected:
-                    raise CorruptLogError(
-                        f"{self.url}: session {session_id}: expected seq {expected}, found {seq}"
-                    )
-                if etype not in KNOWN_TYPES and not ignorable:
-                    raise UnsupportedFormatError(
-                        f"{self.url}: session {session_id}, seq {seq}: unknown event type {etype!r} "
-                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
-                    )
-                append(
-                    Event(
-                        etype,
-                        seq,
-                        when,
-                        loads(data),
-                        None if op is None else ("append" if op == '"append"' else loads(op)),
-                        None if seqs is None else tuple(loads(seqs)),
-                        ignorable,
-                    )
-                )
-                expected += 1
-        except orjson.JSONDecodeError as exc:
-            raise CorruptLogError(f"{self.url}: session {session_id}, seq {expected}: bad JSON") from exc
+        events = events_from_rows(rows, start, self.url, session_id, _as_is)
+        expected = start + len(events)
         if expected < end:
             raise CorruptLogError(
                 f"{self.url}: session {session_id}: events end at seq {expected}, the session row says {end}"
@@ -401,29 +376,24 @@ class PostgresEventStore(ClosingStore):
             raise SessionNotFoundError(session_id, self.url)
         raise SeqConflictError(session_id, row[0], first)
 
-    # -- the EventStore protocol ----------------------------------------------------------
+    # -- the storage primitives of StoreFront ----------------------------------------------
 
-    async def create(
-        self,
-        header: SessionHeader,
-        seed: Sequence[Event] = (),
-        *,
-        inherited_event_count: int = 0,
-    ) -> None:
-        self._check_open()
-        check_seed(header, seed, inherited_event_count)
+    @property
+    def where(self) -> str:
+        """The URL, password as ``***``."""
+        return self.url
+
+    async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
         rows = [event_row(e) for e in seed]
-        params = {**header_params(header, inherited_event_count, len(rows)), **rows_params(rows)}
+        params = {**header_params(header, cut, len(rows)), **rows_params(rows)}
         async with self._conn() as conn:
             cur = await conn.execute(CREATE, params)
             row = await cur.fetchone()
         if row is None or row[0] != 1:
             raise SessionExistsError(header.id, self.url)
 
-    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+    async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         """Create every session in one transaction: all of them, or none."""
-        self._check_open()
-        extras = check_batch(sessions)
         batch = []
         for s in sessions:
             rows = [event_row(e) for e in s.events]
@@ -433,8 +403,6 @@ class PostgresEventStore(ClosingStore):
                     {**header_params(s.header, s.inherited_event_count, len(rows)), **rows_params(rows)},
                 )
             )
-        if not batch:
-            return
         async with self._conn() as conn, conn.transaction():
             if any(extra is not None for extra in extras):
                 await conn.execute(LOCK_SCHEMA, (ADVISORY_LOCK,))  # one creator of the side table
@@ -447,63 +415,30 @@ class PostgresEventStore(ClosingStore):
                 if extra is not None:
                     await conn.execute(INSERT_EXTRA, (sid, extra.decode()))
 
-    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
-        self._check_open()
-        await self._buffer.append(session_id, events, durable=durable, check_open=self._check_open)
-
-    async def load(self, session_id: str) -> LoadedSession:
-        self._check_open()
-        await self._buffer.flush(session_id)
+    async def _load_session(self, session_id: str) -> LoadedSession:
         async with self._conn() as conn:
             return await self._load(conn, session_id)
 
-    async def read_from(self, session_id: str, seq: int) -> list[Event]:
-        self._check_open()
-        if seq < 0:
-            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        await self._buffer.flush(session_id)
+    async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         async with self._conn() as conn:
             _, _, end = await self._session(conn, session_id)
             return await self._events(conn, session_id, seq, end)
 
-    async def exists(self, session_id: str) -> bool:
-        self._check_open()
+    async def _exists_session(self, session_id: str) -> bool:
         async with self._conn() as conn:
             cur = await conn.execute(EXISTS, (session_id,))
             return await cur.fetchone() is not None
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
-        self._check_open()
-        await self._buffer.flush_all()
         async with self._conn() as conn:
             if parent is None:
                 cur = await conn.execute(LIST_SESSIONS)
             else:
                 cur = await conn.execute(LIST_CHILDREN, (parent,))
             rows = await cur.fetchall()
-        out = []
-        for row in rows:
-            header, cut = self._header(row)
-            out.append(SessionSummary(header, cut, row[9]))
-        return out
+        return [summary_from_row(row, self.url) for row in rows]
 
-    async def list_sessions(self) -> list[SessionSummary]:
-        return await self._summaries(None)
-
-    async def children(self, session_id: str) -> list[SessionSummary]:
-        return await self._summaries(session_id)
-
-    async def fork(
-        self,
-        parent_id: str,
-        *,
-        child_id: str | None = None,
-        origin: str | None = None,
-        delegation_depth: int | None = None,
-        created_at: int | None = None,
-    ) -> LoadedSession:
-        self._check_open()
-        await self._buffer.flush(parent_id)
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
         async with self._conn() as conn:
             async with conn.transaction():
                 cur = await conn.execute(FORK_PARENT, (parent_id,))
@@ -511,8 +446,8 @@ class PostgresEventStore(ClosingStore):
                 if row is None:
                     raise SessionNotFoundError(parent_id, self.url)
                 parent, _ = self._header(row)
-                n = 0 if row[10] is None else row[10] + 1
-                plan = fork_plan(parent, n, ForkOptions(child_id, origin, delegation_depth, created_at))
+                n = cut_after(row[10])
+                plan = fork_plan(parent, n, options)
                 header = plan.header
                 cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))
                 if await cur.fetchone() is None:
@@ -523,32 +458,18 @@ class PostgresEventStore(ClosingStore):
                     await conn.execute(INSERT_EVENT, (header.id, *marker))
             return await self._load(conn, header.id)
 
-    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
-        """The session's single-writer lease: ``pg_try_advisory_lock`` on a dedicated connection."""
-        self._check_open()
-        return await self._leases.acquire(session_id, wait)
+    async def _remove(self, ids: list[str]) -> None:
+        """Delete the sessions in one transaction."""
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("DELETE FROM events WHERE session_id = ANY(%s)", (ids,))
+            cur = await conn.execute(HAS_EXTRAS)
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                await conn.execute("DELETE FROM session_extras WHERE session_id = ANY(%s)", (ids,))
+            await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete the session and its descendants in one transaction, under their leases."""
-        self._check_open()
-        await self._buffer.flush_all()
-
-        async def remove(ids: list[str]) -> None:
-            async with self._conn() as conn, conn.transaction():
-                await conn.execute("DELETE FROM events WHERE session_id = ANY(%s)", (ids,))
-                cur = await conn.execute(HAS_EXTRAS)
-                row = await cur.fetchone()
-                if row is not None and row[0]:
-                    await conn.execute("DELETE FROM session_extras WHERE session_id = ANY(%s)", (ids,))
-                await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
-
-        return await delete_tree(self, session_id, self.url, remove)
-
-    async def close(self) -> None:
-        """Write buffered events, release the leases, then close the pool (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
+        """Write buffered events, release the leases, then close the pool."""
         try:
             await self._buffer.close()
         finally:

@@ -29,7 +29,7 @@ from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder
-from dsh.store.codec import encode_data_checked
+from dsh.store.rows import event_columns
 
 APPLICATION: Final = "dsh"
 """``dsh_schema.application`` of a dsh session database."""
@@ -197,13 +197,8 @@ Row = tuple[int, str, int, str, str | None, str | None, bool]
 
 def event_row(event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
-    where = f"{event.type}#{event.seq}"
-    data = encode_data_checked(event, f"{where}.data").decode()
-    op = event.surface_op
-    surface_op = None if op is None else jsonx.encode_checked(op, f"{where}.surfaceOp").decode()
-    seqs = event.source_event_seqs
-    source = None if seqs is None else jsonx.dumps_unchecked(list(seqs)).decode()
-    return (event.seq, event.type, event.time, data, surface_op, source, event.ignorable)
+    data, surface_op, source = event_columns(event)
+    return (event.seq, event.type, event.time, data.decode(), surface_op, source, event.ignorable)
 
 
 def rows_params(rows: Sequence[Row]) -> dict[str, list[Any]]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from dsh import jsonx
-from dsh.errors import CorruptLogError, InvalidEventError, SeqConflictError, SessionExistsError
+from dsh.errors import InvalidEventError, SeqConflictError, SessionExistsError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
 from dsh.events.vocabulary import SESSION_END_SEED
 from dsh.store.base import LoadedSession
@@ -69,26 +69,3 @@ def check_append(session_id: str, events: Sequence[Event], next_seq: int) -> Non
             raise InvalidEventError(
                 f"{where}: the inherited-cut marker is written only when a session is created (seq {seq})"
             )
-
-
-def header_from_row(row: Sequence[Any], where: str) -> tuple[SessionHeader, int]:
-    """The header and cut of a ``sessions`` row of the SQL stores.
-
-    Columns, in order: id, created_at, cwd, parent_session, origin, delegation_depth,
-    agent_preset, is_seeded, inherited_event_count. A row that breaks the header rules is
-    corrupt (``CorruptLogError`` naming ``where``).
-    """
-    try:
-        header = SessionHeader(
-            id=row[0],
-            created_at=row[1],
-            cwd=row[2],
-            parent_session=row[3],
-            origin=row[4],
-            delegation_depth=row[5],
-            agent_preset=row[6],
-            is_seeded=bool(row[7]),
-        )
-    except InvalidEventError as exc:
-        raise CorruptLogError(f"{where}: {exc}") from exc
-    return header, int(row[8])

@@ -41,14 +41,14 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, fork_plan
-from dsh.events.vocabulary import KNOWN_TYPES, TURN_END
-from dsh.store.base import ClosingStore, LoadedSession, SessionLease, SessionSummary
+from dsh.events.fork import ForkOptions, cut_after, fork_plan
+from dsh.events.vocabulary import TURN_END
+from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
-from dsh.store.deletion import delete_tree
 from dsh.store.extras import decode_extra
+from dsh.store.front import BufferedFront
 from dsh.store.lease import FileLeases, LeaseTable
-from dsh.store.rules import check_batch, check_seed, header_from_row
+from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     CREATE_EXTRAS,
@@ -81,7 +81,7 @@ _NewSession = tuple[SessionHeader, int, list[Row], bytes | None]
 """A session to create: header, cut, event rows, extra header fields (JSON or ``None``)."""
 
 
-class SqliteEventStore(ClosingStore):
+class SqliteEventStore(BufferedFront):
     """An ``EventStore`` in one SQLite database file (``sqlite:PATH``)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -138,37 +138,8 @@ class SqliteEventStore(ClosingStore):
         return self._header(row)
 
     def _events(self, conn: sqlite3.Connection, session_id: str, start: int) -> list[Event]:
-        loads = orjson.loads
-        events: list[Event] = []
-        append = events.append
-        expected = start
         rows = conn.execute(SELECT_EVENTS, (session_id, start))
-        try:
-            for seq, etype, time, data, op, seqs, ignorable in rows:
-                if seq != expected:
-                    raise CorruptLogError(
-                        f"{self.path}: session {session_id}: expected seq {expected}, found {seq}"
-                    )
-                if etype not in KNOWN_TYPES and not ignorable:
-                    raise UnsupportedFormatError(
-                        f"{self.path}: session {session_id}, seq {seq}: unknown event type {etype!r} "
-                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
-                    )
-                append(
-                    Event(
-                        etype,
-                        seq,
-                        time,
-                        loads(unpack_data(data)),
-                        None if op is None else ("append" if op == '"append"' else loads(op)),
-                        None if seqs is None else tuple(loads(seqs)),
-                        ignorable == 1,
-                    )
-                )
-                expected += 1
-        except (orjson.JSONDecodeError, zlib.error) as exc:
-            raise CorruptLogError(f"{self.path}: session {session_id}, seq {expected}: bad JSON") from exc
-        return events
+        return events_from_rows(rows, start, str(self.path), session_id, unpack_data, (zlib.error,))
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         """The session's unknown header fields (the side table may not exist yet)."""
@@ -210,8 +181,7 @@ class SqliteEventStore(ClosingStore):
             if any(extra is not None for *_, extra in items):
                 conn.execute(CREATE_EXTRAS)
             for header, cut, rows, extra in items:
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
-                    raise SessionExistsError(header.id, str(self.path))
+                self._refuse_existing(conn, header.id)
                 conn.execute(INSERT_SESSION, session_row(header, cut))
                 conn.executemany(INSERT_EVENT, rows)
                 if extra is not None:
@@ -230,11 +200,7 @@ class SqliteEventStore(ClosingStore):
         else:
             sql = f"{SUMMARY} WHERE s.parent_session = ? ORDER BY s.created_at, s.id"
             rows = conn.execute(sql, (parent,)).fetchall()
-        out = []
-        for row in rows:
-            header, cut = self._header(row)
-            out.append(SessionSummary(header, cut, row[9]))
-        return out
+        return [summary_from_row(row, str(self.path)) for row in rows]
 
     def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> LoadedSession:
         with immediate(conn):
@@ -242,11 +208,10 @@ class SqliteEventStore(ClosingStore):
             last = conn.execute(
                 f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
             ).fetchone()[0]
-            n = 0 if last is None else last + 1
+            n = cut_after(last)
             plan = fork_plan(parent, n, options)
             header = plan.header
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (header.id,)).fetchone():
-                raise SessionExistsError(header.id, str(self.path))
+            self._refuse_existing(conn, header.id)
             conn.execute(INSERT_SESSION, session_row(header, n))
             if plan.marker is not None:
                 conn.execute(
@@ -267,108 +232,62 @@ class SqliteEventStore(ClosingStore):
                     conn.execute(f"DELETE FROM {EXTRAS_TABLE} WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
+    def _exists_sync(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+    def _refuse_existing(self, conn: sqlite3.Connection, session_id: str) -> None:
+        if self._exists_sync(conn, session_id):
+            raise SessionExistsError(session_id, str(self.path))
+
     def _close_sync(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
-    # -- the EventStore protocol ---------------------------------------------------------
+    # -- the storage primitives of StoreFront ---------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The database file's path."""
+        return str(self.path)
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"the SQLite store {self.path} is closed")
 
-    async def create(
-        self,
-        header: SessionHeader,
-        seed: Sequence[Event] = (),
-        *,
-        inherited_event_count: int = 0,
-    ) -> None:
-        self._check_open()
-        check_seed(header, seed, inherited_event_count)
+    async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
         rows = [event_row(header.id, e) for e in seed]
-        await self._call(self._create_sync, [(header, inherited_event_count, rows, None)])
+        await self._call(self._create_sync, [(header, cut, rows, None)])
 
-    async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
+    async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         """Create every session in one transaction: all of them, or none."""
-        self._check_open()
-        extras = check_batch(sessions)
         items = [
             (s.header, s.inherited_event_count, [event_row(s.header.id, e) for e in s.events], extra)
             for s, extra in zip(sessions, extras, strict=True)
         ]
-        if items:
-            await self._call(self._create_sync, items)
+        await self._call(self._create_sync, items)
 
-    async def append(self, session_id: str, events: Sequence[Event], *, durable: bool = True) -> None:
-        self._check_open()
-        await self._buffer.append(session_id, events, durable=durable, check_open=self._check_open)
-
-    async def load(self, session_id: str) -> LoadedSession:
-        self._check_open()
-        await self._buffer.flush(session_id)
+    async def _load_session(self, session_id: str) -> LoadedSession:
         return await self._call(self._load_sync, session_id)
 
-    async def read_from(self, session_id: str, seq: int) -> list[Event]:
-        self._check_open()
-        if seq < 0:
-            raise InvalidEventError(f"session {session_id}: read_from needs a non-negative seq, got {seq}")
-        await self._buffer.flush(session_id)
+    async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         return await self._call(self._read_from_sync, session_id, seq)
 
-    async def exists(self, session_id: str) -> bool:
-        self._check_open()
+    async def _exists_session(self, session_id: str) -> bool:
+        return await self._call(self._exists_sync, session_id)
 
-        def probe(conn: sqlite3.Connection) -> bool:
-            return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+    async def _summaries(self, parent: str | None) -> list[SessionSummary]:
+        return await self._call(self._summaries_sync, parent)
 
-        return await self._call(probe)
-
-    async def list_sessions(self) -> list[SessionSummary]:
-        self._check_open()
-        await self._buffer.flush_all()
-        return await self._call(self._summaries_sync, None)
-
-    async def children(self, session_id: str) -> list[SessionSummary]:
-        self._check_open()
-        await self._buffer.flush_all()
-        return await self._call(self._summaries_sync, session_id)
-
-    async def fork(
-        self,
-        parent_id: str,
-        *,
-        child_id: str | None = None,
-        origin: str | None = None,
-        delegation_depth: int | None = None,
-        created_at: int | None = None,
-    ) -> LoadedSession:
-        self._check_open()
-        await self._buffer.flush(parent_id)
-        options = ForkOptions(child_id, origin, delegation_depth, created_at)
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
         return await self._call(self._fork_sync, parent_id, options)
 
-    async def lease(self, session_id: str, *, wait: float = 0.0) -> SessionLease:
-        """The session's single-writer lease: ``flock`` on ``<db>-leases/<id>.lock``."""
-        self._check_open()
-        return await self._leases.acquire(session_id, wait)
+    async def _remove(self, ids: list[str]) -> None:
+        """Delete the sessions in one transaction."""
+        await self._call(self._delete_sync, ids)
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete the session and its descendants in one transaction, under their leases."""
-        self._check_open()
-        await self._buffer.flush_all()
-
-        async def remove(ids: list[str]) -> None:
-            await self._call(self._delete_sync, ids)
-
-        return await delete_tree(self, session_id, str(self.path), remove)
-
-    async def close(self) -> None:
-        """Commit buffered events, close the connection, stop the worker, release the leases (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
+        """Commit buffered events, close the connection, stop the worker, release the leases."""
         try:
             await self._buffer.close()
         finally:

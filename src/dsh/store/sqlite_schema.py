@@ -13,11 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from dsh import jsonx
 from dsh.errors import CorruptLogError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
-from dsh.store.codec import encode_data_checked
+from dsh.store.rows import event_columns
 
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
@@ -107,13 +106,17 @@ def unpack_data(value: str | bytes) -> str | bytes:
 
 def event_row(session_id: str, event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
-    where = f"{event.type}#{event.seq}"
-    data = pack_data(encode_data_checked(event, f"{where}.data"))
-    op = event.surface_op
-    surface_op = None if op is None else jsonx.encode_checked(op, f"{where}.surfaceOp").decode()
-    seqs = event.source_event_seqs
-    source = None if seqs is None else jsonx.dumps_unchecked(list(seqs)).decode()
-    return (session_id, event.seq, event.type, event.time, data, surface_op, source, int(event.ignorable))
+    data, surface_op, source = event_columns(event)
+    return (
+        session_id,
+        event.seq,
+        event.type,
+        event.time,
+        pack_data(data),
+        surface_op,
+        source,
+        int(event.ignorable),
+    )
 
 
 def session_row(header: SessionHeader, cut: int) -> tuple[Any, ...]:

@@ -1,0 +1,108 @@
+"""Rows of the SQL stores (SQLite, PostgreSQL): an event's columns, and rows back into
+headers, summaries and events.
+
+The two row stores keep the same columns; what a stored row must be to be read back (a
+header that obeys the header rules, contiguous seqs, known or ignorable types, JSON that
+parses) is checked here, once, and a violation is ``CorruptLogError`` /
+``UnsupportedFormatError`` naming the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from dsh import jsonx
+from dsh.errors import CorruptLogError, InvalidEventError, UnsupportedFormatError
+from dsh.events import Event, SessionHeader
+from dsh.events.vocabulary import KNOWN_TYPES
+from dsh.store.base import SessionSummary
+from dsh.store.codec import encode_data_checked
+
+EventRow = tuple[int, str, int, Any, str | None, str | None, Any]
+"""``seq, type, time, data, surface_op, source_event_seqs, ignorable`` as selected."""
+
+
+def event_columns(event: Event) -> tuple[bytes, str | None, str | None]:
+    """The JSON columns of one (envelope-checked) event: ``data`` (its canonical encoding),
+    ``surface_op`` and ``source_event_seqs`` (text, or ``None``); refuses non-lossless JSON."""
+    where = f"{event.type}#{event.seq}"
+    data = encode_data_checked(event, f"{where}.data")
+    op = event.surface_op
+    surface_op = None if op is None else jsonx.encode_checked(op, f"{where}.surfaceOp").decode()
+    seqs = event.source_event_seqs
+    source = None if seqs is None else jsonx.dumps_unchecked(list(seqs)).decode()
+    return data, surface_op, source
+
+
+def header_from_row(row: Sequence[Any], where: str) -> tuple[SessionHeader, int]:
+    """The header and cut of a ``sessions`` row of the SQL stores.
+
+    Columns, in order: id, created_at, cwd, parent_session, origin, delegation_depth,
+    agent_preset, is_seeded, inherited_event_count. A row that breaks the header rules is
+    corrupt (``CorruptLogError`` naming ``where``).
+    """
+    try:
+        header = SessionHeader(
+            id=row[0],
+            created_at=row[1],
+            cwd=row[2],
+            parent_session=row[3],
+            origin=row[4],
+            delegation_depth=row[5],
+            agent_preset=row[6],
+            is_seeded=bool(row[7]),
+        )
+    except InvalidEventError as exc:
+        raise CorruptLogError(f"{where}: {exc}") from exc
+    return header, int(row[8])
+
+
+def summary_from_row(row: Sequence[Any], where: str) -> SessionSummary:
+    """A listing row of the SQL stores: the columns of :func:`header_from_row`, then the event count."""
+    header, cut = header_from_row(row, where)
+    return SessionSummary(header, cut, row[9])
+
+
+def events_from_rows(
+    rows: Iterable[EventRow],
+    start: int,
+    where: str,
+    session_id: str,
+    unpack: Callable[[Any], str | bytes],
+    decode_errors: tuple[type[Exception], ...] = (),
+) -> list[Event]:
+    """The events of ``rows`` (seqs from ``start``, contiguous); ``unpack`` turns a stored
+    ``data`` value into its JSON. A gap, an unknown non-ignorable type or bad JSON (or one of
+    ``decode_errors``) is refused, naming ``where``, the session and the seq."""
+    loads = orjson.loads
+    bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
+    events: list[Event] = []
+    append = events.append
+    expected = start
+    try:
+        for seq, etype, time, data, op, seqs, ignorable in rows:
+            if seq != expected:
+                raise CorruptLogError(f"{where}: session {session_id}: expected seq {expected}, found {seq}")
+            if etype not in KNOWN_TYPES and not ignorable:
+                raise UnsupportedFormatError(
+                    f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                    "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                )
+            append(
+                Event(
+                    etype,
+                    seq,
+                    time,
+                    loads(unpack(data)),
+                    None if op is None else ("append" if op == '"append"' else loads(op)),
+                    None if seqs is None else tuple(loads(seqs)),
+                    bool(ignorable),
+                )
+            )
+            expected += 1
+    except bad_json as exc:
+        raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
+    return events
