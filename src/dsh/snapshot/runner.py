@@ -17,14 +17,14 @@ from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
-from dsh.replay.fidelity import DRIFTS, Divergence, Drift, ToolTally, harness_actions, tool_results
+from dsh.replay.fidelity import DRIFTS, Drift
 from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
-from dsh.session import final_assistant_text
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
+from dsh.snapshot.reports import SessionReport, check_reports, session_reports
 from dsh.snapshot.steps import StepPlayer, validate_steps
-from dsh.snapshot.transcript import build_transcript, child_kind, dumps_lines, normalize
+from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import SubagentTool, standard_tools
@@ -103,46 +103,6 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SessionReport:
-    """One recorded session and the live session it was bound to."""
-
-    recorded_id: str
-    live_id: str | None
-    kind: str
-    inherited_event_count: int
-    calls: int
-    consumed: int
-    final_text: str
-    recorded_text: str
-    tool_results: ToolTally = field(default_factory=lambda: ToolTally(0, 0))
-    divergence: Divergence | None = None
-    not_reproduced: list[str] = field(default_factory=list)
-    tolerated: list[Divergence] = field(default_factory=list)
-    harness_actions: tuple[list[str], list[str]] | None = None
-    """(recorded, live) hook runs and approvals when they differ."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "recordedId": self.recorded_id,
-            "liveId": self.live_id,
-            "kind": self.kind,
-            "inheritedEventCount": self.inherited_event_count,
-            "calls": self.calls,
-            "consumed": self.consumed,
-            "finalText": self.final_text,
-            "toolResults": self.tool_results.to_json(),
-            "divergence": self.divergence.to_json() if self.divergence else None,
-            "notReproduced": self.not_reproduced,
-            "tolerated": [t.to_json() for t in self.tolerated],
-            "harnessActions": (
-                None
-                if self.harness_actions is None
-                else {"recorded": self.harness_actions[0], "live": self.harness_actions[1]}
-            ),
-        }
-
-
 @dataclass(slots=True)
 class ScenarioResult:
     """What a scenario run produced and whether it passed."""
@@ -196,60 +156,6 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
     return cwd
 
 
-def _reports(
-    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession], cwd: Path
-) -> list[SessionReport]:
-    out = []
-    for script in model.scripts:
-        rec = recorded.get(script.label)
-        live = sessions.get(script.bound_to) if script.bound_to else None
-        live_own = live.events[live.inherited_event_count :] if live else []
-        rec_own = rec.events[rec.inherited_event_count :] if rec else []
-        out.append(
-            SessionReport(
-                recorded_id=script.recorded_id,
-                live_id=script.bound_to,
-                kind=child_kind(rec) if rec else "primary",
-                inherited_event_count=live.inherited_event_count if live else 0,
-                calls=len(script.entries),
-                consumed=script.cursor,
-                final_text=final_assistant_text(live_own) if live else "",
-                recorded_text=final_assistant_text(rec_own) if rec else "",
-                tool_results=tool_results(rec_own, live_own, cwd),
-                divergence=script.divergence,
-                not_reproduced=script.check.not_reproduced if script.check else [],
-                tolerated=list(script.tolerated),
-                harness_actions=harness_actions(rec_own, live_own) if live else None,
-            )
-        )
-    return out
-
-
-def _check_reports(name: str, reports: list[SessionReport], problems: list[str]) -> None:
-    """Per session: the same final answer, and every recorded tool result reproduced (or a
-    difference tolerated and listed)."""
-    diverged = any(report.divergence for report in reports)
-    for report in reports:
-        if report.live_id and not diverged and report.final_text != report.recorded_text:
-            problems.append(
-                f"scenario {name}: session {report.recorded_id} answered "
-                f"{report.final_text!r}, the recording says {report.recorded_text!r}"
-            )
-        if report.harness_actions is not None and report.divergence is None:
-            recorded, live = report.harness_actions
-            problems.append(
-                f"scenario {name}: session {report.recorded_id}: the recorded harness did "
-                f"{'; '.join(recorded) or 'nothing'}, the live run did {'; '.join(live) or 'nothing'} "
-                "(hooks and approvals must act as recorded)"
-            )
-        tally = report.tool_results
-        if tally.equal < tally.total and report.divergence is None and not report.tolerated:
-            problems.append(
-                f"scenario {name}: session {report.recorded_id}: {tally.total - tally.equal} of "
-                f"{tally.total} tool result(s) differ from the recording ({', '.join(tally.differing)})"
-            )
-
-
 def recorded_model_name(loaded: LoadedSession | None) -> str | None:
     """The model the recording's primary session last asked for (its ``request/header``)."""
     for event in reversed(loaded.events if loaded else []):
@@ -290,6 +196,164 @@ def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What the prepare phase hands on: the scenario, its workspace, its model and its agent setup."""
+
+    name: str
+    directory: Path
+    mode: Mode
+    steps: list[dict[str, Any]]
+    cwd: Path
+    model: Model
+    replay_model: ReplayModel | None
+    """The keyless model (replay and refresh); ``None`` when recording."""
+    recorded: dict[str, LoadedSession]
+    """The recorded sessions by script label (empty when recording)."""
+    answers: RecordedAnswers
+    setup: AgentSetup
+    owns_model: bool
+    """Whether the run made the model (and so closes it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Played:
+    """What the run phase produced: the top-level agents, every stored session, the transcript."""
+
+    agents: list[Agent]
+    problems: list[str]
+    sessions: dict[str, LoadedSession]
+    transcript: list[dict[str, Any]]
+    text: bytes
+    """The transcript as ``transcript.expected.jsonl`` bytes."""
+
+
+async def _prepare(
+    directory: Path,
+    mode: Mode,
+    tmp: Path,
+    *,
+    store: EventStore,
+    feed: Feed,
+    record_model: Model | None,
+    model_name: str | None,
+    sliced: bool,
+    drift: Drift,
+    sandbox: SandboxPolicy | Literal["recorded"] | None,
+) -> _Prepared:
+    """Read the steps, copy the workspace, load the recording (or pick the live model)."""
+    name = directory.name
+    steps = read_steps(directory)
+    cwd = await asyncio.to_thread(_prepare_workspace, directory, tmp)
+    replay_model: ReplayModel | None = None
+    recorded: dict[str, LoadedSession] = {}
+    model: Model
+    if mode == "record":
+        if record_model is not None:
+            model, model_name = record_model, model_name or "deepseek-chat"
+        else:
+            model, model_name = _record_model()
+    else:
+        tolerances = read_tolerances(directory, drift)
+        replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+        model = replay_model
+        if logs.primary is not None:
+            recorded[PRIMARY] = logs.primary
+        recorded.update(dict(logs.children))
+        model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
+    policy = replay_policy(directory, recorded.get(PRIMARY))
+    answers = policy.answers
+    if sandbox != "recorded":
+        answers = RecordedAnswers(read_permission_answers(directory), name)
+    setup = AgentSetup(
+        store,
+        model,
+        model_name,
+        cwd,
+        feed,
+        replay=mode != "record",
+        sandbox=policy.sandbox if sandbox == "recorded" else sandbox,
+        approver=answers,
+        approval_policy=policy.approval if sandbox == "recorded" else None,
+    )
+    owns = mode == "record" and record_model is None
+    return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)
+
+
+async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _Played:
+    """Play the steps, let background children settle, stop everything, read the logs back."""
+    setup, store = prep.setup, prep.setup.store
+    player = StepPlayer(
+        prep.name, lambda: factory(setup), store=store, feed=setup.feed, cwd=prep.cwd, timeout=step_timeout
+    )
+    try:
+        await player.play(prep.steps)
+        await _settle_background(player.agents, step_timeout, player.problems, prep.name)
+    finally:
+        await _stop_background(player.agents)
+        if prep.owns_model:
+            aclose = getattr(prep.model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    problems = player.problems
+    problems.extend(prep.answers.problems)
+    ids = [s.header.id for s in await store.list_sessions()]
+    sessions = {sid: await store.load(sid) for sid in ids}
+    lines: list[dict[str, Any]] = []
+    for agent in player.agents:
+        lines.extend(build_transcript(sessions, agent.id))
+    transcript = normalize(lines, cwd=str(prep.cwd))
+    return _Played(player.agents, problems, sessions, transcript, dumps_lines(transcript).encode())
+
+
+def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
+    """The result: the run's problems, and under replay the recording's checks (divergence,
+    consumption, per-session reports)."""
+    problems = played.problems
+    result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=problems)
+    replay_model = prep.replay_model
+    if replay_model is not None:
+        for divergence in replay_model.divergences[:1]:
+            problems.insert(0, f"{divergence.headline(prep.name)}\n{divergence.diff(40)}")
+        try:
+            replay_model.assert_consumed()
+        except ReplayError as exc:
+            if not replay_model.divergences:
+                problems.append(str(exc))
+        result.sessions = session_reports(replay_model, played.sessions, prep.recorded, prep.cwd)
+        check_reports(prep.name, result.sessions, problems)
+    return result
+
+
+async def _write(prep: _Prepared, played: _Played, result: ScenarioResult, *, keep_failed: bool) -> None:
+    """Record: keep the new recording only when it is clean; refresh: rewrite the transcript
+    when nothing else differs; replay: diff the transcript against the expected one."""
+    name, directory, text = prep.name, prep.directory, played.text
+    if prep.mode == "record":
+        if not played.agents:
+            raise ScenarioError(f"scenario {name}: no session was started")
+        files = {**scenario_logs(played.sessions, played.agents[0].id, str(prep.cwd)), TRANSCRIPT: text}
+        failure = record_failure(played.sessions, result.problems)
+        if failure is not None:
+            kept = ""
+            if keep_failed:
+                failed = await asyncio.to_thread(write_failed, directory, files)
+                kept = f"; the failed recording is in {failed}"
+            result.problems[:] = [
+                f"scenario {name}: not recorded: {failure.removeprefix(f'scenario {name}: ')}; "
+                f"nothing was written, the previous recording is unchanged{kept}"
+            ]
+        else:
+            result.changed = await asyncio.to_thread(write_recording, directory, files)
+    elif prep.mode == "refresh":
+        if not result.problems:
+            result.changed = await asyncio.to_thread(
+                write_recording, directory, {**_kept_logs(directory), TRANSCRIPT: text}
+            )
+    else:
+        result.diff = _transcript_diff(directory, name, text.decode())
+
+
 async def run_scenario(
     directory: Path,
     mode: Mode = "replay",
@@ -316,102 +380,30 @@ async def run_scenario(
     ``sandbox``: the policy the scenario's commands and hooks run under: by default the
     recording's mode, confined (:mod:`dsh.replay.permissions`); ``None``: unconfined.
     Approval requests are answered from ``input.json``'s ``permissionAnswers``.
+
+    Four phases: prepare (steps, workspace, model, agent setup), run (play the steps, read
+    the logs back), check (the recording's checks), write (record / refresh / diff).
     """
     directory = await asyncio.to_thread(directory.resolve)
     await asyncio.to_thread(recover, directory)
     if mode == "once":
         mode = "replay" if (directory / PRIMARY).exists() else "record"
-    name = directory.name
-    steps = read_steps(directory)
-    store = store or MemoryEventStore()
-    feed = feed or Feed()
     with tempfile.TemporaryDirectory(prefix="dsh-snap-") as tmp:
-        cwd = await asyncio.to_thread(_prepare_workspace, directory, Path(tmp))
-        replay_model: ReplayModel | None = None
-        recorded: dict[str, LoadedSession] = {}
-        if mode == "record":
-            if record_model is not None:
-                model, model_name = record_model, model_name or "deepseek-chat"
-            else:
-                model, model_name = _record_model()
-        else:
-            tolerances = read_tolerances(directory, drift)
-            replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
-            model = replay_model
-            if logs.primary is not None:
-                recorded[PRIMARY] = logs.primary
-            recorded.update(dict(logs.children))
-            model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
-        policy = replay_policy(directory, recorded.get(PRIMARY))
-        answers = policy.answers
-        if sandbox != "recorded":
-            answers = RecordedAnswers(read_permission_answers(directory), name)
-        setup = AgentSetup(
-            store,
-            model,
-            model_name,
-            cwd,
-            feed,
-            replay=mode != "record",
-            sandbox=policy.sandbox if sandbox == "recorded" else sandbox,
-            approver=answers,
-            approval_policy=policy.approval if sandbox == "recorded" else None,
+        prep = await _prepare(
+            directory,
+            mode,
+            Path(tmp),
+            store=store or MemoryEventStore(),
+            feed=feed or Feed(),
+            record_model=record_model,
+            model_name=model_name,
+            sliced=sliced,
+            drift=drift,
+            sandbox=sandbox,
         )
-        player = StepPlayer(
-            name, lambda: factory(setup), store=store, feed=feed, cwd=cwd, timeout=step_timeout
-        )
-        try:
-            await player.play(steps)
-            await _settle_background(player.agents, step_timeout, player.problems, name)
-        finally:
-            await _stop_background(player.agents)
-            if mode == "record" and record_model is None:
-                aclose = getattr(model, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        agents, problems = player.agents, player.problems
-        problems.extend(answers.problems)
-        ids = [s.header.id for s in await store.list_sessions()]
-        sessions = {sid: await store.load(sid) for sid in ids}
-        lines: list[dict[str, Any]] = []
-        for agent in agents:
-            lines.extend(build_transcript(sessions, agent.id))
-        transcript = normalize(lines, cwd=str(cwd))
-        result = ScenarioResult(name, mode, transcript, problems=problems)
-        if replay_model is not None:
-            for divergence in replay_model.divergences[:1]:
-                problems.insert(0, f"{divergence.headline(name)}\n{divergence.diff(40)}")
-            try:
-                replay_model.assert_consumed()
-            except ReplayError as exc:
-                if not replay_model.divergences:
-                    problems.append(str(exc))
-            result.sessions = _reports(replay_model, sessions, recorded, cwd)
-            _check_reports(name, result.sessions, problems)
-        text = dumps_lines(transcript).encode()
-        if mode == "record":
-            if not agents:
-                raise ScenarioError(f"scenario {name}: no session was started")
-            files = {**scenario_logs(sessions, agents[0].id, str(cwd)), TRANSCRIPT: text}
-            failure = record_failure(sessions, problems)
-            if failure is not None:
-                kept = ""
-                if keep_failed:
-                    failed = await asyncio.to_thread(write_failed, directory, files)
-                    kept = f"; the failed recording is in {failed}"
-                result.problems[:] = [
-                    f"scenario {name}: not recorded: {failure.removeprefix(f'scenario {name}: ')}; "
-                    f"nothing was written, the previous recording is unchanged{kept}"
-                ]
-            else:
-                result.changed = await asyncio.to_thread(write_recording, directory, files)
-        elif mode == "refresh":
-            if not problems:
-                result.changed = await asyncio.to_thread(
-                    write_recording, directory, {**_kept_logs(directory), TRANSCRIPT: text}
-                )
-        else:
-            result.diff = _transcript_diff(directory, name, text.decode())
+        played = await _run(prep, factory, step_timeout)
+        result = _check(prep, played)
+        await _write(prep, played, result, keep_failed=keep_failed)
         return result
 
 

@@ -1,0 +1,108 @@
+"""What a replayed scenario reports per recorded session, and the checks on those reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh.replay.fidelity import Divergence, ToolTally, harness_actions, tool_results
+from dsh.replay.model import ReplayModel
+from dsh.session import final_assistant_text
+from dsh.snapshot.transcript import child_kind
+from dsh.store import LoadedSession
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """One recorded session and the live session it was bound to."""
+
+    recorded_id: str
+    live_id: str | None
+    kind: str
+    inherited_event_count: int
+    calls: int
+    consumed: int
+    final_text: str
+    recorded_text: str
+    tool_results: ToolTally = field(default_factory=lambda: ToolTally(0, 0))
+    divergence: Divergence | None = None
+    not_reproduced: list[str] = field(default_factory=list)
+    tolerated: list[Divergence] = field(default_factory=list)
+    harness_actions: tuple[list[str], list[str]] | None = None
+    """(recorded, live) hook runs and approvals when they differ."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recordedId": self.recorded_id,
+            "liveId": self.live_id,
+            "kind": self.kind,
+            "inheritedEventCount": self.inherited_event_count,
+            "calls": self.calls,
+            "consumed": self.consumed,
+            "finalText": self.final_text,
+            "toolResults": self.tool_results.to_json(),
+            "divergence": self.divergence.to_json() if self.divergence else None,
+            "notReproduced": self.not_reproduced,
+            "tolerated": [t.to_json() for t in self.tolerated],
+            "harnessActions": (
+                None
+                if self.harness_actions is None
+                else {"recorded": self.harness_actions[0], "live": self.harness_actions[1]}
+            ),
+        }
+
+
+def session_reports(
+    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession], cwd: Path
+) -> list[SessionReport]:
+    """One report per recorded script: what it was bound to, consumed and reproduced."""
+    out = []
+    for script in model.scripts:
+        rec = recorded.get(script.label)
+        live = sessions.get(script.bound_to) if script.bound_to else None
+        live_own = live.events[live.inherited_event_count :] if live else []
+        rec_own = rec.events[rec.inherited_event_count :] if rec else []
+        out.append(
+            SessionReport(
+                recorded_id=script.recorded_id,
+                live_id=script.bound_to,
+                kind=child_kind(rec) if rec else "primary",
+                inherited_event_count=live.inherited_event_count if live else 0,
+                calls=len(script.entries),
+                consumed=script.cursor,
+                final_text=final_assistant_text(live_own) if live else "",
+                recorded_text=final_assistant_text(rec_own) if rec else "",
+                tool_results=tool_results(rec_own, live_own, cwd),
+                divergence=script.divergence,
+                not_reproduced=script.check.not_reproduced if script.check else [],
+                tolerated=list(script.tolerated),
+                harness_actions=harness_actions(rec_own, live_own) if live else None,
+            )
+        )
+    return out
+
+
+def check_reports(name: str, reports: list[SessionReport], problems: list[str]) -> None:
+    """Per session: the same final answer, and every recorded tool result reproduced (or a
+    difference tolerated and listed)."""
+    diverged = any(report.divergence for report in reports)
+    for report in reports:
+        if report.live_id and not diverged and report.final_text != report.recorded_text:
+            problems.append(
+                f"scenario {name}: session {report.recorded_id} answered "
+                f"{report.final_text!r}, the recording says {report.recorded_text!r}"
+            )
+        if report.harness_actions is not None and report.divergence is None:
+            recorded, live = report.harness_actions
+            problems.append(
+                f"scenario {name}: session {report.recorded_id}: the recorded harness did "
+                f"{'; '.join(recorded) or 'nothing'}, the live run did {'; '.join(live) or 'nothing'} "
+                "(hooks and approvals must act as recorded)"
+            )
+        tally = report.tool_results
+        if tally.equal < tally.total and report.divergence is None and not report.tolerated:
+            problems.append(
+                f"scenario {name}: session {report.recorded_id}: {tally.total - tally.equal} of "
+                f"{tally.total} tool result(s) differ from the recording ({', '.join(tally.differing)})"
+            )
