@@ -134,6 +134,7 @@ async def test_two_background_and_one_foreground_child_run_concurrently(tmp_path
             loaded = await store.load(m.group(1))
             descriptor = next(e for e in loaded.events if e.type == "subagent/descriptor")
             assert descriptor.seq == 0 and descriptor.data["mode"] == "continuable"
+            assert list(descriptor.data) == ["mode", "provider", "label", "delegation"]
             assert loaded.header.parent_session == parent.id and loaded.header.delegation_depth == 1
         await close(parent, store)
 

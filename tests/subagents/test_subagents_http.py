@@ -105,6 +105,8 @@ async def test_fork_child_inherits_completed_turns_and_keeps_its_cut(tmp_path: P
     descriptor = next(e for e in own if e.type == "subagent/descriptor")
     assert descriptor.data["provider"] == "fork"
     assert descriptor.data["delegation"] == {"parentSession": parent.id, "callId": "call_f"}
+    assert list(descriptor.data) == ["mode", "provider", "label", "delegation"]  # the original's key order
+    assert list(descriptor.data["delegation"]) == ["parentSession", "callId"]
     await store.close()
 
     reopened = STORES[backend](tmp_path)

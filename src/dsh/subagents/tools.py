@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.loop import Agent, TurnResult
@@ -144,13 +145,8 @@ class SubagentTool(Tool[BaseModel]):
         if background:
             return await self._start_background(parent, depth, ctx.call_id, description, prompt)
         child = await self._start_child(parent, depth, ctx.call_id)
-        descriptor: dict[str, Any] = {
-            "mode": "one-shot",
-            "provider": self.mode,
-            "label": description,
-            "delegation": {"parentSession": parent.id, "callId": ctx.call_id},
-        }
-        result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor)])
+        descriptor = SubagentDescriptor("one-shot", self.mode, description, parent.id, ctx.call_id)
+        result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor.to_wire())])
         return _child_output(child, result)
 
     async def _start_background(
@@ -163,13 +159,8 @@ class SubagentTool(Tool[BaseModel]):
         except BaseException:
             await child.aclose()
             raise
-        descriptor = {
-            "mode": "continuable",
-            "provider": self.mode,
-            "label": label,
-            "delegation": {"parentSession": parent.id, "callId": call_id},
-        }
-        child.append(SUBAGENT_DESCRIPTOR, descriptor)
+        descriptor = SubagentDescriptor("continuable", self.mode, label, parent.id, call_id)
+        child.append(SUBAGENT_DESCRIPTOR, descriptor.to_wire())
         self.children.start(Child(child, parent, label, depth), user_message(prompt))
         await child.checkpoint()
         return ToolOutput.text(texts.started(child.id))
