@@ -71,7 +71,7 @@ def check_stream_shape(chunks: Sequence[Chunk]) -> None:
         if chunk["type"] == "block-start":
             assert chunk["index"] not in started
             started.add(chunk["index"])
-        elif chunk["type"].endswith("-delta"):
+        elif chunk["type"] in ("text-delta", "reasoning-delta", "tool-call-delta"):
             assert chunk["index"] in started and chunk["index"] not in ended
         elif chunk["type"] == "block-end":
             assert chunk["index"] in started
@@ -79,6 +79,9 @@ def check_stream_shape(chunks: Sequence[Chunk]) -> None:
 
 
 def failure(chunks: Sequence[Chunk]) -> dict[str, str]:
-    reason = chunks[-1]["reason"]
+    last = chunks[-1]
+    assert last["type"] == "finish", last
+    reason = last["reason"]
     assert reason["kind"] == "error", reason
-    return dict(reason["failure"])
+    found = reason["failure"]
+    return {"code": found["code"], "message": found["message"]}

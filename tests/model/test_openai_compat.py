@@ -211,7 +211,8 @@ async def test_finish_reason_mapping(
     server.enqueue(stream_reply(text="partial", finish_reason=reason))
     chunks = await collect(model)
     check_stream_shape(chunks)
-    assert chunks[-1]["reason"]["kind"] == kind
+    last = chunks[-1]
+    assert last["type"] == "finish" and last["reason"]["kind"] == kind
     if code is not None:
         assert failure(chunks) == {"code": code, "message": f"model stopped: {reason}"}
     assert assemble(chunks).content == [{"type": "text", "text": "partial"}]

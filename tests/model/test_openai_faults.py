@@ -216,8 +216,9 @@ async def test_the_key_never_leaks(server: OpenAICompatServer, model: OpenAIComp
     seen: list[Chunk] = []
     for _ in range(6):
         chunks = await collect(model)
-        assert chunks[-1]["reason"]["kind"] == "error"
-        assert "***" in chunks[-1]["reason"]["failure"]["message"]
+        last = chunks[-1]
+        assert last["type"] == "finish" and last["reason"]["kind"] == "error"
+        assert "***" in last["reason"]["failure"]["message"]
         seen += chunks
     assert server.pending == 0
     assert KEY not in _all_text(seen, model)

@@ -56,13 +56,15 @@ async def test_callable_source_routes_by_request() -> None:
 async def test_chunks_are_copies() -> None:
     model = ScriptedModel([text_reply("x"), text_reply("x")])
     chunks = await collect(model)
-    chunks[-1]["reason"]["kind"] = "mutated"
+    last = chunks[-1]
+    assert last["type"] == "finish"
+    last["reason"]["kind"] = "aborted"
     assert (await collect(model))[-1] == ck.finish("stop")
 
 
 async def test_pause_delay_and_hang_until_cancelled() -> None:
     model = ScriptedModel([[Pause(0.01), *hang_reply("partial")]], delay=0.001)
-    got: list[dict[str, object]] = []
+    got: list[Chunk] = []
 
     async def consume() -> None:
         async for chunk in model.stream(request()):

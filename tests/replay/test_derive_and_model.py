@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,20 +11,21 @@ import pytest
 
 from dsh.errors import OverrideError, ReplayError
 from dsh.events import Event
+from dsh.events.chunks import Chunk
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model import Delegation, ModelRequest
 from dsh.replay import Entry, ReplayModel, SessionScript, apply_override, derive_script
 from dsh.store.memory import MemoryEventStore
 from dsh.tools.registry import builtin_registry
 
-FIN = {"type": "finish", "reason": {"kind": "stop"}}
+FIN: Chunk = {"type": "finish", "reason": {"kind": "stop"}}
 
 
-def chunk_event(seq: int, turn: int, step: int, chunk: dict[str, Any]) -> Event:
+def chunk_event(seq: int, turn: int, step: int, chunk: Mapping[str, Any]) -> Event:
     return Event("assistant/chunk", seq, 0, {"turn": turn, "step": step, "chunk": chunk})
 
 
-def text(t: str) -> dict[str, Any]:
+def text(t: str) -> Chunk:
     return {"type": "text-delta", "index": 0, "text": t}
 
 
@@ -41,7 +43,8 @@ def test_v0_groups_by_turn_and_step_and_closes_at_finish() -> None:
     ]
     script = derive_script(events, "log")
     assert [len(e.chunks) for e in script] == [2, 2, 2]
-    assert script[0].chunks[-1]["reason"]["kind"] == "error"  # a retry in the same step is its own entry
+    last = script[0].chunks[-1]  # a retry in the same step is its own entry
+    assert last["type"] == "finish" and last["reason"]["kind"] == "error"
 
 
 def test_v0_group_without_finish_needs_an_override() -> None:
@@ -103,7 +106,7 @@ def _request(session: str, text_: str = "", delegation: Delegation | None = None
     return ModelRequest(session_id=session, model="m", messages=messages, delegation=delegation)
 
 
-async def _drain(model: ReplayModel, request: ModelRequest) -> list[dict[str, Any]]:
+async def _drain(model: ReplayModel, request: ModelRequest) -> list[Chunk]:
     return [c async for c in model.stream(request)]
 
 
@@ -113,7 +116,7 @@ async def test_from_request_placeholder_uses_the_last_match() -> None:
     )
     model = ReplayModel(SessionScript("session.jsonl", "r", 0, [entry]))
     chunks = await _drain(model, _request("live", "goal-1 then goal-42"))
-    assert chunks[0]["text"] == "id=42"
+    assert chunks[0] == text("id=42")
     model.assert_consumed()
 
 
@@ -129,7 +132,7 @@ async def test_children_bind_by_delegation_identity_not_order() -> None:
     await _drain(model, _request("live-parent"))
     got_b = await _drain(model, _request("child-x", delegation=Delegation("live-parent", "cb")))
     got_a = await _drain(model, _request("child-y", delegation=Delegation("live-parent", "ca")))
-    assert got_b[0]["text"] == "B" and got_a[0]["text"] == "A"
+    assert got_b[0] == text("B") and got_a[0] == text("A")
     model.assert_consumed()
 
 

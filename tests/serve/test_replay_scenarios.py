@@ -42,7 +42,9 @@ async def test_streamed_calls_get_the_recorded_deltas_in_order() -> None:
                 finish = [
                     c.choices[0].finish_reason for c in received if c.choices and c.choices[0].finish_reason
                 ]
-                kind = chunks[-1]["reason"]["kind"]
+                last = chunks[-1]
+                assert last["type"] == "finish"
+                kind = last["reason"]["kind"]
                 assert finish == [{"stop": "stop", "tool-calls": "tool_calls"}[kind]]
             with pytest.raises(openai.ConflictError, match="exhausted"):
                 await client.chat.completions.create(**calls[0][0], stream=True)

@@ -34,15 +34,22 @@ from acp.schema import (
 
 from dsh import jsonx
 from dsh.events import Event
-from dsh.events.chunks import Chunk
+from dsh.events.chunks import Chunk, Usage
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.history import project_event
 from dsh.events.messages import Block, Message
+from dsh.events.payloads import (
+    ToolResultBlock,
+    message_of,
+    result_block,
+    tool_call_of,
+    tool_result_of,
+    usage_of,
+)
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
     SUBAGENT_DESCRIPTOR,
-    TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
 )
@@ -139,24 +146,16 @@ def tool_start(
     return start
 
 
-def _result_block(message: Message | None) -> Block:
-    for block in (message or {}).get("content", []):
-        if isinstance(block, dict) and block.get("type") == "tool-result":
-            return block
-    return {}
-
-
-def tool_finish(message: Message | None, delegation: Delegation | None) -> ToolCallProgress:
-    """The update that settles a tool call from its ``tool-result`` message."""
-    block = _result_block(message)
+def tool_finish(block: ToolResultBlock | None, delegation: Delegation | None) -> ToolCallProgress:
+    """The update that settles a tool call from its ``tool-result`` block."""
     content: ToolContent = [delegation.content()] if delegation else []
-    for inner in block.get("content", []):
-        if isinstance(inner, dict) and inner.get("type") == "text":
+    for inner in block["content"] if block is not None else []:
+        if inner.get("type") == "text":
             content.append(_text_content(str(inner.get("text", ""))))
     update = ToolCallProgress(
         session_update="tool_call_update",
-        tool_call_id=str(block.get("toolCallId", "")),
-        status="failed" if block.get("isError") else "completed",
+        tool_call_id=block["toolCallId"] if block is not None else "",
+        status="failed" if block is not None and block["isError"] else "completed",
         content=content,
     )
     if delegation:
@@ -188,12 +187,11 @@ def message_chunks(message: Message, profile: Profile, *, with_ids: bool) -> lis
     return out
 
 
-def context_tokens(usage: Any) -> int | None:
+def context_tokens(usage: Usage | None) -> int | None:
     """Tokens in context after one model call: input + cached input + output."""
-    if not isinstance(usage, dict):
+    if usage is None:
         return None
-    keys = ("inputTokens", "cacheReadTokens", "outputTokens")
-    counts = [usage.get(k) for k in keys]
+    counts: list[object] = [usage.get("inputTokens"), usage.get("cacheReadTokens"), usage.get("outputTokens")]
     if not any(type(c) is int for c in counts):
         return None
     return sum(c for c in counts if type(c) is int)
@@ -244,20 +242,18 @@ class LiveUpdates:
             return self._descendant_event(session_id, event)
         if self.profile == "dsh-compat":
             if event.type == ASSISTANT_MESSAGE:
-                return message_chunks(event.data.get("message") or {}, self.profile, with_ids=False)
+                return message_chunks(message_of(event) or {}, self.profile, with_ids=False)
             return []
-        data = event.data if isinstance(event.data, dict) else {}
         if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-            used = context_tokens(data.get("usage"))
+            used = context_tokens(usage_of(event))
             if used is not None:
                 self._context = used
-        elif event.type == TOOL_CALL:
-            name = str(data.get("name", ""))
-            return [tool_start(str(data.get("callId", "")), name, data.get("arguments"), self.cwd,
+        elif (call := tool_call_of(event)) is not None:
+            return [tool_start(call["callId"], call["name"], call["arguments"], self.cwd,
                                status="in_progress", tools=self.tools)]  # fmt: skip
         elif event.type == TOOL_RESULT:
-            call_id = str(_result_block(data.get("message")).get("toolCallId", ""))
-            return [tool_finish(data.get("message"), self._delegations.get(call_id))]
+            block = tool_result_of(event)
+            return [tool_finish(block, self._delegations.get(block["toolCallId"] if block else ""))]
         elif event.type == TURN_END and self._context is not None:
             used, self._context = self._context, None
             return [
@@ -307,8 +303,8 @@ def history_updates(
                 out.extend(_history_tool_starts(message.get("content", []), cwd, delegations, tools))
         elif event.type == TOOL_RESULT:
             if profile == "full":
-                call_id = str(_result_block(message).get("toolCallId", ""))
-                out.append(tool_finish(message, delegations.get(call_id)))
+                block = result_block(message)
+                out.append(tool_finish(block, delegations.get(block["toolCallId"] if block else "")))
         elif source.get("kind") == "user":
             out.extend(_user_chunks(message))
     return out

@@ -16,13 +16,13 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
+from dsh.events.payloads import tool_result_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
     HOOK_RESULT,
     SUBAGENT_DESCRIPTOR,
     TOOL_CALL,
-    TOOL_RESULT,
     TURN_END,
 )
 
@@ -80,15 +80,14 @@ class LiveView:
             self.root = session_id
         if session_id != self.root:
             return
-        kind = chunk["type"]
-        if kind == "reasoning-delta":
+        if chunk["type"] == "reasoning-delta":
             if self._mode != "reasoning":
                 self._newline()
                 self._mode = "reasoning"
             text = terminal_safe(chunk["text"], multiline=True)
             self.console.print(text, style="dim", end="", markup=False, highlight=False)
             self._mid_line = True
-        elif kind == "text-delta" and self.stream_text:
+        elif chunk["type"] == "text-delta" and self.stream_text:
             if self._mode != "text":
                 self._newline()
                 self._mode = "text"
@@ -121,10 +120,9 @@ class LiveView:
                 + f"[yellow]→ {_safe(data['name'])}[/yellow] "
                 + escape(_short(str(data.get("arguments", "")), 100))
             )
-        elif etype == TOOL_RESULT:
-            block = data["message"]["content"][0]
-            text = joined_text(block.get("content", []))
-            mark = "[red]✗[/red]" if block.get("isError") else "[green]←[/green]"
+        elif (block := tool_result_of(event)) is not None:
+            text = joined_text(block["content"])
+            mark = "[red]✗[/red]" if block["isError"] else "[green]←[/green]"
             self._newline()
             self.console.print(self._prefix(session_id) + f"{mark} " + escape(_short(text)))
         elif etype == HOOK_RESULT:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh.events.chunks import Chunk, Failure, Usage, finish_failure
+from dsh.events.chunks import Chunk, Failure, Finish, Usage, finish_failure
 from dsh.events.messages import Block
 
 
@@ -58,7 +58,7 @@ class BlockAssembler:
     def __init__(self) -> None:
         self._blocks: dict[int, _Open] = {}
         self._usage: Usage | None = None
-        self._finish: Chunk | None = None
+        self._finish: Finish | None = None
 
     def _open(self, index: int, block_type: str) -> _Open:
         block = self._blocks.get(index)
@@ -67,12 +67,11 @@ class BlockAssembler:
         return block
 
     def feed(self, chunk: Chunk) -> None:
-        kind = chunk["type"]
-        if kind == "text-delta" or kind == "reasoning-delta":
-            block = self._open(chunk["index"], "text" if kind == "text-delta" else "reasoning")
+        if chunk["type"] == "text-delta" or chunk["type"] == "reasoning-delta":
+            block = self._open(chunk["index"], "text" if chunk["type"] == "text-delta" else "reasoning")
             if block.closed is None:
                 block.text.append(chunk["text"])
-        elif kind == "tool-call-delta":
+        elif chunk["type"] == "tool-call-delta":
             block = self._open(chunk["index"], "tool-call")
             if block.closed is None:
                 if chunk.get("id"):
@@ -80,15 +79,15 @@ class BlockAssembler:
                 if chunk.get("name"):
                     block.name = chunk["name"]
                 block.text.append(chunk.get("argumentsDelta", ""))
-        elif kind == "block-start":
+        elif chunk["type"] == "block-start":
             self._open(chunk["index"], chunk["blockType"])
-        elif kind == "block-end":
+        elif chunk["type"] == "block-end":
             block = self._open(chunk["index"], chunk["block"].get("type", "text"))
             if block.closed is None:
                 block.closed = chunk["block"]
-        elif kind == "usage":
+        elif chunk["type"] == "usage":
             self._usage = chunk["usage"]
-        elif kind == "finish" and self._finish is None:
+        elif chunk["type"] == "finish" and self._finish is None:
             self._finish = chunk
 
     def _block(self, index: int, block: _Open) -> Block:

@@ -1,15 +1,14 @@
 """Stream chunks: the vocabulary a ``Model.stream`` yields, and the timed stream record.
 
-Chunks are plain JSON dicts (exactly what is logged and replayed), built by the
-constructors below so field names and key order stay canonical.
+A chunk is a tagged union of TypedDicts (:data:`Chunk`, tagged by ``type``): plain JSON
+dicts, exactly what is logged and replayed, so ``chunk["type"] == "text-delta"`` narrows
+it for the type checker. The constructors below keep field names and key order canonical;
+:func:`as_chunk` is the one place a JSON value read back becomes a chunk.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypedDict
-
-Chunk = dict[str, Any]
-"""One stream chunk: a dict whose ``type`` is one of :data:`CHUNK_TYPES`."""
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 CHUNK_TYPES: Final = frozenset(
     {"block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"}
@@ -56,6 +55,73 @@ class Failure(TypedDict):
     message: str
 
 
+class BlockStart(TypedDict):
+    """``block-start``: block ``index`` opens (its type: text, reasoning or tool-call)."""
+
+    type: Literal["block-start"]
+    index: int
+    blockType: str
+
+
+class TextDeltaChunk(TypedDict):
+    """``text-delta``: more text of block ``index``."""
+
+    type: Literal["text-delta"]
+    index: int
+    text: str
+
+
+class ReasoningDeltaChunk(TypedDict):
+    """``reasoning-delta``: more reasoning of block ``index``."""
+
+    type: Literal["reasoning-delta"]
+    index: int
+    text: str
+
+
+class ToolCallDelta(TypedDict):
+    """``tool-call-delta``: the call id, its name (first delta) and more argument text."""
+
+    type: Literal["tool-call-delta"]
+    index: int
+    id: str
+    name: NotRequired[str]
+    argumentsDelta: str
+
+
+class BlockEnd(TypedDict):
+    """``block-end``: block ``index`` is complete; ``block`` is authoritative."""
+
+    type: Literal["block-end"]
+    index: int
+    block: dict[str, Any]
+
+
+class UsageChunk(TypedDict):
+    """``usage``: the call's token usage."""
+
+    type: Literal["usage"]
+    usage: Usage
+
+
+class FinishReason(TypedDict):
+    """Why a model call ended; ``failure`` for ``error`` / ``aborted``."""
+
+    kind: FinishKind
+    failure: NotRequired[Failure]
+
+
+class Finish(TypedDict):
+    """``finish``: the call ended."""
+
+    type: Literal["finish"]
+    reason: FinishReason
+
+
+Chunk = BlockStart | TextDeltaChunk | ReasoningDeltaChunk | ToolCallDelta | BlockEnd | UsageChunk | Finish
+"""One stream chunk (tagged by ``type``): exactly what is logged and replayed."""
+
+
 def block_start(index: int, block_type: str) -> Chunk:
     return {"type": "block-start", "index": index, "blockType": block_type}
 
@@ -69,11 +135,15 @@ def reasoning_delta(index: int, text: str) -> Chunk:
 
 
 def tool_call_delta(index: int, call_id: str, name: str | None, arguments_delta: str) -> Chunk:
-    chunk: Chunk = {"type": "tool-call-delta", "index": index, "id": call_id}
-    if name is not None:
-        chunk["name"] = name
-    chunk["argumentsDelta"] = arguments_delta
-    return chunk
+    if name is None:
+        return {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments_delta}
+    return {
+        "type": "tool-call-delta",
+        "index": index,
+        "id": call_id,
+        "name": name,
+        "argumentsDelta": arguments_delta,
+    }
 
 
 def block_end(index: int, block: dict[str, Any]) -> Chunk:
@@ -81,14 +151,16 @@ def block_end(index: int, block: dict[str, Any]) -> Chunk:
 
 
 def usage_chunk(usage: Usage) -> Chunk:
-    return {"type": "usage", "usage": dict(usage)}
+    return {"type": "usage", "usage": Usage(**usage)}
 
 
 def finish(kind: FinishKind, failure: Failure | None = None) -> Chunk:
-    reason: dict[str, Any] = {"kind": kind}
-    if failure is not None:
-        reason["failure"] = {"code": failure["code"], "message": failure["message"]}
-    return {"type": "finish", "reason": reason}
+    if failure is None:
+        return {"type": "finish", "reason": {"kind": kind}}
+    return {
+        "type": "finish",
+        "reason": {"kind": kind, "failure": {"code": failure["code"], "message": failure["message"]}},
+    }
 
 
 def error_finish(code: str, message: str) -> Chunk:
@@ -96,15 +168,24 @@ def error_finish(code: str, message: str) -> Chunk:
 
 
 def finish_failure(chunk: Chunk) -> Failure | None:
-    """The failure of an ``error``/``aborted`` finish chunk, else ``None``."""
-    reason = chunk.get("reason") or {}
-    if reason.get("kind") not in ("error", "aborted"):
+    """The failure of an ``error``/``aborted`` finish chunk, else ``None`` (a recorded finish
+    may lack the failure's fields: ``UNKNOWN`` / ``model call failed``)."""
+    if chunk["type"] != "finish" or chunk["reason"].get("kind") not in ("error", "aborted"):
         return None
-    failure = reason.get("failure") or {}
+    failure: dict[str, Any] = dict(chunk["reason"].get("failure") or {})
     return {
         "code": str(failure.get("code", "UNKNOWN")),
         "message": str(failure.get("message", "model call failed")),
     }
+
+
+def as_chunk(value: object) -> Chunk | None:
+    """A JSON value read back (a recording, a script) as a chunk when its ``type`` is one of
+    :data:`CHUNK_TYPES`, else ``None`` — the one place wire data becomes a :data:`Chunk`
+    (recorded fields are kept as they are)."""
+    if isinstance(value, dict) and value.get("type") in CHUNK_TYPES:
+        return value  # type: ignore[return-value]
+    return None
 
 
 def is_retryable(code: str) -> bool:

@@ -9,27 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dsh.events.envelope import Event
 from dsh.events.messages import Message, joined_text
-from dsh.events.vocabulary import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE
+from dsh.events.payloads import blocks_of, message_of
+from dsh.events.vocabulary import ASSISTANT_MESSAGE, USER_MESSAGE
 
 
 def project_event(event: Event) -> Message | None:
     """The message an ``append`` surface event contributes, or ``None``."""
     if event.surface_op != "append":
         return None
-    if event.type == USER_MESSAGE:
+    etype = event.type
+    if etype == USER_MESSAGE:
         return event.data  # type: ignore[no-any-return]
-    if event.type == ASSISTANT_MESSAGE:
-        message = event.data.get("message")
-        if not message or not message.get("content"):
-            return None
-        return message  # type: ignore[no-any-return]
-    if event.type == TOOL_RESULT:
-        return event.data.get("message")  # type: ignore[no-any-return]
-    return None
+    message = message_of(event)
+    if message is not None and etype == ASSISTANT_MESSAGE and not message.get("content"):
+        return None
+    return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +66,7 @@ class HistoryMessage:
 
 
 def _typed(seq: int, message: Message) -> HistoryMessage:
-    blocks: list[Any] = [b for b in message.get("content") or [] if isinstance(b, dict)]
+    blocks = blocks_of(message)
     source = message.get("source")
     calls = tuple(
         ToolCallPart(str(b.get("id", "")), str(b.get("name", "")), str(b.get("arguments", "")))

@@ -19,7 +19,8 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
-from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT, TURN_END
+from dsh.events.payloads import tool_result_of, turn_end_kind
+from dsh.events.vocabulary import TOOL_CALL, TURN_END
 from dsh.loop.feed import Feed
 from dsh.loop.result import TurnResult
 
@@ -136,11 +137,12 @@ class _Tree:
             return ToolCallStarted(
                 session_id, str(data.get("callId")), str(data.get("name")), str(data.get("arguments", ""))
             )
-        if event.type == TOOL_RESULT:
-            return _tool_result(session_id, data)
+        if (block := tool_result_of(event)) is not None:
+            return ToolCallFinished(
+                session_id, block["toolCallId"], joined_text(block["content"]), block["isError"]
+            )
         if event.type == TURN_END and session_id in self.children:
-            reason = data.get("reason")
-            return ChildFinished(session_id, str(reason.get("kind") if isinstance(reason, dict) else ""))
+            return ChildFinished(session_id, turn_end_kind(event) or "")
         return None
 
     def chunk(self, session_id: str, chunk: Chunk) -> StreamEvent | None:
@@ -148,17 +150,6 @@ class _Tree:
         if kind is None or session_id not in self.ids:
             return None
         return kind(session_id, str(chunk.get("text", "")))
-
-
-def _tool_result(session_id: str, data: dict[str, Any]) -> ToolCallFinished | None:
-    message = data.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    block = content[0] if isinstance(content, list) and content else None
-    if not isinstance(block, dict):
-        return None
-    inner = block.get("content")
-    text = joined_text(inner) if isinstance(inner, list) else ""
-    return ToolCallFinished(session_id, str(block.get("toolCallId")), text, block.get("isError") is True)
 
 
 async def stream_turn(

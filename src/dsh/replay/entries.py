@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh.errors import OverrideError
-from dsh.events.chunks import CHUNK_TYPES, Chunk
+from dsh.events.chunks import Chunk, as_chunk
 
 EntryKind = Literal["chunks", "throw", "hang"]
 
@@ -40,10 +40,13 @@ class Entry:
 def _chunks(value: object, where: str) -> tuple[Chunk, ...]:
     if not isinstance(value, list):
         raise OverrideError(f"{where}: 'chunks' must be a list")
-    for i, chunk in enumerate(value):
-        if not isinstance(chunk, dict) or chunk.get("type") not in CHUNK_TYPES:
+    out: list[Chunk] = []
+    for i, item in enumerate(value):
+        chunk = as_chunk(item)
+        if chunk is None:
             raise OverrideError(f"{where}: chunks[{i}] is not a stream chunk")
-    return tuple(value)
+        out.append(chunk)
+    return tuple(out)
 
 
 def entry_from_json(obj: object, where: str) -> Entry:

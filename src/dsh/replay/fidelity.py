@@ -29,6 +29,7 @@ from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events import Event
 from dsh.events.messages import Message
+from dsh.events.payloads import message_of
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived
@@ -352,8 +353,9 @@ def tool_results(
     def results(events: Sequence[Event], cwd_tokens: tuple[str, ...]) -> dict[str, str]:
         out: dict[str, str] = {}
         for event in events:
-            if event.type == TOOL_RESULT and isinstance(event.data.get("message"), dict):
-                view = ViewBuilder(Normalizer(cwd_tokens)).view(event.data["message"])
+            message = message_of(event) if event.type == TOOL_RESULT else None
+            if message is not None:
+                view = ViewBuilder(Normalizer(cwd_tokens)).view(message)
                 out[view.key] = view.text
         return out
 

@@ -54,7 +54,7 @@ class _Timer:
 
 
 def _usage(chunks: Sequence[Chunk]) -> dict[str, Any] | None:
-    found = [c["usage"] for c in chunks if c.get("type") == "usage"]
+    found = [c["usage"] for c in chunks if c["type"] == "usage"]
     return dict(found[-1]) if found else None
 
 

@@ -13,7 +13,7 @@ by creation) and ``input.json`` (the first session's prompts).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.header import SessionHeader
 from dsh.events.messages import Message
+from dsh.events.payloads import turn_end
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
 from dsh.store import LoadedSession
@@ -67,7 +68,7 @@ class RecordedSession:
     last_header: Any = None
 
     def append(
-        self, etype: str, data: dict[str, Any], *, surface: bool = False, ignorable: bool = False
+        self, etype: str, data: Mapping[str, Any], *, surface: bool = False, ignorable: bool = False
     ) -> None:
         self.events.append(
             Event(etype, len(self.events), now_ms(), data, "append" if surface else None, None, ignorable)
@@ -84,7 +85,7 @@ class RecordedSession:
 
     def _start_turn(self) -> None:
         if self.open_turn:
-            self.append("turn/end", {"turn": self.turn, "reason": {"kind": "completed"}})
+            self.append("turn/end", turn_end(self.turn, {"kind": "completed"}))
         self.turn += 1
         self.step = 0
         self.open_turn = True
@@ -140,7 +141,7 @@ class RecordedSession:
                 {"turn": turn, "step": step, "failure": settled.failure, "stream": stream},
             )
         else:
-            blocks = [c["block"] for c in settled.chunks if c.get("type") == "block-end"]
+            blocks = [c["block"] for c in settled.chunks if c["type"] == "block-end"]
             message = {"role": "assistant", "content": blocks,
                        "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
                        "id": new_message_id()}  # fmt: skip
@@ -168,9 +169,7 @@ class RecordedSession:
         """The events with the open turn closed (``turn/end completed``), for writing."""
         if not self.open_turn:
             return list(self.events)
-        end = Event(
-            "turn/end", len(self.events), now_ms(), {"turn": self.turn, "reason": {"kind": "completed"}}
-        )
+        end = Event("turn/end", len(self.events), now_ms(), turn_end(self.turn, {"kind": "completed"}))
         return [*self.events, end]
 
 

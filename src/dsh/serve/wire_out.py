@@ -11,12 +11,14 @@ and no ``[DONE]``, after the partial deltas.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dsh import jsonx
-from dsh.events.chunks import Chunk
+
+RecordedChunk = Mapping[str, Any]
+"""A chunk as a recording holds it, read leniently (a foreign recording may lack fields)."""
 
 WIRE_FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 CREATED = 1764470400
@@ -49,7 +51,7 @@ class _Calls:
     def __init__(self) -> None:
         self.index: dict[int, int] = {}
 
-    def delta(self, chunk: Chunk) -> dict[str, Any]:
+    def delta(self, chunk: RecordedChunk) -> dict[str, Any]:
         block = int(chunk.get("index", 0))
         first = block not in self.index
         if first:
@@ -63,7 +65,7 @@ class _Calls:
         return {"tool_calls": [wire]}
 
 
-def _delta(chunk: Chunk, calls: _Calls) -> dict[str, Any] | None:
+def _delta(chunk: RecordedChunk, calls: _Calls) -> dict[str, Any] | None:
     kind = chunk.get("type")
     if kind == "text-delta":
         return {"content": chunk.get("text", "")}
@@ -98,7 +100,7 @@ class _Frames:
 
 
 def sse_events(
-    chunks: Sequence[Chunk],
+    chunks: Sequence[RecordedChunk],
     dt: Sequence[int],
     *,
     model: str,
@@ -114,7 +116,7 @@ def sse_events(
     calls = _Calls()
     opened = False
     recorded_usage: dict[str, Any] | None = None
-    finish: Chunk | None = None
+    finish: RecordedChunk | None = None
     for i, chunk in enumerate(chunks):
         gap += dt[i - 1] if 0 < i <= len(dt) else 0
         kind = chunk.get("type")
@@ -157,7 +159,7 @@ def sse_events(
     return out
 
 
-def completion(chunks: Sequence[Chunk], *, model: str, completion_id: str) -> dict[str, Any]:
+def completion(chunks: Sequence[RecordedChunk], *, model: str, completion_id: str) -> dict[str, Any]:
     """One non-streamed ``chat.completion`` with the recorded call's assembled message."""
     text, reasoning = [], []
     calls: dict[int, dict[str, Any]] = {}

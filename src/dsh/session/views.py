@@ -7,6 +7,7 @@ from typing import Any
 
 from dsh.events import Event
 from dsh.events.messages import joined_text, text_block, tool_result_message
+from dsh.events.payloads import turn_end
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -115,5 +116,5 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
         )
     if step_open is not None:
         out.append((STEP_END, step_open, None))
-    out.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}, None))
+    out.append((TURN_END, dict(turn_end(turn, {"kind": "interrupted"})), None))
     return out

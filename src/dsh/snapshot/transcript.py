@@ -18,11 +18,11 @@ from dsh.events import Event
 from dsh.events.descriptor import SubagentDescriptor, find_descriptor
 from dsh.events.descriptor import child_kind as session_child_kind
 from dsh.events.messages import joined_text
+from dsh.events.payloads import assistant_blocks_of, tool_result_of, turn_end_kind
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
     TOOL_CALL,
-    TOOL_RESULT,
     TURN_END,
     USER_MESSAGE,
 )
@@ -113,11 +113,11 @@ def build_transcript(
             elif kind in RELAYED:
                 text = "\n".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
                 lines.append({"session": sid, "type": "message", "from": kind, "text": text})
-            elif etype == ASSISTANT_MESSAGE and isinstance(data.get("message"), dict):
-                reasoning = joined_text(data["message"].get("content", []), "reasoning")
+            elif (blocks := assistant_blocks_of(event)) is not None:
+                reasoning = joined_text(blocks, "reasoning")
                 if detail and reasoning.strip():
                     lines.append({"session": sid, "type": "reasoning", "text": reasoning})
-                text = joined_text(data["message"].get("content", []))
+                text = joined_text(blocks)
                 if text:
                     lines.append({"session": sid, "type": "text", "text": text})
             elif etype == ASSISTANT_ATTEMPT:
@@ -132,9 +132,8 @@ def build_transcript(
                         "arguments": _arguments(data.get("arguments")),
                     }
                 )
-            elif etype == TOOL_RESULT:
-                block = data["message"]["content"][0]
-                child = by_call.get((sid, block.get("toolCallId", "")))
+            elif (block := tool_result_of(event)) is not None:
+                child = by_call.get((sid, block["toolCallId"]))
                 if child is not None and child in sessions:
                     child_log = sessions[child]
                     lines.append(
@@ -153,16 +152,12 @@ def build_transcript(
                     {
                         "session": sid,
                         "type": "tool-result",
-                        "isError": bool(block.get("isError")),
-                        "text": joined_text(block.get("content", [])),
+                        "isError": block["isError"],
+                        "text": joined_text(block["content"]),
                     }
                 )
             elif etype == TURN_END:
-                line: Line = {
-                    "session": sid,
-                    "type": "turn-end",
-                    "reason": data.get("reason", {}).get("kind"),
-                }
+                line: Line = {"session": sid, "type": "turn-end", "reason": turn_end_kind(event)}
                 if detail:
                     line["usage"] = usage_totals(turn_usage)
                 turn_usage = []

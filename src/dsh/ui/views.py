@@ -13,6 +13,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.messages import joined_text
+from dsh.events.payloads import assistant_blocks_of, blocks_of, message_of, turn_end_kind, usage_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -295,19 +296,15 @@ class TranscriptBuilder:
             model = config.get("model") if isinstance(config, dict) else None
             return [item("request", model=model, reason=data.get("reason"))]
         if etype == ASSISTANT_MESSAGE:
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
             out: list[Item] = []
-            blocks = message.get("content", []) if isinstance(message, dict) else []
-            for block in blocks if isinstance(blocks, list) else []:
-                if not isinstance(block, dict):
-                    continue
+            for block in assistant_blocks_of(event) or []:
                 btype = block.get("type")
                 if btype == "reasoning" and block.get("text"):
                     out.append(item("reasoning", text=str(block["text"])))
                 elif btype == "text" and block.get("text"):
                     out.append(item("answer", text=str(block["text"])))
-            usage = data.get("usage")
-            if isinstance(usage, dict):
+            usage = usage_of(event)
+            if usage is not None:
                 out.append(item("usage", usage=usage, step=data.get("step")))
             return out
         if etype == ASSISTANT_ATTEMPT:
@@ -336,11 +333,9 @@ class TranscriptBuilder:
                 )
             ]
         if etype == TOOL_RESULT:
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
-            content = message.get("content", []) if isinstance(message, dict) else []
             out = []
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("type") == "tool-result":
+            for block in blocks_of(message_of(event)):
+                if block.get("type") == "tool-result":
                     call_id = str(block.get("toolCallId", ""))
                     inner = block.get("content")
                     out.append(
@@ -366,9 +361,8 @@ class TranscriptBuilder:
                 )
             ]
         if etype == TURN_END:
-            reason = data.get("reason")
             self.turn = None
-            return [item("turn-end", reason=reason.get("kind") if isinstance(reason, dict) else None)]
+            return [item("turn-end", reason=turn_end_kind(event))]
         if etype == SESSION_END_SEED:
             return [item("cut", seq_cut=event.seq)]
         if etype == SESSION_TITLE:

@@ -1,0 +1,161 @@
+"""Typed payloads of the events dsh writes, and the one reader of each.
+
+Writers build payloads with the constructors here (key order as logged); readers in the
+upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
+``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
+An accessor answers ``None`` for an event of another type or a payload without the part;
+it reads leniently (a stored log was validated when it was read, a foreign one may lack a
+field), so a missing string is ``""`` and a missing flag ``False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from dsh.events.chunks import Failure, Usage
+from dsh.events.envelope import Event
+from dsh.events.messages import Block, Message
+from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END
+
+
+class TurnEndReason(TypedDict):
+    """Why a turn ended: ``completed``, ``max-tokens``, ``blocked``, ``error`` (with its
+    ``failure``), ``aborted`` (with the abort's own ``reason``), ``interrupted``, ..."""
+
+    kind: str
+    failure: NotRequired[Failure]
+    reason: NotRequired[dict[str, Any]]
+
+
+class TurnEnd(TypedDict):
+    """``turn/end``: the turn number and why it ended (dsh always writes a reason; a log may
+    lack one, as the store's validation allows)."""
+
+    turn: int
+    reason: NotRequired[TurnEndReason]
+
+
+class ToolCallData(TypedDict):
+    """``tool/call``: the call the loop is about to run; ``arguments`` is the model's raw JSON text."""
+
+    turn: int
+    step: int
+    callId: str
+    name: str
+    arguments: str
+
+
+class ToolResultBlock(TypedDict):
+    """The ``tool-result`` block of a ``tool/result`` message: what the model saw of a call."""
+
+    type: Literal["tool-result"]
+    toolCallId: str
+    content: list[Block]
+    isError: bool
+
+
+def turn_end(turn: int, reason: TurnEndReason) -> TurnEnd:
+    """The ``turn/end`` payload, in the logged key order."""
+    return {"turn": turn, "reason": reason}
+
+
+def _data(event: Event, *types: str) -> dict[str, Any] | None:
+    if event.type not in types or not isinstance(event.data, dict):
+        return None
+    return event.data
+
+
+def _int(value: object) -> int:
+    return value if type(value) is int else 0
+
+
+def blocks_of(message: Message | None) -> list[Block]:
+    """A message's content blocks (only the dicts; ``[]`` without content)."""
+    content = (message or {}).get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def turn_end_of(event: Event) -> TurnEnd | None:
+    """The payload of a ``turn/end``; a reason without a string ``kind`` is left out."""
+    data = _data(event, TURN_END)
+    if data is None:
+        return None
+    reason = data.get("reason")
+    if not isinstance(reason, dict) or not isinstance(reason.get("kind"), str):
+        return {"turn": _int(data.get("turn"))}
+    return turn_end(_int(data.get("turn")), reason)  # type: ignore[arg-type]
+
+
+def turn_end_kind(event: Event) -> str | None:
+    """How a ``turn/end`` says its turn ended (``None``: not a ``turn/end``, or no reason)."""
+    end = turn_end_of(event)
+    reason = end.get("reason") if end is not None else None
+    return reason["kind"] if reason is not None else None
+
+
+def message_of(event: Event) -> Message | None:
+    """The message an ``assistant/message`` or ``tool/result`` carries."""
+    etype, data = event.type, event.data  # on the history projection's hot path: kept lean
+    if (etype != ASSISTANT_MESSAGE and etype != TOOL_RESULT) or type(data) is not dict:
+        return None
+    message = data.get("message")
+    return message if type(message) is dict else None
+
+
+def assistant_blocks_of(event: Event) -> list[Block] | None:
+    """The content blocks of an ``assistant/message`` (``None`` for any other event)."""
+    if event.type != ASSISTANT_MESSAGE:
+        return None
+    return blocks_of(message_of(event))
+
+
+def tool_call_of(event: Event) -> ToolCallData | None:
+    """The payload of a ``tool/call``."""
+    data = _data(event, TOOL_CALL)
+    if data is None:
+        return None
+    arguments = data.get("arguments")
+    return {
+        "turn": _int(data.get("turn")),
+        "step": _int(data.get("step")),
+        "callId": str(data.get("callId", "")),
+        "name": str(data.get("name", "")),
+        "arguments": arguments if isinstance(arguments, str) else "",
+    }
+
+
+def result_block(message: Message | None) -> ToolResultBlock | None:
+    """The first ``tool-result`` block of a message."""
+    for block in blocks_of(message):
+        if block.get("type") == "tool-result":
+            content = block.get("content")
+            return {
+                "type": "tool-result",
+                "toolCallId": str(block.get("toolCallId", "")),
+                "content": [b for b in content if isinstance(b, dict)] if isinstance(content, list) else [],
+                "isError": block.get("isError") is True,
+            }
+    return None
+
+
+def tool_result_of(event: Event) -> ToolResultBlock | None:
+    """The ``tool-result`` block of a ``tool/result`` event."""
+    if event.type != TOOL_RESULT:
+        return None
+    return result_block(message_of(event))
+
+
+def usage_of(event: Event) -> Usage | None:
+    """The usage an ``assistant/message`` or ``assistant/attempt`` logged."""
+    data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
+    usage = data.get("usage") if data is not None else None
+    return usage if isinstance(usage, dict) else None  # type: ignore[return-value]
+
+
+def failure_of(event: Event) -> Failure | None:
+    """The failure an ``assistant/attempt`` logged."""
+    data = _data(event, ASSISTANT_ATTEMPT)
+    failure = data.get("failure") if data is not None else None
+    if not isinstance(failure, dict):
+        return None
+    return {"code": str(failure.get("code", "")), "message": str(failure.get("message", ""))}

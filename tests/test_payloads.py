@@ -1,0 +1,90 @@
+"""The typed payload readers of ``dsh.events.payloads``, over a log a real agent wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dsh import Agent, Event, MemoryEventStore, ScriptedModel, tool
+from dsh.events.payloads import (
+    assistant_blocks_of,
+    failure_of,
+    message_of,
+    result_block,
+    tool_call_of,
+    tool_result_of,
+    turn_end,
+    turn_end_kind,
+    turn_end_of,
+    usage_of,
+)
+from dsh.model.scripted import error_reply, text_reply, tool_call_reply
+
+
+@tool
+def shout(word: str) -> str:
+    """Upper-case a word."""
+    return word.upper()
+
+
+async def logged(tmp_path: Path) -> list[Event]:
+    store = MemoryEventStore()
+    model = ScriptedModel(
+        [tool_call_reply("c1", "shout", {"word": "hi"}), error_reply("SERVER", "boom"), text_reply("HI")],
+        model="m",
+    )
+    agent = await Agent.create(store, model=model, tools=[shout], standard_tools=False, cwd=tmp_path)
+    await agent.run_turn("shout hi")
+    return list((await store.load(agent.id)).events)
+
+
+def one(events: list[Event], etype: str) -> Event:
+    [found] = [e for e in events if e.type == etype]
+    return found
+
+
+async def test_the_readers_see_what_the_loop_wrote(tmp_path: Path) -> None:
+    events = await logged(tmp_path)
+    call = tool_call_of(one(events, "tool/call"))
+    assert call == {"turn": 1, "step": 1, "callId": "c1", "name": "shout", "arguments": '{"word":"hi"}'}
+    result = tool_result_of(one(events, "tool/result"))
+    assert result == {
+        "type": "tool-result",
+        "toolCallId": "c1",
+        "content": [{"type": "text", "text": "HI"}],
+        "isError": False,
+    }
+    answers = [b for e in events if (b := assistant_blocks_of(e)) is not None]
+    assert answers[-1] == [{"type": "text", "text": "HI"}]
+    assert [usage_of(e) for e in events if e.type == "assistant/message"] == [
+        {"inputTokens": 10, "outputTokens": 5},
+        {"inputTokens": 10, "outputTokens": 5},
+    ]
+    attempt = one(events, "assistant/attempt")
+    assert failure_of(attempt) == {"code": "SERVER", "message": "boom"}
+    end = one(events, "turn/end")
+    assert turn_end_of(end) == turn_end(1, {"kind": "completed"}) and turn_end_kind(end) == "completed"
+    # each reader answers None for an event of another type
+    for event in events:
+        if event.type != "turn/end":
+            assert turn_end_of(event) is None and turn_end_kind(event) is None
+        if event.type != "tool/call":
+            assert tool_call_of(event) is None
+        if event.type != "tool/result":
+            assert tool_result_of(event) is None
+        if event.type not in ("assistant/message", "tool/result"):
+            assert message_of(event) is None
+
+
+def test_lenient_reading_of_partial_payloads() -> None:
+    assert turn_end_of(Event("turn/end", 0, 0, {"turn": 2})) == {"turn": 2}
+    assert turn_end_kind(Event("turn/end", 0, 0, {"turn": 2, "reason": {"kind": 7}})) is None
+    message = {"content": [{"type": "text", "text": "x"}, "junk", {"type": "tool-result", "toolCallId": "c"}]}
+    assert result_block(message) == {
+        "type": "tool-result",
+        "toolCallId": "c",
+        "content": [],
+        "isError": False,
+    }
+    assert result_block({"content": [{"type": "text", "text": "x"}]}) is None and result_block(None) is None
+    assert assistant_blocks_of(Event("assistant/message", 0, 0, {"message": None})) == []
+    assert failure_of(Event("assistant/attempt", 0, 0, {"failure": "x"})) is None
