@@ -16,13 +16,12 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
-from dsh.events.payloads import tool_result_of
+from dsh.events.payloads import tool_call_of, tool_result_of, turn_end_kind
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
     HOOK_RESULT,
     SUBAGENT_DESCRIPTOR,
-    TOOL_CALL,
     TURN_END,
 )
 
@@ -113,12 +112,12 @@ class LiveView:
                 + f"[magenta]⇢ {_safe(descriptor.provider)}[/magenta] "
                 + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
             )
-        elif etype == TOOL_CALL:
+        elif (call := tool_call_of(event)) is not None:
             self._newline()
             self.console.print(
                 self._prefix(session_id)
-                + f"[yellow]→ {_safe(data['name'])}[/yellow] "
-                + escape(_short(str(data.get("arguments", "")), 100))
+                + f"[yellow]→ {_safe(call['name'])}[/yellow] "
+                + escape(_short(call["arguments"], 100))
             )
         elif (block := tool_result_of(event)) is not None:
             text = joined_text(block["content"])
@@ -151,7 +150,7 @@ class LiveView:
                 self.console.print(self._prefix(session_id) + escape(_short(text, 400)))
         elif etype == TURN_END and session_id in self._children:
             self._newline()
-            kind = data.get("reason", {}).get("kind")
+            kind = turn_end_kind(event)
             self.console.print(self._prefix(session_id) + f"[magenta]⇠ {_safe(kind)}[/magenta]")
 
     def footer(self, session_id: str, kind: object, used: str) -> str:

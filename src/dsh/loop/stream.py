@@ -19,8 +19,8 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
-from dsh.events.payloads import tool_result_of, turn_end_kind
-from dsh.events.vocabulary import TOOL_CALL, TURN_END
+from dsh.events.payloads import tool_call_of, tool_result_of, turn_end_kind
+from dsh.events.vocabulary import TURN_END
 from dsh.loop.feed import Feed
 from dsh.loop.result import TurnResult
 
@@ -133,10 +133,8 @@ class _Tree:
             )
         if session_id not in self.ids or not isinstance(data, dict):
             return None
-        if event.type == TOOL_CALL:
-            return ToolCallStarted(
-                session_id, str(data.get("callId")), str(data.get("name")), str(data.get("arguments", ""))
-            )
+        if (call := tool_call_of(event)) is not None:
+            return ToolCallStarted(session_id, call["callId"], call["name"], call["arguments"])
         if (block := tool_result_of(event)) is not None:
             return ToolCallFinished(
                 session_id, block["toolCallId"], joined_text(block["content"]), block["isError"]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import SubagentDescriptor, descriptor_kind, parse_descriptor
 from dsh.events.messages import joined_text
+from dsh.events.payloads import turn_end_kind
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_TITLE,
@@ -101,8 +102,7 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
             open_turns += 1
         elif etype == TURN_END:
             open_turns = max(open_turns - 1, 0)
-            reason = data.get("reason")
-            last_reason = reason.get("kind") if isinstance(reason, dict) else None
+            last_reason = turn_end_kind(event)
         elif etype == SUBAGENT_DESCRIPTOR and event.seq >= cut and descriptor is None:
             descriptor = parse_descriptor(event)
     prompt = first_own if first_own is not None else (first_any or "")

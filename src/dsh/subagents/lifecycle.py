@@ -14,6 +14,7 @@ from typing import Literal
 from dsh.errors import SessionBusyError
 from dsh.events import Event
 from dsh.events.descriptor import find_descriptor
+from dsh.events.payloads import turn_end_kind
 from dsh.events.vocabulary import TURN_END
 from dsh.model import Delegation
 from dsh.session import open_turn
@@ -28,7 +29,7 @@ def logged_state(events: list[Event], *, lease_held_elsewhere: bool) -> ChildSta
         return "running" if lease_held_elsewhere else "interrupted"
     for event in reversed(events):
         if event.type == TURN_END:
-            kind = event.data.get("reason", {}).get("kind")
+            kind = turn_end_kind(event)
             if kind in ("aborted", "interrupted"):
                 return "interrupted"
             return "failed" if kind == "error" else "finished"
