@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh import Agent, Event, MemoryEventStore, ScriptedModel, tool
+from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
 from dsh.events.payloads import (
     assistant_blocks_of,
     failure_of,
@@ -18,6 +18,8 @@ from dsh.events.payloads import (
     usage_of,
 )
 from dsh.model.scripted import error_reply, text_reply, tool_call_reply
+
+WRITTEN_BY_CONSTRUCTORS = ("turn/start", "step/start", "step/end", "tool/call", "turn/end")
 
 
 @tool
@@ -73,6 +75,20 @@ async def test_the_readers_see_what_the_loop_wrote(tmp_path: Path) -> None:
             assert tool_result_of(event) is None
         if event.type not in ("assistant/message", "tool/result"):
             assert message_of(event) is None
+
+
+async def test_the_loop_writes_each_payload_in_its_logged_key_order(tmp_path: Path) -> None:
+    events = await logged(tmp_path)
+    lines = [f"{e.type} {jsonx.dumps(e.data).decode()}" for e in events if e.type in WRITTEN_BY_CONSTRUCTORS]
+    assert lines == [
+        'turn/start {"turn":1}',
+        'step/start {"turn":1,"step":1}',
+        'tool/call {"turn":1,"step":1,"callId":"c1","name":"shout","arguments":"{\\"word\\":\\"hi\\"}"}',
+        'step/end {"turn":1,"step":1}',
+        'step/start {"turn":1,"step":2}',
+        'step/end {"turn":1,"step":2}',
+        'turn/end {"turn":1,"reason":{"kind":"completed"}}',
+    ]
 
 
 def test_lenient_reading_of_partial_payloads() -> None:

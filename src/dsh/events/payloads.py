@@ -1,6 +1,7 @@
 """Typed payloads of the events dsh writes, and the one reader of each.
 
-Writers build payloads with the constructors here (key order as logged); readers in the
+Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
+(``turn_start``, ``step_mark``, ``tool_call``, ``turn_end``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -16,6 +17,19 @@ from dsh.events.chunks import Failure, Usage
 from dsh.events.envelope import Event
 from dsh.events.messages import Block, Message
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END
+
+
+class TurnStart(TypedDict):
+    """``turn/start``: the turn's number (1-based)."""
+
+    turn: int
+
+
+class StepMark(TypedDict):
+    """``step/start`` and ``step/end``: the turn and the step within it (1-based)."""
+
+    turn: int
+    step: int
 
 
 class TurnEndReason(TypedDict):
@@ -52,6 +66,21 @@ class ToolResultBlock(TypedDict):
     toolCallId: str
     content: list[Block]
     isError: bool
+
+
+def turn_start(turn: int) -> TurnStart:
+    """The ``turn/start`` payload."""
+    return {"turn": turn}
+
+
+def step_mark(turn: int, step: int) -> StepMark:
+    """The ``step/start`` / ``step/end`` payload, in the logged key order."""
+    return {"turn": turn, "step": step}
+
+
+def tool_call(turn: int, step: int, call_id: str, name: str, arguments: str) -> ToolCallData:
+    """The ``tool/call`` payload, in the logged key order."""
+    return {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}
 
 
 def turn_end(turn: int, reason: TurnEndReason) -> TurnEnd:

@@ -14,6 +14,7 @@ from dsh.events import Assembled, Event, SessionHeader
 from dsh.events.chunks import Chunk
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.messages import Message, joined_text, user_message
+from dsh.events.payloads import step_mark, turn_start
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SANDBOX_MODE,
@@ -599,7 +600,7 @@ class Agent:
     ) -> TurnResult:
         turn = self.session.last_turn() + 1
         start = self.session.next_seq
-        self.append(TURN_START, {"turn": turn})
+        self.append(TURN_START, turn_start(turn))
         messages: list[Message]
         if prompt is None:  # the inbox's first next-turn message; next-step ones join at the claim
             opened = self.inbox.claim_turn()
@@ -671,7 +672,7 @@ class Agent:
         max_tokens_hit = False
         for step in range(1, self.config.max_steps + 1):
             pending = await self._claim(pending, step)
-            self.append(STEP_START, {"turn": turn, "step": step})
+            self.append(STEP_START, step_mark(turn, step))
             self._steps_started += 1
             try:
                 for m in pending:
@@ -685,7 +686,7 @@ class Agent:
                     ran = await self._scheduler.run(calls, turn=turn, step=step, hooks=hooks)
                     pending = ran.next_step
             finally:
-                self.append(STEP_END, {"turn": turn, "step": step})
+                self.append(STEP_END, step_mark(turn, step))
             if calls and not max_tokens_hit:
                 continue
             if not pending and hooks is not None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text, tool_result_message
+from dsh.events.payloads import tool_call
 from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
 from dsh.hooks import SessionHooks, approval_refusal
 from dsh.jsonx import JSONDecodeError, loads
@@ -114,16 +115,7 @@ class ToolScheduler:
 
         def log_call(i: int) -> None:
             c = calls[i]
-            event = self._append(
-                TOOL_CALL,
-                {
-                    "turn": turn,
-                    "step": step,
-                    "callId": c["id"],
-                    "name": c["name"],
-                    "arguments": c.get("arguments", ""),
-                },
-            )
+            event = self._append(TOOL_CALL, tool_call(turn, step, c["id"], c["name"], c.get("arguments", "")))
             call_seqs[i] = event.seq
 
         def commit(i: int, out: ToolOutput) -> None:

@@ -23,7 +23,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.header import SessionHeader
 from dsh.events.messages import Message
-from dsh.events.payloads import turn_end
+from dsh.events.payloads import step_mark, tool_call, turn_end, turn_start
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
 from dsh.store import LoadedSession
@@ -89,7 +89,7 @@ class RecordedSession:
         self.turn += 1
         self.step = 0
         self.open_turn = True
-        self.append("turn/start", {"turn": self.turn})
+        self.append("turn/start", turn_start(self.turn))
 
     def add_call(self, request: ModelRequest, settled: Settled) -> None:
         """Append one request (its new history and header) and what the call produced."""
@@ -132,7 +132,7 @@ class RecordedSession:
             self._start_turn()
         self.step += 1
         turn, step = self.turn, self.step
-        self.append("step/start", {"turn": turn, "step": step})
+        self.append("step/start", step_mark(turn, step))
         stream = {"chunks": settled.chunks, "dt": settled.dt}
         self.history = list(request.messages)
         if settled.failure is not None:
@@ -154,16 +154,12 @@ class RecordedSession:
             self.append("assistant/message", data, surface=True)
             for block in blocks:
                 if block.get("type") == "tool-call":
-                    call = {
-                        "turn": turn,
-                        "step": step,
-                        "callId": block.get("id", ""),
-                        "name": block.get("name", ""),
-                        "arguments": block.get("arguments", ""),
-                    }
+                    call = tool_call(
+                        turn, step, block.get("id", ""), block.get("name", ""), block.get("arguments", "")
+                    )
                     self.append("tool/call", call)
             self.history.append({"role": "assistant", "content": _wire_visible(blocks)})
-        self.append("step/end", {"turn": turn, "step": step})
+        self.append("step/end", step_mark(turn, step))
 
     def closed(self) -> list[Event]:
         """The events with the open turn closed (``turn/end completed``), for writing."""
