@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
+from dsh.events.chunks import StreamRecord
 from dsh.events.payloads import (
     assistant_blocks_of,
     failure_of,
     message_of,
     result_block,
+    stream_of,
     tool_call_of,
     tool_result_of,
     turn_end,
@@ -63,6 +65,13 @@ async def test_the_readers_see_what_the_loop_wrote(tmp_path: Path) -> None:
     ]
     attempt = one(events, "assistant/attempt")
     assert failure_of(attempt) == {"code": "SERVER", "message": "boom"}
+    streamed = [s for e in events if (s := stream_of(e)) is not None]
+    assert [s["chunks"] for s in streamed] == [
+        tool_call_reply("c1", "shout", {"word": "hi"}),
+        error_reply("SERVER", "boom"),
+        text_reply("HI"),
+    ]
+    assert all(len(s["dt"]) == len(s["chunks"]) - 1 for s in streamed), streamed  # the gaps between chunks
     end = one(events, "turn/end")
     assert turn_end_of(end) == turn_end(1, {"kind": "completed"}) and turn_end_kind(end) == "completed"
     # each reader answers None for an event of another type
@@ -104,3 +113,9 @@ def test_lenient_reading_of_partial_payloads() -> None:
     assert result_block({"content": [{"type": "text", "text": "x"}]}) is None and result_block(None) is None
     assert assistant_blocks_of(Event("assistant/message", 0, 0, {"message": None})) == []
     assert failure_of(Event("assistant/attempt", 0, 0, {"failure": "x"})) is None
+    odd = Event(
+        "assistant/message", 0, 0, {"stream": {"chunks": [{"type": "nope"}, {"type": "usage", "usage": {}}]}}
+    )
+    kept: StreamRecord = {"chunks": [{"type": "usage", "usage": {}}], "dt": []}
+    assert stream_of(odd) == kept
+    assert stream_of(Event("assistant/message", 0, 0, {"message": {}})) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from dsh.events.chunks import Failure, Usage
+from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage, as_chunk
 from dsh.events.envelope import Event
 from dsh.events.messages import Block, Message
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END
@@ -188,3 +188,17 @@ def failure_of(event: Event) -> Failure | None:
     if not isinstance(failure, dict):
         return None
     return {"code": str(failure.get("code", "")), "message": str(failure.get("message", ""))}
+
+
+def stream_of(event: Event) -> StreamRecord | None:
+    """The timed stream an ``assistant/message`` or ``assistant/attempt`` logged (``None``:
+    none, as in a version-0 message, whose ``assistant/chunk`` events made the call)."""
+    data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
+    stream = data.get("stream") if data is not None else None
+    if not isinstance(stream, dict):
+        return None
+    raw, dt = stream.get("chunks"), stream.get("dt")
+    chunks: list[Chunk] = (
+        [c for item in raw if (c := as_chunk(item)) is not None] if isinstance(raw, list) else []
+    )
+    return {"chunks": chunks, "dt": [d for d in dt if type(d) is int] if isinstance(dt, list) else []}

@@ -11,6 +11,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.history import project_event
 from dsh.events.messages import Message, delivery_sender
+from dsh.events.payloads import stream_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_CHUNK,
@@ -182,11 +183,11 @@ def derive(
             if data["chunk"].get("type") == "finish":
                 close()
         elif etype in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-            stream = event.data.get("stream")
-            if isinstance(stream, dict):  # a v0 message has none: its chunks made the call
+            stream = stream_of(event)
+            if stream is not None:  # a v0 message has none: its chunks made the call
                 close()
                 call(event.data.get("turn"), event.data.get("step"))
-                script.append(_settled_call(etype, event.data, tuple(stream.get("chunks", ()))))
+                script.append(_settled_call(etype, event.data, tuple(stream["chunks"])))
         elif etype == "compaction/summary":
             close()
             if isinstance(event.data, dict) and event.data.get("llmStreamCall") is True:

@@ -24,7 +24,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import ScenarioError
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
+from dsh.events.payloads import stream_of
 from dsh.replay.derive import Derived, derive
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
@@ -73,11 +73,7 @@ class ServedSession:
 
 def _timing(events: Sequence[Any], calls: int) -> list[tuple[list[int], dict[str, Any] | None]]:
     """Per call: the recorded gaps and the provider's usage object (``dsh serve record`` keeps it)."""
-    found = [
-        (list(e.data["stream"].get("dt") or []), e.data.get("wireUsage"))
-        for e in events
-        if e.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT) and isinstance(e.data.get("stream"), dict)
-    ]
+    found = [(stream["dt"], e.data.get("wireUsage")) for e in events if (stream := stream_of(e)) is not None]
     return found if len(found) == calls else [([], None) for _ in range(calls)]
 
 

@@ -34,7 +34,8 @@ from typing import Any
 from dsh.errors import ScenarioError
 from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text
-from dsh.events.vocabulary import ASSISTANT_MESSAGE, TURN_END, TURN_START
+from dsh.events.payloads import assistant_blocks_of
+from dsh.events.vocabulary import TURN_END, TURN_START
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
 from dsh.store import EventStore
@@ -211,7 +212,7 @@ class StepPlayer:
 
     def _said(self, sid: str, text: str) -> bool:
         return any(
-            e.type == ASSISTANT_MESSAGE and joined_text(e.data.get("message", {}).get("content", [])) == text
+            (blocks := assistant_blocks_of(e)) is not None and joined_text(blocks) == text
             for e in self._of(sid)
         )
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from dsh.events import Event
 from dsh.events.messages import Block, Message
-from dsh.events.vocabulary import ASSISTANT_MESSAGE
+from dsh.events.payloads import assistant_blocks_of
 from dsh.loop import Agent, TurnResult
 from dsh.loop.inbox import senders
 from dsh.model import DeliveryOrder
@@ -29,9 +29,9 @@ from dsh.subagents import texts
 def closing_blocks(events: Sequence[Event]) -> list[Block]:
     """The text blocks of the last assistant message in ``events`` that has text."""
     for event in reversed(events):
-        if event.type == ASSISTANT_MESSAGE:
-            content = event.data.get("message", {}).get("content", [])
-            blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        content = assistant_blocks_of(event)
+        if content is not None:
+            blocks = [b for b in content if b.get("type") == "text"]
             if any(str(b.get("text", "")).strip() for b in blocks):
                 return blocks
     return []
