@@ -55,10 +55,8 @@ def calls(specs: list[tuple[str, str, dict[str, Any]]]) -> Response:
 
 
 def last_user(req: RecordedRequest) -> str:
-    for message in reversed(req.messages):
-        if message.get("role") == "user":
-            return str(message.get("content") or "")
-    return ""
+    """The last user message's text, the runtime-context snapshot left out (it follows the prompt)."""
+    return req.prompt
 
 
 def tool_results(req: RecordedRequest) -> list[str]:

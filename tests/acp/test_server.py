@@ -98,7 +98,9 @@ async def test_resource_links_are_admitted_as_text(
     link = ResourceContentBlock(type="resource_link", name="a.py", uri="file:///w/a.py")
     await agent.prompt(session_id=session.session_id, prompt=[text("see"), link])
     loaded = await store.load(session.session_id)
-    [user] = [e.data for e in loaded.events if e.type == "user/message"]
+    [user] = [
+        e.data for e in loaded.events if e.type == "user/message" and e.data["source"]["kind"] == "user"
+    ]
     assert user["content"] == [
         {"type": "text", "text": "see"},
         {"type": "text", "text": "[resource_link name=a.py uri=file:///w/a.py]"},

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.server import RUNTIME_CONTEXT, OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Faults, Response, stream_reply
 
 from .test_run_cli import _env, dsh
@@ -68,7 +68,7 @@ class Terminal:
 
 
 def _reply(req: RecordedRequest) -> Response:
-    prompt = req.messages[-1].get("content")
+    prompt = req.prompt
     if prompt == "slow one":
         return stream_reply(text=["Working", " on", " it"], faults=Faults(stall_after=2, stall_seconds=None))
     return stream_reply(text=f"ANSWER to {prompt}")
@@ -95,7 +95,8 @@ def test_chat_turns_ctrl_c_cancels_the_turn_and_ctrl_d_exits(tmp_path: Path) -> 
         code = term.wait()
         third = server.requests[-1].json["messages"]
     assert code == 0
-    assert [m["content"] for m in third if m["role"] == "user"] == ["first", "slow one", "third"]
+    users = [m["content"] for m in third if m["role"] == "user"]
+    assert users[1].startswith(RUNTIME_CONTEXT) and [users[0], *users[2:]] == ["first", "slow one", "third"]
     shown = dsh(tmp_path, "sessions", "show", session, "--events", "--json")
     ends = [
         e["data"]["reason"]["kind"] for e in json.loads(shown.stdout)["events"] if e["type"] == "turn/end"

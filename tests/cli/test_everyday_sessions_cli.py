@@ -85,8 +85,8 @@ def test_prefixes_list_and_export_formats(dsh_sqlite: Dsh, tmp_path: Path) -> No
     assert ambiguous.code == 2 and line.count(",") == 1
     assert_user_error(missing, "zzz", "not found")
     document = as_json.json()
-    assert document["session"]["id"] == FORK and document["session"]["inheritedEventCount"] == 7
-    assert document["events"][7]["type"] == "session/end-seed" and document["children"] == []
+    assert document["session"]["id"] == FORK and document["session"]["inheritedEventCount"] == 8
+    assert document["events"][8]["type"] == "session/end-seed" and document["children"] == []
     assert "spawn " + SPAWN in tree.ok().stdout and "fork " + FORK in tree.stdout
     assert [row["id"] for row in limited.json()] == [ROOT[:9] + "other"], "the most recently created one"
     after = datetime.fromtimestamp(RECORDED_UNTIL / 1000 + 1, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")

@@ -100,8 +100,7 @@ class Cli:
 
 
 def _last_user(req: RecordedRequest) -> str:
-    users = [m.get("content") for m in req.messages if m.get("role") == "user"]
-    return str(users[-1]) if users else ""
+    return req.prompt
 
 
 def _handler(req: RecordedRequest) -> Response:

@@ -32,7 +32,7 @@ def test_replay_json_reports_every_session(tmp_path: Path) -> None:
     assert kinds == [
         ("primary", 0, 4, 4, "PARENT_DONE"),
         ("spawn", 0, 1, 1, "ALPHA"),
-        ("fork", 7, 1, 1, "SAFFRON"),
+        ("fork", 8, 1, 1, "SAFFRON"),
     ]
     assert all(s["recordedId"] and s["liveId"] for s in report["sessions"])
 
@@ -79,5 +79,5 @@ def test_demo_replays_into_the_store_and_prints_the_tree(tmp_path: Path) -> None
     out = dsh(tmp_path, "demo")
     assert out.returncode == 0, out.stderr
     assert "replay ok" in out.stdout
-    assert "spawn" in out.stdout and "fork" in out.stdout and "cut 7" in out.stdout
+    assert "spawn" in out.stdout and "fork" in out.stdout and "cut 8" in out.stdout
     assert (tmp_path / "data" / "dsh" / "sessions.db").exists()

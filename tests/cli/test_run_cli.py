@@ -73,7 +73,7 @@ def test_run_streams_runs_tools_and_stores_the_session(tmp_path: Path) -> None:
 
 def test_run_json_then_resume_continues_the_session(tmp_path: Path) -> None:
     with OpenAICompatServer(
-        handler=lambda r: stream_reply(text="first" if len(r.messages) < 3 else "second")
+        handler=lambda r: stream_reply(text="first" if len(r.messages) < 4 else "second")
     ) as server:
         first = dsh(tmp_path, "run", "one", "--json", "--base-url", server.base_url, DEEPSEEK_API_KEY=KEY)
         assert first.returncode == 0, first.stderr
@@ -89,7 +89,7 @@ def test_run_json_then_resume_continues_the_session(tmp_path: Path) -> None:
     last = json.loads(second.stdout.splitlines()[-1])
     assert last["sessionId"] == session and last["turn"] == 2 and last["text"] == "second"
     roles = [m["role"] for m in server.requests[1].json["messages"]]
-    assert roles == ["system", "user", "assistant", "user"]
+    assert roles == ["system", "user", "user", "assistant", "user"]  # the prompt, then the runtime context
 
 
 def test_missing_key_is_one_line(tmp_path: Path) -> None:
@@ -149,8 +149,7 @@ def test_ctrl_c_cancels_the_turn_cleanly_and_exits_130(tmp_path: Path) -> None:
 
 
 def _delegating(req: RecordedRequest) -> Response:
-    users = [m.get("content") for m in req.messages if m.get("role") == "user"]
-    if users[-1] == "Say CHILD_OK" and not any(m.get("role") == "tool" for m in req.messages):
+    if req.prompt == "Say CHILD_OK" and not any(m.get("role") == "tool" for m in req.messages):
         return stream_reply(text=["CHILD", "_OK"])
     if any(m.get("role") == "tool" for m in req.messages):
         return stream_reply(text="PARENT_DONE")

@@ -74,12 +74,12 @@ def test_system_tools_stdin_and_max_steps(tmp_path: Path) -> None:
     assert chosen.returncode == 0 and chosen.stdout == "fine\n", chosen.stderr
     first = seen[0].json
     assert first["messages"][0] == {"role": "system", "content": "You are terse.\n"}
-    assert first["messages"][-1]["content"] == "from stdin"
+    assert seen[0].prompt == "from stdin"
     assert sorted(t["function"]["name"] for t in first["tools"]) == ["glob", "read"]
     assert piped.returncode == 0 and piped.stdout == "fine\n", piped.stderr
     second = seen[1].json
     assert second["messages"][0]["content"] == "plain" and not second.get("tools")
-    assert second["messages"][-1]["content"] == "piped prompt\n"
+    assert seen[1].prompt == "piped prompt\n"
     assert len(seen) == 2 + 2, "--max-steps 2 stopped the looping turn after two model calls"
     _error_line(capped, "MAX_STEPS")
     _error_line(unknown, "grepx", "available: bash")
@@ -102,7 +102,7 @@ def test_continue_resume_by_prefix_and_cwd_of_a_resumed_session(tmp_path: Path) 
         empty_store = dsh(tmp_path, "run", "six", "-c", *url, DSH_STORE=f"sqlite:{tmp_path / 'other.db'}")
     second = json.loads(again.stdout.splitlines()[-1])
     assert second["sessionId"] == first["sessionId"] and second["turn"] == 2
-    assert by_prefix.returncode == 0 and by_prefix.stdout == "answer 6\n", by_prefix.stderr
+    assert by_prefix.returncode == 0 and by_prefix.stdout == "answer 7\n", by_prefix.stderr
     _error_line(other, first["sessionId"], str(tmp_path), str(elsewhere), "drop --cwd")
     _error_line(nothing, "--continue", str(elsewhere))
     _error_line(empty_store, "--continue")
@@ -110,7 +110,7 @@ def test_continue_resume_by_prefix_and_cwd_of_a_resumed_session(tmp_path: Path) 
 
 
 def _delegating(req: RecordedRequest) -> Response:
-    if req.messages[-1].get("content") == "Say CHILD_OK":
+    if req.prompt == "Say CHILD_OK":
         return stream_reply(text=["CHILD", "_OK"], usage={"prompt_tokens": 5, "completion_tokens": 2})
     if any(m.get("role") == "tool" for m in req.messages):
         return stream_reply(text="PARENT_DONE", usage={"prompt_tokens": 20, "completion_tokens": 3})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import shutil
@@ -80,12 +81,60 @@ async def test_upstream_recording_replays_strictly(upstream: Path, name: str) ->
         assert report.final_text == report.recorded_text
 
 
-async def test_injected_messages_dsh_does_not_produce_are_listed(upstream: Path) -> None:
-    result = await run_scenario(upstream / "hook-cc-posttool-context", "replay")
+def _edited_recording(upstream: Path, tmp_path: Path, name: str, edit: Callable[[list[str]], None]) -> Path:
+    """A copy of the upstream recording ``name`` whose ``session.jsonl`` lines ``edit`` changed."""
+    directory = tmp_path / name
+    shutil.copytree(upstream / name, directory)
+    log = directory / "session.jsonl"
+    lines = log.read_text().splitlines()
+    edit(lines)
+    log.write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def _insert_after_seq(lines: list[str], seq: int, data: dict[str, Any]) -> None:
+    """Insert a ``user/message`` after event ``seq``, renumbering the later (packed) rows."""
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("seq") == seq) + 1
+    for i in range(at, len(lines)):
+        row = json.loads(lines[i])
+        for key in ("seq", "seq0"):
+            if key in row:
+                row[key] += 1
+        lines[i] = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    event = {"type": "user/message", "seq": seq + 1, "time": 0, "data": data, "surfaceOp": "append"}
+    lines.insert(at, json.dumps(event, separators=(",", ":")))
+
+
+async def test_injected_messages_dsh_does_not_produce_are_listed(upstream: Path, tmp_path: Path) -> None:
+    catalog = {
+        "content": [{"type": "text", "text": "<system-reminder>\nA skill catalog\n</system-reminder>"}],
+        "source": {"kind": "skill-catalog", "form": "catalog", "entries": []},
+        "role": "user",
+        "id": "9f1d1b35-5f0e-4b8e-9a53-0c6d2b7a1e11",
+    }
+    scenario = _edited_recording(
+        upstream, tmp_path, "text-turn", lambda lines: _insert_after_seq(lines, 5, catalog)
+    )
+    result = await run_scenario(scenario, "replay")
     report = result.sessions[0]
-    assert report.not_reproduced == ["@deepseek-ai/dsh-system-prompt"]  # hook context is compared now
-    assert report.tool_results.equal == report.tool_results.total == 1  # the result itself matches
+    assert report.not_reproduced == ["skill-catalog"]  # the runtime-context snapshot is compared now
     assert report.harness_actions is None and result.ok, result.failure_text()
+
+
+async def test_the_runtime_context_snapshot_is_compared(upstream: Path, tmp_path: Path) -> None:
+    """A recording whose model saw another runtime context diverges at its first call
+    (red with the snapshot's plugin left out of REPRODUCED_KINDS)."""
+
+    def edit(lines: list[str]) -> None:
+        lines[:] = [
+            line.replace("Approval prompts are disabled", "Approval prompts are off") for line in lines
+        ]
+
+    result = await run_scenario(_edited_recording(upstream, tmp_path, "text-turn", edit), "replay")
+    assert not result.ok
+    divergence = result.sessions[0].divergence
+    assert divergence is not None and divergence.call == 1
+    assert "Approval prompts are off" in result.failure_text()
 
 
 async def test_upstream_recordings_needing_later_work_fail_the_check(upstream: Path) -> None:
@@ -155,9 +204,7 @@ def _shuffling(wrapper: type[_Shuffled], rng: random.Random) -> Callable[[AgentS
 
     async def factory(setup: AgentSetup) -> Agent:
         shuffled = wrapper(setup.model, rng)
-        return await default_agent_factory(
-            AgentSetup(setup.store, shuffled, setup.model_name, setup.cwd, setup.feed, setup.replay)
-        )
+        return await default_agent_factory(dataclasses.replace(setup, model=shuffled))
 
     return factory
 
@@ -339,4 +386,4 @@ async def test_a_job_notice_is_claimed_where_the_recording_claimed_it(upstream: 
         upstream / "missing-sandbox-runner", "replay", factory=_settling_first_factory
     )
     assert result.ok, result.failure_text()
-    assert result.sessions[0].not_reproduced == ["@deepseek-ai/dsh-system-prompt"]  # the notice is compared
+    assert result.sessions[0].not_reproduced == []  # the notice and the runtime context are compared

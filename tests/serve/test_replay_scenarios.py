@@ -82,7 +82,8 @@ async def test_non_streaming_requests_get_one_completion() -> None:
 async def test_a_changed_prompt_gets_409_with_the_diff() -> None:
     body, _ = recorded_calls(TOOL_TURN)[0]
     changed = json.loads(json.dumps(body))
-    changed["messages"][-1]["content"] = "Use the bash tool to run exactly: echo SOMETHING_ELSE."
+    prompt = next(m for m in changed["messages"] if "echo SNAPSHOT_OK" in str(m.get("content")))
+    prompt["content"] = "Use the bash tool to run exactly: echo SOMETHING_ELSE."
     async with ReplayServer(TOOL_TURN) as server:
         async with _client(server) as client:
             with pytest.raises(openai.ConflictError) as caught:

@@ -21,7 +21,7 @@ def test_clean_replay_report_lists_every_session(mixed_store: Loaded) -> None:
     for s in mixed_store.result.sessions:
         assert f'data-recorded="{s.recorded_id}"' in html
         assert f"live {s.live_id}" in html
-    assert "cut 7" in html and "kind-fork" in html and "kind-spawn" in html
+    assert "cut 8" in html and "kind-fork" in html and "kind-spawn" in html
     assert "first divergence" not in html and "<script" not in html
 
 

@@ -36,10 +36,10 @@ def test_sessions_json_matches_the_sessions_list_shape(client: TestClient, mixed
     body = client.get("/api/sessions", params={"sort": "created", "dir": "asc"}).json()
     assert body["total"] == 4
     parent = next(s for s in body["sessions"] if s["id"] == mixed_store.parent)
-    assert parent["children"] == 2 and parent["status"] == "completed" and parent["eventCount"] == 23
+    assert parent["children"] == 2 and parent["status"] == "completed" and parent["eventCount"] == 24
     fork = next(s for s in body["sessions"] if s["id"] == mixed_store.child("fork"))
     assert fork["parentSession"] == mixed_store.parent
-    assert fork["inheritedEventCount"] == 7 and fork["isSeeded"] is True
+    assert fork["inheritedEventCount"] == 8 and fork["isSeeded"] is True
     keys = {"id", "parentSession", "isSeeded", "inheritedEventCount", "eventCount", "createdAt", "cwd"}
     assert keys <= set(parent)
 
@@ -68,7 +68,7 @@ def test_parent_page_shows_the_tree_and_the_fork_cut(client: TestClient, mixed_s
     spawn, fork = mixed_store.child("spawn"), mixed_store.child("fork")
     assert f'data-node="{spawn}"' in html and f'data-node="{fork}"' in html
     assert f'class="cutmark fork-cut" data-child="{fork}"' in html
-    assert "inherits seq 0–6; its cut is at seq 7" in html
+    assert "inherits seq 0–7; its cut is at seq 8" in html
     assert f'href="/s/{spawn}">open child session' in html
     assert f'href="/s/{fork}">open child session' in html
     assert "<summary>reasoning</summary>" in html and "I will call subagent." in html
@@ -79,8 +79,8 @@ def test_parent_page_shows_the_tree_and_the_fork_cut(client: TestClient, mixed_s
 def test_fork_child_page_marks_its_inherited_prefix(client: TestClient, mixed_store: Loaded) -> None:
     html = client.get(f"/s/{mixed_store.child('fork')}").text
     assert 'class="badge kind-fork"' in html
-    assert "inherited prefix (7 events from the parent)" in html
-    assert "own events from seq 7" in html
+    assert "inherited prefix (8 events from the parent)" in html
+    assert "own events from seq 8" in html
     own = html.split('<div id="transcript">', 1)[1]
     assert "What is the project codeword from earlier?" in own and "SAFFRON" in own
     assert "Remember this fact" not in own  # the inherited prompt sits in the collapsed prefix
@@ -89,17 +89,17 @@ def test_fork_child_page_marks_its_inherited_prefix(client: TestClient, mixed_st
 
 def test_raw_events_view(client: TestClient, mixed_store: Loaded) -> None:
     html = client.get(f"/s/{mixed_store.parent}/events").text
-    assert html.count('<tr class="" data-seq=') == 23
+    assert html.count('<tr class="" data-seq=') == 24
     assert "assistant/message" in html and "turn/end" in html
     assert "✂ fork child Recall codeword" in html
     fork_events = client.get(f"/s/{mixed_store.child('fork')}/events").text
-    assert fork_events.count('<tr class="inherited"') == 7
+    assert fork_events.count('<tr class="inherited"') == 8
 
 
 def test_session_json(client: TestClient, mixed_store: Loaded) -> None:
     body = client.get(f"/api/sessions/{mixed_store.parent}").json()
     assert body["children"] == [mixed_store.child("spawn"), mixed_store.child("fork")]
-    assert len(body["events"]) == 23 and body["events"][0]["type"] == "turn/start"
+    assert len(body["events"]) == 24 and body["events"][0]["type"] == "turn/start"
     assert client.get("/api/sessions/nope").status_code == 404
 
 

@@ -139,6 +139,7 @@ class Runtime:
                 sandbox=policy.sandbox,
                 approver=approver,
                 approval_policy=policy.approval,
+                runtime_context=policy.runtime_context,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(

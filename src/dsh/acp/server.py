@@ -35,10 +35,12 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SetSessionModeResponse,
     TextContentBlock,
 )
 
 from dsh import __version__
+from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
@@ -291,6 +293,8 @@ class DshAcpAgent:
         )
         self._attach(agent, feed)
         log.info("session/new %s in %s", agent.id, workspace)
+        if self.runtime.profile == "full":
+            return NewSessionResponse(session_id=agent.id, modes=mode_state(agent))
         return NewSessionResponse(session_id=agent.id)
 
     async def load_session(
@@ -327,7 +331,17 @@ class DshAcpAgent:
             state.outbox.put(updates)
         await state.outbox.flush()
         log.info("session/load %s: replayed %d update(s)", session_id, len(updates))
+        if self.runtime.profile == "full":
+            return LoadSessionResponse(modes=mode_state(agent))
         return LoadSessionResponse()
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        """Switch the session's file policy (``dsh.acp.modes``), also while a prompt runs."""
+        state = self._session(session_id)
+        mode = checked_mode(mode_id)
+        await state.agent.set_sandbox_mode(mode)
+        log.info("session/set_mode %s: %s", session_id, mode)
+        return SetSessionModeResponse()
 
     async def _delegations(self, session_id: str) -> dict[str, Delegation]:
         """Call id → child session, from the stored children's ``subagent/descriptor``."""

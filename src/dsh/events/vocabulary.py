@@ -22,6 +22,10 @@ HOOK_INVOKED: Final = "hook/invoked"  # {turn, point, dialect, handlerId, matche
 HOOK_RESULT: Final = "hook/result"  # {turn, point, handlerId, decision, exitCode?, durationMs, ...}
 APPROVAL_ASKED: Final = "approval/asked"  # {id, toolName, callId?, reason?}
 APPROVAL_DECIDED: Final = "approval/decided"  # {id, outcome}
+RUNTIME_CONTEXT_PLUGIN: Final = (
+    "@deepseek-ai/dsh-system-prompt"  # source.plugin of a runtime-context snapshot
+)
+RUNTIME_CONTEXT_PREFIX: Final = "Current runtime context"  # how a snapshot's (and its "none") text begins
 SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from here on
 INBOX_SPLICED: Final = "agent/inbox/spliced"  # {target, start, inserted, removedCount?}: the inbox changed
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, Self
 
@@ -34,6 +35,7 @@ from dsh.loop.job_notices import JobNotices
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
+from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
 from dsh.loop.scheduler import ToolScheduler
 from dsh.loop.setup import ToolsArg, agent_config, agent_tools
 from dsh.loop.stream import StreamEvent, stream_turn
@@ -52,6 +54,7 @@ from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import ApprovalPolicy, Approvals
 from dsh.tools.registry import ToolRegistry, builtin_registry
+from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 
 log = logging.getLogger("dsh.loop")
 
@@ -141,6 +144,7 @@ class Agent:
         self._requests = 0
         self._lock = asyncio.Lock()
         self._lease: SessionLease | None = None
+        self._context_text = last_snapshot_text(session.events)  # the snapshot on the surface
         self._turns_ended = sum(1 for e in session.own_events if e.type == TURN_END)
         self._steps_started = sum(1 for e in session.own_events if e.type == STEP_START)
         self.inbox = Inbox(self.append, pending_from_log(session.own_events))
@@ -476,6 +480,24 @@ class Agent:
         if not logged or logged[-1] != self.config.sandbox.mode:
             self.append(SANDBOX_MODE, {"mode": self.config.sandbox.mode})
 
+    async def set_sandbox_mode(self, mode: SandboxMode) -> None:
+        """Switch the session's file policy to ``mode`` (ACP ``session/set_mode``), logged as
+        ``sandbox/mode`` and checkpointed: the next ``bash`` / ``write`` / ``edit`` call runs
+        under it and the next step's runtime-context snapshot states it. The approval policy
+        follows (``never`` under ``danger-full-access``) unless the config fixes it or the
+        session is a delegated child (always ``never``). Children started before keep theirs."""
+        current = self.config.sandbox
+        policy = (
+            SandboxPolicy(mode=mode)
+            if current is None
+            else replace(current, mode=mode, logged=True, shown=None)
+        )
+        self.config = self.config.evolve(sandbox=policy)
+        if self.delegation is None:
+            self.approvals.policy = self.config.approvals_policy()
+        self._log_sandbox_mode()
+        await self.checkpoint()
+
     def _on_chunk(self, chunk: Chunk) -> None:
         self.feed.chunk(self.session.id, chunk)
 
@@ -664,14 +686,20 @@ class Agent:
         """
         hooks = await self._session_hooks()
         pending: list[Message] = list(messages)
+        additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
         if hooks is not None and prompted:
             submitted = await hooks.user_prompt_submit(turn, joined_text(messages[0].get("content", [])))
             if submitted.blocked:
                 return {"kind": "blocked"}
-            pending.extend(submitted.context_messages)
+            additions = list(submitted.context_messages)
         max_tokens_hit = False
         for step in range(1, self.config.max_steps + 1):
             pending = await self._claim(pending, step)
+            snapshot = self._runtime_snapshot()
+            if snapshot is not None:
+                pending.append(snapshot)
+            pending.extend(additions)
+            additions = []
             self.append(STEP_START, step_mark(turn, step))
             self._steps_started += 1
             try:
@@ -700,6 +728,19 @@ class Agent:
         else:
             raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self.config.max_steps} steps")
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    def _runtime_snapshot(self) -> Message | None:
+        """The runtime-context snapshot this pre-step appends, if its text changed
+        (``dsh.loop.runtime_context``)."""
+        sections = []
+        if self.config.runtime_context and self.config.sandbox is not None:
+            sections = context_sections(
+                self.config.sandbox, self.cwd, self.approvals.policy, delegated=self.delegation is not None
+            )
+        message = snapshot_message(sections, self._context_text)
+        if message is not None:
+            self._context_text = joined_text(message["content"])
+        return message
 
     async def _session_hooks(self) -> SessionHooks | None:
         """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""

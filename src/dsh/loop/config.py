@@ -47,6 +47,11 @@ class AgentConfig:
     """``ask`` or ``never``; ``None`` derives it as the original does: ``never`` without a
     policy or under ``danger-full-access``, else ``ask``. Delegated children always ``never``."""
 
+    runtime_context: bool = True
+    """Whether each step tells the model the session's file and approval policy (the
+    original's runtime-context snapshot, ``dsh.loop.runtime_context``) — when it has one:
+    without a :attr:`sandbox` policy there is nothing to state and no snapshot is shown."""
+
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""
         if self.approval_policy is not None:

@@ -39,7 +39,15 @@ Drift = Literal["strict", "warn"]
 DRIFTS: tuple[Drift, ...] = ("strict", "warn")
 
 REPRODUCED_KINDS: frozenset[str] = frozenset(
-    {"hooks-claude-code", "hooks-codex", "subagent-settled", "subagent-report", "coordinator", "tool-jobs"}
+    {
+        "hooks-claude-code",
+        "hooks-codex",
+        "subagent-settled",
+        "subagent-report",
+        "coordinator",
+        "tool-jobs",
+        "@deepseek-ai/dsh-system-prompt",
+    }
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""
 

@@ -28,7 +28,7 @@ from typing import Final
 
 from dsh.errors import ScenarioError
 from dsh.events.messages import joined_text
-from dsh.events.vocabulary import SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
+from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from dsh.replay.files import read_input
 from dsh.store import LoadedSession
 from dsh.tools.approval import ApprovalOutcome, ApprovalPolicy, ApprovalRequest
@@ -88,8 +88,30 @@ class RecordedAnswers:
         return outcome
 
 
+def _snapshot_mode(message: object) -> SandboxMode | None:
+    """The mode a logged message states when it is a runtime-context snapshot (by its text:
+    a recording made through ``dsh serve`` has no ``source``)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        text = joined_text(b for b in content if isinstance(b, dict))
+    else:
+        text = str(content or "")
+    return mode_in_runtime_context(text) if text.startswith(RUNTIME_CONTEXT_PREFIX) else None
+
+
+def shows_runtime_context(loaded: LoadedSession | None) -> bool:
+    """Whether the recorded model was shown a runtime-context snapshot (no recording yet: yes).
+
+    A recording of a session with no file policy (a library agent) has none; its replay
+    shows none either, or the check would see a message the recorded model never saw."""
+    if loaded is None:
+        return True
+    return any(e.type == USER_MESSAGE and _snapshot_mode(e.data) for e in loaded.events)
+
+
 def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
-    """The file policy the recorded session's first turn ran under, if the log says."""
+    """The file policy the recorded session's first turn ran under, if the log says (else
+    the first one a snapshot states)."""
     if loaded is None:
         return None
     mode: SandboxMode | None = None
@@ -97,13 +119,9 @@ def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
         if event.type == SANDBOX_MODE and event.data.get("mode") in SANDBOX_MODES:
             mode = event.data["mode"]
         elif event.type == USER_MESSAGE and mode is None:
-            source = event.data.get("source")
-            if isinstance(source, dict) and source.get("form") == "snapshot":
-                for section in source.get("sections", []):
-                    if isinstance(section, dict) and section.get("name") == "sandbox:policy":
-                        mode = mode_in_runtime_context(str(section.get("text", "")))
-        elif event.type == TURN_END:
-            break
+            mode = _snapshot_mode(event.data)
+        elif event.type == TURN_END and mode is not None:
+            break  # else the first snapshot later on (a ``dsh serve`` recording's turns are its calls)
     return mode
 
 
@@ -138,6 +156,8 @@ class ReplayPolicy:
     sandbox: SandboxPolicy | None
     approval: ApprovalPolicy
     answers: RecordedAnswers = field(default_factory=lambda: RecordedAnswers([], ""))
+    runtime_context: bool = True
+    """Whether the replay shows the runtime-context snapshot (:func:`shows_runtime_context`)."""
 
 
 def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: bool = True) -> ReplayPolicy:
@@ -146,7 +166,9 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
     answers = RecordedAnswers(read_permission_answers(directory), directory.name)
     asks = mode != "danger-full-access" or bool(answers.pending)
     approval: ApprovalPolicy = "ask" if asks else "never"
-    if confined and mode == "danger-full-access":
-        mode = "workspace-write"
+    shown = shows_runtime_context(primary)
     runner = recorded_missing_runner(primary, directory)
-    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers)
+    if confined and mode == "danger-full-access":  # confined, yet the model is shown the recorded mode
+        confining = SandboxPolicy(mode="workspace-write", logged=False, shown=mode, runner=runner)
+        return ReplayPolicy(confining, approval, answers, shown)
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers, shown)

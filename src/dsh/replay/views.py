@@ -81,6 +81,12 @@ def _payload(kind: ViewKind, message: Message) -> Any:
     return blocks
 
 
+_WORKSPACE_MARK = "may modify files under the session workspace: "
+_WORKSPACE_ROOT = re.compile(r"(" + re.escape(_WORKSPACE_MARK) + r')"(?:[^"\\]|\\.)*"')
+_WORKSPACE_ROOT_JSON = re.compile(r"(" + re.escape(_WORKSPACE_MARK) + r')\\"(?:(?!\\").)*\\"')
+"""The workspace root a runtime-context snapshot names, as text and inside JSON."""
+
+
 class Normalizer:
     """Normalizes the strings of one side of one session (ids numbered as they appear)."""
 
@@ -101,6 +107,8 @@ class Normalizer:
         for spelling in cwd_spellings:
             if spelling in value:
                 value = value.replace(spelling, "{{cwd}}")
+        if _WORKSPACE_MARK in value:  # the root a runtime-context snapshot names is the session cwd
+            value = _WORKSPACE_ROOT.sub(r'\1"{{cwd}}"', _WORKSPACE_ROOT_JSON.sub(r'\1\\"{{cwd}}\\"', value))
         if "/session-" in value:
             value = _SPILL.sub(r"{{spillLocator:\1}}", value)
         if "-" in value or "{{sessionId}}" in value:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh.events.messages import Block, Message, ToolSpec
+from dsh.events.vocabulary import RUNTIME_CONTEXT_PLUGIN, RUNTIME_CONTEXT_PREFIX
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import wire_messages, wire_tools
 from dsh.replay.derive import Derived, RecordedCall
@@ -87,8 +88,11 @@ def _message(raw: Mapping[str, Any]) -> Message:
         }
         return {"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}}
     kind = "user" if role == "user" else str(role)
-    return {"role": "user", "content": [{"type": "text", "text": _text(raw.get("content"))}],
-            "source": {"kind": kind}}  # fmt: skip
+    text = _text(raw.get("content"))
+    source: dict[str, Any] = {"kind": kind}
+    if kind == "user" and text.startswith(RUNTIME_CONTEXT_PREFIX):  # dsh's own snapshot, by its text
+        source = {"kind": "plugin", "plugin": RUNTIME_CONTEXT_PLUGIN}
+    return {"role": "user", "content": [{"type": "text", "text": text}], "source": source}
 
 
 def wire_to_messages(wire: Sequence[object]) -> tuple[str | None, list[Message]]:

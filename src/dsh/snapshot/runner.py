@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,6 +74,8 @@ class AgentSetup:
     """Who answers approval requests (the scenario's recorded ``permissionAnswers``)."""
     approval_policy: ApprovalPolicy | None = None
     """The recording's approval policy (``None``: derived from ``sandbox``)."""
+    runtime_context: bool = True
+    """Whether the agent shows the runtime-context snapshot (as the recording did)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -92,6 +94,7 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         sandbox=setup.sandbox,
         approver=setup.approver,
         approval_policy=setup.approval_policy,
+        runtime_context=setup.runtime_context,
     )
     return await Agent.create(
         setup.store,
@@ -263,8 +266,12 @@ async def _prepare(
         model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
     policy = replay_policy(directory, recorded.get(PRIMARY))
     answers = policy.answers
-    if sandbox != "recorded":
+    chosen = policy.sandbox
+    if sandbox != "recorded":  # run under another policy, still shown the recorded context
         answers = RecordedAnswers(read_permission_answers(directory), name)
+        given = sandbox or SandboxPolicy(mode="danger-full-access")
+        shown = policy.sandbox.stated_mode if policy.sandbox is not None else None
+        chosen = replace(given, logged=False, shown=shown)
     setup = AgentSetup(
         store,
         model,
@@ -272,9 +279,10 @@ async def _prepare(
         cwd,
         feed,
         replay=mode != "record",
-        sandbox=policy.sandbox if sandbox == "recorded" else sandbox,
+        sandbox=chosen,
         approver=answers,
-        approval_policy=policy.approval if sandbox == "recorded" else None,
+        approval_policy=policy.approval,
+        runtime_context=policy.runtime_context,
     )
     owns = mode == "record" and record_model is None
     return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)

@@ -26,11 +26,15 @@ from types import TracebackType
 from typing import Any, Self, assert_never
 
 from dsh.errors import DshError
+from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX
 from dsh.http1 import LAST_CHUNK, Listener, chunk, head, read_request
 from dsh.testing.wire import AwaitInFlight, Drop, Pause, Response, Stall, Write, http_error, json_response
 
 Handler = Callable[["RecordedRequest"], "Response | Awaitable[Response | None] | None"]
 """Called per request (on the server's loop); ``None`` falls back to the queue."""
+
+RUNTIME_CONTEXT = RUNTIME_CONTEXT_PREFIX
+"""How ``dsh.loop.runtime_context``'s snapshot (and its "none" text) begins."""
 
 PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
@@ -57,6 +61,16 @@ class RecordedRequest:
         body = self.json if isinstance(self.json, dict) else {}
         messages = body.get("messages")
         return messages if isinstance(messages, list) else []
+
+    @property
+    def prompt(self) -> str:
+        """The last user message's text, leaving out dsh's runtime-context snapshot (which
+        follows a prompt at a session's first step): what a scripted handler routes on."""
+        for message in reversed(self.messages):
+            text = str(message.get("content") or "") if isinstance(message, dict) else ""
+            if message.get("role") == "user" and not text.startswith(RUNTIME_CONTEXT):
+                return text
+        return ""
 
     def text(self) -> str:
         """Every message's string content joined with newlines (handy for routing)."""

@@ -28,6 +28,18 @@ ApprovalOutcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"
 OUTCOMES: Final[tuple[str, ...]] = get_args(ApprovalOutcome)
 ApprovalPolicy = Literal["ask", "never"]
 
+APPROVAL_CONTEXT: Final[dict[ApprovalPolicy, str]] = {
+    "never": (
+        "Approval prompts are disabled in this session: actions that require approval are rejected "
+        "automatically — do not request sandbox escalation (do not set `sandbox_permissions`)."
+    ),
+    "ask": (
+        "Approval policy: ask. Operations that require approval may ask through the configured "
+        "answerers; without an available answerer, the request fails closed."
+    ),
+}
+"""The original's ``approval:policy`` runtime-context section for each policy."""
+
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:

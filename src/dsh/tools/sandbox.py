@@ -93,6 +93,15 @@ class SandboxPolicy:
     logged: bool = True
     """Whether the mode is the session's own choice, logged as ``sandbox/mode``; ``False`` for
     a deployment default, which the original does not log (replays run under one)."""
+    shown: SandboxMode | None = None
+    """The mode the runtime-context snapshot states when it is not :attr:`mode` — a replay of a
+    ``danger-full-access`` recording runs confined to ``workspace-write`` yet shows the
+    recording's text, so the model sees what the recorded model saw (``None``: :attr:`mode`)."""
+
+    @property
+    def stated_mode(self) -> SandboxMode:
+        """The mode the session's runtime context states (:attr:`shown`, else :attr:`mode`)."""
+        return self.shown or self.mode
 
     @property
     def confined(self) -> bool:
@@ -213,14 +222,20 @@ def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd:
     return [runner_program(policy, workspace), *bwrap_arguments(policy, workspace, cwd), "--", *argv]
 
 
-def runtime_context_text(policy: SandboxPolicy, workspace: Path) -> str:
-    """The original's ``sandbox:policy`` runtime-context section for ``policy``."""
-    if policy.mode == "danger-full-access":
+def runtime_context_text(policy: SandboxPolicy | None, workspace: Path) -> str:
+    """The original's ``sandbox:policy`` runtime-context section for ``policy``.
+
+    It states :attr:`SandboxPolicy.stated_mode` (the mode the session shows the model). No
+    policy at all confines nothing: it states ``danger-full-access``, as the original's
+    default deployment does.
+    """
+    mode = "danger-full-access" if policy is None else policy.stated_mode
+    if mode == "danger-full-access":
         return (
             "Current DSH file policy: danger-full-access. The DSH file sandbox does not restrict "
             "file modifications by available operations."
         )
-    if policy.mode == "workspace-write":
+    if mode == "workspace-write":
         root = '"' + str(Path(os.path.realpath(workspace))).replace("\\", "\\\\").replace('"', '\\"') + '"'
         return (
             "Current DSH file policy: workspace-write. Any available operation enforced by the DSH "
