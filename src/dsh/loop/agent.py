@@ -15,7 +15,7 @@ from dsh.events import Assembled, Event, SessionHeader
 from dsh.events.chunks import Chunk
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.messages import Message, joined_text, user_message
-from dsh.events.payloads import step_mark, turn_start
+from dsh.events.payloads import step_mark, turn_end_of, turn_start
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SANDBOX_MODE,
@@ -596,12 +596,10 @@ class Agent:
     def _closed_turn(self) -> TurnResult:
         """The result of the last turn the log closed."""
         for event in reversed(self.session.own_events):
-            if event.type == TURN_END:
-                reason = event.data.get("reason")
-                turn = int(event.data.get("turn", 0))
-                return TurnResult(
-                    self.id, turn, reason if isinstance(reason, dict) else {"kind": "error"}, ""
-                )
+            end = turn_end_of(event)
+            if end is not None:
+                reason = end.get("reason")
+                return TurnResult(self.id, end["turn"], dict(reason) if reason else {"kind": "error"}, "")
         return TurnResult(self.id, 0, {"kind": "error"}, "")
 
     def stream(self, prompt: str | Message) -> AsyncGenerator[StreamEvent, None]:
