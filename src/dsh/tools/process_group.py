@@ -32,3 +32,49 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs (a zombie waiting to be reaped does not).
+
+    On Linux by reading ``/proc`` (a killed process stays a group member until its parent
+    reaps it, which an orphan's reaper may never do); elsewhere by probing the group.
+    """
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        entries = []
+    if not entries:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def wait_group_gone(pgid: int, seconds: float) -> bool:
+    """Wait at most ``seconds`` until no process of group ``pgid`` runs; whether none does.
+
+    ``killpg`` returns when the signal is sent, not when every member has died: a caller
+    that promises "nothing is left" waits here after ``SIGKILL``.
+    """
+    deadline = asyncio.get_running_loop().time() + seconds
+    while group_alive(pgid):
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from dsh.tools.jobs import Job
-from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event
+from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event, wait_group_gone
 from dsh.tools.sandbox import SandboxPolicy, confine, runner_failure
 
 _CLOSE_GRACE_S = 2.0
@@ -112,6 +112,7 @@ async def run_bash_job(
     except asyncio.CancelledError:
         signal_group(pgid, signal.SIGKILL)
         await asyncio.shield(wait_for_event(pipes.exited, _CLOSE_GRACE_S))
+        await asyncio.shield(wait_group_gone(pgid, _CLOSE_GRACE_S))  # the agent closes: nothing left
         job.status = "stopping"
         _ended(job, transport.get_returncode())
         raise
