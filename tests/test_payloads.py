@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
-from dsh.events.chunks import StreamRecord
+from dsh.events.chunks import StreamRecord, Usage
 from dsh.events.payloads import (
+    assistant_attempt_data,
     assistant_blocks_of,
+    assistant_message_data,
     failure_of,
     message_of,
     result_block,
@@ -98,6 +100,24 @@ async def test_the_loop_writes_each_payload_in_its_logged_key_order(tmp_path: Pa
         'step/end {"turn":1,"step":2}',
         'turn/end {"turn":1,"reason":{"kind":"completed"}}',
     ]
+
+
+async def test_model_calls_are_logged_in_their_key_order(tmp_path: Path) -> None:
+    events = await logged(tmp_path)
+    keys = [(e.type, list(e.data)) for e in events if e.type in ("assistant/message", "assistant/attempt")]
+    assert keys == [
+        ("assistant/message", ["turn", "step", "message", "usage", "stream"]),
+        ("assistant/attempt", ["turn", "step", "failure", "stream"]),
+        ("assistant/message", ["turn", "step", "message", "usage", "stream"]),
+    ]
+    usage: Usage = {"inputTokens": 1}
+    stream: StreamRecord = {"chunks": [], "dt": []}
+    cut = assistant_message_data(1, 2, {}, stream, interrupted=True)
+    assert list(cut) == ["turn", "step", "message", "interrupted", "stream"] and cut["interrupted"] is True
+    served = assistant_message_data(1, 2, {}, stream, usage=usage, wire_usage={"prompt_tokens": 1})
+    assert list(served) == ["turn", "step", "message", "usage", "wireUsage", "stream"]
+    failed = assistant_attempt_data(1, 2, {"code": "X", "message": "m"}, stream, usage=usage)
+    assert list(failed) == ["turn", "step", "failure", "stream", "usage"]
 
 
 def test_lenient_reading_of_partial_payloads() -> None:

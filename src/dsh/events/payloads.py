@@ -1,7 +1,8 @@
 """Typed payloads of the events dsh writes, and the one reader of each.
 
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
-(``turn_start``, ``step_mark``, ``tool_call``, ``turn_end``: key order as logged); readers in the
+(``turn_start``, ``step_mark``, ``assistant_message_data``, ``assistant_attempt_data``,
+``tool_call``, ``turn_end``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -11,7 +12,7 @@ field), so a missing string is ``""`` and a missing flag ``False``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage, as_chunk
 from dsh.events.envelope import Event
@@ -30,6 +31,31 @@ class StepMark(TypedDict):
 
     turn: int
     step: int
+
+
+class AssistantMessageData(TypedDict):
+    """``assistant/message``: a model call's message, with its usage and its timed stream
+    (``interrupted``: the call was cancelled and this is its partial text; ``wireUsage``: the
+    provider's own usage object, ``dsh serve record`` keeps it)."""
+
+    turn: int
+    step: int
+    message: Message
+    interrupted: NotRequired[bool]
+    usage: NotRequired[Usage]
+    wireUsage: NotRequired[dict[str, Any]]
+    stream: StreamRecord
+
+
+class AssistantAttemptData(TypedDict):
+    """``assistant/attempt``: a model call that failed, with its timed stream (and usage, when
+    the provider sent one before failing)."""
+
+    turn: int
+    step: int
+    failure: Failure
+    stream: StreamRecord
+    usage: NotRequired[Usage]
 
 
 class TurnEndReason(TypedDict):
@@ -81,6 +107,38 @@ def step_mark(turn: int, step: int) -> StepMark:
 def tool_call(turn: int, step: int, call_id: str, name: str, arguments: str) -> ToolCallData:
     """The ``tool/call`` payload, in the logged key order."""
     return {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}
+
+
+def assistant_message_data(
+    turn: int,
+    step: int,
+    message: Message,
+    stream: StreamRecord,
+    *,
+    usage: Usage | None = None,
+    wire_usage: dict[str, Any] | None = None,
+    interrupted: bool = False,
+) -> AssistantMessageData:
+    """The ``assistant/message`` payload, in the logged key order (optional keys only when set)."""
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+    if interrupted:
+        data["interrupted"] = True
+    if usage is not None:
+        data["usage"] = usage
+    if wire_usage is not None:
+        data["wireUsage"] = wire_usage
+    data["stream"] = stream
+    return cast("AssistantMessageData", data)
+
+
+def assistant_attempt_data(
+    turn: int, step: int, failure: Failure, stream: StreamRecord, *, usage: Usage | None = None
+) -> AssistantAttemptData:
+    """The ``assistant/attempt`` payload, in the logged key order (``usage`` last, when sent)."""
+    data: AssistantAttemptData = {"turn": turn, "step": step, "failure": failure, "stream": stream}
+    if usage is not None:
+        data["usage"] = usage
+    return data
 
 
 def turn_end(turn: int, reason: TurnEndReason) -> TurnEnd:

@@ -12,6 +12,7 @@ from dsh.errors import DshError
 from dsh.events import Assembled, BlockAssembler, Event
 from dsh.events.chunks import Chunk, Failure, StreamRecord
 from dsh.events.messages import assistant_message
+from dsh.events.payloads import assistant_attempt_data, assistant_message_data
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
 from dsh.model import Model, ModelRequest
 
@@ -76,19 +77,15 @@ async def settle_model_call(
         blocks = assembler.interrupted_blocks()
         if blocks:
             message = assistant_message(blocks, provider=model.provider, model=request.model)
-            append(
-                ASSISTANT_MESSAGE,
-                {"turn": turn, "step": step, "message": message, "interrupted": True, "stream": record},
-            )
+            append(ASSISTANT_MESSAGE, assistant_message_data(turn, step, message, record, interrupted=True))
         else:
             failure: Failure = {"code": "ABORTED", "message": "model call cancelled"}
-            append(ASSISTANT_ATTEMPT, {"turn": turn, "step": step, "failure": failure, "stream": record})
+            append(ASSISTANT_ATTEMPT, assistant_attempt_data(turn, step, failure, record))
         raise
     except Exception as exc:
         failure = _failure_from_exception(exc)
         event = append(
-            ASSISTANT_ATTEMPT,
-            {"turn": turn, "step": step, "failure": failure, "stream": {"chunks": chunks, "dt": dt}},
+            ASSISTANT_ATTEMPT, assistant_attempt_data(turn, step, failure, {"chunks": chunks, "dt": dt})
         )
         return Settlement(assembler.result(), event, failure)
     finally:
@@ -98,13 +95,8 @@ async def settle_model_call(
     assembled = assembler.result()
     record = {"chunks": chunks, "dt": dt}
     if assembled.failure is not None:
-        data: dict[str, Any] = {"turn": turn, "step": step, "failure": assembled.failure, "stream": record}
-        if assembled.usage is not None:
-            data["usage"] = assembled.usage
+        data = assistant_attempt_data(turn, step, assembled.failure, record, usage=assembled.usage)
         return Settlement(assembled, append(ASSISTANT_ATTEMPT, data), assembled.failure)
     message = assistant_message(assembled.content, provider=model.provider, model=request.model)
-    data = {"turn": turn, "step": step, "message": message}
-    if assembled.usage is not None:
-        data["usage"] = assembled.usage
-    data["stream"] = record
-    return Settlement(assembled, append(ASSISTANT_MESSAGE, data), None)
+    logged = assistant_message_data(turn, step, message, record, usage=assembled.usage)
+    return Settlement(assembled, append(ASSISTANT_MESSAGE, logged), None)
