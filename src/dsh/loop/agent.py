@@ -5,48 +5,39 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 from dsh.errors import ModelError
-from dsh.events import Assembled, Event, SessionHeader
-from dsh.events.chunks import Chunk
+from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
-from dsh.events.messages import Message, joined_text, user_message
-from dsh.events.payloads import step_mark, turn_end_of, turn_start
+from dsh.events.messages import Message, user_message
+from dsh.events.payloads import turn_start
 from dsh.events.vocabulary import (
-    REQUEST_HEADER,
     SANDBOX_MODE,
-    SESSION_REPAIRED,
-    STEP_END,
-    STEP_START,
     TURN_END,
     TURN_START,
-    USER_MESSAGE,
 )
-from dsh.hooks import SessionHooks
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.config import AgentConfig
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
-from dsh.loop.model_call import settle_model_call
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
-from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
 from dsh.loop.scheduler import ToolScheduler
-from dsh.loop.setup import ToolsArg, agent_config, agent_tools
+from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_all, repair_loaded
+from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
-from dsh.model import Delegation, DeliveryOrder, Model, ModelRequest, SessionProgress, retry_delay
+from dsh.loop.waking import Activation, Waker
+from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
 from dsh.session import (
-    HistoryProjector,
     Session,
     final_assistant_text,
-    interrupted_turn_closers,
     usage_totals,
 )
 from dsh.store import EventStore, LoadedSession, SessionLease
@@ -58,41 +49,9 @@ from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 
 log = logging.getLogger("dsh.loop")
 
-_Closer = Callable[[], Awaitable[None]]
-
-
-async def _close_all(closers: Sequence[_Closer]) -> None:
-    """Call every closer, last opened first; the first failure is raised after the rest ran."""
-    first: BaseException | None = None
-    for close in reversed(closers):
-        try:
-            await close()
-        except Exception as exc:
-            first = first or exc
-    if first is not None:
-        raise first
-
-
-class Activation(Protocol):
-    """Told when an agent's woken turns run out of work (a continuable child's settlement)."""
-
-    async def before_idle(self, agent: Agent) -> None:
-        """Awaited first; work queued meanwhile keeps the agent running instead."""
-
-    def on_idle(self, agent: Agent, last: TurnResult) -> None:
-        """The agent is idle; ``last`` is how its last turn ended."""
-
 
 def _absolute(path: str | Path) -> str:
     return os.path.abspath(path)
-
-
-def _last_header(events: Sequence[Event]) -> dict[str, Any] | None:
-    for event in reversed(events):
-        if event.type == REQUEST_HEADER:
-            header = event.data.get("header")
-            return header if isinstance(header, dict) else None
-    return None
 
 
 class Agent:
@@ -137,33 +96,26 @@ class Agent:
         self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
         self._order = model if isinstance(model, DeliveryOrder) else None
         self._persister = Persister(store, session, persisted)
-        self._history = HistoryProjector()
-        self._last_header = _last_header(session.events)
-        self._header: dict[str, Any] | None = None
-        self._header_key: tuple[Any, ...] | None = None
-        self._requests = 0
         self._lock = asyncio.Lock()
         self._lease: SessionLease | None = None
-        self._context_text = last_snapshot_text(session.events)  # the snapshot on the surface
         self._turns_ended = sum(1 for e in session.own_events if e.type == TURN_END)
-        self._steps_started = sum(1 for e in session.own_events if e.type == STEP_START)
         self.inbox = Inbox(self.append, pending_from_log(session.own_events))
         """Messages other sessions queued for this agent (notices, relays)."""
-        self._driver: asyncio.Task[None] | None = None
-        self._woken_turn: asyncio.Task[TurnResult] | None = None
+        self._waker = Waker(self, self._lock, lambda: self._run_turn(None, ()))
         self.activation: Activation | None = None
         """Told when woken turns run out of work (set for a continuable child)."""
         self.closed = False
         self.jobs = JobNotices(self)
         """This session's background jobs (``jobs.table``) and their completion notices."""
-        self._owned: list[_Closer] = []  # what aclose closes after the lease (from_env)
-        self._scheduler = ToolScheduler(
+        self._owned: list[Closer] = []  # what aclose closes after the lease (from_env)
+        scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
             append=self.append,
             make_context=self._tool_context,
             max_parallel=config.max_parallel_tools,
         )
+        self._steps = Steps(self, scheduler, self._order)
 
     # -- construction -------------------------------------------------------------------
 
@@ -239,7 +191,7 @@ class Agent:
 
         environ = os.environ if env is None else env
         settings = resolve_provider(env=environ)
-        owned: list[_Closer] = []
+        owned: list[Closer] = []
         if not isinstance(store, EventStore):
             store = open_store(store or environ.get("DSH_STORE"))
             owned.append(store.close)
@@ -250,7 +202,7 @@ class Agent:
                 store, model=model, cwd=cwd, tools=tools, standard_tools=standard_tools, config=config
             )
         except BaseException:
-            await _close_all(owned)
+            await close_all(owned)
             raise
         agent._owned = owned
         return agent
@@ -321,22 +273,7 @@ class Agent:
                 extras=extras,
             )
             agent._lease = lease
-            closers = interrupted_turn_closers(agent.session.events)
-            if closers:
-                last_time = agent.session.events[-1].time
-                for etype, data, sources in closers:
-                    agent.append(etype, data, source_event_seqs=sources, time=last_time)
-            if loaded.dropped_bytes:  # the next append truncates the torn tail: say so in the log
-                repaired = Event(
-                    SESSION_REPAIRED,
-                    agent.session.next_seq,
-                    now_ms(),
-                    {"droppedBytes": loaded.dropped_bytes},
-                    ignorable=True,
-                )
-                agent.feed.event(agent.id, agent.session.append_event(repaired))
-            if closers or loaded.dropped_bytes:
-                await agent.checkpoint()
+            await repair_loaded(agent, loaded.dropped_bytes)
         except BaseException:
             await lease.release()
             raise
@@ -397,17 +334,14 @@ class Agent:
         session's lease (idempotent); the store stays open unless :meth:`from_env` opened it."""
         self.closed = True
         await self.jobs.aclose()  # a job never outlives its agent
-        driver, self._driver = self._driver, None
-        if driver is not None and not driver.done():
-            driver.cancel()
-            await asyncio.gather(driver, return_exceptions=True)
+        await self._waker.stop()
         lease, self._lease = self._lease, None
         owned, self._owned = self._owned, []
         try:
             if lease is not None:
                 await lease.release()
         finally:
-            await _close_all(owned)
+            await close_all(owned)
 
     async def __aenter__(self) -> Self:
         return self
@@ -498,9 +432,6 @@ class Agent:
         self._log_sandbox_mode()
         await self.checkpoint()
 
-    def _on_chunk(self, chunk: Chunk) -> None:
-        self.feed.chunk(self.session.id, chunk)
-
     # -- the turn -----------------------------------------------------------------------
 
     async def run_turn(
@@ -530,11 +461,11 @@ class Agent:
     @property
     def busy(self) -> bool:
         """A turn is running or about to run (a wake is pending)."""
-        return self._lock.locked() or (self._driver is not None and not self._driver.done())
+        return self._lock.locked() or self._waker.pending
 
     def progress(self) -> SessionProgress:
         """Steps started and turns ended in this session's own log so far."""
-        return SessionProgress(self._steps_started, self._turns_ended)
+        return SessionProgress(self._steps.started, self._turns_ended)
 
     def deliver(self, message: Message, target: Target, *, wake: bool = False) -> None:
         """Queue ``message`` (logged); ``wake``: run a turn for it once no turn is running."""
@@ -544,63 +475,16 @@ class Agent:
 
     def wake(self) -> None:
         """Run turns while the inbox holds work, after any turn running now (one driver)."""
-        if self._driver is not None and not self._driver.done():
-            return
-        self._driver = asyncio.get_running_loop().create_task(self._drive(), name=f"wake {self.id}")
+        self._waker.wake()
 
     async def until_idle(self) -> None:
         """Return once no woken turn is due or running (the original's idle)."""
-        while self._driver is not None and not self._driver.done():
-            await asyncio.wait([self._driver])
+        await self._waker.until_idle()
 
     def interrupt(self) -> bool:
         """Cancel the woken turn running now (its ``turn/end`` says ``aborted``); the inbox
         keeps its work. ``False`` when no woken turn is running."""
-        turn = self._woken_turn
-        if turn is None or turn.done():
-            return False
-        turn.cancel()
-        return True
-
-    async def _drive(self) -> None:
-        last: TurnResult | None = None
-        while True:
-            async with self._lock:
-                if self.inbox.has_work:
-                    last = await self._woken()
-                    continue
-            if self.activation is None or last is None:
-                return
-            await self.activation.before_idle(self)
-            if not self.inbox.has_work:
-                self.activation.on_idle(self, last)
-                return
-
-    async def _woken(self) -> TurnResult:
-        """One turn for the inbox's work, in a task of its own so :meth:`interrupt` stops
-        only it; a turn that raised is closed in the log and its end read back from there."""
-        turn = asyncio.get_running_loop().create_task(self._run_turn(None, ()), name=f"turn {self.id}")
-        self._woken_turn = turn
-        try:
-            return await turn
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if not turn.cancelled() or (current is not None and current.cancelling()):
-                raise
-        except Exception:  # nobody awaits a woken turn: log it, the log has its turn/end
-            log.exception("session %s: a woken turn raised", self.id)
-        finally:
-            self._woken_turn = None
-        return self._closed_turn()
-
-    def _closed_turn(self) -> TurnResult:
-        """The result of the last turn the log closed."""
-        for event in reversed(self.session.own_events):
-            end = turn_end_of(event)
-            if end is not None:
-                reason = end.get("reason")
-                return TurnResult(self.id, end["turn"], dict(reason) if reason else {"kind": "error"}, "")
-        return TurnResult(self.id, 0, {"kind": "error"}, "")
+        return self._waker.interrupt()
 
     def stream(self, prompt: str | Message) -> AsyncGenerator[StreamEvent, None]:
         """Run one turn and yield its typed events as they happen (``dsh.loop.stream``).
@@ -631,187 +515,28 @@ class Agent:
         for etype, data in preamble:
             self.append(etype, data)
         self._log_sandbox_mode()
-        reason: dict[str, Any] = {"kind": "completed"}
+        reason: dict[str, Any] = {"kind": "error", "failure": {"code": "UNKNOWN", "message": ""}}
         try:
-            reason = await self._steps(turn, messages, prompted=prompt is not None)
+            reason = await self._steps.run(turn, messages, prompted=prompt is not None)
         except asyncio.CancelledError:
             reason = {"kind": "aborted", "reason": {"kind": self.abort_kind}}
-            self._end_turn(turn, reason)
-            await asyncio.shield(self.checkpoint())
             raise
-        except ModelError as exc:
+        except ModelError as exc:  # a model failure not retried ends the turn; nothing raises
             reason = {"kind": "error", "failure": {"code": exc.code, "message": exc.failure_message}}
         except Exception as exc:
-            failure = {"code": "UNKNOWN", "message": f"{type(exc).__name__}: {exc}"}
-            self._end_turn(turn, {"kind": "error", "failure": failure})
-            await self.checkpoint()
+            reason = {
+                "kind": "error",
+                "failure": {"code": "UNKNOWN", "message": f"{type(exc).__name__}: {exc}"},
+            }
             raise
-        self._end_turn(turn, reason)
-        await self.checkpoint()
+        finally:
+            await self._close_turn(turn, reason)
         own = self.session.events[start:]
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 
-    def _end_turn(self, turn: int, reason: dict[str, Any]) -> None:
+    async def _close_turn(self, turn: int, reason: dict[str, Any]) -> None:
+        """The one turn-closing path: ``turn/end {turn, reason}`` and a durable checkpoint,
+        however the turn ended (a cancel cannot interrupt the checkpoint)."""
         self.append(TURN_END, {"turn": turn, "reason": reason})
         self._turns_ended += 1
-
-    async def _in_recorded_order(self, pending: list[Message], ending: int | None = None) -> None:
-        """Under a model that knows a recorded order (a replay), wait for the messages from
-        other sessions the recording had here (``ending``: before ending that turn)."""
-        if self._order is not None:
-            history = self._history.messages
-            events = self.session.events
-
-            def available() -> list[Message]:
-                return [*history(events), *pending, *self.inbox.pending("next-step")]
-
-            await self._order.before_claim(self.id, available, ending=ending)
-
-    async def _claim(self, pending: list[Message], step: int) -> list[Message]:
-        """What the step shows the model: ``pending`` and every ``next-step`` message (before
-        the turn's own message at step 1, after the tools' context later)."""
-        await self._in_recorded_order(pending)
-        claimed = self.inbox.claim_step()
-        return [*claimed, *pending] if step == 1 else [*pending, *claimed]
-
-    async def _steps(self, turn: int, messages: list[Message], *, prompted: bool = True) -> dict[str, Any]:
-        """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
-
-        ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``
-        with no step; context follows the prompt), tool hooks fire in the scheduler (their
-        context opens the next step), and ``Stop`` fires after the last step's ``step/end``
-        (a block continues the turn with its reason as the next step's message).
-        """
-        hooks = await self._session_hooks()
-        pending: list[Message] = list(messages)
-        additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
-        if hooks is not None and prompted:
-            submitted = await hooks.user_prompt_submit(turn, joined_text(messages[0].get("content", [])))
-            if submitted.blocked:
-                return {"kind": "blocked"}
-            additions = list(submitted.context_messages)
-        max_tokens_hit = False
-        for step in range(1, self.config.max_steps + 1):
-            pending = await self._claim(pending, step)
-            snapshot = self._runtime_snapshot()
-            if snapshot is not None:
-                pending.append(snapshot)
-            pending.extend(additions)
-            additions = []
-            self.append(STEP_START, step_mark(turn, step))
-            self._steps_started += 1
-            try:
-                for m in pending:
-                    self.append(USER_MESSAGE, m)
-                pending = []
-                assembled = await self._model_step(turn, step)
-                if assembled.finish_kind == "max-tokens":
-                    max_tokens_hit = True
-                calls = assembled.tool_calls
-                if calls:
-                    ran = await self._scheduler.run(calls, turn=turn, step=step, hooks=hooks)
-                    pending = ran.next_step
-            finally:
-                self.append(STEP_END, step_mark(turn, step))
-            if calls and not max_tokens_hit:
-                continue
-            if not pending and hooks is not None:
-                stopping = await hooks.stop(turn)
-                if stopping.blocked:
-                    pending = stopping.steer_messages()
-            if not pending:
-                await self._in_recorded_order(pending, ending=turn)
-            if not pending and not self.inbox.has_step_work:
-                break
-        else:
-            raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self.config.max_steps} steps")
-        return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
-
-    def _runtime_snapshot(self) -> Message | None:
-        """The runtime-context snapshot this pre-step appends, if its text changed
-        (``dsh.loop.runtime_context``)."""
-        sections = []
-        if self.config.runtime_context and self.config.sandbox is not None:
-            sections = context_sections(
-                self.config.sandbox, self.cwd, self.approvals.policy, delegated=self.delegation is not None
-            )
-        message = snapshot_message(sections, self._context_text)
-        if message is not None:
-            self._context_text = joined_text(message["content"])
-        return message
-
-    async def _session_hooks(self) -> SessionHooks | None:
-        """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""
-        hook_set = self.config.hooks
-        if hook_set is None:
-            return None
-        return await hook_set.for_session(
-            self.session.id,
-            self.cwd,
-            model=self.config.model,
-            append=self.append,
-            sandbox=self.config.sandbox,
-        )
-
-    def _request_header(self) -> dict[str, Any]:
-        """The request header, rebuilt only when what it is made of changes.
-
-        Building it copies every tool schema (``ToolRegistry.specs``), so the last one is
-        kept and reused while the provider, the model settings, the system prompt, the
-        registry and its tool names are the same (a registry's specs are fixed when a tool
-        is registered).
-        """
-        cfg, tools = self.config, self.tools
-        key = (self.model.provider, cfg.model, cfg.max_tokens, cfg.system, tools, tuple(tools.names()))
-        if self._header is not None and key == self._header_key:
-            return self._header
-        config: dict[str, Any] = {"provider": self.model.provider, "model": self.config.model}
-        if self.config.max_tokens is not None:
-            config["maxTokens"] = self.config.max_tokens
-        header: dict[str, Any] = {"config": config}
-        if self.config.system:
-            header["system"] = self.config.system
-        specs = self.tools.specs()
-        if specs:
-            header["tools"] = specs
-        self._header, self._header_key = header, key
-        return header
-
-    async def _model_step(self, turn: int, step: int) -> Assembled:
-        header = self._request_header()
-        if self._requests == 0 or (header is not self._last_header and header != self._last_header):
-            if self._requests == 0:
-                reason = "initial" if self._last_header is None else "resume"
-            else:
-                reason = "change"
-            self.append(REQUEST_HEADER, {"header": header, "reason": reason})
-            self._last_header = header
-        retries = 0
-        while True:
-            request = ModelRequest(
-                session_id=self.session.id,
-                model=self.config.model,
-                messages=self._history.messages(self.session.events),
-                system=header.get("system"),
-                tools=header.get("tools", ()),
-                max_tokens=self.config.max_tokens,
-                delegation=self.delegation,
-            )
-            await self.checkpoint()
-            self._requests += 1
-            settlement = await settle_model_call(
-                self.model,
-                request,
-                turn=turn,
-                step=step,
-                append=self.append,
-                on_chunk=self._on_chunk,
-            )
-            failure = settlement.failure
-            if failure is None:
-                return settlement.assembled
-            if not self.config.retry.should_retry(failure["code"], retries):
-                raise ModelError(failure["code"], failure["message"])
-            retries += 1
-            await self.checkpoint()
-            await asyncio.sleep(retry_delay(failure["message"], self.config.retry.delay(retries)))
+        await asyncio.shield(self.checkpoint())

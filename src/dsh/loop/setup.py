@@ -1,14 +1,23 @@
-"""What ``Agent.create`` / ``resume`` take and resolve: the tool set and the configuration."""
+"""What ``Agent.create`` / ``resume`` take and resolve: the tool set, the configuration, the
+crash repair of a resumed log and the closing of what ``from_env`` opened."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from dsh.errors import UsageError
+from dsh.events import Event
+from dsh.events.vocabulary import SESSION_REPAIRED
+from dsh.ids import now_ms
 from dsh.loop.config import AgentConfig
 from dsh.model import Model, NamedModel
+from dsh.session import interrupted_turn_closers
 from dsh.tools import ToolLike, ToolRegistry
 from dsh.tools.function import tool
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
 
 ToolsArg = ToolRegistry | Iterable[ToolLike | Callable[..., object]]
 """An agent's ``tools=``: a whole :class:`ToolRegistry`, or tools and functions to add."""
@@ -54,3 +63,40 @@ def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:
             "(OpenAICompatModel(model=...)) or pass config=AgentConfig(model=...)"
         )
     return config.evolve(model=name)
+
+
+Closer = Callable[[], Awaitable[None]]
+
+
+async def close_all(closers: Sequence[Closer]) -> None:
+    """Call every closer, last opened first; the first failure is raised after the rest ran."""
+    first: BaseException | None = None
+    for close in reversed(closers):
+        try:
+            await close()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+async def repair_loaded(agent: Agent, dropped_bytes: int) -> None:
+    """Close the turn a crash left open in a just-resumed agent's log (``interrupted_turn_closers``,
+    at the last event's time) and record a torn tail the load left out (``session/repaired
+    {droppedBytes}``, ignorable); checkpoint when either happened."""
+    closers = interrupted_turn_closers(agent.session.events)
+    if closers:
+        last_time = agent.session.events[-1].time
+        for etype, data, sources in closers:
+            agent.append(etype, data, source_event_seqs=sources, time=last_time)
+    if dropped_bytes:  # the next append truncates the torn tail: say so in the log
+        repaired = Event(
+            SESSION_REPAIRED,
+            agent.session.next_seq,
+            now_ms(),
+            {"droppedBytes": dropped_bytes},
+            ignorable=True,
+        )
+        agent.feed.event(agent.id, agent.session.append_event(repaired))
+    if closers or dropped_bytes:
+        await agent.checkpoint()

@@ -1,0 +1,222 @@
+"""The steps of an agent's turns: claims, the runtime context, model calls with retries, tools, hooks.
+
+:class:`Steps` is the part of an :class:`~dsh.loop.agent.Agent` that runs inside one turn:
+each step claims what the inbox holds, shows the runtime-context snapshot when it changed,
+logs the request header when it changed, settles one model call (retrying retryable
+failures), and runs the tools the model called. The agent owns one and closes the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dsh.errors import ModelError
+from dsh.events import Assembled, Event
+from dsh.events.chunks import Chunk
+from dsh.events.messages import Message, joined_text
+from dsh.events.payloads import step_mark
+from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
+from dsh.hooks import SessionHooks
+from dsh.loop.model_call import settle_model_call
+from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
+from dsh.loop.scheduler import ToolScheduler
+from dsh.model import DeliveryOrder, ModelRequest, retry_delay
+from dsh.session import HistoryProjector
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
+
+
+def _last_header(events: Sequence[Event]) -> dict[str, Any] | None:
+    for event in reversed(events):
+        if event.type == REQUEST_HEADER:
+            header = event.data.get("header")
+            return header if isinstance(header, dict) else None
+    return None
+
+
+class Steps:
+    """One agent's step machinery (its history projection, request header and snapshot state)."""
+
+    def __init__(self, agent: Agent, scheduler: ToolScheduler, order: DeliveryOrder | None) -> None:
+        self._agent = agent
+        self._scheduler = scheduler
+        self._order = order
+        events = agent.session.events
+        self._history = HistoryProjector()
+        self._last_header = _last_header(events)
+        self._header: dict[str, Any] | None = None
+        self._header_key: tuple[Any, ...] | None = None
+        self._requests = 0
+        self._context_text = last_snapshot_text(events)  # the snapshot on the surface
+        self.started = sum(1 for e in agent.session.own_events if e.type == STEP_START)
+        """Steps started in the session's own log so far."""
+
+    def _on_chunk(self, chunk: Chunk) -> None:
+        self._agent.feed.chunk(self._agent.session.id, chunk)
+
+    async def _in_recorded_order(self, pending: list[Message], ending: int | None = None) -> None:
+        """Under a model that knows a recorded order (a replay), wait for the messages from
+        other sessions the recording had here (``ending``: before ending that turn)."""
+        if self._order is not None:
+            history = self._history.messages
+            events = self._agent.session.events
+
+            def available() -> list[Message]:
+                return [*history(events), *pending, *self._agent.inbox.pending("next-step")]
+
+            await self._order.before_claim(self._agent.id, available, ending=ending)
+
+    async def _claim(self, pending: list[Message], step: int) -> list[Message]:
+        """What the step shows the model: ``pending`` and every ``next-step`` message (before
+        the turn's own message at step 1, after the tools' context later)."""
+        await self._in_recorded_order(pending)
+        claimed = self._agent.inbox.claim_step()
+        return [*claimed, *pending] if step == 1 else [*pending, *claimed]
+
+    async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> dict[str, Any]:
+        """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
+
+        ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``
+        with no step; context follows the prompt), tool hooks fire in the scheduler (their
+        context opens the next step), and ``Stop`` fires after the last step's ``step/end``
+        (a block continues the turn with its reason as the next step's message).
+        """
+        hooks = await self._session_hooks()
+        pending: list[Message] = list(messages)
+        additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
+        if hooks is not None and prompted:
+            submitted = await hooks.user_prompt_submit(turn, joined_text(messages[0].get("content", [])))
+            if submitted.blocked:
+                return {"kind": "blocked"}
+            additions = list(submitted.context_messages)
+        max_tokens_hit = False
+        for step in range(1, self._agent.config.max_steps + 1):
+            pending = await self._claim(pending, step)
+            snapshot = self._runtime_snapshot()
+            if snapshot is not None:
+                pending.append(snapshot)
+            pending.extend(additions)
+            additions = []
+            self._agent.append(STEP_START, step_mark(turn, step))
+            self.started += 1
+            try:
+                for m in pending:
+                    self._agent.append(USER_MESSAGE, m)
+                pending = []
+                assembled = await self._model_step(turn, step)
+                if assembled.finish_kind == "max-tokens":
+                    max_tokens_hit = True
+                calls = assembled.tool_calls
+                if calls:
+                    ran = await self._scheduler.run(calls, turn=turn, step=step, hooks=hooks)
+                    pending = ran.next_step
+            finally:
+                self._agent.append(STEP_END, step_mark(turn, step))
+            if calls and not max_tokens_hit:
+                continue
+            if not pending and hooks is not None:
+                stopping = await hooks.stop(turn)
+                if stopping.blocked:
+                    pending = stopping.steer_messages()
+            if not pending:
+                await self._in_recorded_order(pending, ending=turn)
+            if not pending and not self._agent.inbox.has_step_work:
+                break
+        else:
+            raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self._agent.config.max_steps} steps")
+        return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    def _runtime_snapshot(self) -> Message | None:
+        """The runtime-context snapshot this pre-step appends, if its text changed
+        (``dsh.loop.runtime_context``)."""
+        sections = []
+        if self._agent.config.runtime_context and self._agent.config.sandbox is not None:
+            sections = context_sections(
+                self._agent.config.sandbox,
+                self._agent.cwd,
+                self._agent.approvals.policy,
+                delegated=self._agent.delegation is not None,
+            )
+        message = snapshot_message(sections, self._context_text)
+        if message is not None:
+            self._context_text = joined_text(message["content"])
+        return message
+
+    async def _session_hooks(self) -> SessionHooks | None:
+        """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""
+        hook_set = self._agent.config.hooks
+        if hook_set is None:
+            return None
+        return await hook_set.for_session(
+            self._agent.session.id,
+            self._agent.cwd,
+            model=self._agent.config.model,
+            append=self._agent.append,
+            sandbox=self._agent.config.sandbox,
+        )
+
+    def _request_header(self) -> dict[str, Any]:
+        """The request header, rebuilt only when what it is made of changes.
+
+        Building it copies every tool schema (``ToolRegistry.specs``), so the last one is
+        kept and reused while the provider, the model settings, the system prompt, the
+        registry and its tool names are the same (a registry's specs are fixed when a tool
+        is registered).
+        """
+        cfg, tools = self._agent.config, self._agent.tools
+        key = (self._agent.model.provider, cfg.model, cfg.max_tokens, cfg.system, tools, tuple(tools.names()))
+        if self._header is not None and key == self._header_key:
+            return self._header
+        config: dict[str, Any] = {"provider": self._agent.model.provider, "model": self._agent.config.model}
+        if self._agent.config.max_tokens is not None:
+            config["maxTokens"] = self._agent.config.max_tokens
+        header: dict[str, Any] = {"config": config}
+        if self._agent.config.system:
+            header["system"] = self._agent.config.system
+        specs = self._agent.tools.specs()
+        if specs:
+            header["tools"] = specs
+        self._header, self._header_key = header, key
+        return header
+
+    async def _model_step(self, turn: int, step: int) -> Assembled:
+        header = self._request_header()
+        if self._requests == 0 or (header is not self._last_header and header != self._last_header):
+            if self._requests == 0:
+                reason = "initial" if self._last_header is None else "resume"
+            else:
+                reason = "change"
+            self._agent.append(REQUEST_HEADER, {"header": header, "reason": reason})
+            self._last_header = header
+        retries = 0
+        while True:
+            request = ModelRequest(
+                session_id=self._agent.session.id,
+                model=self._agent.config.model,
+                messages=self._history.messages(self._agent.session.events),
+                system=header.get("system"),
+                tools=header.get("tools", ()),
+                max_tokens=self._agent.config.max_tokens,
+                delegation=self._agent.delegation,
+            )
+            await self._agent.checkpoint()
+            self._requests += 1
+            settlement = await settle_model_call(
+                self._agent.model,
+                request,
+                turn=turn,
+                step=step,
+                append=self._agent.append,
+                on_chunk=self._on_chunk,
+            )
+            failure = settlement.failure
+            if failure is None:
+                return settlement.assembled
+            if not self._agent.config.retry.should_retry(failure["code"], retries):
+                raise ModelError(failure["code"], failure["message"])
+            retries += 1
+            await self._agent.checkpoint()
+            await asyncio.sleep(retry_delay(failure["message"], self._agent.config.retry.delay(retries)))
