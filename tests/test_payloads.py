@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+
+import pytest
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
 from dsh.events.chunks import StreamRecord, Usage
@@ -21,7 +24,8 @@ from dsh.events.payloads import (
     turn_end_of,
     usage_of,
 )
-from dsh.model.scripted import error_reply, text_reply, tool_call_reply
+from dsh.loop import Feed
+from dsh.model.scripted import error_reply, hang_reply, text_reply, tool_call_reply
 
 WRITTEN_BY_CONSTRUCTORS = ("turn/start", "step/start", "step/end", "tool/call", "turn/end")
 
@@ -99,6 +103,31 @@ async def test_the_loop_writes_each_payload_in_its_logged_key_order(tmp_path: Pa
         'step/start {"turn":1,"step":2}',
         'step/end {"turn":1,"step":2}',
         'turn/end {"turn":1,"reason":{"kind":"completed"}}',
+    ]
+
+
+async def test_every_turn_end_reason_is_logged_in_its_key_order(tmp_path: Path) -> None:
+    """An error turn, a cancelled one and a completed one, as the store wrote them."""
+    feed = Feed()
+    hanging = asyncio.Event()
+    feed.on_chunk(lambda sid, chunk: hanging.set() if chunk["type"] == "text-delta" else None)
+    store = MemoryEventStore()
+    model = ScriptedModel([error_reply("AUTH", "bad key"), hang_reply("part"), text_reply("ok")], model="m")
+    agent = await Agent.create(store, model=model, standard_tools=False, cwd=tmp_path, feed=feed)
+    failed = await agent.run_turn("one")
+    assert failed.failure == {"code": "AUTH", "message": "bad key"} and not failed.ok
+    task = asyncio.create_task(agent.run_turn("two"))
+    await asyncio.wait_for(hanging.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    done = await agent.run_turn("three")
+    assert done.ok and done.failure is None and done.reason == {"kind": "completed"}
+    ends = [jsonx.dumps(e.data).decode() for e in (await store.load(agent.id)).events if e.type == "turn/end"]
+    assert ends == [
+        '{"turn":1,"reason":{"kind":"error","failure":{"code":"AUTH","message":"bad key"}}}',
+        '{"turn":2,"reason":{"kind":"aborted","reason":{"kind":"user"}}}',
+        '{"turn":3,"reason":{"kind":"completed"}}',
     ]
 
 

@@ -2,7 +2,7 @@
 
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
 (``turn_start``, ``step_mark``, ``assistant_message_data``, ``assistant_attempt_data``,
-``tool_call``, ``turn_end``: key order as logged); readers in the
+``tool_call``, ``turn_end`` with ``error_reason`` / ``aborted_reason``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -58,13 +58,19 @@ class AssistantAttemptData(TypedDict):
     usage: NotRequired[Usage]
 
 
+class AbortCause(TypedDict):
+    """Who aborted a turn: ``user`` (a top-level agent's caller) or ``parent`` (a child's)."""
+
+    kind: str
+
+
 class TurnEndReason(TypedDict):
     """Why a turn ended: ``completed``, ``max-tokens``, ``blocked``, ``error`` (with its
     ``failure``), ``aborted`` (with the abort's own ``reason``), ``interrupted``, ..."""
 
     kind: str
     failure: NotRequired[Failure]
-    reason: NotRequired[dict[str, Any]]
+    reason: NotRequired[AbortCause]
 
 
 class TurnEnd(TypedDict):
@@ -139,6 +145,16 @@ def assistant_attempt_data(
     if usage is not None:
         data["usage"] = usage
     return data
+
+
+def error_reason(code: str, message: str) -> TurnEndReason:
+    """The reason of a turn a failure ended: ``{kind: "error", failure: {code, message}}``."""
+    return {"kind": "error", "failure": {"code": code, "message": message}}
+
+
+def aborted_reason(by: str) -> TurnEndReason:
+    """The reason of a cancelled turn: ``{kind: "aborted", reason: {kind: by}}``."""
+    return {"kind": "aborted", "reason": {"kind": by}}
 
 
 def turn_end(turn: int, reason: TurnEndReason) -> TurnEnd:

@@ -14,7 +14,7 @@ from dsh.errors import ModelError
 from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.messages import Message, user_message
-from dsh.events.payloads import turn_start
+from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
 from dsh.events.vocabulary import (
     SANDBOX_MODE,
     TURN_END,
@@ -515,28 +515,25 @@ class Agent:
         for etype, data in preamble:
             self.append(etype, data)
         self._log_sandbox_mode()
-        reason: dict[str, Any] = {"kind": "error", "failure": {"code": "UNKNOWN", "message": ""}}
+        reason = error_reason("UNKNOWN", "")
         try:
             reason = await self._steps.run(turn, messages, prompted=prompt is not None)
         except asyncio.CancelledError:
-            reason = {"kind": "aborted", "reason": {"kind": self.abort_kind}}
+            reason = aborted_reason(self.abort_kind)
             raise
         except ModelError as exc:  # a model failure not retried ends the turn; nothing raises
-            reason = {"kind": "error", "failure": {"code": exc.code, "message": exc.failure_message}}
+            reason = error_reason(exc.code, exc.failure_message)
         except Exception as exc:
-            reason = {
-                "kind": "error",
-                "failure": {"code": "UNKNOWN", "message": f"{type(exc).__name__}: {exc}"},
-            }
+            reason = error_reason("UNKNOWN", f"{type(exc).__name__}: {exc}")
             raise
         finally:
             await self._close_turn(turn, reason)
         own = self.session.events[start:]
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 
-    async def _close_turn(self, turn: int, reason: dict[str, Any]) -> None:
+    async def _close_turn(self, turn: int, reason: TurnEndReason) -> None:
         """The one turn-closing path: ``turn/end {turn, reason}`` and a durable checkpoint,
         however the turn ended (a cancel cannot interrupt the checkpoint)."""
-        self.append(TURN_END, {"turn": turn, "reason": reason})
+        self.append(TURN_END, turn_end(turn, reason))
         self._turns_ended += 1
         await asyncio.shield(self.checkpoint())

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from dsh.events.chunks import Failure
+from dsh.events.payloads import TurnEndReason
 
 CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
 """The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
@@ -17,7 +17,7 @@ class TurnResult:
 
     session_id: str
     turn: int
-    reason: dict[str, Any]
+    reason: TurnEndReason
     text: str
     usage: dict[str, int] = field(default_factory=dict)
 
@@ -29,5 +29,4 @@ class TurnResult:
 
     @property
     def failure(self) -> Failure | None:
-        failure = self.reason.get("failure")
-        return failure if isinstance(failure, dict) else None  # type: ignore[return-value]
+        return self.reason.get("failure")

@@ -16,7 +16,7 @@ from dsh.errors import ModelError
 from dsh.events import Assembled, Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, joined_text
-from dsh.events.payloads import step_mark
+from dsh.events.payloads import TurnEndReason, step_mark
 from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop.model_call import settle_model_call
@@ -76,7 +76,7 @@ class Steps:
         claimed = self._agent.inbox.claim_step()
         return [*claimed, *pending] if step == 1 else [*pending, *claimed]
 
-    async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> dict[str, Any]:
+    async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> TurnEndReason:
         """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
 
         ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``

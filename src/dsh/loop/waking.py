@@ -38,7 +38,7 @@ def closed_turn(session_id: str, own_events: Sequence[Event]) -> TurnResult:
         end = turn_end_of(event)
         if end is not None:
             reason = end.get("reason")
-            return TurnResult(session_id, end["turn"], dict(reason) if reason else {"kind": "error"}, "")
+            return TurnResult(session_id, end["turn"], reason.copy() if reason else {"kind": "error"}, "")
     return TurnResult(session_id, 0, {"kind": "error"}, "")
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from dsh.errors import ToolInputError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Block, text_block
+from dsh.events.payloads import TurnEndReason
 from dsh.tools.approval import Approvals
 from dsh.tools.jobs import JobTable
 from dsh.tools.observations import FileObservations
@@ -30,7 +31,7 @@ class TurnOutcome(Protocol):
     """How a turn an :class:`AgentHandle` ran ended (``dsh.loop.TurnResult`` is one)."""
 
     @property
-    def reason(self) -> Mapping[str, Any]:
+    def reason(self) -> TurnEndReason:
         """The ``turn/end`` reason: ``{"kind": "completed" | "max-tokens" | "blocked" | "error" | ...}``."""
         ...
 
