@@ -18,6 +18,7 @@ from dsh.events.payloads import (
     result_block,
     stream_of,
     tool_call_of,
+    tool_result_data,
     tool_result_of,
     turn_end,
     turn_end_kind,
@@ -104,6 +105,13 @@ async def test_the_loop_writes_each_payload_in_its_logged_key_order(tmp_path: Pa
         'step/end {"turn":1,"step":2}',
         'turn/end {"turn":1,"reason":{"kind":"completed"}}',
     ]
+    keys = [(e.type, list(e.data)) for e in events if e.type in ("request/header", "tool/result")]
+    assert keys == [("request/header", ["header", "reason"]), ("tool/result", ["turn", "step", "message"])]
+    failed = tool_result_data(1, 1, {}, error_code="TOOL_ERROR", meta={"k": 1})
+    assert list(failed) == ["turn", "step", "message", "error", "meta"] and failed["error"] == {
+        "code": "TOOL_ERROR"
+    }
+    assert list(tool_result_data(1, 1, {}, error_code="", meta=None)) == ["turn", "step", "message"]
 
 
 async def test_every_turn_end_reason_is_logged_in_its_key_order(tmp_path: Path) -> None:

@@ -195,6 +195,22 @@ async def test_sessions_are_v2_logs_with_parents_and_tool_results(
     settlement = next(e for e in first if e.type == "assistant/message")
     assert [c["type"] for c in settlement.data["stream"]["chunks"]].count("tool-call-delta") == 3
     assert len(settlement.data["stream"]["dt"]) == len(settlement.data["stream"]["chunks"]) - 1
+    keys = [(e.type, list(e.data)) for e in first if e.type != "user/message"]
+    step = [("step/start", ["turn", "step"])]
+    message = [("assistant/message", ["turn", "step", "message", "usage", "wireUsage", "stream"])]
+    assert keys == [
+        ("turn/start", ["turn"]),
+        ("request/header", ["header", "reason"]),
+        *step,
+        *message,
+        ("tool/call", ["turn", "step", "callId", "name", "arguments"]),
+        ("step/end", ["turn", "step"]),
+        ("tool/result", ["turn", "step", "message"]),
+        *step,
+        *message,
+        ("step/end", ["turn", "step"]),
+        ("turn/end", ["turn", "reason"]),
+    ]  # the logged key order, as the recorder wrote it before its payloads were typed
     plain = logs["session.1.jsonl"].header
     children = [logs["session.2.jsonl"].header, logs["session.3.jsonl"].header]
     assert all(c.parent_session == plain.id and c.delegation_depth == 1 for c in children)
@@ -275,6 +291,12 @@ async def test_a_recorded_http_error_replays_with_its_status_and_body(tmp_path: 
         replayed = await _two_tries(server.base_url)
         assert server.report()["ok"]
     assert recorded == replayed == (429, "slow down", "ok")
+    events = load_log_file(directory / "session.jsonl").events
+    settled = [(e.type, list(e.data)) for e in events if e.type.startswith("assistant/")]
+    assert settled == [
+        ("assistant/attempt", ["turn", "step", "failure", "stream"]),
+        ("assistant/message", ["turn", "step", "message", "usage", "wireUsage", "stream"]),
+    ]
 
 
 async def _two_tries(base_url: str) -> tuple[int, str, str]:

@@ -1,8 +1,9 @@
 """Typed payloads of the events dsh writes, and the one reader of each.
 
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
-(``turn_start``, ``step_mark``, ``assistant_message_data``, ``assistant_attempt_data``,
-``tool_call``, ``turn_end`` with ``error_reason`` / ``aborted_reason``: key order as logged); readers in the
+(``turn_start``, ``request_header``, ``step_mark``, ``assistant_message_data``,
+``assistant_attempt_data``, ``tool_call``, ``tool_result_data``, ``turn_end`` with
+``error_reason`` / ``aborted_reason``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -36,7 +37,8 @@ class StepMark(TypedDict):
 class AssistantMessageData(TypedDict):
     """``assistant/message``: a model call's message, with its usage and its timed stream
     (``interrupted``: the call was cancelled and this is its partial text; ``wireUsage``: the
-    provider's own usage object, ``dsh serve record`` keeps it)."""
+    provider's own usage object, ``dsh serve record`` keeps it). Without a ``stream`` it made
+    no call: a message a ``dsh serve`` client wrote itself (or a version-0 log's)."""
 
     turn: int
     step: int
@@ -44,7 +46,26 @@ class AssistantMessageData(TypedDict):
     interrupted: NotRequired[bool]
     usage: NotRequired[Usage]
     wireUsage: NotRequired[dict[str, Any]]
-    stream: StreamRecord
+    stream: NotRequired[StreamRecord]
+
+
+class ToolResultData(TypedDict):
+    """``tool/result``: the result message of a call, with the tool's error ``code`` (only on
+    an error that has one) and its ``meta`` (only when the tool gave one)."""
+
+    turn: int
+    step: int
+    message: Message
+    error: NotRequired[dict[str, str]]
+    meta: NotRequired[dict[str, Any]]
+
+
+class RequestHeaderData(TypedDict):
+    """``request/header``: the request's system prompt, tools and config, logged when they
+    change (``reason``: ``initial``, ``resume`` or ``change``)."""
+
+    header: dict[str, Any]
+    reason: str
 
 
 class AssistantAttemptData(TypedDict):
@@ -119,13 +140,14 @@ def assistant_message_data(
     turn: int,
     step: int,
     message: Message,
-    stream: StreamRecord,
+    stream: StreamRecord | None,
     *,
     usage: Usage | None = None,
     wire_usage: dict[str, Any] | None = None,
     interrupted: bool = False,
 ) -> AssistantMessageData:
-    """The ``assistant/message`` payload, in the logged key order (optional keys only when set)."""
+    """The ``assistant/message`` payload, in the logged key order (optional keys only when set;
+    ``stream=None``: a message that made no call)."""
     data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
     if interrupted:
         data["interrupted"] = True
@@ -133,8 +155,31 @@ def assistant_message_data(
         data["usage"] = usage
     if wire_usage is not None:
         data["wireUsage"] = wire_usage
-    data["stream"] = stream
+    if stream is not None:
+        data["stream"] = stream
     return cast("AssistantMessageData", data)
+
+
+def tool_result_data(
+    turn: int,
+    step: int,
+    message: Message,
+    *,
+    error_code: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ToolResultData:
+    """The ``tool/result`` payload, in the logged key order (``error``, then ``meta``, when set)."""
+    data: ToolResultData = {"turn": turn, "step": step, "message": message}
+    if error_code:
+        data["error"] = {"code": error_code}
+    if meta is not None:
+        data["meta"] = meta
+    return data
+
+
+def request_header(header: dict[str, Any], reason: str) -> RequestHeaderData:
+    """The ``request/header`` payload, in the logged key order."""
+    return {"header": header, "reason": reason}
 
 
 def assistant_attempt_data(

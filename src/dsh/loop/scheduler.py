@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text, tool_result_message
-from dsh.events.payloads import tool_call
+from dsh.events.payloads import tool_call, tool_result_data
 from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
 from dsh.hooks import SessionHooks, approval_refusal
 from dsh.jsonx import JSONDecodeError, loads
@@ -122,15 +121,10 @@ class ToolScheduler:
             seq = call_seqs[i]
             assert seq is not None
             call_id = str(calls[i]["id"])
-            data: dict[str, Any] = {
-                "turn": turn,
-                "step": step,
-                "message": tool_result_message(call_id, out.content, is_error=out.is_error),
-            }
-            if out.is_error and out.code:
-                data["error"] = {"code": out.code}
-            if out.meta is not None:
-                data["meta"] = out.meta
+            message = tool_result_message(call_id, out.content, is_error=out.is_error)
+            data = tool_result_data(
+                turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
+            )
             self._append(TOOL_RESULT, data, source_event_seqs=[seq])
 
         async def execute(i: int) -> ToolOutput:

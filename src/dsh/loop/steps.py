@@ -16,7 +16,7 @@ from dsh.errors import ModelError
 from dsh.events import Assembled, Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, joined_text
-from dsh.events.payloads import TurnEndReason, step_mark
+from dsh.events.payloads import TurnEndReason, request_header, step_mark
 from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop.model_call import settle_model_call
@@ -189,7 +189,7 @@ class Steps:
                 reason = "initial" if self._last_header is None else "resume"
             else:
                 reason = "change"
-            self._agent.append(REQUEST_HEADER, {"header": header, "reason": reason})
+            self._agent.append(REQUEST_HEADER, request_header(header, reason))
             self._last_header = header
         retries = 0
         while True:

@@ -22,7 +22,7 @@ import httpx2
 
 from dsh import jsonx
 from dsh.errors import ModelError
-from dsh.events.chunks import Chunk
+from dsh.events.chunks import Chunk, Failure, Usage
 from dsh.events.messages import Message
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import StreamTranslator
@@ -53,12 +53,12 @@ class _Timer:
             self.chunks.append(chunk)
 
 
-def _usage(chunks: Sequence[Chunk]) -> dict[str, Any] | None:
+def _usage(chunks: Sequence[Chunk]) -> Usage | None:
     found = [c["usage"] for c in chunks if c["type"] == "usage"]
-    return dict(found[-1]) if found else None
+    return found[-1].copy() if found else None
 
 
-def _settle(timer: _Timer, failure: dict[str, str] | None, translator: StreamTranslator) -> Settled:
+def _settle(timer: _Timer, failure: Failure | None, translator: StreamTranslator) -> Settled:
     wire = translator.usage
     return Settled(timer.chunks, timer.dt, failure, _usage(timer.chunks), dict(wire) if wire else None)
 
@@ -215,7 +215,7 @@ class RecordServer:
         timer = _Timer()
         translator = StreamTranslator()
         decoder = SseDecoder()
-        failure: dict[str, str] | None = {
+        failure: Failure | None = {
             "code": "STREAM_CLOSED",
             "message": "the stream ended without [DONE]",
         }

@@ -20,10 +20,19 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.events import Event
-from dsh.events.chunks import Chunk
+from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.header import SessionHeader
 from dsh.events.messages import Message
-from dsh.events.payloads import step_mark, tool_call, turn_end, turn_start
+from dsh.events.payloads import (
+    assistant_attempt_data,
+    assistant_message_data,
+    request_header,
+    step_mark,
+    tool_call,
+    tool_result_data,
+    turn_end,
+    turn_start,
+)
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
 from dsh.store import LoadedSession
@@ -39,8 +48,8 @@ class Settled:
 
     chunks: list[Chunk]
     dt: list[int]
-    failure: dict[str, str] | None = None
-    usage: dict[str, Any] | None = None
+    failure: Failure | None = None
+    usage: Usage | None = None
     wire_usage: dict[str, Any] | None = None
     """The provider's own usage object, kept so a replay shows the client the same one."""
 
@@ -106,13 +115,11 @@ class RecordedSession:
                     "source": {"kind": "model", "provider": "client"},
                     "id": new_message_id(),
                 }
-                self.append("assistant/message", {"turn": self.turn, "step": self.step, "message": stored},
+                self.append("assistant/message", assistant_message_data(self.turn, self.step, stored, None),
                             surface=True)  # fmt: skip
             elif source.get("kind") == "tool" and self.open_turn:
                 stored = {**message, "id": new_message_id()}
-                self.append(
-                    "tool/result", {"turn": self.turn, "step": self.step, "message": stored}, surface=True
-                )
+                self.append("tool/result", tool_result_data(self.turn, self.step, stored), surface=True)
             else:
                 if source.get("kind") in ("user", "tool") or not self.open_turn:
                     self._start_turn()
@@ -126,31 +133,25 @@ class RecordedSession:
         header["tools"] = list(request.tools)
         if header != self.last_header:
             reason = "initial" if self.last_header is None else "change"
-            self.append("request/header", {"header": header, "reason": reason})
+            self.append("request/header", request_header(header, reason))
             self.last_header = header
         if not self.open_turn:
             self._start_turn()
         self.step += 1
         turn, step = self.turn, self.step
         self.append("step/start", step_mark(turn, step))
-        stream = {"chunks": settled.chunks, "dt": settled.dt}
+        stream: StreamRecord = {"chunks": settled.chunks, "dt": settled.dt}
         self.history = list(request.messages)
         if settled.failure is not None:
-            self.append(
-                "assistant/attempt",
-                {"turn": turn, "step": step, "failure": settled.failure, "stream": stream},
-            )
+            self.append("assistant/attempt", assistant_attempt_data(turn, step, settled.failure, stream))
         else:
             blocks = [c["block"] for c in settled.chunks if c["type"] == "block-end"]
             message = {"role": "assistant", "content": blocks,
                        "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
                        "id": new_message_id()}  # fmt: skip
-            data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
-            if settled.usage is not None:
-                data["usage"] = settled.usage
-            if settled.wire_usage is not None:
-                data["wireUsage"] = settled.wire_usage
-            data["stream"] = stream
+            data = assistant_message_data(
+                turn, step, message, stream, usage=settled.usage, wire_usage=settled.wire_usage
+            )
             self.append("assistant/message", data, surface=True)
             for block in blocks:
                 if block.get("type") == "tool-call":
