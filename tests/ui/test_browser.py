@@ -72,7 +72,7 @@ def test_sessions_parent_children_and_fork_transcript(
         assert "spawn" in tree.locator(f'li[data-node="{spawn}"]').inner_text()
         assert "fork" in tree.locator(f'li[data-node="{fork}"]').inner_text()
         cut = page.locator(f'.fork-cut[data-child="{fork}"]')
-        assert cut.is_visible() and "cut 7" in cut.inner_text()
+        assert cut.is_visible() and "cut 8" in cut.inner_text()
         reasoning = page.locator("details", has_text="I will call subagent.").first
         assert not page.get_by_text("I will call subagent.").first.is_visible()
         reasoning.locator("summary").click()
@@ -83,7 +83,7 @@ def test_sessions_parent_children_and_fork_transcript(
         transcript = page.locator("#transcript")
         assert "What is the project codeword from earlier?" in transcript.inner_text()
         assert "SAFFRON" in transcript.inner_text()
-        assert "inherited prefix (7 events from the parent)" in page.inner_text("body")
+        assert "inherited prefix (8 events from the parent)" in page.inner_text("body")
         shot(page, artifacts, "session-fork-child")
         page.goto(base + f"/s/{mixed_store.parent}/events")
         assert page.locator("tr.cutrow").count() == 1
@@ -124,7 +124,7 @@ def test_live_session_appends_a_turn(page: Any, tmp_path: Path, artifacts: Path)
         page.locator("#transcript .item.answer", has_text="LIVE_REPLY").wait_for(timeout=10_000)
         assert page.locator("#transcript em").last.inner_text() == "second"
         assert page.locator("#streaming").count() == 0  # the settled answer replaced it
-        assert page.inner_text("#event-count") == "14"
+        assert page.inner_text("#event-count") == "15"
         append_turn(url, spawn, "ANOTHER_LIVE_REPLY")  # after the idle reconnect
         page.locator("#transcript .item.answer", has_text="ANOTHER_LIVE_REPLY").wait_for(timeout=10_000)
         shot(page, artifacts, "session-live")
