@@ -6,27 +6,26 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
 from dsh.errors import ModelError
 from dsh.events import Event, SessionHeader
-from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
 from dsh.events.vocabulary import (
-    SANDBOX_MODE,
     TURN_END,
     TURN_START,
 )
 from dsh.ids import new_session_id, now_ms
+from dsh.loop.children import start_child
 from dsh.loop.config import AgentConfig
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
+from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
 from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_all, repair_loaded
 from dsh.loop.steps import Steps
@@ -45,7 +44,7 @@ from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import ApprovalPolicy, Approvals
 from dsh.tools.registry import ToolRegistry, builtin_registry
-from dsh.tools.sandbox import SandboxMode, SandboxPolicy
+from dsh.tools.sandbox import SandboxMode
 
 log = logging.getLogger("dsh.loop")
 
@@ -298,36 +297,13 @@ class Agent:
         ``origin: "subagent"`` and one more delegation level. ``call_id`` names the tool call
         that delegates (the subagent tools pass theirs); ``tools`` replaces the parent's.
         """
-        return await self._child(True, session_id, call_id, tools)
+        return await start_child(self, inherit=True, session_id=session_id, call_id=call_id, tools=tools)
 
     async def spawn(
         self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
     ) -> Self:
         """A stored, empty child session, otherwise as :meth:`fork`."""
-        return await self._child(False, session_id, call_id, tools)
-
-    async def _child(
-        self, inherit: bool, session_id: str | None, call_id: str | None, tools: ToolRegistry | None
-    ) -> Self:
-        parent = self.session.header
-        options = ForkOptions(
-            child_id=session_id,
-            origin="subagent",
-            delegation_depth=parent.delegation_depth + 1,
-            agent_preset=parent.agent_preset,
-        )
-        child = fork_seed(parent, self.session.events if inherit else (), options)
-        await self.store.create(child.header, child.seed, inherited_event_count=child.cut)
-        return self.attach(
-            LoadedSession(child.header, child.cut, child.seed),
-            store=self.store,
-            model=self.model,
-            tools=tools or self.tools,
-            config=self.config,
-            feed=self.feed,
-            delegation=None if call_id is None else Delegation(self.id, call_id),
-            extras=self.extras,
-        )
+        return await start_child(self, inherit=False, session_id=session_id, call_id=call_id, tools=tools)
 
     async def aclose(self) -> None:
         """Kill the session's background jobs, stop a woken turn still running, release the
@@ -405,32 +381,10 @@ class Agent:
             jobs=self.jobs.table,
         )
 
-    def _log_sandbox_mode(self) -> None:
-        """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged
-        (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way)."""
-        if self.config.sandbox is None or not self.config.sandbox.logged:
-            return
-        logged = [e.data.get("mode") for e in self.session.events if e.type == SANDBOX_MODE]
-        if not logged or logged[-1] != self.config.sandbox.mode:
-            self.append(SANDBOX_MODE, {"mode": self.config.sandbox.mode})
-
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:
-        """Switch the session's file policy to ``mode`` (ACP ``session/set_mode``), logged as
-        ``sandbox/mode`` and checkpointed: the next ``bash`` / ``write`` / ``edit`` call runs
-        under it and the next step's runtime-context snapshot states it. The approval policy
-        follows (``never`` under ``danger-full-access``) unless the config fixes it or the
-        session is a delegated child (always ``never``). Children started before keep theirs."""
-        current = self.config.sandbox
-        policy = (
-            SandboxPolicy(mode=mode)
-            if current is None
-            else replace(current, mode=mode, logged=True, shown=None)
-        )
-        self.config = self.config.evolve(sandbox=policy)
-        if self.delegation is None:
-            self.approvals.policy = self.config.approvals_policy()
-        self._log_sandbox_mode()
-        await self.checkpoint()
+        """Switch the session's file policy to ``mode`` (ACP ``session/set_mode``), logged and
+        checkpointed; the approval policy follows (see :func:`~dsh.loop.sandbox_mode.switch_sandbox_mode`)."""
+        await switch_sandbox_mode(self, mode)
 
     # -- the turn -----------------------------------------------------------------------
 
@@ -514,7 +468,7 @@ class Agent:
             self.jobs.user_turn()
         for etype, data in preamble:
             self.append(etype, data)
-        self._log_sandbox_mode()
+        log_sandbox_mode(self)
         reason = error_reason("UNKNOWN", "")
         try:
             reason = await self._steps.run(turn, messages, prompted=prompt is not None)

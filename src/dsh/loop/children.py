@@ -1,0 +1,46 @@
+"""Child sessions an agent starts from code (``Agent.fork`` / ``Agent.spawn``), stored first.
+
+The seed is the one rule of :mod:`dsh.events.fork` (a fork holds the completed-turn prefix and
+the tagged marker, its cut persisted; a spawn starts empty); the child shares its parent's
+store, model, config and feed, with ``origin: "subagent"`` and one more delegation level.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from dsh.events.fork import ForkOptions, fork_seed
+from dsh.model import Delegation
+from dsh.store import LoadedSession
+from dsh.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
+
+A = TypeVar("A", bound="Agent")
+
+
+async def start_child(
+    parent: A, *, inherit: bool, session_id: str | None, call_id: str | None, tools: ToolRegistry | None
+) -> A:
+    """Store a child of ``parent`` (``inherit``: a fork) and attach an agent of the parent's class
+    to it; ``call_id`` names the delegating tool call, ``tools`` replaces the parent's."""
+    header = parent.session.header
+    options = ForkOptions(
+        child_id=session_id,
+        origin="subagent",
+        delegation_depth=header.delegation_depth + 1,
+        agent_preset=header.agent_preset,
+    )
+    child = fork_seed(header, parent.session.events if inherit else (), options)
+    await parent.store.create(child.header, child.seed, inherited_event_count=child.cut)
+    return type(parent).attach(
+        LoadedSession(child.header, child.cut, child.seed),
+        store=parent.store,
+        model=parent.model,
+        tools=tools or parent.tools,
+        config=parent.config,
+        feed=parent.feed,
+        delegation=None if call_id is None else Delegation(parent.id, call_id),
+        extras=parent.extras,
+    )

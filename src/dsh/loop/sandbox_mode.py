@@ -1,0 +1,44 @@
+"""The session's file-policy mode: ``sandbox/mode {mode}`` in the log, and switching it.
+
+The mode is :attr:`AgentConfig.sandbox` (a :class:`SandboxPolicy`); a turn logs it when it is
+not the last one logged, and ACP's ``session/set_mode`` switches it mid-session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from dsh.events.vocabulary import SANDBOX_MODE
+from dsh.tools.sandbox import SandboxMode, SandboxPolicy
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
+
+
+def log_sandbox_mode(agent: Agent) -> None:
+    """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged
+    (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way)."""
+    sandbox = agent.config.sandbox
+    if sandbox is None or not sandbox.logged:
+        return
+    logged = [e.data.get("mode") for e in agent.session.events if e.type == SANDBOX_MODE]
+    if not logged or logged[-1] != sandbox.mode:
+        agent.append(SANDBOX_MODE, {"mode": sandbox.mode})
+
+
+async def switch_sandbox_mode(agent: Agent, mode: SandboxMode) -> None:
+    """Switch the agent's file policy to ``mode``, logged as ``sandbox/mode`` and checkpointed:
+    the next ``bash`` / ``write`` / ``edit`` call runs under it and the next step's
+    runtime-context snapshot states it. The approval policy follows (``never`` under
+    ``danger-full-access``) unless the config fixes it or the session is a delegated child
+    (always ``never``). Children started before keep theirs."""
+    current = agent.config.sandbox
+    policy = (
+        SandboxPolicy(mode=mode) if current is None else replace(current, mode=mode, logged=True, shown=None)
+    )
+    agent.config = agent.config.evolve(sandbox=policy)
+    if agent.delegation is None:
+        agent.approvals.policy = agent.config.approvals_policy()
+    log_sandbox_mode(agent)
+    await agent.checkpoint()
