@@ -380,3 +380,17 @@ def test_the_job_tools_and_bash_background_have_the_original_parameters(upstream
     for name in ("bash", "job_output", "job_kill", "job_list"):
         theirs = next(s for s in recorded if s["name"] == name)
         assert ours[name] == shape(theirs), name
+
+
+def test_parameters_schema_is_computed_once_per_model_but_handed_out_as_fresh_copies() -> None:
+    from dsh.tools.builtin import BashArgs, BashTool
+    from dsh.tools.schema import parameters_schema
+
+    first = parameters_schema(BashArgs)
+    first["properties"]["command"]["description"] = "tampered"
+    first["properties"].clear()
+    second = parameters_schema(BashArgs)
+    assert second is not first
+    assert "command" in second["properties"]
+    assert second["properties"]["command"]["description"] != "tampered"
+    assert ToolRegistry([BashTool()]).specs()[0]["parameters"] == second

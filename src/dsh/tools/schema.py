@@ -9,6 +9,8 @@ structured values). Nested objects stay closed (``additionalProperties: false``)
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
@@ -78,13 +80,21 @@ def _property(prop: Any) -> Any:
 
 
 def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema for ``model`` as a tool's ``parameters``.
+    """The JSON Schema for ``model`` as a tool's ``parameters`` (a fresh copy each call).
 
     The root is ``{"type": "object", "properties": ..., "required"?: [...]}`` (plus
     ``$defs`` when there are nested models); titles are removed everywhere (property names
     are kept, even a property called ``title``); the model's docstring is not sent; an
-    optional ``T | None`` argument is shown as ``T``.
+    optional ``T | None`` argument is shown as ``T``. Computed once per model class: every
+    agent registers the same standard tools, and pydantic's schema generation is the
+    costliest part of building a registry.
     """
+    return copy.deepcopy(_schema_of(model))
+
+
+@functools.cache
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """:func:`parameters_schema`'s value, shared: never handed out without a copy."""
     cleaned: dict[str, Any] = _clean(model.model_json_schema())
     properties: dict[str, Any] = cleaned.pop("properties", {})
     required = cleaned.pop("required", None) or []
