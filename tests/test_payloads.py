@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
+from dsh.errors import DshError
 from dsh.events.chunks import StreamRecord, Usage
 from dsh.events.payloads import (
     assistant_attempt_data,
@@ -27,6 +28,7 @@ from dsh.events.payloads import (
 )
 from dsh.loop import Feed
 from dsh.model.scripted import error_reply, hang_reply, text_reply, tool_call_reply
+from dsh.store.codec import decode_event_v2
 
 WRITTEN_BY_CONSTRUCTORS = ("turn/start", "step/start", "step/end", "tool/call", "turn/end")
 
@@ -170,9 +172,21 @@ def test_lenient_reading_of_partial_payloads() -> None:
     assert result_block({"content": [{"type": "text", "text": "x"}]}) is None and result_block(None) is None
     assert assistant_blocks_of(Event("assistant/message", 0, 0, {"message": None})) == []
     assert failure_of(Event("assistant/attempt", 0, 0, {"failure": "x"})) is None
-    odd = Event(
-        "assistant/message", 0, 0, {"stream": {"chunks": [{"type": "nope"}, {"type": "usage", "usage": {}}]}}
-    )
-    kept: StreamRecord = {"chunks": [{"type": "usage", "usage": {}}], "dt": []}
-    assert stream_of(odd) == kept
+    logged = [{"type": "text-delta", "index": 0, "text": "x"}]
+    timed = Event("assistant/message", 0, 0, {"stream": {"chunks": logged, "dt": [3, "x"]}})
+    read = stream_of(timed)
+    assert read is not None and read["chunks"] is logged and read["dt"] == [3]  # no copy on the load path
     assert stream_of(Event("assistant/message", 0, 0, {"message": {}})) is None
+
+
+def test_a_stream_with_a_chunk_that_is_not_one_never_reaches_the_readers() -> None:
+    """``stream_of`` trusts the chunk shapes: they are the codec's rule, checked at decode."""
+    line = {
+        "type": "assistant/message",
+        "seq": 3,
+        "time": 0,
+        "data": {"turn": 1, "step": 1, "message": {"role": "assistant", "content": []},
+                 "stream": {"chunks": [{"type": "nope"}], "dt": []}},
+    }  # fmt: skip
+    with pytest.raises(DshError, match=r"nope|chunk"):
+        decode_event_v2(line, "session.jsonl:4")

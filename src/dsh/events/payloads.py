@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage, as_chunk
+from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.envelope import Event
 from dsh.events.messages import Block, Message
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END
@@ -311,13 +311,20 @@ def failure_of(event: Event) -> Failure | None:
 
 def stream_of(event: Event) -> StreamRecord | None:
     """The timed stream an ``assistant/message`` or ``assistant/attempt`` logged (``None``:
-    none, as in a version-0 message, whose ``assistant/chunk`` events made the call)."""
+    none, as in a version-0 message, whose ``assistant/chunk`` events made the call).
+
+    The logged lists themselves (no copy on the replay's load path): read them, never
+    mutate them; a ``dt`` holding anything but integers comes back filtered."""
     data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
     stream = data.get("stream") if data is not None else None
     if not isinstance(stream, dict):
         return None
     raw, dt = stream.get("chunks"), stream.get("dt")
-    chunks: list[Chunk] = (
-        [c for item in raw if (c := as_chunk(item)) is not None] if isinstance(raw, list) else []
-    )
-    return {"chunks": chunks, "dt": [d for d in dt if type(d) is int] if isinstance(dt, list) else []}
+    # The chunks' shapes are the codec's rule, checked when a log is decoded (and dsh writes
+    # only well-formed ones): the reader hands out the logged list, not a checked copy.
+    chunks: list[Chunk] = raw if isinstance(raw, list) else []
+    if not isinstance(dt, list):
+        dt = []
+    elif not all(type(d) is int for d in dt):
+        dt = [d for d in dt if type(d) is int]
+    return {"chunks": chunks, "dt": dt}
