@@ -10,13 +10,17 @@ import pytest
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
 from dsh.errors import DshError
 from dsh.events.chunks import StreamRecord, Usage
+from dsh.events.messages import Message
 from dsh.events.payloads import (
+    approval_asked,
     assistant_attempt_data,
     assistant_blocks_of,
     assistant_message_data,
     failure_of,
+    inbox_spliced,
     message_of,
     result_block,
+    sandbox_mode,
     stream_of,
     tool_call_of,
     tool_result_data,
@@ -26,9 +30,12 @@ from dsh.events.payloads import (
     turn_end_of,
     usage_of,
 )
-from dsh.loop import Feed
+from dsh.loop import NO_DELAY, AgentConfig, Feed
 from dsh.model.scripted import error_reply, hang_reply, text_reply, tool_call_reply
 from dsh.store.codec import decode_event_v2
+from dsh.tools import ToolContext
+from dsh.tools.approval import FixedApprover
+from dsh.tools.sandbox import SandboxPolicy
 
 WRITTEN_BY_CONSTRUCTORS = ("turn/start", "step/start", "step/end", "tool/call", "turn/end")
 
@@ -48,6 +55,13 @@ async def logged(tmp_path: Path) -> list[Event]:
     agent = await Agent.create(store, model=model, tools=[shout], standard_tools=False, cwd=tmp_path)
     await agent.run_turn("shout hi")
     return list((await store.load(agent.id)).events)
+
+
+@tool
+async def guarded(word: str, ctx: ToolContext) -> str:
+    """Echo a word once the user allowed it."""
+    assert ctx.approvals is not None
+    return await ctx.approvals.request("guarded", ctx.call_id, f"say {word}", scope="tool:guarded")
 
 
 def one(events: list[Event], etype: str) -> Event:
@@ -190,3 +204,38 @@ def test_a_stream_with_a_chunk_that_is_not_one_never_reaches_the_readers() -> No
     }  # fmt: skip
     with pytest.raises(DshError, match=r"nope|chunk"):
         decode_event_v2(line, "session.jsonl:4")
+
+
+async def test_the_mode_inbox_and_approval_events_are_logged_in_their_key_order(tmp_path: Path) -> None:
+    """A real agent under a file policy, asked for an approval, with a message queued for its step."""
+    store = MemoryEventStore()
+    model = ScriptedModel([tool_call_reply("c1", "guarded", {"word": "hi"}), text_reply("ok")], model="m")
+    config = AgentConfig(
+        model="m",
+        retry=NO_DELAY,
+        sandbox=SandboxPolicy(),
+        approval_policy="ask",
+        approver=FixedApprover("allowed-once"),
+    )
+    agent = await Agent.create(
+        store, model=model, tools=[guarded], standard_tools=False, config=config, cwd=tmp_path
+    )
+    note: Message = {"role": "user", "content": [{"type": "text", "text": "note"}]}
+    agent.deliver(note, "next-step")
+    assert (await agent.run_turn("go")).ok
+    kinds = ("sandbox/mode", "agent/inbox/spliced", "approval/asked", "approval/decided")
+    events = [e for e in (await store.load(agent.id)).events if e.type in kinds]
+    asked_id = next(e.data["id"] for e in events if e.type == "approval/asked")
+    lines = [f"{e.type} {jsonx.dumps(e.data).decode().replace(asked_id, 'ID')}" for e in events]
+    assert lines == [
+        'agent/inbox/spliced {"target":"next-step","start":0,"inserted":[{"role":"user","content":'
+        '[{"type":"text","text":"note"}]}]}',
+        'sandbox/mode {"mode":"workspace-write"}',
+        'agent/inbox/spliced {"target":"next-step","start":0,"removedCount":1,"inserted":[]}',
+        'approval/asked {"id":"ID","toolName":"guarded","callId":"c1","reason":"say hi"}',
+        'approval/decided {"id":"ID","outcome":"allowed-once"}',
+    ]
+    assert list(sandbox_mode("read-only", "delegation")) == ["mode", "source"]
+    assert approval_asked("i", "bash", None, None) == {"id": "i", "toolName": "bash"}
+    assert list(approval_asked("i", "bash", None, "r")) == ["id", "toolName", "reason"]
+    assert list(inbox_spliced("next-turn", 2, [note])) == ["target", "start", "inserted"]

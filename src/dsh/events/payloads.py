@@ -3,7 +3,8 @@
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
 (``turn_start``, ``request_header``, ``step_mark``, ``assistant_message_data``,
 ``assistant_attempt_data``, ``tool_call``, ``tool_result_data``, ``turn_end`` with
-``error_reason`` / ``aborted_reason``: key order as logged); readers in the
+``error_reason`` / ``aborted_reason``, ``sandbox_mode``, ``inbox_spliced``,
+``approval_asked``, ``approval_decided``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -121,6 +122,42 @@ class ToolResultBlock(TypedDict):
     isError: bool
 
 
+class SandboxModeData(TypedDict):
+    """``sandbox/mode``: the file policy from here on (``source``: who set it, e.g. ``delegation``
+    in the original's children; dsh writes only ``mode``)."""
+
+    mode: str
+    source: NotRequired[str]
+
+
+class InboxSplicedData(TypedDict):
+    """``agent/inbox/spliced``: a change of an inbox queue (``target``: ``next-step`` or
+    ``next-turn``) — an insert ``{target, start, inserted:[message]}`` or a claim ``{target,
+    start: 0, removedCount, inserted: []}``."""
+
+    target: str
+    start: int
+    removedCount: NotRequired[int]
+    inserted: list[Message]
+
+
+class ApprovalAskedData(TypedDict):
+    """``approval/asked``: an approval request (``callId`` and ``reason`` only when known)."""
+
+    id: str
+    toolName: str
+    callId: NotRequired[str]
+    reason: NotRequired[str]
+
+
+class ApprovalDecidedData(TypedDict):
+    """``approval/decided``: the outcome of the request ``id`` (``allowed-once``, ``rejected``,
+    ``cancelled`` or ``unavailable``)."""
+
+    id: str
+    outcome: str
+
+
 def turn_start(turn: int) -> TurnStart:
     """The ``turn/start`` payload."""
     return {"turn": turn}
@@ -205,6 +242,41 @@ def aborted_reason(by: str) -> TurnEndReason:
 def turn_end(turn: int, reason: TurnEndReason) -> TurnEnd:
     """The ``turn/end`` payload, in the logged key order."""
     return {"turn": turn, "reason": reason}
+
+
+def sandbox_mode(mode: str, source: str | None = None) -> SandboxModeData:
+    """The ``sandbox/mode`` payload, in the logged key order (``source`` last, when set)."""
+    data: SandboxModeData = {"mode": mode}
+    if source is not None:
+        data["source"] = source
+    return data
+
+
+def inbox_spliced(
+    target: str, start: int, inserted: list[Message], *, removed_count: int | None = None
+) -> InboxSplicedData:
+    """The ``agent/inbox/spliced`` payload, in the logged key order (``removedCount``, when
+    set, before ``inserted``)."""
+    if removed_count is None:
+        return {"target": target, "start": start, "inserted": inserted}
+    return {"target": target, "start": start, "removedCount": removed_count, "inserted": inserted}
+
+
+def approval_asked(
+    request_id: str, tool_name: str, call_id: str | None, reason: str | None
+) -> ApprovalAskedData:
+    """The ``approval/asked`` payload, in the logged key order (``callId``, ``reason`` when known)."""
+    data: ApprovalAskedData = {"id": request_id, "toolName": tool_name}
+    if call_id is not None:
+        data["callId"] = call_id
+    if reason is not None:
+        data["reason"] = reason
+    return data
+
+
+def approval_decided(request_id: str, outcome: str) -> ApprovalDecidedData:
+    """The ``approval/decided`` payload, in the logged key order."""
+    return {"id": request_id, "outcome": outcome}
 
 
 def _data(event: Event, *types: str) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from dsh.events import Event
 from dsh.events.messages import Message, delivery_sender
+from dsh.events.payloads import inbox_spliced
 from dsh.events.vocabulary import INBOX_SPLICED
 
 Target = Literal["next-step", "next-turn"]
@@ -74,7 +75,7 @@ class Inbox:
     def put(self, message: Message, target: Target) -> None:
         """Queue ``message`` at the end of ``target`` and log the insert."""
         queue = self._lists[target]
-        self._append(INBOX_SPLICED, {"target": target, "start": len(queue), "inserted": [message]})
+        self._append(INBOX_SPLICED, inbox_spliced(target, len(queue), [message]))
         queue.append(message)
         for listener in list(self.listeners):
             listener()
@@ -94,7 +95,7 @@ class Inbox:
         queue = self._lists[target]
         taken = queue[:count]
         del queue[:count]
-        self._append(INBOX_SPLICED, {"target": target, "start": 0, "removedCount": count, "inserted": []})
+        self._append(INBOX_SPLICED, inbox_spliced(target, 0, [], removed_count=count))
         return taken
 
     def pending(self, target: Target) -> list[Message]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from dsh.events.payloads import sandbox_mode
 from dsh.events.vocabulary import SANDBOX_MODE
 from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 
@@ -24,7 +25,7 @@ def log_sandbox_mode(agent: Agent) -> None:
         return
     logged = [e.data.get("mode") for e in agent.session.events if e.type == SANDBOX_MODE]
     if not logged or logged[-1] != sandbox.mode:
-        agent.append(SANDBOX_MODE, {"mode": sandbox.mode})
+        agent.append(SANDBOX_MODE, sandbox_mode(sandbox.mode))
 
 
 async def switch_sandbox_mode(agent: Agent, mode: SandboxMode) -> None:

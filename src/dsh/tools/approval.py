@@ -17,9 +17,10 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
+from typing import Final, Literal, Protocol, get_args, runtime_checkable
 
 from dsh.events import Event
+from dsh.events.payloads import approval_asked, approval_decided
 from dsh.events.vocabulary import APPROVAL_ASKED, APPROVAL_DECIDED
 
 log = logging.getLogger("dsh.approval")
@@ -94,14 +95,9 @@ class Approvals:
     ) -> ApprovalOutcome:
         """Ask (logged), decide, log the outcome and return it; never raises but on cancel."""
         request_id = str(uuid.uuid4())
-        asked: dict[str, Any] = {"id": request_id, "toolName": tool_name}
-        if call_id is not None:
-            asked["callId"] = call_id
-        if reason is not None:
-            asked["reason"] = reason
-        self._append(APPROVAL_ASKED, asked)
+        self._append(APPROVAL_ASKED, approval_asked(request_id, tool_name, call_id, reason))
         outcome = await self._decide(ApprovalRequest(self.session_id, tool_name, call_id, reason, scope))
-        self._append(APPROVAL_DECIDED, {"id": request_id, "outcome": outcome})
+        self._append(APPROVAL_DECIDED, approval_decided(request_id, outcome))
         return outcome
 
     async def _decide(self, request: ApprovalRequest) -> ApprovalOutcome:
