@@ -22,6 +22,10 @@ part of dsh's figure that dsh itself controls.
 HTTP/1.1 keep-alive reuses one connection, where the sync client closes the connection at
 ``[DONE]`` and opens a new one for the next call (a cost VCR.py, having no socket, never pays).
 
+``floor`` is the same sync client against a server on a thread that answers each call with
+the exact bytes dsh serves and does no work at all: the cost of any in-process HTTP server
+to the client (the socket round trip, the SDK's reconnect), which VCR.py does not pay.
+
 Every replayed call is verified: the client must see the recorded deltas, one SSE event
 each, in order (``chunks kept``: dsh serves 40 content chunks per call; VCR.py replays the
 body as recorded and the SDK re-splits it). Repeats are interleaved; medians reported.
@@ -37,6 +41,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -114,6 +119,77 @@ def replay_vcr_async(cassette: Path, conv: Conversation, base_url: str) -> float
             raise RuntimeError("the cassette was not played to the end (async)")
     if ["".join(d) for d in got] != [conv.reply(i) for i in range(conv.turns)]:  # pragma: no cover
         raise RuntimeError("the cassette replayed something else (async)")
+    return seconds
+
+
+class _FixedBytes(asyncio.Protocol):
+    """The floor: answers each request with the next of ``bodies`` and does nothing else."""
+
+    def __init__(self, bodies: list[bytes], served: list[int]) -> None:
+        self.bodies, self.served, self.buf = bodies, served, b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        length = 0
+        for line in self.buf[:end].decode("latin-1").split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        if len(self.buf) < end + 4 + length:
+            return
+        self.buf = self.buf[end + 4 + length :]
+        body = self.bodies[self.served[0] % len(self.bodies)]
+        self.served[0] += 1
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+        assert self.transport is not None
+        self.transport.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _served_bodies(directory: Path, conv: Conversation) -> list[bytes]:
+    """The exact SSE bodies ``dsh serve replay`` answers the N calls with."""
+    server = ReplayServer(directory)
+
+    async def bodies() -> list[bytes]:
+        out, messages = [], []
+        for i in range(conv.turns):
+            messages.append({"role": "user", "content": conv.users[i]})
+            body = json.dumps({"messages": messages, "model": MODEL, "stream": True}).encode()
+            out.append((await server.handle(Request("POST", "/v1/chat/completions", {}, body))).body)
+            messages.append({"role": "assistant", "content": conv.reply(i)})
+        return out
+
+    return asyncio.run(bodies())
+
+
+def replay_floor(bodies: list[bytes], conv: Conversation) -> float:
+    """Seconds for the N calls against a server on a thread that answers dsh's bytes with no
+    work at all (no routing, no check): what any in-process HTTP server costs the client."""
+    loop = asyncio.new_event_loop()
+    served = [0]
+    server = loop.run_until_complete(loop.create_server(lambda: _FixedBytes(bodies, served), "127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+            t0 = now()
+            got = _calls(client, conv)
+            seconds = now() - t0
+    finally:
+        loop.call_soon_threadsafe(server.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+    if got != conv.deltas:  # pragma: no cover - a broken bench
+        raise RuntimeError("the floor server served something else")
     return seconds
 
 
@@ -244,13 +320,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     conv = conversation(args.turns)
     names = ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open", "server",
-             "dsh_async_call", "vcr_async_call")  # fmt: skip
+             "dsh_async_call", "vcr_async_call", "floor_call")  # fmt: skip
     figures: dict[str, Stat] = {k: Stat() for k in names}
     chunks: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-serve-bench-") as tmp:
         root = Path(tmp)
         record_dsh(root / "dsh", conv)
         base_url = record_vcr(root / "cassette.yaml", conv)
+        bodies = _served_bodies(root / "dsh", conv)
         for _ in range(args.repeats):
             d_open, d_calls, chunks["dsh"] = replay_dsh(root / "dsh", conv)
             p_open, p_calls, chunks["dsh_process"] = replay_dsh_process(root / "dsh", conv)
@@ -262,6 +339,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures["vcr_open"].add(v_open)
             figures["vcr_call"].add(v_calls / conv.turns)
             figures["server"].add(server_work(root / "dsh", conv))
+            figures["floor_call"].add(replay_floor(bodies, conv) / conv.turns)
             figures["dsh_async_call"].add(replay_dsh_async(root / "dsh", conv) / conv.turns)
             vcr_async = replay_vcr_async(root / "cassette.yaml", conv, base_url)
             figures["vcr_async_call"].add(vcr_async / conv.turns)
@@ -284,7 +362,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"open: dsh {figures['dsh_open'].median * 1e3:.1f} ms, "
         f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms; async client: dsh serve (thread) "
         f"{figures['dsh_async_call'].median * 1e3:.2f} ms, "
-        f"VCR.py {figures['vcr_async_call'].median * 1e3:.2f} ms",
+        f"VCR.py {figures['vcr_async_call'].median * 1e3:.2f} ms; floor (a thread answering the same "
+        f"bytes with no work) {figures['floor_call'].median * 1e3:.2f} ms",
         file=sys.stderr,
     )
     return result
