@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
 from dsh.errors import DshError
 from dsh.events.chunks import StreamRecord, Usage
+from dsh.events.envelope import encode_event
 from dsh.events.messages import Message
 from dsh.events.payloads import (
     approval_asked,
     assistant_attempt_data,
     assistant_blocks_of,
     assistant_message_data,
+    blocks_of,
     failure_of,
     inbox_spliced,
     message_of,
@@ -32,10 +35,12 @@ from dsh.events.payloads import (
 )
 from dsh.loop import NO_DELAY, AgentConfig, Feed
 from dsh.model.scripted import error_reply, hang_reply, text_reply, tool_call_reply
-from dsh.store.codec import decode_event_v2
+from dsh.store.codec import decode_event_line, decode_event_v2
 from dsh.tools import ToolContext
 from dsh.tools.approval import FixedApprover
 from dsh.tools.sandbox import SandboxPolicy
+
+_BARE: Message = {"role": "user", "content": []}
 
 WRITTEN_BY_CONSTRUCTORS = ("turn/start", "step/start", "step/end", "tool/call", "turn/end")
 
@@ -123,11 +128,11 @@ async def test_the_loop_writes_each_payload_in_its_logged_key_order(tmp_path: Pa
     ]
     keys = [(e.type, list(e.data)) for e in events if e.type in ("request/header", "tool/result")]
     assert keys == [("request/header", ["header", "reason"]), ("tool/result", ["turn", "step", "message"])]
-    failed = tool_result_data(1, 1, {}, error_code="TOOL_ERROR", meta={"k": 1})
+    failed = tool_result_data(1, 1, _BARE, error_code="TOOL_ERROR", meta={"k": 1})
     assert list(failed) == ["turn", "step", "message", "error", "meta"] and failed["error"] == {
         "code": "TOOL_ERROR"
     }
-    assert list(tool_result_data(1, 1, {}, error_code="", meta=None)) == ["turn", "step", "message"]
+    assert list(tool_result_data(1, 1, _BARE, error_code="", meta=None)) == ["turn", "step", "message"]
 
 
 async def test_every_turn_end_reason_is_logged_in_its_key_order(tmp_path: Path) -> None:
@@ -165,9 +170,9 @@ async def test_model_calls_are_logged_in_their_key_order(tmp_path: Path) -> None
     ]
     usage: Usage = {"inputTokens": 1}
     stream: StreamRecord = {"chunks": [], "dt": []}
-    cut = assistant_message_data(1, 2, {}, stream, interrupted=True)
+    cut = assistant_message_data(1, 2, _BARE, stream, interrupted=True)
     assert list(cut) == ["turn", "step", "message", "interrupted", "stream"] and cut["interrupted"] is True
-    served = assistant_message_data(1, 2, {}, stream, usage=usage, wire_usage={"prompt_tokens": 1})
+    served = assistant_message_data(1, 2, _BARE, stream, usage=usage, wire_usage={"prompt_tokens": 1})
     assert list(served) == ["turn", "step", "message", "usage", "wireUsage", "stream"]
     failed = assistant_attempt_data(1, 2, {"code": "X", "message": "m"}, stream, usage=usage)
     assert list(failed) == ["turn", "step", "failure", "stream", "usage"]
@@ -176,14 +181,20 @@ async def test_model_calls_are_logged_in_their_key_order(tmp_path: Path) -> None
 def test_lenient_reading_of_partial_payloads() -> None:
     assert turn_end_of(Event("turn/end", 0, 0, {"turn": 2})) == {"turn": 2}
     assert turn_end_kind(Event("turn/end", 0, 0, {"turn": 2, "reason": {"kind": 7}})) is None
-    message = {"content": [{"type": "text", "text": "x"}, "junk", {"type": "tool-result", "toolCallId": "c"}]}
+    message = cast(  # a recorded message, malformed: read leniently
+        Message,
+        {"content": [{"type": "text", "text": "x"}, "junk", {"type": "tool-result", "toolCallId": "c"}]},
+    )
     assert result_block(message) == {
         "type": "tool-result",
         "toolCallId": "c",
         "content": [],
         "isError": False,
     }
-    assert result_block({"content": [{"type": "text", "text": "x"}]}) is None and result_block(None) is None
+    assert (
+        result_block({"role": "user", "content": [{"type": "text", "text": "x"}]}) is None
+        and result_block(None) is None
+    )
     assert assistant_blocks_of(Event("assistant/message", 0, 0, {"message": None})) == []
     assert failure_of(Event("assistant/attempt", 0, 0, {"failure": "x"})) is None
     logged = [{"type": "text-delta", "index": 0, "text": "x"}]
@@ -239,3 +250,34 @@ async def test_the_mode_inbox_and_approval_events_are_logged_in_their_key_order(
     assert approval_asked("i", "bash", None, None) == {"id": "i", "toolName": "bash"}
     assert list(approval_asked("i", "bash", None, "r")) == ["id", "toolName", "reason"]
     assert list(inbox_spliced("next-turn", 2, [note])) == ["target", "start", "inserted"]
+
+
+_RECORDED = [
+    b'{"type":"assistant/message","seq":3,"time":7,"data":{"turn":1,"step":1,"message":{"role":"assistant",'
+    b'"content":[{"type":"citation","url":"https://x","n":1},{"type":"text","text":"hi","cache":true},'
+    b'{"type":"tool-call","id":"c1","name":"read","arguments":"{}","x":[1]}],"source":{"kind":"model",'
+    b'"provider":"p","model":"m","extra":1},"id":"m1","later":{"a":null}},"stream":{"chunks":[],"dt":[]}}}',
+    b'{"type":"tool/result","seq":4,"time":8,"data":{"turn":1,"step":1,"message":{"source":{"kind":"tool",'
+    b'"callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"audio","ref":"a"}],'
+    b'"isError":false,"note":"kept"}],"role":"user","id":"m2","flag":true}}}',
+]
+
+
+def test_recorded_messages_with_unknown_keys_and_block_kinds_round_trip_byte_exact() -> None:
+    """The typed readers keep what they do not know: a message rebuilt from ``message_of``
+    and ``blocks_of`` and written by the payload writers encodes to the recorded bytes."""
+    assistant, result = (decode_event_line(line, "recorded") for line in _RECORDED)
+    said, answered = message_of(assistant), message_of(result)
+    assert said is not None and answered is not None
+    said = {**said, "content": blocks_of(said)}
+    assert [b["type"] for b in blocks_of(said)] == ["citation", "text", "tool-call"]
+    rebuilt = [
+        Event(
+            assistant.type,
+            assistant.seq,
+            assistant.time,
+            assistant_message_data(1, 1, said, stream_of(assistant)),
+        ),
+        Event(result.type, result.seq, result.time, tool_result_data(1, 1, answered)),
+    ]
+    assert [encode_event(e) for e in rebuilt] == _RECORDED

@@ -9,7 +9,7 @@ import pytest
 from dsh.errors import MissingCredentialError
 from dsh.events import chunks as ck
 from dsh.events.chunks import Usage
-from dsh.events.messages import assistant_message, tool_result_message, user_message
+from dsh.events.messages import Message, assistant_message, tool_result_message, user_message
 from dsh.model.base import Model
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.testing.server import OpenAICompatServer
@@ -305,7 +305,7 @@ def _no_nulls(value: Any, path: str = "body") -> None:
 async def test_history_mapping_in_the_request_body(
     server: OpenAICompatServer, model: OpenAICompatModel
 ) -> None:
-    history = [
+    history: list[Message] = [
         user_message("read a.py"),
         assistant_message(
             [

@@ -12,6 +12,7 @@ import pytest
 from dsh.errors import OverrideError, ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
+from dsh.events.messages import Message
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model import Delegation, ModelRequest
 from dsh.replay import Entry, ReplayModel, SessionScript, apply_override, derive_script
@@ -102,7 +103,7 @@ def test_override_validation_and_patches() -> None:
 
 
 def _request(session: str, text_: str = "", delegation: Delegation | None = None) -> ModelRequest:
-    messages = [{"role": "user", "content": [{"type": "text", "text": text_}]}]
+    messages: list[Message] = [{"role": "user", "content": [{"type": "text", "text": text_}]}]
     return ModelRequest(session_id=session, model="m", messages=messages, delegation=delegation)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh.events.messages import tool_result_message, user_message
+from dsh.events.messages import Message, tool_result_message, user_message
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import request_body
 from dsh.replay.derive import Derived, RecordedCall
@@ -42,7 +42,7 @@ def test_a_body_maps_back_to_system_history_tools_and_config() -> None:
 
 
 def test_what_the_wire_cannot_carry_is_lost_on_both_sides() -> None:
-    history = [
+    history: list[Message] = [
         user_message("go"),
         {
             "role": "assistant",
@@ -57,7 +57,7 @@ def test_what_the_wire_cannot_carry_is_lost_on_both_sides() -> None:
     wired = wire_derived(Derived([Entry("chunks"), Entry("chunks")], calls, list(history)))
     check = SessionCheck("s", "id", wired, version=2, tolerances=Tolerances(), cwd=None)
 
-    def live(messages: list[dict[str, object]]) -> ModelRequest:
+    def live(messages: list[Message]) -> ModelRequest:
         return request_from_body(
             request_body(ModelRequest("s", "m", messages, "sys", [{"name": "read"}]), "m")
         )

@@ -242,7 +242,8 @@ class LiveUpdates:
             return self._descendant_event(session_id, event)
         if self.profile == "dsh-compat":
             if event.type == ASSISTANT_MESSAGE:
-                return message_chunks(message_of(event) or {}, self.profile, with_ids=False)
+                message = message_of(event)
+                return [] if message is None else message_chunks(message, self.profile, with_ids=False)
             return []
         if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
             used = context_tokens(usage_of(event))

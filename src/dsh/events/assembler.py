@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from dsh.events.chunks import Chunk, Failure, Finish, Usage, finish_failure
 from dsh.events.messages import Block
@@ -114,7 +113,7 @@ class BlockAssembler:
         for i, b in self._blocks.items():
             if b.block_type not in ("text", "reasoning"):
                 continue
-            block: dict[str, Any] = self._block(i, b)
+            block = self._block(i, b)
             if str(block.get("text", "")).strip():
                 out.append(block)
         return out

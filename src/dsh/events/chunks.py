@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
+from dsh.events.messages import Block
+
 CHUNK_TYPES: Final = frozenset(
     {"block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"}
 )
@@ -94,7 +96,7 @@ class BlockEnd(TypedDict):
 
     type: Literal["block-end"]
     index: int
-    block: dict[str, Any]
+    block: Block
 
 
 class UsageChunk(TypedDict):
@@ -146,7 +148,7 @@ def tool_call_delta(index: int, call_id: str, name: str | None, arguments_delta:
     }
 
 
-def block_end(index: int, block: dict[str, Any]) -> Chunk:
+def block_end(index: int, block: Block) -> Chunk:
     return {"type": "block-end", "index": index, "block": block}
 
 

@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from dsh.ids import new_message_id
 
-Message = dict[str, Any]
-Block = dict[str, Any]
+
+class Block(TypedDict, total=False):
+    """A content block as logged. ``type`` names the kind: ``text`` and ``reasoning``
+    carry ``text``; ``tool-call`` carries ``id``, ``name`` and ``arguments`` (the model's raw
+    JSON text); ``tool-result`` carries ``toolCallId``, ``content`` and ``isError``;
+    ``image`` carries ``mediaType`` and ``data`` (base64). One lenient shape rather than a
+    union, because recorded logs are read as they are: a kind dsh does not know, or a known
+    kind missing a key, is kept and passed through byte-exact, never rejected."""
+
+    type: Required[str]
+    text: str
+    id: str
+    name: str
+    arguments: str
+    toolCallId: str
+    content: list[Block]
+    isError: bool
+    mediaType: str
+    data: str
+
+
+class Message(TypedDict, total=False):
+    """A logged message; its key order is the writer's (user, assistant and tool-result
+    messages each have their own). ``source`` says who produced it (``kind`` and the
+    kind's fields); recorded messages may carry keys dsh does not read."""
+
+    role: Required[str]
+    content: Required[list[Block]]
+    source: dict[str, Any]
+    id: str
 
 
 JOB_NOTICE_PLUGIN = "tool-jobs"

@@ -291,8 +291,8 @@ def _int(value: object) -> int:
 
 def blocks_of(message: Message | None) -> list[Block]:
     """A message's content blocks (only the dicts; ``[]`` without content)."""
-    content = (message or {}).get("content")
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    content: object = message.get("content") if message is not None else None
+    return [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
 def turn_end_of(event: Event) -> TurnEnd | None:
@@ -319,7 +319,7 @@ def message_of(event: Event) -> Message | None:
     if (etype != ASSISTANT_MESSAGE and etype != TOOL_RESULT) or type(data) is not dict:
         return None
     message = data.get("message")
-    return message if type(message) is dict else None
+    return cast(Message, message) if type(message) is dict else None
 
 
 def assistant_blocks_of(event: Event) -> list[Block] | None:

@@ -14,7 +14,7 @@ own message; dsh logs it as the turn's first ``user/message`` only).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from dsh.events import Event
 from dsh.events.messages import Message, delivery_sender
@@ -44,7 +44,7 @@ def pending_from_log(events: Sequence[Event]) -> dict[Target, list[Message]]:
             del queue[start : start + removed]
         inserted = event.data.get("inserted", [])
         if isinstance(inserted, list):
-            queue[start:start] = [m for m in inserted if isinstance(m, dict)]
+            queue[start:start] = [cast(Message, m) for m in inserted if isinstance(m, dict)]
     return lists
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from dsh.errors import ModelError
 from dsh.events import chunks as ck
@@ -26,10 +26,10 @@ NO_OUTPUT = "(no output)"
 
 
 def _blocks(message: Message) -> list[Block]:
-    content = message.get("content")
+    content: object = message.get("content")  # a client may send OpenAI's plain string
     if isinstance(content, str):
         return [text_block(content)]
-    return [b for b in content or () if isinstance(b, dict)]
+    return [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
 def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from dsh import jsonx
 from dsh.errors import ScriptExhaustedError
 from dsh.events import chunks as ck
 from dsh.events.chunks import Chunk, Usage
+from dsh.events.messages import Block
 from dsh.model.base import ModelRequest
 
 
@@ -137,7 +138,7 @@ def text_reply(
 ) -> list[Chunk]:
     """A text answer (``deltas`` pieces), optionally after a reasoning block, ending ``stop``."""
     out: list[Chunk] = []
-    blocks: list[dict[str, Any]] = []
+    blocks: list[Block] = []
     if reasoning is not None:
         out += [ck.block_start(0, "reasoning"), ck.reasoning_delta(0, reasoning)]
         blocks.append({"type": "reasoning", "text": reasoning})
@@ -178,7 +179,7 @@ def tool_calls_reply(
         raw = call.raw_arguments
         out.append(ck.block_start(index, "tool-call"))
         out += [ck.tool_call_delta(index, call.call_id, call.name, part) for part in _pieces(raw, split)]
-        block = {"type": "tool-call", "id": call.call_id, "name": call.name, "arguments": raw}
+        block: Block = {"type": "tool-call", "id": call.call_id, "name": call.name, "arguments": raw}
         ends.append(ck.block_end(index, block))
     return out + ends + _tail(usage, ck.finish("tool-calls"))
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Final, cast
 
 from dsh.errors import ScenarioError
-from dsh.events.messages import joined_text
+from dsh.events.messages import Block, joined_text
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from dsh.replay.files import read_input
 from dsh.store import LoadedSession
@@ -93,7 +93,7 @@ def _snapshot_mode(message: object) -> SandboxMode | None:
     a recording made through ``dsh serve`` has no ``source``)."""
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):
-        text = joined_text(b for b in content if isinstance(b, dict))
+        text = joined_text(cast(Block, b) for b in content if isinstance(b, dict))
     else:
         text = str(content or "")
     return mode_in_runtime_context(text) if text.startswith(RUNTIME_CONTEXT_PREFIX) else None

@@ -51,7 +51,7 @@ def classify(message: Message) -> tuple[ViewKind, str]:
     source = message.get("source")
     source = source if isinstance(source, dict) else {}
     kind = source.get("kind")
-    content = message.get("content")
+    content: object = message.get("content")
     if kind == "tool" or (
         isinstance(content, list) and content and isinstance(content[0], dict)
         and content[0].get("type") == "tool-result"
@@ -67,7 +67,7 @@ def classify(message: Message) -> tuple[ViewKind, str]:
 
 
 def _payload(kind: ViewKind, message: Message) -> Any:
-    content = message.get("content")
+    content: object = message.get("content")
     blocks = content if isinstance(content, list) else []
     if kind == "assistant":
         return [

@@ -80,7 +80,7 @@ def _message(raw: Mapping[str, Any]) -> Message:
         return {"role": "assistant", "content": blocks, "source": {"kind": "model"}}
     if role == "tool":
         call_id = str(raw.get("tool_call_id", ""))
-        result = {
+        result: Block = {
             "type": "tool-result",
             "toolCallId": call_id,
             "content": [{"type": "text", "text": _text(raw.get("content"))}],

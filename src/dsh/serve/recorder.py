@@ -22,7 +22,7 @@ from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.header import SessionHeader
-from dsh.events.messages import Message
+from dsh.events.messages import Block, Message
 from dsh.events.payloads import (
     assistant_attempt_data,
     assistant_message_data,
@@ -110,7 +110,7 @@ class RecordedSession:
             if message.get("role") == "assistant":
                 if not self.open_turn:
                     self._start_turn()
-                stored = {
+                stored: Message = {
                     **message,
                     "source": {"kind": "model", "provider": "client"},
                     "id": new_message_id(),
@@ -146,11 +146,11 @@ class RecordedSession:
             self.append("assistant/attempt", assistant_attempt_data(turn, step, settled.failure, stream))
         else:
             blocks = [c["block"] for c in settled.chunks if c["type"] == "block-end"]
-            message = {"role": "assistant", "content": blocks,
+            reply: Message = {"role": "assistant", "content": blocks,
                        "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
                        "id": new_message_id()}  # fmt: skip
             data = assistant_message_data(
-                turn, step, message, stream, usage=settled.usage, wire_usage=settled.wire_usage
+                turn, step, reply, stream, usage=settled.usage, wire_usage=settled.wire_usage
             )
             self.append("assistant/message", data, surface=True)
             for block in blocks:
@@ -170,9 +170,9 @@ class RecordedSession:
         return [*self.events, end]
 
 
-def _wire_visible(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _wire_visible(blocks: list[Block]) -> list[Block]:
     """An assistant reply as the wire parse of the client's next request will show it."""
-    out: list[dict[str, Any]] = [b for b in blocks if b.get("type") == "reasoning" and b.get("text")]
+    out: list[Block] = [b for b in blocks if b.get("type") == "reasoning" and b.get("text")]
     text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     if text:
         out.append({"type": "text", "text": text})

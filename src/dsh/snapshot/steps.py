@@ -29,7 +29,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dsh.errors import ScenarioError
 from dsh.events import Event
@@ -101,7 +101,9 @@ def content_message(blocks: list[Any]) -> Message:
         if kind == "text":
             content.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind == "image":
-            content.append({"type": "image", "mediaType": block.get("mimeType"), "data": block.get("data")})
+            content.append(
+                cast(Block, {"type": "image", "mediaType": block.get("mimeType"), "data": block.get("data")})
+            )
         elif kind == "resource" and isinstance(block.get("resource"), dict):
             content.append({"type": "text", "text": str(block["resource"].get("text", ""))})
         elif kind == "resource_link":
