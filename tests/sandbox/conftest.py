@@ -60,6 +60,16 @@ def base() -> Iterator[Path]:
 
 
 @pytest.fixture
+def missing_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``DSH_BWRAP`` pointing at a runner that does not exist (the runner probe re-run)."""
+    runner = str(tmp_path / ".dsh-missing-sandbox-runner")
+    monkeypatch.setenv("DSH_BWRAP", runner)
+    _probe.cache_clear()
+    yield runner
+    _probe.cache_clear()
+
+
+@pytest.fixture
 def registry() -> ToolRegistry:
     return builtin_registry(max_inline_bytes=None)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,15 +47,6 @@ async def test_a_background_write_outside_the_workspace_is_refused_by_the_kernel
     assert "Read-only file system" in confined
     assert confined.endswith("[status: failed, exit code: 1]")
     assert not (base / "outside" / "escaped").exists()
-
-
-@pytest.fixture
-def missing_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    runner = str(tmp_path / ".dsh-missing-sandbox-runner")
-    monkeypatch.setenv("DSH_BWRAP", runner)
-    _probe.cache_clear()
-    yield runner
-    _probe.cache_clear()
 
 
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from dsh.model.scripted import ScriptedModel, text_reply, tool_call_reply
 from dsh.store.memory import MemoryEventStore
 from dsh.tools import ToolContext, ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxPolicy as Policy
-from dsh.tools.sandbox import _probe, runtime_context_text
+from dsh.tools.sandbox import runtime_context_text
 
 from .conftest import bash, requires_bwrap, text_of
 
@@ -82,15 +81,6 @@ async def test_danger_full_access_and_no_policy_do_not_fence(tmp_path: Path) -> 
     for policy in (Policy(mode="danger-full-access", temp_roots=()), None):
         ctx = _ctx(tmp_path / "outside", policy)
         assert (await _write(registry, ctx, f"f-{policy is None}.txt"))[0] is False
-
-
-@pytest.fixture
-def missing_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    runner = str(tmp_path / ".dsh-missing-sandbox-runner")
-    monkeypatch.setenv("DSH_BWRAP", runner)
-    _probe.cache_clear()
-    yield runner
-    _probe.cache_clear()
 
 
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
