@@ -337,3 +337,48 @@ async def test_log_round_trips_exactly_through_sqlite(tmp_path: Path) -> None:
     loaded = await again.load(agent.id)
     assert [e.to_wire() for e in loaded.events] == [e.to_wire() for e in agent.session.events]
     await again.close()
+
+
+class _GatedStore(MemoryEventStore):
+    """Holds the append that carries a ``turn/end`` until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reached = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def append(self, session_id: str, events: Any, *, durable: bool = True) -> None:
+        if any(e.type == "turn/end" for e in events):
+            self.reached.set()
+            await self.release.wait()
+        await super().append(session_id, events, durable=durable)
+
+
+async def test_a_second_cancel_cannot_interrupt_an_aborted_turns_checkpoint(tmp_path: Path) -> None:
+    feed = Feed()
+    got_text = asyncio.Event()
+    feed.on_chunk(lambda sid, chunk: got_text.set() if chunk["type"] == "text-delta" else None)
+    store = _GatedStore()
+    agent = await Agent.create(
+        store,
+        model=ScriptedModel([[*text_reply("partial answer")[:2], HANG]]),
+        tools=builtin_registry(),
+        config=_config(),
+        cwd=tmp_path,
+        feed=feed,
+    )
+    task = asyncio.create_task(agent.run_turn("go"))
+    await asyncio.wait_for(got_text.wait(), 5)
+    task.cancel()
+    await asyncio.wait_for(store.reached.wait(), 5)  # the aborted turn's checkpoint is writing
+    task.cancel()  # a second Ctrl-C while it writes
+    store.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        stored = await store.load(agent.id)
+        if stored.events and stored.events[-1].type == "turn/end":
+            break
+        await asyncio.sleep(0.01)
+    assert stored.events[-1].type == "turn/end"
+    assert stored.events[-1].data["reason"]["kind"] == "aborted"
