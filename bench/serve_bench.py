@@ -14,6 +14,11 @@ calls against dsh's local OpenAI-compatible test server on 127.0.0.1 in the same
   server stopped (``record_mode="none"``, in-process: no socket at all). Opening the
   cassette is timed separately.
 
+``in-process`` replays the same directory through ``ReplayTransport`` (the client's
+``http_client`` answers from the same ``ReplayServer.answer``: routing, the check, the same
+SSE bytes, the report), no socket: the like-for-like comparison with VCR.py's patched
+transport. Its "open" is loading the directory.
+
 ``server`` is the replay server's own work per request (routing, the divergence check, the
 SSE encoding; ``ReplayServer.handle`` on the bodies the SDK sends, no socket, no client), the
 part of dsh's figure that dsh itself controls.
@@ -46,6 +51,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 import vcr
 
@@ -54,6 +60,7 @@ from dsh.http1 import Request
 from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
+from dsh.serve.transport import ReplayTransport
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
 
@@ -89,9 +96,12 @@ async def _acalls(client: openai.AsyncOpenAI, conv: Conversation) -> list[list[s
     return out
 
 
-def _timed_async_calls(base_url: str, conv: Conversation) -> tuple[float, list[list[str]]]:
+def _timed_async_calls(
+    base_url: str, conv: Conversation, http: httpx2.AsyncClient | None = None
+) -> tuple[float, list[list[str]]]:
     async def go() -> tuple[float, list[list[str]]]:
-        async with openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0, http_client=http)
+        async with client:
             t0 = now()
             got = await _acalls(client, conv)
             return now() - t0, got
@@ -109,6 +119,31 @@ def replay_dsh_async(directory: Path, conv: Conversation) -> float:
         report = server.stop()
     if got != conv.deltas or not report["ok"]:  # pragma: no cover - a broken bench
         raise RuntimeError(f"dsh serve replay served something else (async): {report}")
+    return seconds
+
+
+def replay_inprocess(directory: Path, conv: Conversation) -> tuple[float, float, int]:
+    """(load seconds, seconds for the N calls, content chunks) through ``ReplayTransport``."""
+    t0 = now()
+    server = ReplayServer(directory)
+    t_open = now() - t0
+    http = httpx2.Client(transport=ReplayTransport(server))
+    with openai.OpenAI(base_url="http://dsh-replay.invalid/v1", api_key="unused", max_retries=0,
+                       http_client=http) as client:  # fmt: skip
+        t0 = now()
+        got = _calls(client, conv)
+        t_calls = now() - t0
+    if got != conv.deltas or not server.report()["ok"]:  # pragma: no cover - a broken bench
+        raise RuntimeError(f"in-process replay served something else: {server.report()}")
+    return t_open, t_calls, sum(map(len, got))
+
+
+def replay_inprocess_async(directory: Path, conv: Conversation) -> float:
+    server = ReplayServer(directory)
+    http = httpx2.AsyncClient(transport=ReplayTransport(server))
+    seconds, got = _timed_async_calls("http://dsh-replay.invalid/v1", conv, http)
+    if got != conv.deltas or not server.report()["ok"]:  # pragma: no cover - a broken bench
+        raise RuntimeError(f"in-process replay served something else (async): {server.report()}")
     return seconds
 
 
@@ -320,7 +355,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     conv = conversation(args.turns)
     names = ("dsh_call", "dsh_open", "dsh_process_call", "dsh_process_open", "vcr_call", "vcr_open", "server",
-             "dsh_async_call", "vcr_async_call", "floor_call")  # fmt: skip
+             "dsh_async_call", "vcr_async_call", "floor_call", "inprocess_call", "inprocess_open",
+             "inprocess_async_call")  # fmt: skip
     figures: dict[str, Stat] = {k: Stat() for k in names}
     chunks: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-serve-bench-") as tmp:
@@ -334,6 +370,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures["dsh_process_open"].add(p_open)
             figures["dsh_process_call"].add(p_calls / conv.turns)
             v_open, v_calls, chunks["vcr"] = replay_vcr(root / "cassette.yaml", conv, base_url)
+            i_open, i_calls, chunks["inprocess"] = replay_inprocess(root / "dsh", conv)
+            figures["inprocess_open"].add(i_open)
+            figures["inprocess_call"].add(i_calls / conv.turns)
+            figures["inprocess_async_call"].add(replay_inprocess_async(root / "dsh", conv) / conv.turns)
             figures["dsh_open"].add(d_open)
             figures["dsh_call"].add(d_calls / conv.turns)
             figures["vcr_open"].add(v_open)
@@ -363,7 +403,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"VCR.py {figures['vcr_open'].median * 1e3:.1f} ms; async client: dsh serve (thread) "
         f"{figures['dsh_async_call'].median * 1e3:.2f} ms, "
         f"VCR.py {figures['vcr_async_call'].median * 1e3:.2f} ms; floor (a thread answering the same "
-        f"bytes with no work) {figures['floor_call'].median * 1e3:.2f} ms",
+        f"bytes with no work) {figures['floor_call'].median * 1e3:.2f} ms; in-process (ReplayTransport): "
+        f"{figures['inprocess_call'].median * 1e3:.2f} ms ({chunks['inprocess']} content chunks), async "
+        f"{figures['inprocess_async_call'].median * 1e3:.2f} ms, open "
+        f"{figures['inprocess_open'].median * 1e3:.1f} ms",
         file=sys.stderr,
     )
     return result

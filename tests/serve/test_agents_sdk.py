@@ -1,10 +1,12 @@
-"""An agent framework (the OpenAI Agents SDK) pointed at dsh serve: record, stop, replay."""
+"""An agent framework (the OpenAI Agents SDK) pointed at dsh serve: record, stop, replay (over
+HTTP, and in-process through ReplayTransport)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 from agents import (
@@ -19,6 +21,7 @@ from openai.types.responses import ResponseTextDeltaEvent
 
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
+from dsh.serve.transport import ReplayTransport
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 
@@ -38,8 +41,10 @@ def _upstream(request: RecordedRequest) -> Response:
     return stream_reply(tool_calls=[call])
 
 
-async def _run(base_url: str) -> tuple[str, list[str]]:
-    async with openai.AsyncOpenAI(base_url=base_url, api_key="sk-agents-test", max_retries=0) as client:
+async def _run(base_url: str, http: httpx2.AsyncClient | None = None) -> tuple[str, list[str]]:
+    async with openai.AsyncOpenAI(
+        base_url=base_url, api_key="sk-agents-test", max_retries=0, http_client=http
+    ) as client:
         model = OpenAIChatCompletionsModel(model="test-model", openai_client=client)
         agent = Agent(name="geo", instructions="Answer with tools.", model=model, tools=[lookup_capital])
         result = Runner.run_streamed(agent, "What is the capital of France?", run_config=RunConfig())
@@ -50,16 +55,22 @@ async def _run(base_url: str) -> tuple[str, list[str]]:
         return str(result.final_output), deltas
 
 
-async def test_the_agents_sdk_replays_what_it_recorded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["http", "in-process"])
+async def test_the_agents_sdk_replays_what_it_recorded(tmp_path: Path, via: str) -> None:
     directory = tmp_path / "agents"
     async with OpenAICompatServer(handler=_upstream) as upstream:
         async with RecordServer(upstream.base_url, directory) as proxy:
             recorded = await _run(proxy.base_url)
         assert len(upstream.requests) == 2
     assert recorded == ("The capital of France is Paris.", ["The capital ", "of France ", "is ", "Paris."])
-    async with ReplayServer(directory) as server:
-        replayed = await _run(server.base_url)
-        report: dict[str, Any] = server.report()
+    server = ReplayServer(directory)
+    if via == "http":
+        async with server:
+            replayed = await _run(server.base_url)
+    else:
+        http = httpx2.AsyncClient(transport=ReplayTransport(server))
+        replayed = await _run("http://dsh-replay.invalid/v1", http)
+    report: dict[str, Any] = server.report()
     assert report["ok"], report
     assert report["sessions"][0]["served"] == 2
     assert replayed == recorded

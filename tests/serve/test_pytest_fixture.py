@@ -128,3 +128,36 @@ def test_the_fixture_is_registered_by_the_entry_point(tmp_path: Path, conftest: 
         (tmp_path / "test_app.py").write_text(REPLAY_TEST.replace("{calls}", "1"))
         done = _run_pytest(tmp_path)
         assert done.returncode == 1 and "recorded calls not served in session.jsonl" in done.stdout
+
+
+CLIENT_TEST = """
+import openai
+
+def test_hello(dsh_serve_client):
+    http = dsh_serve_client.http_client()
+    with openai.OpenAI(api_key="sk-fixture", max_retries=0, http_client=http) as client:
+        chunks = list(client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "{prompt}"}], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello"
+    if not dsh_serve_client.record:  # replayed in-process: no HTTP server was started
+        assert not dsh_serve_client.server.http.started
+"""
+
+
+def test_the_client_fixture_records_via_the_proxy_and_replays_in_process(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_app=CLIENT_TEST.replace("{prompt}", "hi"))
+    with (
+        OpenAICompatServer(handler=lambda _: stream_reply(text=["Hel", "lo"])) as upstream,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("DSH_SERVE_UPSTREAM", upstream.base_url)
+        pytester.runpytest("-p", "no:cacheprovider", "--dsh-snapshot=record").assert_outcomes(passed=1)
+        assert len(upstream.requests) == 1
+    recording = pytester.path / "recordings" / "test_hello"
+    assert b"sk-fixture" not in (recording / "session.jsonl").read_bytes()
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.makepyfile(test_app=CLIENT_TEST.replace("{prompt}", "something else"))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, errors=1)  # the client sees the 409; teardown reports it too
+    result.stdout.fnmatch_lines(["*409*diverged at call 1*"])

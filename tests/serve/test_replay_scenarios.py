@@ -1,4 +1,7 @@
-"""dsh serve replay of recordings made by dsh's own loop, driven by the real openai SDK."""
+"""dsh serve replay of recordings made by dsh's own loop, driven by the real openai SDK.
+
+Every test that drives a client runs twice: over HTTP on 127.0.0.1 and in-process through
+``ReplayTransport`` (no socket); both must behave alike."""
 
 from __future__ import annotations
 
@@ -12,19 +15,29 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 
-from dsh.serve import ReplayServer
+from dsh.serve import ReplayServer, ReplayTransport
 from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls
 
 TOOL_TURN = SCENARIOS / "tool-call-turn"
 PARALLEL = SCENARIOS / "subagent-parallel-distinct"
 
 
-def _client(server: ReplayServer, **headers: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=server.base_url, api_key="unused", max_retries=0,
-                              default_headers=headers or None)  # fmt: skip
+@pytest.fixture(params=["http", "in-process"])
+def via(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _client(server: ReplayServer, via: str, **headers: str) -> openai.AsyncOpenAI:
+    if via == "http":
+        return openai.AsyncOpenAI(base_url=server.base_url, api_key="unused", max_retries=0,
+                                  default_headers=headers or None)  # fmt: skip
+    http = httpx2.AsyncClient(transport=ReplayTransport(server))
+    return openai.AsyncOpenAI(api_key="unused", max_retries=0, default_headers=headers or None,
+                              http_client=http)  # fmt: skip
 
 
 async def _stream(client: openai.AsyncOpenAI, body: dict[str, Any]) -> list[Any]:
@@ -32,10 +45,10 @@ async def _stream(client: openai.AsyncOpenAI, body: dict[str, Any]) -> list[Any]
     return [chunk async for chunk in stream]
 
 
-async def test_streamed_calls_get_the_recorded_deltas_in_order() -> None:
+async def test_streamed_calls_get_the_recorded_deltas_in_order(via: str) -> None:
     calls = recorded_calls(TOOL_TURN)
     async with ReplayServer(TOOL_TURN) as server:
-        async with _client(server) as client:
+        async with _client(server, via) as client:
             for body, chunks in calls:
                 received = await _stream(client, body)
                 assert client_deltas(received) == expected_deltas(chunks)
@@ -54,9 +67,9 @@ async def test_streamed_calls_get_the_recorded_deltas_in_order() -> None:
     assert len(report["refused"]) == 1
 
 
-async def test_tool_call_ids_and_names_arrive_once_per_call() -> None:
+async def test_tool_call_ids_and_names_arrive_once_per_call(via: str) -> None:
     body, _ = recorded_calls(TOOL_TURN)[0]
-    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+    async with ReplayServer(TOOL_TURN) as server, _client(server, via) as client:
         received = await _stream(client, body)
     calls = [call for c in received for ch in c.choices for call in ch.delta.tool_calls or ()]
     assert [(c.id, c.function.name if c.function else None) for c in calls][:2] == [
@@ -65,9 +78,9 @@ async def test_tool_call_ids_and_names_arrive_once_per_call() -> None:
     ]
 
 
-async def test_non_streaming_requests_get_one_completion() -> None:
+async def test_non_streaming_requests_get_one_completion(via: str) -> None:
     calls = recorded_calls(TOOL_TURN)
-    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+    async with ReplayServer(TOOL_TURN) as server, _client(server, via) as client:
         first = await client.chat.completions.create(**calls[0][0])
         second = await client.chat.completions.create(**calls[1][0])
     message = first.choices[0].message
@@ -79,13 +92,13 @@ async def test_non_streaming_requests_get_one_completion() -> None:
     assert second.usage is not None
 
 
-async def test_a_changed_prompt_gets_409_with_the_diff() -> None:
+async def test_a_changed_prompt_gets_409_with_the_diff(via: str) -> None:
     body, _ = recorded_calls(TOOL_TURN)[0]
     changed = json.loads(json.dumps(body))
     prompt = next(m for m in changed["messages"] if "echo SNAPSHOT_OK" in str(m.get("content")))
     prompt["content"] = "Use the bash tool to run exactly: echo SOMETHING_ELSE."
     async with ReplayServer(TOOL_TURN) as server:
-        async with _client(server) as client:
+        async with _client(server, via) as client:
             with pytest.raises(openai.ConflictError) as caught:
                 await client.chat.completions.create(**changed, stream=True)
         report = server.report()
@@ -99,13 +112,13 @@ async def test_a_changed_prompt_gets_409_with_the_diff() -> None:
     assert report["refused"] and not report["ok"]
 
 
-async def test_a_later_call_that_rewrites_an_earlier_message_gets_409() -> None:
+async def test_a_later_call_that_rewrites_an_earlier_message_gets_409(via: str) -> None:
     """The server reuses what it read of the previous request only where the wire is equal."""
     (first, _), (second, _) = recorded_calls(TOOL_TURN)
     rewritten = json.loads(json.dumps(second))
     user = next(m for m in rewritten["messages"] if m["role"] == "user")
     user["content"] = "Use the bash tool to run exactly: echo REWRITTEN."
-    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+    async with ReplayServer(TOOL_TURN) as server, _client(server, via) as client:
         await _stream(client, first)
         with pytest.raises(openai.ConflictError) as caught:
             await client.chat.completions.create(**rewritten, stream=True)
@@ -115,22 +128,22 @@ async def test_a_later_call_that_rewrites_an_earlier_message_gets_409() -> None:
     assert "+    Use the bash tool to run exactly: echo REWRITTEN." in error["diff"]
 
 
-async def test_a_changed_tool_schema_gets_409() -> None:
+async def test_a_changed_tool_schema_gets_409(via: str) -> None:
     body, _ = recorded_calls(TOOL_TURN)[0]
     changed = json.loads(json.dumps(body))
     changed["tools"][0]["function"]["description"] = "something else"
-    async with ReplayServer(TOOL_TURN) as server, _client(server) as client:
+    async with ReplayServer(TOOL_TURN) as server, _client(server, via) as client:
         with pytest.raises(openai.ConflictError, match="the schema of tool bash"):
             await client.chat.completions.create(**changed)
 
 
-async def test_concurrent_conversations_route_by_header() -> None:
+async def test_concurrent_conversations_route_by_header(via: str) -> None:
     alpha = recorded_calls(PARALLEL, "session.1.jsonl")[0]
     beta = recorded_calls(PARALLEL, "session.2.jsonl")[0]
     async with ReplayServer(PARALLEL) as server:
         async with (
-            _client(server, **{"X-Dsh-Session": "session.2"}) as two,
-            _client(server, **{"X-Dsh-Session": "session.1"}) as one,
+            _client(server, via, **{"X-Dsh-Session": "session.2"}) as two,
+            _client(server, via, **{"X-Dsh-Session": "session.1"}) as one,
         ):
             got = await asyncio.gather(_stream(two, beta[0]), _stream(one, alpha[0]))
         report = server.report()
@@ -140,12 +153,24 @@ async def test_concurrent_conversations_route_by_header() -> None:
     assert served == {"session.jsonl": 0, "session.1.jsonl": 1, "session.2.jsonl": 1}
 
 
-async def test_without_headers_requests_route_by_history() -> None:
+async def test_a_session_header_naming_no_recording_gets_409(via: str) -> None:
+    """The header decides: the same body routes by history without it."""
+    body, _ = recorded_calls(PARALLEL)[0]
+    async with ReplayServer(PARALLEL) as server:
+        async with _client(server, via, **{"X-Dsh-Session": "nope"}) as client:
+            with pytest.raises(openai.ConflictError, match="no recorded session is named 'nope'"):
+                await client.chat.completions.create(**body, stream=True)
+        async with _client(server, via) as client:
+            await _stream(client, body)
+    assert server.report()["sessions"][0]["served"] == 1
+
+
+async def test_without_headers_requests_route_by_history(via: str) -> None:
     parent = recorded_calls(PARALLEL)
     alpha = recorded_calls(PARALLEL, "session.1.jsonl")[0]
     beta = recorded_calls(PARALLEL, "session.2.jsonl")[0]
     async with ReplayServer(PARALLEL) as server:
-        async with _client(server) as client:
+        async with _client(server, via) as client:
             first = await _stream(client, parent[0][0])
             got_beta, got_alpha = await asyncio.gather(_stream(client, beta[0]), _stream(client, alpha[0]))
             last = await _stream(client, parent[1][0])
@@ -231,10 +256,10 @@ def _slowed(tmp_path: Path, gap_ms: int) -> Path:
 
 
 @pytest.mark.parametrize("speed", [1.0, 4.0])
-async def test_speed_paces_the_recorded_gaps(tmp_path: Path, speed: float) -> None:
+async def test_speed_paces_the_recorded_gaps(tmp_path: Path, speed: float, via: str) -> None:
     directory = _slowed(tmp_path, 40)
     body, chunks = recorded_calls(TOOL_TURN)[0]
-    async with ReplayServer(directory, speed=speed) as server, _client(server) as client:
+    async with ReplayServer(directory, speed=speed) as server, _client(server, via) as client:
         started = time.perf_counter()
         received = await _stream(client, body)
         took = time.perf_counter() - started

@@ -2,21 +2,25 @@
 
 Just what ``dsh serve`` needs and nothing else (no TLS, no pipelining beyond sequential
 keep-alive requests; the wire rules live in :mod:`dsh.http1`). A handler gets a
-:class:`~dsh.http1.Request` and returns a :class:`Reply`: a complete body, or an async
-iterator of SSE payloads sent with chunked encoding.
+:class:`~dsh.http1.Request` and returns a :class:`Reply`: a complete body, body pieces each
+after its pause, or an async iterator of body pieces; the last two are sent with chunked
+encoding.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsh import jsonx
 from dsh.http1 import LAST_CHUNK, Listener, Request, chunk, head, read_request
 
-__all__ = ["HttpServer", "Reply", "Request", "control_reply", "json_body", "json_reply"]
+__all__ = ["HttpServer", "Paced", "Reply", "Request", "control_reply", "json_body", "json_reply"]
+
+Paced = Sequence[tuple[float, bytes]]
+"""Body pieces, each sent after a pause of that many seconds (0: at once)."""
 
 
 @dataclass(slots=True)
@@ -24,8 +28,10 @@ class Reply:
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+    paced: Paced | None = None
+    """Body pieces known up front, each after its pause (a replay's recorded pacing)."""
     stream: AsyncIterator[bytes] | None = None
-    """Raw body pieces sent with chunked encoding (already framed as SSE by the handler)."""
+    """Body pieces as they arrive (a proxied upstream stream)."""
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -67,6 +73,10 @@ class HttpServer:
         self._listener = Listener(self._serve, host=host, port=port)
 
     @property
+    def started(self) -> bool:
+        return self._listener.started
+
+    @property
     def host(self) -> str:
         return self._listener.host
 
@@ -102,16 +112,23 @@ class HttpServer:
 async def _write(writer: asyncio.StreamWriter, reply: Reply, keep: bool) -> None:
     fields = [("Content-Type", reply.content_type), *reply.headers,
               ("Connection", "keep-alive" if keep else "close")]  # fmt: skip
-    if reply.stream is None:
+    if reply.stream is None and reply.paced is None:
         fields.append(("Content-Length", str(len(reply.body))))
         writer.write(head(reply.status, fields) + reply.body)
         await writer.drain()
         return
     fields += [("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")]
     writer.write(head(reply.status, fields))
-    async for piece in reply.stream:
+    async for piece in reply.stream if reply.stream is not None else _paced(reply.paced or ()):
         if piece:
             writer.write(chunk(piece))
             await writer.drain()
     writer.write(LAST_CHUNK)
     await writer.drain()
+
+
+async def _paced(pieces: Paced) -> AsyncIterator[bytes]:
+    for pause, piece in pieces:
+        if pause > 0:
+            await asyncio.sleep(pause)
+        yield piece

@@ -1,4 +1,11 @@
-"""The ``dsh_serve`` pytest fixture: a record/replay server per test, its base URL yielded.
+"""The ``dsh_serve`` pytest fixtures: a record/replay server per test.
+
+``dsh_serve`` yields the server's base URL (any client, any library). ``dsh_serve_client``
+yields a :class:`ServeClient` for Python clients built on ``httpx2`` (the ``openai`` SDK and
+what wraps it): ``http_client()`` / ``async_http_client()`` answer in-process when
+replaying (:class:`~dsh.serve.transport.ReplayTransport`, no socket; the HTTP server is
+started only if the test asks for ``base_url``) and go through the recording proxy when
+recording (:class:`~dsh.serve.transport.RedirectTransport`). Both fixtures share one server.
 
 Registered for every pytest run by the package's ``pytest11`` entry point, named after the
 module so that a ``pytest_plugins = ["dsh.serve.pytest_plugin"]`` line left in a conftest
@@ -24,10 +31,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
+from dsh.serve.transport import RedirectTransport, ReplayTransport
 
 UPSTREAM_ENV = "DSH_SERVE_UPSTREAM"
 
@@ -44,11 +53,19 @@ class BackgroundServer:
     def base_url(self) -> str:
         return self.server.base_url
 
+    @property
+    def started(self) -> bool:
+        return self._thread.is_alive()
+
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout)
 
     def stop(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Closes the server (if it was started) and returns its report."""
+        if not self.started:
+            self._loop.close()
+            return self.server.report()
         try:
             asyncio.run_coroutine_threadsafe(self.server.close(), self._loop).result(timeout)
             return self.server.report()
@@ -74,9 +91,44 @@ def _mode(config: pytest.Config) -> str:
     return raw or "replay"
 
 
+class ServeClient:
+    """What ``dsh_serve_client`` yields: this test's server, for clients in the same process."""
+
+    def __init__(self, background: BackgroundServer, *, record: bool, directory: Path) -> None:
+        self.record = record
+        self.directory = directory
+        self._background = background
+
+    @property
+    def server(self) -> ReplayServer | RecordServer:
+        return self._background.server
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (a replay's HTTP server starts on first use)."""
+        if not self._background.started:
+            self._background.start()
+        return self._background.base_url
+
+    def transport(self) -> ReplayTransport | RedirectTransport:
+        """In-process replay, or a redirect to the recording proxy."""
+        server = self._background.server
+        if isinstance(server, ReplayServer):
+            return ReplayTransport(server)
+        return RedirectTransport(self.base_url)
+
+    def http_client(self, **kwargs: Any) -> httpx2.Client:
+        """An ``httpx2.Client`` on :meth:`transport` (``kwargs`` go to the client)."""
+        return httpx2.Client(transport=self.transport(), **kwargs)
+
+    def async_http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient`` on :meth:`transport` (``kwargs`` go to the client)."""
+        return httpx2.AsyncClient(transport=self.transport(), **kwargs)
+
+
 @pytest.fixture
-def dsh_serve(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The base URL (``http://127.0.0.1:PORT/v1``) of this test's record/replay server."""
+def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
+    """This test's record/replay server as a :class:`ServeClient`."""
     marker = request.node.get_closest_marker("dsh_serve")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     default = Path(str(request.node.path)).parent / "recordings" / re.sub(r"[^\w.-]+", "_", request.node.name)
@@ -88,13 +140,13 @@ def dsh_serve(request: pytest.FixtureRequest) -> Iterator[str]:
         if not upstream:
             pytest.skip(f"dsh_serve: recording needs an upstream (marker upstream= or ${UPSTREAM_ENV})")
         background = BackgroundServer(RecordServer(str(upstream), directory))
+        background.start()
     else:
         if not (directory / "session.jsonl").exists():
             pytest.fail(f"dsh_serve: no recording at {directory} (run with --dsh-snapshot=record)")
         background = BackgroundServer(ReplayServer(directory, speed=float(options.get("speed", 0))))
-    background.start()
     try:
-        yield background.base_url
+        yield ServeClient(background, record=record, directory=directory)
     finally:
         report = background.stop()
     if record:
@@ -103,3 +155,9 @@ def dsh_serve(request: pytest.FixtureRequest) -> Iterator[str]:
     problems += [f"recorded calls not served in {label}" for label in report["unconsumed"]]
     if problems:
         pytest.fail(f"dsh_serve replay of {directory}:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def dsh_serve(dsh_serve_client: ServeClient) -> str:
+    """The base URL (``http://127.0.0.1:PORT/v1``) of this test's record/replay server."""
+    return dsh_serve_client.base_url

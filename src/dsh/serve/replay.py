@@ -11,13 +11,18 @@ with that call's recorded chunks: SSE exactly as recorded (one event per recorde
 the recorded gaps at ``speed`` 1, none at 0, divided by N), or one JSON completion when the
 client did not ask to stream. A request that matches nothing, diverges or finds its script
 exhausted gets HTTP 409 with a JSON body naming the session, the call and the diff.
+
+:meth:`ReplayServer.answer` is the one home of all of that and never waits (pacing is in
+the reply): the HTTP server calls it, and so does the in-process
+:class:`~dsh.serve.transport.ReplayTransport`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +135,7 @@ class ReplayServer:
         self.speed = speed
         self.keys = SessionKeys(session_headers)
         self.refused: list[dict[str, Any]] = []
+        self._lock = threading.Lock()  # answer() is called from the loop and from transports' threads
         self.http = HttpServer(self.handle, port=port)
         self.stopped = asyncio.Event()
 
@@ -167,6 +173,15 @@ class ReplayServer:
     # -- HTTP -------------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Reply:
+        """The HTTP server's handler: :meth:`answer`."""
+        return self.answer(request)
+
+    def answer(self, request: Request) -> Reply:
+        """The reply to one request (routing, the check, the recorded answer); thread-safe."""
+        with self._lock:
+            return self._answer_request(request)
+
+    def _answer_request(self, request: Request) -> Reply:
         control = control_reply(request, self.report, self.stopped)
         if control is not None:
             return control
@@ -264,11 +279,6 @@ class ReplayServer:
         sse = "text/event-stream; charset=utf-8"
         if self.speed == 0:  # no pacing: the same SSE events in one write, with a length
             return Reply(200, b"".join(b"data: " + e.payload + b"\n\n" for e in events), sse)
-        return Reply(200, content_type=sse, stream=self._play(events))
-
-    async def _play(self, events: Sequence[Any]) -> AsyncIterator[bytes]:
         speed = self.speed
-        for event in events:
-            if speed > 0 and event.gap_ms:
-                await asyncio.sleep(event.gap_ms / 1000 / speed)
-            yield b"data: " + event.payload + b"\n\n"
+        paced = [(e.gap_ms / 1000 / speed, b"data: " + e.payload + b"\n\n") for e in events]
+        return Reply(200, content_type=sse, paced=paced)
