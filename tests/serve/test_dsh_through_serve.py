@@ -15,7 +15,8 @@ from starlette.testclient import TestClient
 from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
 from dsh.store.url import open_store
-from dsh.testing.server import OpenAICompatServer
+from dsh.testing.server import OpenAICompatServer, RecordedRequest
+from dsh.testing.wire import Response, WireToolCall, stream_reply
 from dsh.ui.app import create_app
 from tests.cli.test_run_cli import _two_step  # a bash tool call, then 'All done.'
 
@@ -60,3 +61,30 @@ def test_a_dsh_run_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) 
         page = viewer.get(f"/s/{record['id']}")
     assert page.status_code == 200
     assert "All done." in page.text and "CLI_OK" in page.text
+
+
+def _failing_read(req: RecordedRequest) -> Response:
+    """A read with a wrong argument (an error result, which the wire cannot mark), then the answer."""
+    if any(m.get("role") == "tool" for m in req.messages):
+        return stream_reply(text=["Bad ", "argument."])
+    args = json.dumps({"path": "missing.txt"})  # read takes file_path
+    return stream_reply(tool_calls=[WireToolCall.split("call_1", "read", args, 2)])
+
+
+def test_a_failing_tool_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) -> None:
+    """The wire carries no isError: the live run's error result must not read as a divergence."""
+    work, directory = tmp_path / "work", tmp_path / "rec"
+    work.mkdir()
+    with OpenAICompatServer(handler=_failing_read) as upstream:
+        proxy = BackgroundServer(RecordServer(upstream.base_url, directory))
+        proxy.start()
+        try:
+            run = _dsh(work, "run", "Read missing.txt.", "--base-url", proxy.base_url,
+                       "--api-key", "sk-serve-e2e", "--model", "test-model")  # fmt: skip
+        finally:
+            proxy.stop()
+    assert run.returncode == 0, run.stderr
+    replay = _dsh(work, "scenario", "replay", str(directory), "--json", "--trust")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    (session,) = json.loads(replay.stdout)["sessions"]
+    assert (session["consumed"], session["toolResults"]) == (2, {"equal": 1, "total": 1})

@@ -34,6 +34,7 @@ from dsh.events.vocabulary import TOOL_RESULT
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived
 from dsh.replay.views import Normalizer, View, ViewBuilder, pretty
+from dsh.replay.wire_request import over_the_wire
 
 Drift = Literal["strict", "warn"]
 DRIFTS: tuple[Drift, ...] = ("strict", "warn")
@@ -353,17 +354,22 @@ class SessionCheck:
 
 
 def tool_results(
-    recorded: Sequence[Event], live: Sequence[Event], cwd: str | os.PathLike[str] | None
+    recorded: Sequence[Event],
+    live: Sequence[Event],
+    cwd: str | os.PathLike[str] | None,
+    *,
+    over_wire: bool = False,
 ) -> ToolTally:
-    """Compare a session's own tool results with the recorded ones, by call id."""
+    """Compare a session's own tool results with the recorded ones, by call id
+    (``over_wire``: both seen through the wire, for a recording that saw only the wire)."""
     spellings = cwd_spellings(cwd)
 
     def results(events: Sequence[Event], cwd_tokens: tuple[str, ...]) -> dict[str, str]:
         out: dict[str, str] = {}
         for event in events:
             message = message_of(event) if event.type == TOOL_RESULT else None
-            if message is not None:
-                view = ViewBuilder(Normalizer(cwd_tokens)).view(message)
+            for seen in (over_the_wire(message) if over_wire else [message]) if message is not None else ():
+                view = ViewBuilder(Normalizer(cwd_tokens)).view(seen)
                 out[view.key] = view.text
         return out
 

@@ -23,6 +23,7 @@ from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
+from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
 
 
 @dataclass(slots=True)
@@ -39,6 +40,8 @@ class SessionScript:
     bound_to: str | None = field(default=None)
     check: SessionCheck | None = None
     """Compares each live request with the recorded one; ``None``: nothing to compare."""
+    wire: WireProjection | None = None
+    """Set when the recording saw only the wire: live requests are checked through it."""
     divergence: Divergence | None = None
     tolerated: list[Divergence] = field(default_factory=list)
     received: list[tuple[str, SessionProgress]] = field(default_factory=list)
@@ -75,8 +78,10 @@ def script_for(
     own = events[inherited_event_count:]
     derived = derive(own, label, strict=strict, inherited=events[:inherited_event_count])
     check = None
+    wire = WireProjection() if recorded_over_wire(derived) else None
     if tolerances is not None:
-        check = SessionCheck(label, recorded_id, derived, version=version, tolerances=tolerances, cwd=cwd)
+        seen = wire_derived(derived) if wire is not None else derived
+        check = SessionCheck(label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd)
     senders = [sender_of(m) is not None for m in derived.messages]
     return SessionScript(
         label=label,
@@ -86,6 +91,7 @@ def script_for(
         parent_session=parent_session,
         call_id=delegation_call_id(own),
         check=check,
+        wire=wire,
         received=derived.received,
         foreign=[sum(senders[: c.history]) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
@@ -208,7 +214,8 @@ class ReplayModel:
         """Fail (or, tolerated, note) where the live request differs from the recorded one."""
         if script.check is None:
             return
-        found = script.check.check(script.cursor, request)
+        seen = script.wire(request) if script.wire is not None else request
+        found = script.check.check(script.cursor, seen)
         if found is None:
             return
         if found.tolerated_by is not None:

@@ -15,6 +15,12 @@ The wire is lossier than a log (a tool result's ``isError``, ``(no output)``, me
 ids): :func:`wire_derived` passes a recording's history and headers through the same
 projection (``openai_wire`` forward, then this module back), so both sides of the check
 lose exactly the same things.
+
+A recording ``dsh serve record`` made (its request headers name the provider
+:data:`WIRE_PROVIDER`) saw only the wire, so any replay of it — ``dsh scenario replay``
+driving dsh's own loop too — checks the live requests through the same projection
+(:class:`WireProjection`, :func:`recorded_over_wire`): an error result or an empty output
+is then the same on both sides instead of a false divergence.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 from dsh.events.messages import Block, Message, ToolSpec
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PLUGIN, RUNTIME_CONTEXT_PREFIX
 from dsh.model import ModelRequest
-from dsh.model.openai_wire import wire_messages, wire_tools
+from dsh.model.openai_wire import request_body, wire_messages, wire_tools
 from dsh.replay.derive import Derived, RecordedCall
 
 
@@ -165,6 +171,36 @@ def request_from_body(body: Mapping[str, Any], session_id: str = "") -> ModelReq
     return read_body(body, None, session_id).request
 
 
+WIRE_PROVIDER = "upstream"
+"""The provider ``dsh serve record`` writes in a recording's request headers."""
+
+
+def recorded_over_wire(derived: Derived) -> bool:
+    """Whether the recording saw only the wire (``dsh serve record`` made it)."""
+    return any(
+        ((call.header or {}).get("config") or {}).get("provider") == WIRE_PROVIDER for call in derived.calls
+    )
+
+
+def over_the_wire(message: Message) -> list[Message]:
+    """``message`` after a trip over the wire (it may become several messages)."""
+    return wire_to_messages(wire_messages(None, [message]))[1]
+
+
+class WireProjection:
+    """One live session's requests as they would arrive over the wire (reusing, like the
+    server, what it read of the previous request where the wire is equal)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: ReadBody | None = None
+
+    def __call__(self, request: ModelRequest) -> ModelRequest:
+        self._last = read_body(request_body(request, request.model), self._last, request.session_id)
+        return self._last.request
+
+
 def _wire_header(header: dict[str, Any] | None) -> dict[str, Any] | None:
     if header is None:
         return None
@@ -187,7 +223,7 @@ def wire_derived(derived: Derived) -> Derived:
     messages: list[Message] = []
     index = [0]
     for message in derived.messages:
-        messages.extend(wire_to_messages(wire_messages(None, [message]))[1])
+        messages.extend(over_the_wire(message))
         index.append(len(messages))
     headers: dict[int, dict[str, Any] | None] = {}
     calls = []

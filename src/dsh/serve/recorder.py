@@ -35,11 +35,11 @@ from dsh.events.payloads import (
 )
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
+from dsh.replay.wire_request import WIRE_PROVIDER as PROVIDER
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log, write_file_atomic
 
 CLIENT_EVENT = "serve/client"
-PROVIDER = "upstream"
 
 
 @dataclass(slots=True)
