@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,17 @@ def wire_view(chunks: list[Any]) -> list[dict[str, Any]]:
         data.pop("system_fingerprint", None)
         out.append(data)
     return out
+
+
+def slowed(directory: Path, target: Path, gap_ms: int) -> Path:
+    """A copy of ``directory``'s ``session.jsonl`` in ``target`` with every recorded gap ``gap_ms``."""
+    target.mkdir()
+    lines = []
+    for line in (directory / "session.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        stream = event.get("data", {}).get("stream") if isinstance(event.get("data"), dict) else None
+        if isinstance(stream, dict):
+            stream["dt"] = [gap_ms] * len(stream["dt"])
+        lines.append(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
+    (target / "session.jsonl").write_text("\n".join(lines) + "\n")
+    return target

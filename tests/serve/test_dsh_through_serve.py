@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from starlette.testclient import TestClient
 
@@ -34,22 +36,30 @@ def _dsh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_dsh_run_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) -> None:
+def _record_and_replay(
+    tmp_path: Path, upstream_handler: Callable[[RecordedRequest], Response], prompt: str
+) -> tuple[Path, Path, str, dict[str, Any]]:
+    """``dsh run prompt`` recorded through ``dsh serve record``, then ``dsh scenario replay``
+    of the directory: (workspace, directory, the run's stdout, the replay's JSON report)."""
     work, directory = tmp_path / "work", tmp_path / "rec"
     work.mkdir()
-    with OpenAICompatServer(handler=_two_step) as upstream:
+    with OpenAICompatServer(handler=upstream_handler) as upstream:
         proxy = BackgroundServer(RecordServer(upstream.base_url, directory))
         proxy.start()
         try:
-            run = _dsh(work, "run", "Run the marker command.", "--base-url", proxy.base_url,
+            run = _dsh(work, "run", prompt, "--base-url", proxy.base_url,
                        "--api-key", "sk-serve-e2e", "--model", "test-model")  # fmt: skip
         finally:
             proxy.stop()
     assert run.returncode == 0, run.stderr
-    assert "All done." in run.stdout
     replay = _dsh(work, "scenario", "replay", str(directory), "--json", "--trust")
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    report = json.loads(replay.stdout)
+    return work, directory, run.stdout, json.loads(replay.stdout)
+
+
+def test_a_dsh_run_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) -> None:
+    work, directory, stdout, report = _record_and_replay(tmp_path, _two_step, "Run the marker command.")
+    assert "All done." in stdout
     (session,) = report["sessions"]
     assert (report["ok"], session["calls"], session["consumed"]) == (True, 2, 2)
     assert (session["toolResults"], session["finalText"]) == ({"equal": 1, "total": 1}, "All done.")
@@ -73,18 +83,6 @@ def _failing_read(req: RecordedRequest) -> Response:
 
 def test_a_failing_tool_recorded_through_serve_replays_as_a_scenario(tmp_path: Path) -> None:
     """The wire carries no isError: the live run's error result must not read as a divergence."""
-    work, directory = tmp_path / "work", tmp_path / "rec"
-    work.mkdir()
-    with OpenAICompatServer(handler=_failing_read) as upstream:
-        proxy = BackgroundServer(RecordServer(upstream.base_url, directory))
-        proxy.start()
-        try:
-            run = _dsh(work, "run", "Read missing.txt.", "--base-url", proxy.base_url,
-                       "--api-key", "sk-serve-e2e", "--model", "test-model")  # fmt: skip
-        finally:
-            proxy.stop()
-    assert run.returncode == 0, run.stderr
-    replay = _dsh(work, "scenario", "replay", str(directory), "--json", "--trust")
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    (session,) = json.loads(replay.stdout)["sessions"]
+    *_, report = _record_and_replay(tmp_path, _failing_read, "Read missing.txt.")
+    (session,) = report["sessions"]
     assert (session["consumed"], session["toolResults"]) == (2, {"equal": 1, "total": 1})

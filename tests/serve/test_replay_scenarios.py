@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from dsh.serve import ReplayServer, ReplayTransport
-from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls
+from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls, slowed
 
 TOOL_TURN = SCENARIOS / "tool-call-turn"
 PARALLEL = SCENARIOS / "subagent-parallel-distinct"
@@ -240,24 +240,9 @@ def test_allow_unconsumed_relaxes_the_exit_code() -> None:
     assert process.returncode == 0
 
 
-def _slowed(tmp_path: Path, gap_ms: int) -> Path:
-    """tool-call-turn with every recorded gap set to ``gap_ms``."""
-    target = tmp_path / "slow"
-    target.mkdir()
-    lines = []
-    for line in (TOOL_TURN / "session.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        stream = event.get("data", {}).get("stream") if isinstance(event.get("data"), dict) else None
-        if isinstance(stream, dict):
-            stream["dt"] = [gap_ms] * len(stream["dt"])
-        lines.append(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
-    (target / "session.jsonl").write_text("\n".join(lines) + "\n")
-    return target
-
-
 @pytest.mark.parametrize("speed", [1.0, 4.0])
 async def test_speed_paces_the_recorded_gaps(tmp_path: Path, speed: float, via: str) -> None:
-    directory = _slowed(tmp_path, 40)
+    directory = slowed(TOOL_TURN, tmp_path / "slow", 40)
     body, chunks = recorded_calls(TOOL_TURN)[0]
     async with ReplayServer(directory, speed=speed) as server, _client(server, via) as client:
         started = time.perf_counter()

@@ -19,7 +19,7 @@ from dsh.serve.pytest_plugin import BackgroundServer
 from dsh.serve.record import RecordServer
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
-from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls, wire_view
+from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls, slowed, wire_view
 
 TOOL_TURN = SCENARIOS / "tool-call-turn"
 PARALLEL = SCENARIOS / "subagent-parallel-distinct"
@@ -79,16 +79,7 @@ def test_sync_clients_on_threads_share_one_server() -> None:
 
 
 def test_the_sync_stream_keeps_the_recorded_pacing(tmp_path: Path) -> None:
-    target = tmp_path / "slow"
-    target.mkdir()
-    lines = []
-    for line in (TOOL_TURN / "session.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        stream = event.get("data", {}).get("stream") if isinstance(event.get("data"), dict) else None
-        if isinstance(stream, dict):
-            stream["dt"] = [30] * len(stream["dt"])
-        lines.append(json.dumps(event))
-    (target / "session.jsonl").write_text("\n".join(lines) + "\n")
+    target = slowed(TOOL_TURN, tmp_path / "slow", 30)
     body, chunks = recorded_calls(TOOL_TURN)[0]
     with _sync_client(ReplayServer(target, speed=2)) as client:
         started = time.perf_counter()
