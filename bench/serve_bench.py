@@ -348,6 +348,25 @@ def replay_vcr(cassette: Path, conv: Conversation, base_url: str) -> tuple[float
     return t_open, t_calls, sum(map(len, got))
 
 
+def _targets(figures: dict[str, Stat], chunks: dict[str, int], conv: Conversation) -> list[dict[str, Any]]:
+    """The target (per replayed streamed call no slower than VCR.py, every chunk kept) for each
+    way dsh serves, against VCR.py measured in the same rounds."""
+    every = sum(map(len, conv.deltas))
+    out = []
+    for name, ours, theirs, kept in [
+        ("in-process (ReplayTransport), sync SDK", "inprocess_call", "vcr_call", "inprocess"),
+        ("in-process (ReplayTransport), async SDK", "inprocess_async_call", "vcr_async_call", "inprocess"),
+        ("HTTP, server on a thread, sync SDK", "dsh_call", "vcr_call", "dsh"),
+        ("HTTP, server process, sync SDK", "dsh_process_call", "vcr_call", "dsh_process"),
+        ("HTTP, server on a thread, async SDK", "dsh_async_call", "vcr_async_call", "dsh"),
+    ]:
+        mine, vcr_s = figures[ours].median, figures[theirs].median
+        out.append({"target": f"dsh serve {name} <= VCR.py per call, every chunk kept",
+                    "figure": f"{mine * 1e3:.2f} ms vs {vcr_s * 1e3:.2f} ms, {chunks[kept]}/{every} chunks",
+                    "met": mine <= vcr_s and chunks[kept] == every})  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -391,6 +410,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "content_chunks_received": chunks,
         **{f"{k}_s": v.to_json() for k, v in figures.items()},
     }
+    result["targets"] = _targets(figures, chunks, conv)
     print(json.dumps(result))
     d, v = figures["dsh_call"].median, figures["vcr_call"].median
     p = figures["dsh_process_call"].median
@@ -409,6 +429,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{figures['inprocess_open'].median * 1e3:.1f} ms",
         file=sys.stderr,
     )
+    for target in result["targets"]:
+        verdict = "met" if target["met"] else "MISSED"
+        print(f"target {verdict}: {target['target']} ({target['figure']})", file=sys.stderr)
     return result
 
 
