@@ -15,6 +15,8 @@ from dsh.events.envelope import encode_event
 from dsh.events.messages import Message
 from dsh.events.payloads import (
     approval_asked,
+    approval_policy,
+    approval_policy_of,
     assistant_attempt_data,
     assistant_blocks_of,
     assistant_message_data,
@@ -247,9 +249,21 @@ async def test_the_mode_inbox_and_approval_events_are_logged_in_their_key_order(
         'approval/decided {"id":"ID","outcome":"allowed-once"}',
     ]
     assert list(sandbox_mode("read-only", "delegation")) == ["mode", "source"]
+    assert jsonx.dumps(approval_policy("never", "delegation")) == b'{"policy":"never","source":"delegation"}'
+    assert approval_policy("ask") == {"policy": "ask"}
     assert approval_asked("i", "bash", None, None) == {"id": "i", "toolName": "bash"}
     assert list(approval_asked("i", "bash", None, "r")) == ["id", "toolName", "reason"]
     assert list(inbox_spliced("next-turn", 2, [note])) == ["target", "start", "inserted"]
+
+
+def test_approval_policy_of_reads_the_original_line() -> None:
+    line = b'{"type":"approval/policy","seq":2,"time":1,"data":{"policy":"never","source":"delegation"}}'
+    event = decode_event_line(line, "t")
+    assert approval_policy_of(event) == "never"
+    odd = decode_event_line(b'{"type":"approval/policy","seq":2,"time":1,"data":{"policy":3}}', "t")
+    assert approval_policy_of(odd) is None
+    other = decode_event_line(b'{"type":"turn/start","seq":2,"time":1,"data":{"turn":1}}', "t")
+    assert approval_policy_of(other) is None
 
 
 _RECORDED = [

@@ -144,8 +144,9 @@ async def test_spawn_child_sees_none_of_the_parent_history(tmp_path: Path) -> No
     loaded = await store.load(child.header.id)
     assert not any(e.type == "session/end-seed" for e in loaded.events)
     types = [e.type for e in loaded.events]
-    assert types[:3] == ["turn/start", "subagent/descriptor", "step/start"]
-    assert loaded.events[1].data["provider"] == "spawn"
+    assert types[:4] == ["approval/policy", "turn/start", "subagent/descriptor", "step/start"]
+    assert loaded.events[0].data == {"policy": "never", "source": "delegation"}  # the original's setup
+    assert loaded.events[2].data["provider"] == "spawn"
     await store.close()
 
 

@@ -124,7 +124,7 @@ def test_live_session_appends_a_turn(page: Any, tmp_path: Path, artifacts: Path)
         page.locator("#transcript .item.answer", has_text="LIVE_REPLY").wait_for(timeout=10_000)
         assert page.locator("#transcript em").last.inner_text() == "second"
         assert page.locator("#streaming").count() == 0  # the settled answer replaced it
-        assert page.inner_text("#event-count") == "15"
+        assert page.inner_text("#event-count") == "16"
         append_turn(url, spawn, "ANOTHER_LIVE_REPLY")  # after the idle reconnect
         page.locator("#transcript .item.answer", has_text="ANOTHER_LIVE_REPLY").wait_for(timeout=10_000)
         shot(page, artifacts, "session-live")

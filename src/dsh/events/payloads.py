@@ -3,8 +3,8 @@
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
 (``turn_start``, ``request_header``, ``step_mark``, ``assistant_message_data``,
 ``assistant_attempt_data``, ``tool_call``, ``tool_result_data``, ``turn_end`` with
-``error_reason`` / ``aborted_reason``, ``sandbox_mode``, ``inbox_spliced``,
-``approval_asked``, ``approval_decided``: key order as logged); readers in the
+``error_reason`` / ``aborted_reason``, ``sandbox_mode``, ``approval_policy``,
+``inbox_spliced``, ``approval_asked``, ``approval_decided``: key order as logged); readers in the
 upper layers (ACP, the CLI, transcripts, the viewer, replay checks) go through the
 ``*_of(event)`` accessors instead of digging through the raw message dicts themselves.
 An accessor answers ``None`` for an event of another type or a payload without the part;
@@ -19,7 +19,14 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.envelope import Event
 from dsh.events.messages import Block, Message
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END
+from dsh.events.vocabulary import (
+    APPROVAL_POLICY,
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+)
 
 
 class TurnStart(TypedDict):
@@ -123,10 +130,18 @@ class ToolResultBlock(TypedDict):
 
 
 class SandboxModeData(TypedDict):
-    """``sandbox/mode``: the file policy from here on (``source``: who set it, e.g. ``delegation``
-    in the original's children; dsh writes only ``mode``)."""
+    """``sandbox/mode``: the file policy from here on (``source``: who set it — ``delegation``
+    in a child given its parent's explicit mode; absent when the session itself set it)."""
 
     mode: str
+    source: NotRequired[str]
+
+
+class ApprovalPolicyData(TypedDict):
+    """``approval/policy``: the approval policy (``ask`` or ``never``) from here on (``source``:
+    who set it, ``delegation`` in a child)."""
+
+    policy: str
     source: NotRequired[str]
 
 
@@ -252,6 +267,14 @@ def sandbox_mode(mode: str, source: str | None = None) -> SandboxModeData:
     return data
 
 
+def approval_policy(policy: str, source: str | None = None) -> ApprovalPolicyData:
+    """The ``approval/policy`` payload, in the logged key order (``source`` last, when set)."""
+    data: ApprovalPolicyData = {"policy": policy}
+    if source is not None:
+        data["source"] = source
+    return data
+
+
 def inbox_spliced(
     target: str, start: int, inserted: list[Message], *, removed_count: int | None = None
 ) -> InboxSplicedData:
@@ -293,6 +316,13 @@ def blocks_of(message: Message | None) -> list[Block]:
     """A message's content blocks (only the dicts; ``[]`` without content)."""
     content: object = message.get("content") if message is not None else None
     return [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def approval_policy_of(event: Event) -> str | None:
+    """The policy an ``approval/policy`` sets (``None``: another event, or no string policy)."""
+    data = _data(event, APPROVAL_POLICY)
+    policy = data.get("policy") if data is not None else None
+    return policy if isinstance(policy, str) else None
 
 
 def turn_end_of(event: Event) -> TurnEnd | None:

@@ -27,6 +27,7 @@ RUNTIME_CONTEXT_PLUGIN: Final = (
 )
 RUNTIME_CONTEXT_PREFIX: Final = "Current runtime context"  # how a snapshot's (and its "none") text begins
 SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from here on
+APPROVAL_POLICY: Final = "approval/policy"  # {policy, source?}: the approval policy from here on
 INBOX_SPLICED: Final = "agent/inbox/spliced"  # {target, start, inserted, removedCount?}: the inbox changed
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
@@ -56,6 +57,7 @@ WRITTEN_TYPES: Final = frozenset(
         APPROVAL_ASKED,
         APPROVAL_DECIDED,
         SANDBOX_MODE,
+        APPROVAL_POLICY,
         INBOX_SPLICED,
     }
 )
@@ -65,7 +67,6 @@ LEGACY_TYPES: Final = frozenset(
     {
         ASSISTANT_CHUNK,
         "request/context",
-        "approval/policy",
         "llm/retry",
         "llm/retry-started",
         "tool/code-dispatch-start",

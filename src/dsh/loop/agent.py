@@ -20,6 +20,7 @@ from dsh.events.vocabulary import (
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.children import start_child
 from dsh.loop.config import AgentConfig
+from dsh.loop.delegation import session_approval_policy
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
@@ -42,7 +43,7 @@ from dsh.session import (
 from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
-from dsh.tools.approval import ApprovalPolicy, Approvals
+from dsh.tools.approval import Approvals
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxMode
 
@@ -91,7 +92,7 @@ class Agent:
         self.extras: dict[str, Any] = dict(extras or {})
         self.abort_kind = "user" if delegation is None else "parent"
         self.files = FileObservations()  # what this session's tools have seen of each file
-        policy: ApprovalPolicy = "never" if delegation is not None else config.approvals_policy()
+        policy = session_approval_policy(session.events, config, delegated=delegation is not None)
         self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
         self._order = model if isinstance(model, DeliveryOrder) else None
         self._persister = Persister(store, session, persisted)

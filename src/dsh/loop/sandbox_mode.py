@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from dsh.events.payloads import sandbox_mode
 from dsh.events.vocabulary import SANDBOX_MODE
+from dsh.loop.delegation import session_approval_policy
 from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 
 if TYPE_CHECKING:
@@ -31,15 +32,17 @@ def log_sandbox_mode(agent: Agent) -> None:
 async def switch_sandbox_mode(agent: Agent, mode: SandboxMode) -> None:
     """Switch the agent's file policy to ``mode``, logged as ``sandbox/mode`` and checkpointed:
     the next ``bash`` / ``write`` / ``edit`` call runs under it and the next step's
-    runtime-context snapshot states it. The approval policy follows (``never`` under
-    ``danger-full-access``) unless the config fixes it or the session is a delegated child
-    (always ``never``). Children started before keep theirs."""
+    runtime-context snapshot states it. The approval policy follows
+    (:func:`~dsh.loop.delegation.session_approval_policy`: ``never`` under
+    ``danger-full-access``) unless the log or the config fixes it or the session is a
+    delegated child (always ``never``). Children started before keep theirs."""
     current = agent.config.sandbox
     policy = (
         SandboxPolicy(mode=mode) if current is None else replace(current, mode=mode, logged=True, shown=None)
     )
     agent.config = agent.config.evolve(sandbox=policy)
-    if agent.delegation is None:
-        agent.approvals.policy = agent.config.approvals_policy()
+    agent.approvals.policy = session_approval_policy(
+        agent.session.events, agent.config, delegated=agent.delegation is not None
+    )
     log_sandbox_mode(agent)
     await agent.checkpoint()

@@ -4,7 +4,9 @@ A spawn child starts empty; a fork child's log is the parent's completed-turn pr
 the tagged ``session/end-seed`` marker, and its cut (the prefix length) is passed
 explicitly from here to the store and to the child agent — never recomputed. With
 ``run_in_background: true`` the call returns the child's id at once and the child goes on
-as a continuable child (:mod:`dsh.subagents.children`).
+as a continuable child (:mod:`dsh.subagents.children`). Either is given its policies
+(:func:`~dsh.loop.delegation.log_delegated_policies`) where the original logs them: right
+after the seed, or after a continuable child's descriptor.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.loop import Agent, TurnResult
+from dsh.loop.delegation import log_delegated_policies
 from dsh.session import final_assistant_text
 from dsh.subagents import texts
 from dsh.subagents.children import Child, Children
@@ -145,6 +148,7 @@ class SubagentTool(Tool[BaseModel]):
         if background:
             return await self._start_background(parent, depth, ctx.call_id, description, prompt)
         child = await self._start_child(parent, depth, ctx.call_id)
+        log_delegated_policies(child, parent.config.sandbox)
         descriptor = SubagentDescriptor("one-shot", self.mode, description, parent.id, ctx.call_id)
         result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor.to_wire())])
         return _child_output(child, result)
@@ -161,6 +165,7 @@ class SubagentTool(Tool[BaseModel]):
             raise
         descriptor = SubagentDescriptor("continuable", self.mode, label, parent.id, call_id)
         child.append(SUBAGENT_DESCRIPTOR, descriptor.to_wire())
+        log_delegated_policies(child, parent.config.sandbox)
         self.children.start(Child(child, parent, label, depth), user_message(prompt))
         await child.checkpoint()
         return ToolOutput.text(texts.started(child.id))
