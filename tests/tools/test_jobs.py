@@ -45,3 +45,15 @@ def test_a_read_says_when_unread_output_was_dropped_and_splits_no_character() ->
     assert job.read() == "(no new output)\n[status: running]"  # half a character waits
     job.stdout.feed("é".encode()[1:] + b"\n")
     assert job.read() == "é\n[status: running]"
+
+
+def test_ten_running_or_stopping_jobs_admit_no_eleventh_until_one_finishes() -> None:
+    table = JobTable()
+    jobs = [table.new("bash", f"sleep {i}") for i in range(10)]
+    jobs[0].request_kill(None)  # stopping still counts
+    assert table.admission() == (
+        "background job limit reached for this owner (limit: 10); use job_kill to stop an "
+        "unneeded job, wait for it to finish, then retry"
+    )
+    jobs[0].settle("killed", "signal: SIGTERM")
+    assert table.admission() is None

@@ -56,14 +56,15 @@ def notice_text(job_id: str, label: str, status: str) -> str:
 
 
 async def run_agent(
-    tmp_path: Path, handler: Handler, prompts: list[str], sandbox: SandboxPolicy | None = None
+    tmp_path: Path, handler: Handler, prompts: list[str], sandbox: SandboxPolicy | None = None, **config: Any
 ) -> Agent:
-    """An agent over real HTTP, its turns for ``prompts`` run (left open for more)."""
+    """An agent over real HTTP, its turns for ``prompts`` run (left open for more); ``config``
+    goes to its ``AgentConfig``."""
     store = MemoryEventStore()
     server = OpenAICompatServer(handler=handler)
     await server.start()
     model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
-    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=sandbox)
+    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=sandbox, **config)
     agent = await Agent.create(store, model=model, config=config, cwd=tmp_path)
     agent.extras["server"] = server
     for prompt in prompts:
@@ -135,6 +136,33 @@ async def test_job_kill_stops_a_running_job(tmp_path: Path) -> None:
     assert texts["c3"] == "started\n[status: killed, signal: SIGTERM]"
     assert texts["c4"] == "job bash-1 had already finished [status: killed, signal: SIGTERM]"
     assert texts["c5"] == "bash-1 [bash] killed \u2014 echo started; sleep 30"
+    await close(agent)
+
+
+async def test_jobs_past_the_limit_are_refused_until_one_finishes(tmp_path: Path) -> None:
+    steps = [
+        background("c1", "sleep 30"),
+        background("c2", "sleep 30"),
+        background("c3", "sleep 30"),
+        call("c4", "job_kill", {"job_id": "bash-1"}),
+        call("c5", "job_output", {"job_id": "bash-1", "wait": True, "timeout_ms": 10000}),
+        background("c6", "sleep 30"),
+        stream_reply(text="DONE"),
+    ]
+
+    def handler(req: RecordedRequest) -> Response:
+        return steps[len(tool_texts_seen(req))]
+
+    agent = await run_agent(tmp_path, handler, ["go"], max_jobs=2)
+    texts = tool_texts(agent)
+    assert texts["c3"] == (
+        "Error: background job limit reached for this owner (limit: 2); use job_kill to stop an "
+        "unneeded job, wait for it to finish, then retry"
+    )
+    assert texts["c5"].endswith("[status: killed, signal: SIGTERM]")
+    assert texts["c6"] == "started background job bash-3"  # the refused call took no id
+    results = [e.data["message"]["content"][0] for e in agent.session.events if e.type == "tool/result"]
+    assert [r["isError"] for r in results] == [False, False, True, False, False, False]
     await close(agent)
 
 

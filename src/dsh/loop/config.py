@@ -8,6 +8,7 @@ from typing import Any
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
 from dsh.tools.approval import ApprovalPolicy, Approver
+from dsh.tools.jobs import DEFAULT_JOB_LIMIT
 from dsh.tools.sandbox import SandboxPolicy
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -43,6 +44,9 @@ class AgentConfig:
     """Who answers the session's approval requests (escalations, hook asks): the ACP client,
     a terminal prompt, ``--approve``/``--deny``, a scenario's answers. ``None``: nobody, so a
     request under the ``ask`` policy is ``unavailable`` (fails closed)."""
+    max_jobs: int = DEFAULT_JOB_LIMIT
+    """Background jobs (``bash`` with ``run_in_background``) the session may have running or
+    stopping at once; one more is refused with the original's admission error."""
     approval_policy: ApprovalPolicy | None = None
     """``ask`` or ``never``; ``None`` derives it as the original does: ``never`` without a
     policy or under ``danger-full-access``, else ``ask``. Delegated children always ``never``."""

@@ -44,7 +44,9 @@ class JobNotices:
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
-        self.table = JobTable(on_settled=self._settled, started=started_ids(_result_texts(agent)))
+        self.table = JobTable(
+            on_settled=self._settled, started=started_ids(_result_texts(agent)), limit=agent.config.max_jobs
+        )
         self.wakes = 0
         self._pending: set[asyncio.Task[None]] = set()
 

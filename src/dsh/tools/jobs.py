@@ -4,7 +4,9 @@ A :class:`JobTable` belongs to one session (``ToolContext.jobs``; the ``Agent`` 
 A job has a per-kind id (``bash-1``, ``bash-2``…), a label (a bash job's: its command), a
 status — ``running``, ``stopping`` (a kill was asked for), then one of the terminal
 ``completed``, ``killed``, ``failed`` — with an optional detail (``exit code: N``,
-``signal: SIG…``, ``killed before exit``), and its output not read yet. When a job settles
+``signal: SIG…``, ``killed before exit``), and its output not read yet. At most
+:attr:`JobTable.limit` jobs (default 10) run or stop at once; :meth:`JobTable.admission`
+names the refusal past that. When a job settles
 the table's ``on_settled`` listener is told (the agent turns it into the completion notice,
 :func:`notice`). :meth:`JobTable.aclose` kills whatever still runs: a job never outlives
 the agent that started it.
@@ -30,6 +32,8 @@ MAX_UNREAD_BYTES: Final = 1_000_000
 """Unread output a job keeps per stream; older bytes are dropped (and the next read says so)."""
 
 NO_JOBS: Final = "(no background jobs)"
+DEFAULT_JOB_LIMIT: Final = 10
+"""Jobs one session may have running or stopping at once (the original's default)."""
 DROPPED: Final = "[some output was dropped from memory; full output: (unavailable)]"
 
 
@@ -141,9 +145,14 @@ class JobTable:
     """The background jobs of one session, in start order, with a per-kind id counter."""
 
     def __init__(
-        self, on_settled: Callable[[Job], None] | None = None, *, started: Iterable[str] = ()
+        self,
+        on_settled: Callable[[Job], None] | None = None,
+        *,
+        started: Iterable[str] = (),
+        limit: int = DEFAULT_JOB_LIMIT,
     ) -> None:
         self.on_settled = on_settled
+        self.limit = limit
         """Told once per job when it settles (before anyone waiting on it is released)."""
         self._jobs: dict[str, Job] = {}
         self._counters: dict[str, int] = {}
@@ -152,6 +161,16 @@ class JobTable:
             if kind and n.isdigit():
                 self._counters[kind] = max(self._counters.get(kind, 0), int(n))
         self.closed = False
+
+    def admission(self) -> str | None:
+        """Why a new job may not start now (``None``: it may): :attr:`limit` jobs already run
+        or stop; a finished job frees its place."""
+        if sum(1 for j in self._jobs.values() if not j.terminal) < self.limit:
+            return None
+        return (
+            f"background job limit reached for this owner (limit: {self.limit}); use job_kill to stop "
+            "an unneeded job, wait for it to finish, then retry"
+        )
 
     def new(self, kind: str, label: str) -> Job:
         """A running job with the next ``<kind>-<n>`` id."""

@@ -269,6 +269,9 @@ class BashTool(Tool[BashArgs]):
         table = ctx.jobs
         if table is None or table.closed:
             raise tool_error(BACKGROUND_DISABLED)
+        refused = table.admission()
+        if refused is not None:
+            raise tool_error(refused)
         job = table.new("bash", command)
         work = run_bash_job(
             job, command, cwd, tool_environment(ctx.session_id), ctx.sandbox, workspace_root(ctx)
