@@ -56,15 +56,19 @@ def notice_text(job_id: str, label: str, status: str) -> str:
 
 
 async def run_agent(
-    tmp_path: Path, handler: Handler, prompts: list[str], sandbox: SandboxPolicy | None = None, **config: Any
+    tmp_path: Path,
+    handler: Handler,
+    prompts: list[str],
+    sandbox: SandboxPolicy | None = None,
+    **settings: Any,
 ) -> Agent:
-    """An agent over real HTTP, its turns for ``prompts`` run (left open for more); ``config``
-    goes to its ``AgentConfig``."""
+    """An agent over real HTTP, its turns for ``prompts`` run (left open for more);
+    ``settings`` go to its ``AgentConfig``."""
     store = MemoryEventStore()
     server = OpenAICompatServer(handler=handler)
     await server.start()
     model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
-    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=sandbox, **config)
+    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=sandbox, **settings)
     agent = await Agent.create(store, model=model, config=config, cwd=tmp_path)
     agent.extras["server"] = server
     for prompt in prompts:
