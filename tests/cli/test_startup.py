@@ -58,6 +58,13 @@ def test_help_of_every_command_imports_no_command_machinery() -> None:
     assert sorted(loaded & set(HEAVY)) == []
 
 
+def test_the_pytest_plugins_import_no_machinery() -> None:
+    """Both plugins are registered (``pytest11``) for every pytest run wherever dsh is
+    installed: loading them must cost a project that uses neither next to nothing."""
+    loaded = loaded_after("import pytest\nimport dsh.snapshot.plugin\nimport dsh.serve.pytest_plugin")
+    assert sorted(loaded & {*HEAVY, "httpx2", "openai", "dsh.hooks", "dsh.loop"}) == []
+
+
 def test_a_command_still_imports_what_it_runs() -> None:
     """The check above can fail: running a command pulls in its machinery."""
     loaded = loaded_after(

@@ -13,13 +13,11 @@ from dsh.events.vocabulary import TOOL_CALL
 from dsh.hooks import FILE_NAMES, load_hook_file
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
+from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
 from dsh.store.logfile import load_log_file
 
-PRIMARY = "session.jsonl"
-INPUT = "input.json"
-OVERRIDE = "replay.override.json"
 _CHILD = re.compile(r"^session\.(\d+)\.jsonl$")
 
 

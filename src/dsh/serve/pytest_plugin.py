@@ -29,14 +29,16 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
 import pytest
 
-from dsh.serve.record import RecordServer
-from dsh.serve.replay import ReplayServer
-from dsh.serve.transport import RedirectTransport, ReplayTransport
+if TYPE_CHECKING:  # registered for every pytest run: the servers are imported when a test asks
+    import httpx2
+
+    from dsh.serve.record import RecordServer
+    from dsh.serve.replay import ReplayServer
+    from dsh.serve.transport import RedirectTransport, ReplayTransport
 
 UPSTREAM_ENV = "DSH_SERVE_UPSTREAM"
 
@@ -112,6 +114,9 @@ class ServeClient:
 
     def transport(self) -> ReplayTransport | RedirectTransport:
         """In-process replay, or a redirect to the recording proxy."""
+        from dsh.serve.replay import ReplayServer
+        from dsh.serve.transport import RedirectTransport, ReplayTransport
+
         server = self._background.server
         if isinstance(server, ReplayServer):
             return ReplayTransport(server)
@@ -119,16 +124,23 @@ class ServeClient:
 
     def http_client(self, **kwargs: Any) -> httpx2.Client:
         """An ``httpx2.Client`` on :meth:`transport` (``kwargs`` go to the client)."""
+        import httpx2
+
         return httpx2.Client(transport=self.transport(), **kwargs)
 
     def async_http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
         """An ``httpx2.AsyncClient`` on :meth:`transport` (``kwargs`` go to the client)."""
+        import httpx2
+
         return httpx2.AsyncClient(transport=self.transport(), **kwargs)
 
 
 @pytest.fixture
 def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
     """This test's record/replay server as a :class:`ServeClient`."""
+    from dsh.serve.record import RecordServer
+    from dsh.serve.replay import ReplayServer
+
     marker = request.node.get_closest_marker("dsh_serve")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     default = Path(str(request.node.path)).parent / "recordings" / re.sub(r"[^\w.-]+", "_", request.node.name)

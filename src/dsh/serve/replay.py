@@ -33,7 +33,8 @@ from dsh.events.payloads import stream_of
 from dsh.replay.derive import Derived, derive
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.files import PRIMARY, read_recorded, read_tolerances
+from dsh.replay.files import read_recorded, read_tolerances
+from dsh.replay.layout import PRIMARY
 from dsh.replay.wire_request import ReadBody, read_body, wire_derived
 from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
 from dsh.serve.keys import SessionKeys

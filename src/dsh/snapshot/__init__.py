@@ -1,15 +1,25 @@
-"""Snapshot scenarios: the runner (record / replay / refresh) and the pytest plugin."""
+"""Snapshot scenarios: the runner (record / replay / refresh) and the pytest plugin.
 
-from dsh.snapshot.reports import SessionReport
-from dsh.snapshot.runner import (
-    AgentFactory,
-    AgentSetup,
-    ScenarioResult,
-    ScenarioSkipped,
-    default_agent_factory,
-    run_scenario,
-    snapshot_mode,
-)
+Names load on first use (:mod:`dsh.lazy`), so the pytest plugin registered for every test
+run imports the runner only when a scenario runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dsh.lazy import exports
+
+_HOMES = {
+    "SessionReport": "dsh.snapshot.reports",
+    "AgentFactory": "dsh.snapshot.runner",
+    "AgentSetup": "dsh.snapshot.runner",
+    "ScenarioResult": "dsh.snapshot.runner",
+    "ScenarioSkipped": "dsh.snapshot.runner",
+    "default_agent_factory": "dsh.snapshot.runner",
+    "run_scenario": "dsh.snapshot.runner",
+    "snapshot_mode": "dsh.snapshot.runner",
+}
 
 __all__ = [
     "AgentFactory",
@@ -21,3 +31,17 @@ __all__ = [
     "run_scenario",
     "snapshot_mode",
 ]
+
+__getattr__, __dir__ = exports(__name__, _HOMES)
+
+if TYPE_CHECKING:
+    from dsh.snapshot.reports import SessionReport
+    from dsh.snapshot.runner import (
+        AgentFactory,
+        AgentSetup,
+        ScenarioResult,
+        ScenarioSkipped,
+        default_agent_factory,
+        run_scenario,
+        snapshot_mode,
+    )

@@ -5,6 +5,9 @@ Registered through the ``pytest11`` entry point. A scenario directory is one hol
 The mode comes from ``--dsh-snapshot`` or ``DSH_SNAPSHOT`` (replay, record, refresh). A
 project plugs in its own agent with the ini option ``dsh_snapshot_factory =
 package.module:function`` (an async ``AgentSetup -> Agent`` callable).
+
+Registered for every pytest run wherever dsh is installed, so the module imports only
+pytest and the scenario file names; the runner is imported when a scenario runs.
 """
 
 from __future__ import annotations
@@ -12,22 +15,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from dsh.errors import DshError
-from dsh.replay.files import INPUT, untrusted_warning
-from dsh.snapshot.factory import load_factory
-from dsh.snapshot.fixture import Recording
-from dsh.snapshot.runner import (
-    AgentFactory,
-    ScenarioSkipped,
-    default_agent_factory,
-    drift_mode,
-    run_scenario,
-    snapshot_mode,
-)
+from dsh.replay.layout import INPUT
+
+if TYPE_CHECKING:
+    from dsh.snapshot.fixture import Recording
+    from dsh.snapshot.runner import AgentFactory
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,6 +93,9 @@ def dsh_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
     request diverged. ``--dsh-snapshot=record`` (or ``once`` without a recording): the
     configured provider, and the sessions the test ran become the scenario's logs.
     """
+    from dsh.snapshot.fixture import Recording
+    from dsh.snapshot.runner import ScenarioSkipped, drift_mode, snapshot_mode
+
     marker = request.node.get_closest_marker("dsh_scenario")
     if marker is None or not marker.args:
         raise pytest.UsageError("dsh_recording needs @pytest.mark.dsh_scenario('path/to/scenario')")
@@ -145,6 +145,9 @@ def _roots(config: pytest.Config) -> list[Path]:
 
 
 def _factory(config: pytest.Config) -> AgentFactory:
+    from dsh.snapshot.factory import load_factory
+    from dsh.snapshot.runner import default_agent_factory
+
     spec = str(config.getini("dsh_snapshot_factory")).strip()
     if not spec:
         return default_agent_factory
@@ -175,6 +178,9 @@ class ScenarioItem(pytest.Item):
     """Runs one scenario in the configured mode."""
 
     def runtest(self) -> None:
+        from dsh.replay.files import untrusted_warning
+        from dsh.snapshot.runner import ScenarioSkipped, drift_mode, run_scenario, snapshot_mode
+
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
         drift = drift_mode(self.config.getoption("--dsh-drift"))
         if mode != "record" and not self.config.getini("dsh_snapshot_trust"):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.events import SessionHeader
-from dsh.replay.files import PRIMARY
+from dsh.replay.layout import PRIMARY
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log
 

@@ -18,7 +18,8 @@ from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import DRIFTS, Drift
-from dsh.replay.files import PRIMARY, load_replay_model, read_input, read_tolerances
+from dsh.replay.files import load_replay_model, read_input, read_tolerances
+from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording

@@ -11,7 +11,7 @@ from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
-from dsh.replay.files import INPUT, PRIMARY
+from dsh.replay.layout import INPUT, PRIMARY
 from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
