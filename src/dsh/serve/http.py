@@ -17,7 +17,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.http1 import LAST_CHUNK, Listener, Request, chunk, head, read_request
 
-__all__ = ["HttpServer", "Paced", "Reply", "Request", "control_reply", "json_body", "json_reply"]
+__all__ = ["HttpServer", "Paced", "Reply", "Request", "control_reply", "json_body", "json_reply", "paced"]
 
 Paced = Sequence[tuple[float, bytes]]
 """Body pieces, each sent after a pause of that many seconds (0: at once)."""
@@ -119,7 +119,7 @@ async def _write(writer: asyncio.StreamWriter, reply: Reply, keep: bool) -> None
         return
     fields += [("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")]
     writer.write(head(reply.status, fields))
-    async for piece in reply.stream if reply.stream is not None else _paced(reply.paced or ()):
+    async for piece in reply.stream if reply.stream is not None else paced(reply.paced or ()):
         if piece:
             writer.write(chunk(piece))
             await writer.drain()
@@ -127,7 +127,8 @@ async def _write(writer: asyncio.StreamWriter, reply: Reply, keep: bool) -> None
     await writer.drain()
 
 
-async def _paced(pieces: Paced) -> AsyncIterator[bytes]:
+async def paced(pieces: Paced) -> AsyncIterator[bytes]:
+    """``pieces`` as they are due on an asyncio loop (each after its pause)."""
     for pause, piece in pieces:
         if pause > 0:
             await asyncio.sleep(pause)

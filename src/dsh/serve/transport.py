@@ -14,14 +14,13 @@ the same client code records through ``dsh serve record``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx2
 
 from dsh.http1 import Request
-from dsh.serve.http import Paced, Reply
+from dsh.serve.http import Paced, Reply, paced
 from dsh.serve.replay import ReplayServer
 
 __all__ = ["RedirectTransport", "ReplayTransport"]
@@ -70,9 +69,7 @@ class _AsyncPaced(httpx2.AsyncByteStream):
         self._pieces = pieces
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        for pause, piece in self._pieces:
-            if pause > 0:
-                await asyncio.sleep(pause)
+        async for piece in paced(self._pieces):
             yield piece
 
 
