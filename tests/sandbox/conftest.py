@@ -6,14 +6,16 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from dsh.events.messages import Block
 from dsh.tools import ToolContext, ToolOutput, ToolRegistry, builtin_registry
-from dsh.tools.sandbox import SandboxPolicy, _probe, bwrap_program, default_temp_roots
+from dsh.tools.landlock import landlock_failure
+from dsh.tools.sandbox import SandboxBackend, SandboxPolicy, _probe, bwrap_program, default_temp_roots
 
 
 def text_of(output: ToolOutput) -> str:
@@ -24,6 +26,22 @@ def text_of(output: ToolOutput) -> str:
 def bwrap_failure() -> str | None:
     """Why bubblewrap cannot confine here (``None``: it can)."""
     return _probe(bwrap_program())
+
+
+BACKEND_FAILURES: dict[str, Callable[[], str | None]] = {
+    "bubblewrap": bwrap_failure,
+    "landlock": landlock_failure,
+}
+
+
+@pytest.fixture(params=sorted(BACKEND_FAILURES))
+def backend(request: pytest.FixtureRequest) -> SandboxBackend:
+    """Each kernel sandbox in turn (skipped, with the reason, where it cannot confine)."""
+    name = cast(SandboxBackend, request.param)
+    failure = BACKEND_FAILURES[name]()
+    if failure is not None:
+        pytest.skip(f"{name} cannot confine on this host ({failure})")
+    return name
 
 
 requires_bwrap = pytest.mark.skipif(

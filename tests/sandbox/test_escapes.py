@@ -1,9 +1,10 @@
 """Escapes from ``workspace-write``: each one works unconfined and is refused by the kernel when confined.
 
-Every case runs twice with the same command: under ``danger-full-access`` (unwrapped) it
-must succeed — proving the test really escapes — and under ``workspace-write`` bubblewrap
-must stop it. Nothing parses the command: the refusals come from read-only mounts, hidden
-mounts, the PID namespace and the empty network namespace.
+Every case runs with the same command under ``danger-full-access`` (unwrapped), where it
+must succeed — proving the test really escapes — and confined, once per kernel sandbox
+(the ``backend`` fixture: bubblewrap, Landlock), which must stop it. Nothing parses the
+command: the refusals come from read-only mounts, hidden mounts and the empty network
+namespace (bubblewrap), or from the Landlock ruleset.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from pathlib import Path
 import pytest
 
 from dsh.tools import ToolRegistry
-from dsh.tools.sandbox import SandboxPolicy
+from dsh.tools.sandbox import SandboxBackend, SandboxPolicy
 
-from .conftest import bash, make_ctx, requires_bwrap, text_of
-
-pytestmark = requires_bwrap
+from .conftest import bash, make_ctx, text_of
 
 FULL = SandboxPolicy(mode="danger-full-access")
+DENIED = {"bubblewrap": "Read-only file system", "landlock": "Permission denied"}
+"""How each backend's refusal of a write reads."""
+HIDDEN = {"bubblewrap": "No such file or directory", "landlock": "Permission denied"}
+"""How each backend's refusal to read a secret path reads (an empty mount / no read right)."""
 
 ESCAPES = {
     "dotdot": "echo pwned > ../outside/escaped",
@@ -55,15 +58,16 @@ async def test_write_escape_works_unconfined(base: Path, registry: ToolRegistry,
 
 @pytest.mark.parametrize("case", sorted(ESCAPES))
 async def test_write_escape_is_refused_under_workspace_write(
-    base: Path, registry: ToolRegistry, case: str
+    base: Path, registry: ToolRegistry, case: str, backend: SandboxBackend
 ) -> None:
     out = base / "outside"
-    output = await bash(registry, make_ctx(base / "ws", SandboxPolicy()), ESCAPES[case].format(out=out))
+    policy = SandboxPolicy(backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), ESCAPES[case].format(out=out))
     await _settle(case)
     assert not _escaped(out), text_of(output)
     assert not output.is_error
     if case != "background":
-        assert "Read-only file system" in text_of(output) and "[exit code: 1]" in text_of(output)
+        assert DENIED[backend] in text_of(output) and "[exit code: 1]" in text_of(output)
 
 
 HARD_LINK = "ln {out}/target.txt hard && echo pwned >> hard"
@@ -75,31 +79,37 @@ async def test_hard_link_escape_works_unconfined(base: Path, registry: ToolRegis
     assert (out / "target.txt").read_text() == "original\npwned\n"
 
 
-async def test_hard_link_escape_is_refused_under_workspace_write(base: Path, registry: ToolRegistry) -> None:
+async def test_hard_link_escape_is_refused_under_workspace_write(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
     out = base / "outside"
-    output = await bash(registry, make_ctx(base / "ws", SandboxPolicy()), HARD_LINK.format(out=out))
+    policy = SandboxPolicy(backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), HARD_LINK.format(out=out))
     assert (out / "target.txt").read_text() == "original\n"
     assert "Invalid cross-device link" in text_of(output), text_of(output)
     assert not (base / "ws" / "hard").exists()
 
 
-async def test_writes_inside_the_workspace_and_temp_still_work(base: Path, registry: ToolRegistry) -> None:
+async def test_writes_inside_the_workspace_and_temp_still_work(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
     ws = base / "ws"
     output = await bash(
         registry,
-        make_ctx(ws, SandboxPolicy()),
+        make_ctx(ws, SandboxPolicy(backend=backend)),
         "mkdir -p sub && echo ok > sub/f && t=$(mktemp) && echo ok > $t && cat $t && rm $t",
     )
     assert text_of(output) == "ok\n" and (ws / "sub" / "f").read_text() == "ok\n"
 
 
-async def test_read_only_refuses_writes_even_in_the_workspace(base: Path, registry: ToolRegistry) -> None:
+async def test_read_only_refuses_writes_even_in_the_workspace(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
     ws = base / "ws"
-    output = await bash(
-        registry, make_ctx(ws, SandboxPolicy(mode="read-only")), "echo x > f; echo y > /tmp/f$$"
-    )
+    policy = SandboxPolicy(mode="read-only", backend=backend)
+    output = await bash(registry, make_ctx(ws, policy), "echo x > f; echo y > /tmp/f$$")
     assert not (ws / "f").exists()
-    assert text_of(output).count("Read-only file system") == 2
+    assert text_of(output).count(DENIED[backend]) == 2
 
 
 SECRET_READ = "cat ~/.ssh/id_ed25519; cat ~/.netrc; echo done"
@@ -125,13 +135,14 @@ async def test_secret_read_works_unconfined(
 
 
 async def test_secret_read_is_refused_under_workspace_write(
-    base: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+    base: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, backend: SandboxBackend
 ) -> None:
     _home_with_secrets(base, monkeypatch)
-    output = await bash(registry, make_ctx(base / "ws", SandboxPolicy()), SECRET_READ)
+    policy = SandboxPolicy(backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), SECRET_READ)
     text = text_of(output)
     assert "PRIVATE-KEY" not in text and "NETRC-SECRET" not in text and "done" in text
-    assert "No such file or directory" in text  # ~/.ssh is an empty mount; ~/.netrc reads as /dev/null
+    assert HIDDEN[backend] in text
 
 
 @pytest.fixture
@@ -169,15 +180,17 @@ async def test_network_works_unconfined(base: Path, registry: ToolRegistry, list
     assert text_of(output) == "CONNECTED\n"
 
 
-async def test_network_is_refused_when_off(base: Path, registry: ToolRegistry, listener: int) -> None:
-    output = await bash(
-        registry, make_ctx(base / "ws", SandboxPolicy(network=False)), NET.format(port=listener)
-    )
+async def test_network_is_refused_when_off(
+    base: Path, registry: ToolRegistry, listener: int, backend: SandboxBackend
+) -> None:
+    policy = SandboxPolicy(network=False, backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), NET.format(port=listener))
     assert text_of(output) == "REFUSED\n"
 
 
-async def test_network_on_is_allowed_confined(base: Path, registry: ToolRegistry, listener: int) -> None:
-    output = await bash(
-        registry, make_ctx(base / "ws", SandboxPolicy(network=True)), NET.format(port=listener)
-    )
+async def test_network_on_is_allowed_confined(
+    base: Path, registry: ToolRegistry, listener: int, backend: SandboxBackend
+) -> None:
+    policy = SandboxPolicy(network=True, backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), NET.format(port=listener))
     assert text_of(output) == "CONNECTED\n"

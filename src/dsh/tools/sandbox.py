@@ -10,9 +10,13 @@ policy at all, the behaviour before sandboxing — replays and the recorded scen
 - ``bash`` calls :func:`confine` to get the argv that runs its command under
   bubblewrap (``bwrap``): the whole file system read-only, the writable roots bound
   read-write, the secrets paths of :data:`SECRET_PATHS` hidden, new PID namespace (nothing
-  outlives the call), and no network unless the policy allows it. When ``bwrap`` is missing
-  or cannot build a sandbox on this host, :func:`confine` raises the original's
-  ``SANDBOX_UNAVAILABLE`` refusal instead of running the command unconfined.
+  outlives the call), and no network unless the policy allows it. Where ``bwrap`` cannot
+  build a sandbox (missing, or no user namespaces, as in most containers) the Landlock
+  runner (:mod:`dsh.tools.landlock`) confines it instead, as the original does: the same
+  writable roots, the hidden paths unreadable, TCP refused without network. When neither
+  can, :func:`confine` raises the original's ``SANDBOX_UNAVAILABLE`` refusal instead of
+  running the command unconfined. A runner named explicitly (``SandboxPolicy.runner``,
+  ``$DSH_BWRAP``) or ``SandboxPolicy.backend`` decides the backend without a fallback.
   ``danger-full-access`` runs unwrapped.
 """
 
@@ -31,8 +35,10 @@ from typing import Final, Literal, cast, get_args
 
 from dsh.errors import ToolError
 from dsh.tools.codes import tool_error
+from dsh.tools.landlock import landlock_argv, landlock_failure
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+SandboxBackend = Literal["auto", "bubblewrap", "landlock"]
 SANDBOX_MODES: Final[tuple[str, ...]] = get_args(SandboxMode)
 DEFAULT_MODE: Final[SandboxMode] = "workspace-write"
 
@@ -90,6 +96,9 @@ class SandboxPolicy:
     hidden_paths: tuple[Path, ...] = field(default_factory=default_hidden_paths)
     runner: str | None = None
     """The sandbox program (default: :func:`bwrap_program`); relative to the workspace if relative."""
+    backend: SandboxBackend = "auto"
+    """Which kernel sandbox confines ``bash``: ``auto`` — bubblewrap where it builds a sandbox,
+    else Landlock — or one of them only."""
     logged: bool = True
     """Whether the mode is the session's own choice, logged as ``sandbox/mode``; ``False`` for
     a deployment default, which the original does not log (replays run under one)."""
@@ -204,21 +213,36 @@ def runner_program(policy: SandboxPolicy, workspace: Path) -> str:
     return bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
 
 
+def _backend(policy: SandboxPolicy, workspace: Path) -> tuple[SandboxBackend, str | None]:
+    """The backend that confines ``policy``'s commands here, and why it cannot (``None``: it can)."""
+    if policy.backend != "landlock":
+        failure = _probe(runner_program(policy, workspace))
+        named = policy.backend == "bubblewrap" or policy.runner is not None or "DSH_BWRAP" in os.environ
+        if failure is None or named:
+            return "bubblewrap", failure
+    landlock = landlock_failure()
+    if landlock is None or policy.backend == "landlock":
+        return "landlock", landlock
+    return "bubblewrap", f"{failure}; {landlock}"
+
+
 def runner_failure(policy: SandboxPolicy | None, workspace: Path) -> str | None:
-    """Why the sandbox runner of a confined ``policy`` cannot start here (e.g. ``Error: spawn
-    <program> ENOENT``), or ``None`` when it can or nothing is confined."""
+    """Why no sandbox runner of a confined ``policy`` can start here (e.g. ``Error: spawn
+    <program> ENOENT``), or ``None`` when one can or nothing is confined."""
     if policy is None or not policy.confined:
         return None
-    return _probe(runner_program(policy, workspace))
+    return _backend(policy, workspace)[1]
 
 
 def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd: Path) -> list[str]:
     """``argv`` wrapped to run under ``policy`` (unchanged when unconfined); refuses when it cannot."""
     if policy is None or not policy.confined:
         return argv
-    failure = runner_failure(policy, workspace)
+    backend, failure = _backend(policy, workspace)
     if failure is not None:
         raise unavailable(policy.mode, failure)
+    if backend == "landlock":
+        return landlock_argv(policy, workspace, argv)
     return [runner_program(policy, workspace), *bwrap_arguments(policy, workspace, cwd), "--", *argv]
 
 

@@ -1,0 +1,172 @@
+"""``landlock-run``: run a command under a Landlock ruleset (Linux 5.13+), the sandbox backend
+dsh uses where bubblewrap cannot build a sandbox (no user namespaces: most containers).
+
+Run as a script, never imported by dsh (stdlib and ``ctypes`` only; ``python -I`` runs it,
+so no environment variable reaches the interpreter)::
+
+    python -I landlock_run.py [--write DIR]... [--hide PATH]... [--net] -- COMMAND...
+
+Everything stays readable and executable except the ``--hide`` paths; only the ``--write``
+directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP ``bind`` and
+``connect`` are refused (Landlock ABI 4+) and abstract UNIX sockets and signals are scoped
+to the sandbox (ABI 6+). The ruleset is inherited by every process the command starts and
+cannot be lifted. A refusal reads ``Permission denied``. If the kernel cannot enforce all of
+it, ``landlock-run: partial enforcement (older Landlock ABI)`` is printed and the command
+runs under what it can. A failure before the command runs prints ``landlock-run: …`` on
+stderr and exits 125.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+import sys
+
+CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446  # the same number on every architecture
+VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
+PATH_BENEATH = 1  # LANDLOCK_RULE_PATH_BENEATH
+NO_NEW_PRIVS = 38  # PR_SET_NO_NEW_PRIVS
+FAILED = 125
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+MAKE = sum(1 << b for b in range(4, 13))  # REMOVE_DIR, REMOVE_FILE, MAKE_CHAR … MAKE_SYM
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+"""The rights a rule on a file (not a directory) may carry."""
+NET_TCP = 0b11  # LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP
+SCOPES = 0b11  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL
+
+READ = EXECUTE | READ_FILE | READ_DIR
+WRITE = WRITE_FILE | MAKE | REFER | TRUNCATE
+DEVICES = READ | WRITE_FILE | IOCTL_DEV | TRUNCATE
+
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"landlock-run: {message}\n")
+    sys.exit(FAILED)
+
+
+def _syscall(number: int, *args: object) -> int:
+    result = int(_libc.syscall(number, *args))
+    if result < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return result
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI (0: not enforced here)."""
+    try:
+        return _syscall(CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(VERSION))
+    except OSError:
+        return 0
+
+
+def handled_fs(abi: int) -> int:
+    """Every file-system right the kernel of ``abi`` knows."""
+    rights = READ | WRITE_FILE | MAKE
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def rules(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
+    """``(path, rights)`` granting ``rights`` under ``root`` except under each ``hidden`` path.
+
+    A Landlock rule covers the whole tree beneath its path, so a directory holding a hidden
+    path is split into its entries; the directory itself keeps only the right to be listed
+    (which, inherited, lets a hidden directory's names be listed but no file in it be read),
+    not to create or remove entries."""
+    if any(h == root for h in hidden):
+        return []
+    inside = [h for h in hidden if h.startswith(root.rstrip("/") + "/")]
+    if not inside:
+        return [(root, rights)]
+    out: list[tuple[str, int]] = [(root, rights & READ_DIR)]
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return out
+    for name in names:
+        out += rules(os.path.join(root, name), rights, inside)
+    return out
+
+
+def _add(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # a path that does not exist (or vanished) grants nothing
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= FILE_ONLY
+        if rights:
+            attr = PathBeneath(rights, fd)
+            _syscall(ADD_RULE, ruleset, PATH_BENEATH, ctypes.byref(attr), ctypes.c_uint32(0))
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str]) -> None:
+    writes: list[str] = []
+    hidden: list[str] = []
+    network = False
+    while argv and argv[0] != "--":
+        flag = argv.pop(0)
+        if flag == "--net":
+            network = True
+        elif flag in ("--write", "--hide") and argv:
+            (writes if flag == "--write" else hidden).append(os.path.realpath(argv.pop(0)))
+        else:
+            _fail(f"unknown option {flag}")
+    command = argv[1:]
+    if not command:
+        _fail("no command given (usage: [--write DIR]... [--hide PATH]... [--net] -- COMMAND...)")
+    abi = abi_version()
+    if abi < 1:
+        _fail("Landlock is not enforced by this kernel")
+    fs = handled_fs(abi)
+    net = NET_TCP if abi >= 4 and not network else 0
+    scoped = (SCOPES if not network else SCOPES & ~1) if abi >= 6 else 0
+    size = ctypes.sizeof(ctypes.c_uint64) * (3 if abi >= 6 else 2 if abi >= 4 else 1)
+    try:
+        ruleset = _syscall(CREATE_RULESET, ctypes.byref(RulesetAttr(fs, net, scoped)), ctypes.c_size_t(size),
+                           ctypes.c_uint32(0))  # fmt: skip
+        grants = rules("/", READ, hidden) + rules("/dev", DEVICES, hidden)
+        for root in [*writes, "/dev/shm"]:  # /dev/shm: shared memory, writable like /tmp
+            grants += rules(root, READ | WRITE, hidden)
+        for path, rights in grants:
+            _add(ruleset, path, rights & fs)
+        if _libc.prctl(NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        _syscall(RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+        os.close(ruleset)
+    except OSError as exc:
+        _fail(f"cannot enforce the ruleset: {exc.strerror}")
+    if abi < 3 or (not network and abi < 4):
+        sys.stderr.write("landlock-run: partial enforcement (older Landlock ABI)\n")
+        sys.stderr.flush()
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        _fail(f"cannot run {command[0]}: {exc.strerror}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
