@@ -37,7 +37,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk, Usage
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.history import project_event
-from dsh.events.messages import Block, Message
+from dsh.events.messages import Block, Message, Source
 from dsh.events.payloads import (
     ToolResultBlock,
     message_of,
@@ -297,7 +297,7 @@ def history_updates(
         message = project_event(event)
         if message is None:
             continue
-        source = message.get("source") or {}
+        source: Source | dict[str, Any] = message.get("source") or {}
         if event.type == ASSISTANT_MESSAGE:
             out.extend(message_chunks(message, profile, with_ids=True))
             if profile == "full":

@@ -28,14 +28,40 @@ class Block(TypedDict, total=False):
     data: str
 
 
+class SnapshotSection(TypedDict):
+    """One section of a runtime-context snapshot's source (``sandbox:policy``, ...)."""
+
+    name: str
+    text: str
+
+
+class Source(TypedDict, total=False):
+    """Who produced a message. ``kind`` names the producer: ``user``; ``model``
+    (``provider``, ``model``); ``tool`` (``callId``); ``plugin`` (``plugin``, and ``form``,
+    ``sections`` for a runtime-context snapshot, ``summary`` for a notice); ``coordinator``,
+    ``subagent-report``, ``subagent-settled`` (``form``, ``senderSessionId``, ``summary``).
+    Lenient like :class:`Block`: a recorded source with other kinds or keys is kept as is."""
+
+    kind: Required[str]
+    provider: str
+    model: str
+    callId: str
+    plugin: str
+    form: str
+    sections: list[SnapshotSection]
+    summary: str
+    senderSessionId: str
+    replayState: Any
+
+
 class Message(TypedDict, total=False):
     """A logged message; its key order is the writer's (user, assistant and tool-result
-    messages each have their own). ``source`` says who produced it (``kind`` and the
-    kind's fields); recorded messages may carry keys dsh does not read."""
+    messages each have their own). ``source`` says who produced it; recorded messages may
+    carry keys dsh does not read."""
 
     role: Required[str]
     content: Required[list[Block]]
-    source: dict[str, Any]
+    source: Source
     id: str
 
 

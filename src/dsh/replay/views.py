@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dsh import jsonx
-from dsh.events.messages import Message
+from dsh.events.messages import Message, Source
 
 ViewKind = Literal["user", "assistant", "tool-result", "injected"]
 
@@ -48,8 +48,8 @@ def classify(message: Message) -> tuple[ViewKind, str]:
     """The kind of a history message and its key (call id, injected kind, or ``""``)."""
     if message.get("role") == "assistant":
         return "assistant", ""
-    source = message.get("source")
-    source = source if isinstance(source, dict) else {}
+    found = message.get("source")
+    source: Source = found if isinstance(found, dict) else {"kind": ""}
     kind = source.get("kind")
     content: object = message.get("content")
     if kind == "tool" or (

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsh.events.messages import Block, Message, ToolSpec
+from dsh.events.messages import Block, Message, Source, ToolSpec
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PLUGIN, RUNTIME_CONTEXT_PREFIX
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import request_body, wire_messages, wire_tools
@@ -95,7 +95,7 @@ def _message(raw: Mapping[str, Any]) -> Message:
         return {"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}}
     kind = "user" if role == "user" else str(role)
     text = _text(raw.get("content"))
-    source: dict[str, Any] = {"kind": kind}
+    source: Source = {"kind": kind}
     if kind == "user" and text.startswith(RUNTIME_CONTEXT_PREFIX):  # dsh's own snapshot, by its text
         source = {"kind": "plugin", "plugin": RUNTIME_CONTEXT_PLUGIN}
     return {"role": "user", "content": [{"type": "text", "text": text}], "source": source}

@@ -22,7 +22,7 @@ from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.header import SessionHeader
-from dsh.events.messages import Block, Message
+from dsh.events.messages import Block, Message, Source
 from dsh.events.payloads import (
     assistant_attempt_data,
     assistant_message_data,
@@ -106,7 +106,7 @@ class RecordedSession:
             self.append(CLIENT_EVENT, {"session": self.key}, ignorable=True)
         fresh = list(request.messages[len(self.history) :])
         for message in fresh:
-            source = message.get("source") or {}
+            source: Source | dict[str, Any] = message.get("source") or {}
             if message.get("role") == "assistant":
                 if not self.open_turn:
                     self._start_turn()
