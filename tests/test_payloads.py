@@ -22,8 +22,10 @@ from dsh.events.payloads import (
     assistant_message_data,
     blocks_of,
     failure_of,
+    header_body,
     inbox_spliced,
     message_of,
+    request_header_of,
     result_block,
     sandbox_mode,
     stream_of,
@@ -254,6 +256,23 @@ async def test_the_mode_inbox_and_approval_events_are_logged_in_their_key_order(
     assert approval_asked("i", "bash", None, None) == {"id": "i", "toolName": "bash"}
     assert list(approval_asked("i", "bash", None, "r")) == ["id", "toolName", "reason"]
     assert list(inbox_spliced("next-turn", 2, [note])) == ["target", "start", "inserted"]
+
+
+def test_a_request_header_keeps_the_logged_key_order_and_reads_back() -> None:
+    full = header_body("deepseek", "m", 512, "be terse", [{"name": "read"}])
+    assert jsonx.dumps(full) == (
+        b'{"config":{"provider":"deepseek","model":"m","maxTokens":512},"system":"be terse",'
+        b'"tools":[{"name":"read"}]}'
+    )
+    assert header_body("p", "m", None, None, None) == {"config": {"provider": "p", "model": "m"}}
+    line = (
+        b'{"type":"request/header","seq":1,"time":1,"data":{"header":'
+        + jsonx.dumps(full)
+        + b',"reason":"initial"}}'
+    )
+    assert request_header_of(decode_event_line(line, "t")) == full
+    assert request_header_of(Event(type="request/header", seq=1, time=1, data={"header": "x"})) is None
+    assert request_header_of(Event(type="turn/start", seq=1, time=1, data={"turn": 1})) is None
 
 
 def test_approval_policy_of_reads_the_original_line() -> None:

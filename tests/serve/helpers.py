@@ -26,9 +26,10 @@ def recorded_calls(directory: Path, label: str = "session.jsonl") -> list[tuple[
     for call, entry in zip(derived.calls, derived.entries, strict=True):
         header = call.header or {}
         config = header.get("config") or {}
+        tools = header.get("tools")
         request = ModelRequest(
             "s", str(config.get("model")), derived.messages[: call.history], header.get("system"),
-            header.get("tools") or (), config.get("maxTokens"),
+            tools if isinstance(tools, list) else (), config.get("maxTokens"),
         )  # fmt: skip
         body = request_body(request, request.model)
         body.pop("stream")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsh.events.messages import Message, tool_result_message, user_message
+from dsh.events.payloads import RequestHeader
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import request_body
 from dsh.replay.derive import Derived, RecordedCall
@@ -52,7 +53,7 @@ def test_what_the_wire_cannot_carry_is_lost_on_both_sides() -> None:
         },
         tool_result_message("c1", [], is_error=True),
     ]
-    header = {"config": {"model": "m"}, "system": "sys", "tools": [{"name": "read"}]}
+    header: RequestHeader = {"config": {"model": "m"}, "system": "sys", "tools": [{"name": "read"}]}
     calls = [RecordedCall(1, 1, 1, header), RecordedCall(1, 2, 3, header)]
     wired = wire_derived(Derived([Entry("chunks"), Entry("chunks")], calls, list(history)))
     check = SessionCheck("s", "id", wired, version=2, tolerances=Tolerances(), cwd=None)

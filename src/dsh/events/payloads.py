@@ -1,7 +1,7 @@
 """Typed payloads of the events dsh writes, and the one reader of each.
 
 Writers (the loop, the recorder of ``dsh serve``) build payloads with the constructors here
-(``turn_start``, ``request_header``, ``step_mark``, ``assistant_message_data``,
+(``turn_start``, ``request_header`` (with ``header_body``), ``step_mark``, ``assistant_message_data``,
 ``assistant_attempt_data``, ``tool_call``, ``tool_result_data``, ``turn_end`` with
 ``error_reason`` / ``aborted_reason``, ``sandbox_mode``, ``approval_policy``,
 ``inbox_spliced``, ``approval_asked``, ``approval_decided``: key order as logged); readers in the
@@ -18,11 +18,12 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.envelope import Event
-from dsh.events.messages import Block, Message
+from dsh.events.messages import Block, Message, ToolSpec
 from dsh.events.vocabulary import (
     APPROVAL_POLICY,
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    REQUEST_HEADER,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -68,11 +69,29 @@ class ToolResultData(TypedDict):
     meta: NotRequired[dict[str, Any]]
 
 
+class HeaderConfig(TypedDict, total=False):
+    """A request header's model route: ``provider``, ``model`` and ``maxTokens`` when set."""
+
+    provider: str
+    model: str
+    maxTokens: int
+
+
+class RequestHeader(TypedDict, total=False):
+    """What a ``request/header`` says the model is asked with. Lenient, as recorded logs are
+    read as they are: ``tools`` is a list of tool specs when dsh wrote it (the original may
+    store a string), and other keys are kept."""
+
+    config: HeaderConfig
+    system: str
+    tools: list[ToolSpec] | str
+
+
 class RequestHeaderData(TypedDict):
     """``request/header``: the request's system prompt, tools and config, logged when they
     change (``reason``: ``initial``, ``resume`` or ``change``)."""
 
-    header: dict[str, Any]
+    header: RequestHeader
     reason: str
 
 
@@ -229,7 +248,23 @@ def tool_result_data(
     return data
 
 
-def request_header(header: dict[str, Any], reason: str) -> RequestHeaderData:
+def header_body(
+    provider: str, model: str, max_tokens: int | None, system: str | None, tools: list[ToolSpec] | None
+) -> RequestHeader:
+    """A request header in the logged key order (``maxTokens``, ``system`` and ``tools`` only
+    when given)."""
+    config: HeaderConfig = {"provider": provider, "model": model}
+    if max_tokens is not None:
+        config["maxTokens"] = max_tokens
+    header: RequestHeader = {"config": config}
+    if system is not None:
+        header["system"] = system
+    if tools is not None:
+        header["tools"] = tools
+    return header
+
+
+def request_header(header: RequestHeader, reason: str) -> RequestHeaderData:
     """The ``request/header`` payload, in the logged key order."""
     return {"header": header, "reason": reason}
 
@@ -316,6 +351,13 @@ def blocks_of(message: Message | None) -> list[Block]:
     """A message's content blocks (only the dicts; ``[]`` without content)."""
     content: object = message.get("content") if message is not None else None
     return [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def request_header_of(event: Event) -> RequestHeader | None:
+    """The header a ``request/header`` logs (``None``: another event, or no header object)."""
+    data = _data(event, REQUEST_HEADER)
+    header = data.get("header") if data is not None else None
+    return cast(RequestHeader, header) if isinstance(header, dict) else None
 
 
 def approval_policy_of(event: Event) -> str | None:

@@ -16,7 +16,14 @@ from dsh.errors import ModelError
 from dsh.events import Assembled, Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, joined_text
-from dsh.events.payloads import TurnEndReason, request_header, step_mark
+from dsh.events.payloads import (
+    RequestHeader,
+    TurnEndReason,
+    header_body,
+    request_header,
+    request_header_of,
+    step_mark,
+)
 from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop.model_call import settle_model_call
@@ -29,11 +36,10 @@ if TYPE_CHECKING:
     from dsh.loop.agent import Agent
 
 
-def _last_header(events: Sequence[Event]) -> dict[str, Any] | None:
+def _last_header(events: Sequence[Event]) -> RequestHeader | None:
     for event in reversed(events):
         if event.type == REQUEST_HEADER:
-            header = event.data.get("header")
-            return header if isinstance(header, dict) else None
+            return request_header_of(event)
     return None
 
 
@@ -47,7 +53,7 @@ class Steps:
         events = agent.session.events
         self._history = HistoryProjector()
         self._last_header = _last_header(events)
-        self._header: dict[str, Any] | None = None
+        self._header: RequestHeader | None = None
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._context_text = last_snapshot_text(events)  # the snapshot on the surface
@@ -158,7 +164,7 @@ class Steps:
             sandbox=self._agent.config.sandbox,
         )
 
-    def _request_header(self) -> dict[str, Any]:
+    def _request_header(self) -> RequestHeader:
         """The request header, rebuilt only when what it is made of changes.
 
         Building it copies every tool schema (``ToolRegistry.specs``), so the last one is
@@ -170,15 +176,10 @@ class Steps:
         key = (self._agent.model.provider, cfg.model, cfg.max_tokens, cfg.system, tools, tuple(tools.names()))
         if self._header is not None and key == self._header_key:
             return self._header
-        config: dict[str, Any] = {"provider": self._agent.model.provider, "model": self._agent.config.model}
-        if self._agent.config.max_tokens is not None:
-            config["maxTokens"] = self._agent.config.max_tokens
-        header: dict[str, Any] = {"config": config}
-        if self._agent.config.system:
-            header["system"] = self._agent.config.system
         specs = self._agent.tools.specs()
-        if specs:
-            header["tools"] = specs
+        header = header_body(
+            self._agent.model.provider, cfg.model, cfg.max_tokens, cfg.system or None, specs or None
+        )
         self._header, self._header_key = header, key
         return header
 
@@ -191,6 +192,7 @@ class Steps:
                 reason = "change"
             self._agent.append(REQUEST_HEADER, request_header(header, reason))
             self._last_header = header
+        tools = header.get("tools")
         retries = 0
         while True:
             request = ModelRequest(
@@ -198,7 +200,7 @@ class Steps:
                 model=self._agent.config.model,
                 messages=self._history.messages(self._agent.session.events),
                 system=header.get("system"),
-                tools=header.get("tools", ()),
+                tools=tools if isinstance(tools, list) else (),
                 max_tokens=self._agent.config.max_tokens,
                 delegation=self._agent.delegation,
             )

@@ -11,7 +11,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.history import project_event
 from dsh.events.messages import Message, delivery_sender
-from dsh.events.payloads import stream_of
+from dsh.events.payloads import RequestHeader, request_header_of, stream_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_CHUNK,
@@ -35,7 +35,7 @@ class RecordedCall:
     turn: int | None
     step: int | None
     history: int
-    header: dict[str, Any] | None
+    header: RequestHeader | None
     checked: bool = True
     """``False`` for a turn that failed before asking the model (nothing recorded to compare)."""
 
@@ -92,7 +92,7 @@ def _settled_call(etype: str, data: dict[str, Any], chunks: tuple[Chunk, ...]) -
 
 
 def _failed_before_asking(
-    data: object, history: int, header: dict[str, Any] | None
+    data: object, history: int, header: RequestHeader | None
 ) -> tuple[RecordedCall, Entry] | None:
     """A turn that ended ``error`` without a model call (e.g. its checkpoint failed) replays
     as one unchecked call that fails with the recorded error, so the live turn ends alike."""
@@ -146,7 +146,7 @@ def derive(
     script = out.entries
     group: list[Chunk] = []
     key: tuple[Any, Any] | None = None
-    header: dict[str, Any] | None = None
+    header: RequestHeader | None = None
 
     called = False  # whether the turn in progress asked the model
     steps = turns_ended = 0
@@ -194,8 +194,7 @@ def derive(
                 call(None, None)
                 script.append(_summary_call(event.data, where))
         elif etype == REQUEST_HEADER:
-            value = event.data.get("header") if isinstance(event.data, dict) else None
-            header = value if isinstance(value, dict) else None
+            header = request_header_of(event)
         elif etype == TURN_START:
             close()
             called = False

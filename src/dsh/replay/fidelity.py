@@ -29,7 +29,7 @@ from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events import Event
 from dsh.events.messages import Message
-from dsh.events.payloads import message_of
+from dsh.events.payloads import HeaderConfig, message_of
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived
@@ -304,7 +304,7 @@ class SessionCheck:
         recorded = self._recorded_headers.get(id(header))  # the header dicts live as long as self
         if recorded is None:
             raw_config = header.get("config")
-            config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
+            config: HeaderConfig = raw_config if isinstance(raw_config, dict) else {}
             recorded = self._header_parts(
                 Normalizer(),
                 header.get("system"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh.events.messages import Block, Message, Source, ToolSpec
+from dsh.events.payloads import RequestHeader
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PLUGIN, RUNTIME_CONTEXT_PREFIX
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import request_body, wire_messages, wire_tools
@@ -201,16 +202,20 @@ class WireProjection:
         return self._last.request
 
 
-def _wire_header(header: dict[str, Any] | None) -> dict[str, Any] | None:
+def _wire_header(header: RequestHeader | None) -> RequestHeader | None:
     if header is None:
         return None
-    out = dict(header)
+    out = header.copy()
     tools = header.get("tools")
     if isinstance(tools, list):
         out["tools"] = wire_to_tools(wire_tools([t for t in tools if isinstance(t, dict)]))
     system = header.get("system")
     if isinstance(system, str):
-        out["system"] = wire_to_messages(wire_messages(system, []))[0]
+        seen = wire_to_messages(wire_messages(system, []))[0]
+        if seen is None:
+            del out["system"]
+        else:
+            out["system"] = seen
     return out
 
 
@@ -225,7 +230,7 @@ def wire_derived(derived: Derived) -> Derived:
     for message in derived.messages:
         messages.extend(over_the_wire(message))
         index.append(len(messages))
-    headers: dict[int, dict[str, Any] | None] = {}
+    headers: dict[int, RequestHeader | None] = {}
     calls = []
     for call in derived.calls:
         key = id(call.header)

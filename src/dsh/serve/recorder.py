@@ -24,8 +24,10 @@ from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
 from dsh.events.header import SessionHeader
 from dsh.events.messages import Block, Message, Source
 from dsh.events.payloads import (
+    RequestHeader,
     assistant_attempt_data,
     assistant_message_data,
+    header_body,
     request_header,
     step_mark,
     tool_call,
@@ -74,7 +76,7 @@ class RecordedSession:
     turn: int = 0
     step: int = 0
     open_turn: bool = False
-    last_header: Any = None
+    last_header: RequestHeader | None = None
 
     def append(
         self, etype: str, data: Mapping[str, Any], *, surface: bool = False, ignorable: bool = False
@@ -124,13 +126,7 @@ class RecordedSession:
                 if source.get("kind") in ("user", "tool") or not self.open_turn:
                     self._start_turn()
                 self.append("user/message", {**message, "id": new_message_id()}, surface=True)
-        config: dict[str, Any] = {"provider": PROVIDER, "model": request.model}
-        if request.max_tokens is not None:
-            config["maxTokens"] = request.max_tokens
-        header: dict[str, Any] = {"config": config}
-        if request.system is not None:
-            header["system"] = request.system
-        header["tools"] = list(request.tools)
+        header = header_body(PROVIDER, request.model, request.max_tokens, request.system, list(request.tools))
         if header != self.last_header:
             reason = "initial" if self.last_header is None else "change"
             self.append("request/header", request_header(header, reason))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import SubagentDescriptor, descriptor_kind, parse_descriptor
 from dsh.events.messages import joined_text
-from dsh.events.payloads import turn_end_kind
+from dsh.events.payloads import request_header_of, turn_end_kind
 from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_TITLE,
@@ -95,7 +95,7 @@ def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: 
             if first_own is None and event.seq >= cut:
                 first_own = text
         elif etype == REQUEST_HEADER:
-            config = data.get("header", {}).get("config", {}) if isinstance(data.get("header"), dict) else {}
+            config = (request_header_of(event) or {}).get("config")
             if isinstance(config, dict) and isinstance(config.get("model"), str):
                 model = config["model"]
         elif etype == TURN_START:

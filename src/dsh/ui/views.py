@@ -13,7 +13,14 @@ from typing import Any
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.messages import joined_text
-from dsh.events.payloads import assistant_blocks_of, blocks_of, message_of, turn_end_kind, usage_of
+from dsh.events.payloads import (
+    assistant_blocks_of,
+    blocks_of,
+    message_of,
+    request_header_of,
+    turn_end_kind,
+    usage_of,
+)
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -291,8 +298,7 @@ class TranscriptBuilder:
             who = source.get("kind") if isinstance(source, dict) else None
             return [item("prompt", text=text_of(data), source=who or "user")]
         if etype == REQUEST_HEADER:
-            header = data.get("header") if isinstance(data.get("header"), dict) else {}
-            config = header.get("config") if isinstance(header, dict) else None
+            config = (request_header_of(event) or {}).get("config")
             model = config.get("model") if isinstance(config, dict) else None
             return [item("request", model=model, reason=data.get("reason"))]
         if etype == ASSISTANT_MESSAGE:
