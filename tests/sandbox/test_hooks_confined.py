@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.store.memory import MemoryEventStore
 from dsh.tools import builtin_registry
-from dsh.tools.sandbox import SandboxPolicy
+from dsh.tools.sandbox import SandboxBackend, SandboxPolicy
 from tests.hooks.conftest import command, write_hooks
 
 from .conftest import requires_bwrap
-
-pytestmark = requires_bwrap
 
 
 async def _turn(ws: Path, policy: SandboxPolicy | None) -> None:
@@ -33,21 +29,28 @@ async def _turn(ws: Path, policy: SandboxPolicy | None) -> None:
     assert result.ok, result.reason
 
 
-@pytest.mark.parametrize(
-    ("policy", "escaped"), [(None, True), (SandboxPolicy(mode="workspace-write"), False)]
-)
-async def test_a_hook_cannot_write_outside_the_workspace_under_the_sandbox(
-    base: Path, policy: SandboxPolicy | None, escaped: bool
-) -> None:
+async def _hook_escapes(base: Path, policy: SandboxPolicy | None) -> bool:
+    """Whether a ``UserPromptSubmit`` hook wrote outside the workspace (it always writes inside)."""
     ws, target = base / "ws", base / "outside" / "from-hook.txt"
     write_hooks(
         ws, {"UserPromptSubmit": [{"hooks": [command(f"echo escaped > {target}; echo inside > mine.txt")]}]}
     )
     await _turn(ws, policy)
-    assert target.exists() is escaped
     assert (ws / "mine.txt").read_text() == "inside\n"  # the workspace stays writable
+    return target.exists()
 
 
+async def test_a_hook_writes_outside_the_workspace_unconfined(base: Path) -> None:
+    assert await _hook_escapes(base, None)
+
+
+async def test_a_hook_cannot_write_outside_the_workspace_under_the_sandbox(
+    base: Path, backend: SandboxBackend
+) -> None:
+    assert not await _hook_escapes(base, SandboxPolicy(mode="workspace-write", backend=backend))
+
+
+@requires_bwrap
 async def test_a_scenario_can_replay_with_its_commands_confined(upstream: Path, base: Path) -> None:
     from dsh.snapshot import run_scenario
 
