@@ -19,6 +19,7 @@ stderr and exits 125.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import stat
 import sys
@@ -51,7 +52,9 @@ class PathBeneath(ctypes.Structure):
     _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _fail(message: str) -> None:
@@ -60,7 +63,7 @@ def _fail(message: str) -> None:
 
 
 def _syscall(number: int, *args: object) -> int:
-    result = int(_libc.syscall(number, *args))
+    result = int(_libc().syscall(number, *args))
     if result < 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
     return result
@@ -153,7 +156,7 @@ def main(argv: list[str]) -> None:
             grants += rules(root, READ | WRITE, hidden)
         for path, rights in grants:
             _add(ruleset, path, rights & fs)
-        if _libc.prctl(NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if _libc().prctl(NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
         _syscall(RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
         os.close(ruleset)
