@@ -15,17 +15,12 @@ import pytest
 from dsh.events.messages import Block
 from dsh.tools import ToolContext, ToolOutput, ToolRegistry, builtin_registry
 from dsh.tools.landlock import landlock_failure
-from dsh.tools.sandbox import SandboxBackend, SandboxPolicy, _probe, bwrap_program, default_temp_roots
+from dsh.tools.sandbox import SandboxBackend, SandboxPolicy, _probe, bwrap_failure, default_temp_roots
 
 
 def text_of(output: ToolOutput) -> str:
     blocks: list[Block] = output.content
     return "".join(str(b.get("text", "")) for b in blocks)
-
-
-def bwrap_failure() -> str | None:
-    """Why bubblewrap cannot confine here (``None``: it can)."""
-    return _probe(bwrap_program())
 
 
 BACKEND_FAILURES: dict[str, Callable[[], str | None]] = {

@@ -16,6 +16,7 @@ from dsh.cli.list_cmd import list_cmd
 from dsh.cli.log_cmd import log_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
+from dsh.cli.sandbox_cmd import sandbox
 from dsh.cli.scenario_cmd import scenario_app
 from dsh.cli.serve_cmd import serve_app
 from dsh.cli.sessions_cmd import sessions_app
@@ -67,6 +68,7 @@ app.command(name="demo")(demo)
 app.command(name="acp")(acp)
 app.command(name="ui")(ui)
 app.add_typer(serve_app, name="serve")
+app.command(name="sandbox")(sandbox)
 sessions_app.command(name="list")(list_cmd)
 sessions_app.command(name="export")(export_cmd)
 sessions_app.command(name="rm")(rm_cmd)

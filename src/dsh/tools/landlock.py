@@ -31,6 +31,19 @@ def landlock_argv(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> li
     return [sys.executable, "-I", str(RUNNER), *options, "--", *argv]
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: not enforced here, or the runner cannot start)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(RUNNER), "--abi"], capture_output=True, text=True,
+            timeout=PROBE_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    text = done.stdout.strip()
+    return int(text) if done.returncode == 0 and text.isdigit() else 0
+
+
 @functools.cache
 def landlock_failure() -> str | None:
     """``None`` when the Landlock runner confines a command here, else why not (checked once

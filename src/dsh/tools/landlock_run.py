@@ -5,6 +5,7 @@ Run as a script, never imported by dsh (stdlib and ``ctypes`` only; ``python -I`
 so no environment variable reaches the interpreter)::
 
     python -I landlock_run.py [--write DIR]... [--hide PATH]... [--net] -- COMMAND...
+    python -I landlock_run.py --abi      # prints the kernel's Landlock ABI (0: none)
 
 Everything stays readable and executable except the ``--hide`` paths; only the ``--write``
 directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP ``bind`` and
@@ -127,6 +128,9 @@ def _add(ruleset: int, path: str, rights: int) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if argv == ["--abi"]:
+        sys.stdout.write(f"{abi_version()}\n")
+        return
     writes: list[str] = []
     hidden: list[str] = []
     network = False

@@ -208,12 +208,17 @@ def bwrap_program() -> str:
     return os.environ.get("DSH_BWRAP") or shutil.which("bwrap") or "bwrap"
 
 
+def bwrap_failure() -> str | None:
+    """Why bubblewrap (:func:`bwrap_program`) cannot build a sandbox here (``None``: it can)."""
+    return _probe(bwrap_program())
+
+
 def runner_program(policy: SandboxPolicy, workspace: Path) -> str:
     """The sandbox program ``policy`` runs commands with."""
     return bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
 
 
-def _backend(policy: SandboxPolicy, workspace: Path) -> tuple[SandboxBackend, str | None]:
+def confining_backend(policy: SandboxPolicy, workspace: Path) -> tuple[SandboxBackend, str | None]:
     """The backend that confines ``policy``'s commands here, and why it cannot (``None``: it can)."""
     if policy.backend != "landlock":
         failure = _probe(runner_program(policy, workspace))
@@ -231,14 +236,14 @@ def runner_failure(policy: SandboxPolicy | None, workspace: Path) -> str | None:
     <program> ENOENT``), or ``None`` when one can or nothing is confined."""
     if policy is None or not policy.confined:
         return None
-    return _backend(policy, workspace)[1]
+    return confining_backend(policy, workspace)[1]
 
 
 def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd: Path) -> list[str]:
     """``argv`` wrapped to run under ``policy`` (unchanged when unconfined); refuses when it cannot."""
     if policy is None or not policy.confined:
         return argv
-    backend, failure = _backend(policy, workspace)
+    backend, failure = confining_backend(policy, workspace)
     if failure is not None:
         raise unavailable(policy.mode, failure)
     if backend == "landlock":

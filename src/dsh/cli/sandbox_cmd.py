@@ -1,0 +1,46 @@
+"""``dsh sandbox``: which kernel sandbox confines ``bash`` on this host, and why one cannot."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+
+def sandbox(
+    as_json: Annotated[bool, typer.Option("--json", help="Print stable JSON instead of text.")] = False,
+) -> None:
+    """Show which kernel sandbox confines bash here (bubblewrap, else Landlock) and why one cannot.
+
+    The same check every confined bash call makes (read-only and workspace-write; under
+    danger-full-access nothing is confined). Exits 1 when neither can confine, so confined
+    commands would be refused here.
+    """
+    from pathlib import Path
+
+    from dsh.tools.landlock import landlock_abi, landlock_failure
+    from dsh.tools.sandbox import SandboxPolicy, bwrap_failure, bwrap_program, confining_backend
+
+    program = bwrap_program()
+    bwrap = bwrap_failure()
+    landlock = landlock_failure()
+    backend, failure = confining_backend(SandboxPolicy(), Path.cwd())
+    report: dict[str, Any] = {
+        "bubblewrap": {"program": program, "usable": bwrap is None, "failure": bwrap},
+        "landlock": {"abi": landlock_abi(), "usable": landlock is None, "failure": landlock},
+        "confinedBy": backend if failure is None else None,
+        "failure": failure,
+    }
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        typer.echo(f"bubblewrap  {'usable' if bwrap is None else 'unusable: ' + bwrap} ({program})")
+        abi = report["landlock"]["abi"]
+        typer.echo(f"landlock    {'usable' if landlock is None else 'unusable: ' + landlock} (ABI {abi})")
+        if failure is None:
+            typer.echo(f"bash under read-only / workspace-write runs confined by {backend}")
+        else:
+            typer.echo(f"bash under read-only / workspace-write is refused here: {failure}")
+    if failure is not None:
+        raise typer.Exit(1)
