@@ -10,7 +10,9 @@ namespace (bubblewrap), or from the Landlock ruleset.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,3 +196,51 @@ async def test_network_on_is_allowed_confined(
     policy = SandboxPolicy(network=True, backend=backend)
     output = await bash(registry, make_ctx(base / "ws", policy), NET.format(port=listener))
     assert text_of(output) == "CONNECTED\n"
+
+
+def _running(marker: str) -> list[str]:
+    """Command lines of live processes that mention ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                line = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker in line and state != "Z":
+                found.append(line)
+    return found
+
+
+async def test_nothing_a_confined_call_starts_outlives_it(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    """A ``setsid`` daemon escapes the process-group kill; bubblewrap's PID namespace and the
+    Landlock runner (its subreaper) end it with the call."""
+    marker = f"dsh-outlive-{backend}-{os.getpid()}"
+    command = f"setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 < /dev/null & sleep 0.2; exit 3"
+    policy = SandboxPolicy(backend=backend)
+    output = await bash(registry, make_ctx(base / "ws", policy), command)
+    assert text_of(output).endswith("[exit code: 3]"), text_of(output)
+    await asyncio.sleep(0.3)
+    assert _running(marker) == []
+
+
+async def test_a_setsid_daemon_outlives_an_unconfined_call(base: Path, registry: ToolRegistry) -> None:
+    """The check above can fail: unconfined, the daemon survives the call."""
+    marker = f"dsh-outlive-unconfined-{os.getpid()}"
+    command = f"setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 < /dev/null & sleep 0.2"
+    await bash(registry, make_ctx(base / "ws", FULL), command)
+    await asyncio.sleep(0.3)
+    alive = _running(marker)
+    subprocess.run(["pkill", "-f", marker], check=False)
+    assert alive
+
+
+async def test_a_confined_command_killed_by_a_signal_says_so(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    output = await bash(registry, make_ctx(base / "ws", SandboxPolicy(backend=backend)), "kill -TERM $$")
+    want = {"landlock": "[killed by signal: SIGTERM]", "bubblewrap": "[exit code: 143]"}[backend]
+    assert text_of(output).endswith(want), text_of(output)  # bubblewrap reports its own status

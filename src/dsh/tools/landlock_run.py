@@ -8,20 +8,23 @@ so no environment variable reaches the interpreter)::
     python -I landlock_run.py --abi      # prints the kernel's Landlock ABI (0: none)
 
 Everything stays readable and executable except the ``--hide`` paths; only the ``--write``
-directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP ``bind`` and
-``connect`` are refused (Landlock ABI 4+) and abstract UNIX sockets and signals are scoped
-to the sandbox (ABI 6+). The ruleset is inherited by every process the command starts and
-cannot be lifted. A refusal reads ``Permission denied``. If the kernel cannot enforce all of
-it, ``landlock-run: partial enforcement (older Landlock ABI)`` is printed and the command
-runs under what it can. A failure before the command runs prints ``landlock-run: …`` on
-stderr and exits 125.
+directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP
+``bind`` and ``connect`` are refused (Landlock ABI 4+) and abstract UNIX sockets are scoped
+to the sandbox (ABI 6+), as are signals. The ruleset is inherited by every process the
+command starts and cannot be lifted; the runner stays the parent (the subreaper) of all of
+them and kills any left when the command ends, so nothing outlives the call. A refusal
+reads ``Permission denied``. If the kernel cannot enforce all of it, ``landlock-run:
+partial enforcement (older Landlock ABI)`` is printed and the command runs under what it
+can. A failure before the command runs prints ``landlock-run: …`` on stderr and exits 125.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
+import signal
 import stat
 import sys
 
@@ -29,7 +32,10 @@ CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446  # the same number on ev
 VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 PATH_BENEATH = 1  # LANDLOCK_RULE_PATH_BENEATH
 NO_NEW_PRIVS = 38  # PR_SET_NO_NEW_PRIVS
+SET_CHILD_SUBREAPER = 36  # PR_SET_CHILD_SUBREAPER
 FAILED = 125
+STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+"""The signals that stop a call; the runner passes them on to the command."""
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 MAKE = sum(1 << b for b in range(4, 13))  # REMOVE_DIR, REMOVE_FILE, MAKE_CHAR … MAKE_SYM
@@ -169,10 +175,59 @@ def main(argv: list[str]) -> None:
     if abi < 3 or (not network and abi < 4):
         sys.stderr.write("landlock-run: partial enforcement (older Landlock ABI)\n")
         sys.stderr.flush()
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        _fail(f"cannot run {command[0]}: {exc.strerror}")
+    _run_and_reap(command)
+
+
+def _children(pid: int) -> list[int]:
+    """The live children of ``pid`` (``/proc``; an orphan re-parented to us counts)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(name))
+    return out
+
+
+def _run_and_reap(command: list[str]) -> None:
+    """Run ``command`` as our child and, once it ends, kill whatever it left behind.
+
+    Landlock has no PID namespace, so the runner stands in for one: it is the subreaper of
+    everything the command starts (a ``setsid`` daemon included), forwards the signals that
+    stop a call to the command, and after the command ends SIGKILLs every descendant still
+    running before it ends itself, with the command's status (a signal re-raised)."""
+    if _libc().prctl(SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        _fail(f"cannot become a subreaper: {os.strerror(ctypes.get_errno())}")
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execvp(command[0], command)
+        except OSError as exc:
+            sys.stderr.write(f"landlock-run: cannot run {command[0]}: {exc.strerror}\n")
+        os._exit(FAILED)
+    for stop in STOPS:
+        signal.signal(stop, lambda number, _frame: os.kill(child, number))
+    _, status = os.waitpid(child, 0)
+    for stop in STOPS:
+        signal.signal(stop, signal.SIG_IGN)
+    while True:  # every descendant left: killed, reaped, until none is left
+        for pid in _children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else FAILED)
 
 
 if __name__ == "__main__":
