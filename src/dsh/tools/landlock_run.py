@@ -210,8 +210,13 @@ def _run_and_reap(command: list[str]) -> None:
         except OSError as exc:
             sys.stderr.write(f"landlock-run: cannot run {command[0]}: {exc.strerror}\n")
         os._exit(FAILED)
+
+    def pass_on(number: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
+            os.kill(child, number)
+
     for stop in STOPS:
-        signal.signal(stop, lambda number, _frame: os.kill(child, number))
+        signal.signal(stop, pass_on)
     _, status = os.waitpid(child, 0)
     for stop in STOPS:
         signal.signal(stop, signal.SIG_IGN)
