@@ -89,3 +89,18 @@ async def test_a_job_killed_while_its_sandbox_is_checked_never_runs(
     assert text_of(output) == "(no new output)\n[status: killed, killed before exit]"
     assert not (tmp_path / "ran").exists()
     await jobs.aclose()
+
+
+async def test_job_kill_stops_a_confined_job(
+    base: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    jobs = JobTable()
+    ctx = _ctx(base / "ws", SandboxPolicy(backend=backend), jobs)
+    args = {"command": "echo up; sleep 30", "description": "bg", "run_in_background": True}
+    await registry.call("bash", json.dumps(args), ctx)
+    await registry.call("job_output", json.dumps({"job_id": "bash-1", "wait": True, "timeout_ms": 300}), ctx)
+    killed = await registry.call("job_kill", json.dumps({"job_id": "bash-1"}), ctx)
+    assert text_of(killed) == "requested cancellation of job bash-1"
+    output = await registry.call("job_output", json.dumps({"job_id": "bash-1", "wait": True}), ctx)
+    await jobs.aclose()
+    assert text_of(output).endswith("[status: killed, signal: SIGTERM]"), text_of(output)
