@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from dsh.cli.common import JsonOption, write_json_line
 
-def sandbox(
-    as_json: Annotated[bool, typer.Option("--json", help="Print stable JSON instead of text.")] = False,
-) -> None:
+
+def sandbox(as_json: JsonOption = False) -> None:
     """Show which kernel sandbox confines bash here (bubblewrap, else Landlock) and why one cannot.
 
     The same check every confined bash call makes (read-only and workspace-write; under
@@ -33,7 +32,7 @@ def sandbox(
         "failure": failure,
     }
     if as_json:
-        typer.echo(json.dumps(report))
+        write_json_line(report)
     else:
         typer.echo(f"bubblewrap  {'usable' if bwrap is None else 'unusable: ' + bwrap} ({program})")
         abi = report["landlock"]["abi"]
