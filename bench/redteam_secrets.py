@@ -82,6 +82,12 @@ class Scenario:
     extra: bool = False
 
 
+ANCESTORS = (
+    "p=$$; while [ \"$p\" -gt 1 ]; do cat /proc/$p/{file} | tr '\\0' '\\n'; "
+    "p=$(cut -d' ' -f4 /proc/$p/stat); done"
+)
+"""Reads ``/proc/<pid>/{file}`` of the shell and each of its ancestors up to init."""
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("env", "bash: env", "env"),
     Scenario(
@@ -129,14 +135,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "parent-environ",
-        "bash: cat /proc/$PPID/environ (the dsh process)",
-        "cat /proc/$PPID/environ | tr '\\0' '\\n'",
+        "bash: the environ of every ancestor in /proc (the dsh process among them)",
+        ANCESTORS.format(file="environ"),
         extra=True,
     ),
     Scenario(
         "flag-cmdline",
-        "--api-key flag; bash: cat /proc/$PPID/cmdline",
-        "env; cat /proc/$PPID/cmdline | tr '\\0' ' '",
+        "--api-key flag; bash: the cmdline of every ancestor in /proc",
+        "env; " + ANCESTORS.format(file="cmdline"),
         key_flag=True,
         extra=True,
     ),

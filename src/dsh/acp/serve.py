@@ -19,6 +19,7 @@ from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_s
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
 from dsh.errors import UsageError
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
+from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
 from dsh.tools.sandbox import SandboxPolicy
@@ -64,6 +65,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         models, name = replay, options.model or DEFAULT_MODEL
     else:
         settings = resolve_provider(api_key=options.api_key, base_url=options.base_url, model=options.model)
+        scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
         name = settings.model
         # Imported here so a keyless (replay) server never pays for the HTTP client's import.
         from dsh.model.openai_compat import OpenAICompatModel

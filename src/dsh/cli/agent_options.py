@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from dsh.errors import UsageError
-from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy
+from dsh.errors import ToolError, UsageError
+from dsh.tools.sandbox import DEFAULT_MODE, SANDBOX_MODES, SandboxMode, SandboxPolicy, chosen_backend
 
 if TYPE_CHECKING:
     from dsh.cli.live import LiveSetup
@@ -203,7 +203,12 @@ def sandbox_policy(sandbox: str, network: str) -> SandboxPolicy:
         raise UsageError(f"{given}: expected one of {', '.join(SANDBOX_MODES)}")
     if network not in ("on", "off"):
         raise UsageError(f"{_given('--network', 'DSH_NETWORK', network)}: expected on or off")
-    return SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on")
+    policy = SandboxPolicy(mode=cast(SandboxMode, sandbox), network=network == "on")
+    try:
+        chosen_backend(policy)  # $DSH_SANDBOX_BACKEND is checked here, before anything runs
+    except ToolError as exc:
+        raise UsageError(str(exc)) from None
+    return policy
 
 
 SETUP_PARAMETERS = tuple(inspect.signature(live_setup).parameters)

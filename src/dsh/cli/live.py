@@ -22,6 +22,7 @@ from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
 from dsh.model.settings import resolve_provider
+from dsh.procfs import scrub_secret
 from dsh.store.base import EventStore
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
@@ -95,6 +96,7 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
     if setup.model is not None and not setup.model.strip():
         raise UsageError("--model must not be empty")
     settings = resolve_provider(api_key=setup.api_key, base_url=setup.base_url, model=setup.model)
+    scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
     # Imported here, not at module top: the SDK costs ~250 ms that every other command skips.
     from dsh.model.openai_compat import OpenAICompatModel
 

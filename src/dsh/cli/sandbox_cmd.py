@@ -6,25 +6,30 @@ from typing import Any
 
 import typer
 
-from dsh.cli.common import JsonOption, write_json_line
+from dsh.cli.common import JsonOption, fail, write_json_line
 
 
 def sandbox(as_json: JsonOption = False) -> None:
     """Show which kernel sandbox confines bash here (bubblewrap, else Landlock) and why one cannot.
 
     The same check every confined bash call makes (read-only and workspace-write; under
-    danger-full-access nothing is confined). Exits 1 when neither can confine, so confined
-    commands would be refused here.
+    danger-full-access nothing is confined), $DSH_SANDBOX_BACKEND (auto, bubblewrap or
+    landlock) included. Exits 1 when neither can confine, so confined commands would be
+    refused here.
     """
     from pathlib import Path
 
+    from dsh.errors import ToolError
     from dsh.tools.landlock import landlock_abi, landlock_failure
     from dsh.tools.sandbox import SandboxPolicy, bwrap_failure, bwrap_program, confining_backend
 
+    try:
+        backend, failure = confining_backend(SandboxPolicy(), Path.cwd())
+    except ToolError as exc:  # a bad $DSH_SANDBOX_BACKEND
+        fail(str(exc), 2)
     program = bwrap_program()
     bwrap = bwrap_failure()
     landlock = landlock_failure()
-    backend, failure = confining_backend(SandboxPolicy(), Path.cwd())
     report: dict[str, Any] = {
         "bubblewrap": {"program": program, "usable": bwrap is None, "failure": bwrap},
         "landlock": {"abi": landlock_abi(), "usable": landlock is None, "failure": landlock},

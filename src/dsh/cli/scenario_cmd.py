@@ -18,6 +18,7 @@ from dsh.cli.common import (
     user_errors,
 )
 from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay
+from dsh.procfs import scrub_secret
 
 if TYPE_CHECKING:
     from dsh.snapshot import ScenarioResult
@@ -72,6 +73,7 @@ def record(
     _directory(directory)
     with user_errors():
         settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
+        scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
         chosen: AgentFactory = agent_factory(factory)
     from dsh.model.openai_compat import OpenAICompatModel
 

@@ -218,15 +218,30 @@ def runner_program(policy: SandboxPolicy, workspace: Path) -> str:
     return bwrap_program() if policy.runner is None else os.path.join(workspace, policy.runner)
 
 
+BACKEND_ENV: Final = "DSH_SANDBOX_BACKEND"
+"""Picks the backend of a policy left at ``auto``: ``auto``, ``bubblewrap`` or ``landlock``."""
+
+
+def chosen_backend(policy: SandboxPolicy) -> SandboxBackend:
+    """``policy.backend``, else (``auto``) :data:`BACKEND_ENV`'s; a bad value is a one-line error."""
+    if policy.backend != "auto":
+        return policy.backend
+    value = os.environ.get(BACKEND_ENV, "auto").strip() or "auto"
+    if value not in get_args(SandboxBackend):
+        raise tool_error(f"{BACKEND_ENV}={value!r}: expected one of auto, bubblewrap, landlock")
+    return cast(SandboxBackend, value)
+
+
 def confining_backend(policy: SandboxPolicy, workspace: Path) -> tuple[SandboxBackend, str | None]:
     """The backend that confines ``policy``'s commands here, and why it cannot (``None``: it can)."""
-    if policy.backend != "landlock":
+    backend = chosen_backend(policy)
+    if backend != "landlock":
         failure = _probe(runner_program(policy, workspace))
-        named = policy.backend == "bubblewrap" or policy.runner is not None or "DSH_BWRAP" in os.environ
+        named = backend == "bubblewrap" or policy.runner is not None or "DSH_BWRAP" in os.environ
         if failure is None or named:
             return "bubblewrap", failure
     landlock = landlock_failure()
-    if landlock is None or policy.backend == "landlock":
+    if landlock is None or backend == "landlock":
         return "landlock", landlock
     return "bubblewrap", f"{failure}; {landlock}"
 
