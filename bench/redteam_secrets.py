@@ -171,7 +171,8 @@ class Provider:
     def __call__(self, request: RecordedRequest) -> Response:
         messages = request.messages
         users = [m for m in messages if m.get("role") == "user"]
-        found = PROMPT.search(_text(users[-1])) if users else None
+        # the last prompt naming a scenario (a runtime-context snapshot may follow it)
+        found = next((m for m in (PROMPT.search(_text(u)) for u in reversed(users)) if m), None)
         if found is None:
             return stream_reply(text="no scenario in the prompt")
         name, run = found.groups()
