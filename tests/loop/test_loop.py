@@ -221,11 +221,11 @@ async def test_concurrency_safe_calls_overlap_and_commit_in_model_order(tmp_path
     check_log_invariants(agent.session.events)
 
 
-async def test_cancel_during_stream_settles_interrupted_and_ends_aborted(tmp_path: Path) -> None:
+async def _cancelled_mid_stream(store: MemoryEventStore, tmp_path: Path) -> tuple[Agent, asyncio.Task[Any]]:
+    """A turn whose model streams some text and then hangs, cancelled once the text arrived."""
     feed = Feed()
     got_text = asyncio.Event()
     feed.on_chunk(lambda sid, chunk: got_text.set() if chunk["type"] == "text-delta" else None)
-    store = MemoryEventStore()
     agent = await Agent.create(
         store,
         model=ScriptedModel([[*text_reply("partial answer")[:2], HANG]]),
@@ -237,6 +237,12 @@ async def test_cancel_during_stream_settles_interrupted_and_ends_aborted(tmp_pat
     task = asyncio.create_task(agent.run_turn("go"))
     await asyncio.wait_for(got_text.wait(), 5)
     task.cancel()
+    return agent, task
+
+
+async def test_cancel_during_stream_settles_interrupted_and_ends_aborted(tmp_path: Path) -> None:
+    store = MemoryEventStore()
+    agent, task = await _cancelled_mid_stream(store, tmp_path)
     with pytest.raises(asyncio.CancelledError):
         await task
     events = agent.session.events
@@ -355,21 +361,8 @@ class _GatedStore(MemoryEventStore):
 
 
 async def test_a_second_cancel_cannot_interrupt_an_aborted_turns_checkpoint(tmp_path: Path) -> None:
-    feed = Feed()
-    got_text = asyncio.Event()
-    feed.on_chunk(lambda sid, chunk: got_text.set() if chunk["type"] == "text-delta" else None)
     store = _GatedStore()
-    agent = await Agent.create(
-        store,
-        model=ScriptedModel([[*text_reply("partial answer")[:2], HANG]]),
-        tools=builtin_registry(),
-        config=_config(),
-        cwd=tmp_path,
-        feed=feed,
-    )
-    task = asyncio.create_task(agent.run_turn("go"))
-    await asyncio.wait_for(got_text.wait(), 5)
-    task.cancel()
+    agent, task = await _cancelled_mid_stream(store, tmp_path)
     await asyncio.wait_for(store.reached.wait(), 5)  # the aborted turn's checkpoint is writing
     task.cancel()  # a second Ctrl-C while it writes
     store.release.set()

@@ -21,6 +21,7 @@ import pytest
 
 from dsh.tools import ToolRegistry
 from dsh.tools.sandbox import SandboxBackend, SandboxPolicy
+from tests.procs import processes_with
 
 from .conftest import bash, make_ctx, text_of
 
@@ -198,21 +199,6 @@ async def test_network_on_is_allowed_confined(
     assert text_of(output) == "CONNECTED\n"
 
 
-def _running(marker: str) -> list[str]:
-    """Command lines of live processes that mention ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                line = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if marker in line and state != "Z":
-                found.append(line)
-    return found
-
-
 async def test_nothing_a_confined_call_starts_outlives_it(
     base: Path, registry: ToolRegistry, backend: SandboxBackend
 ) -> None:
@@ -224,7 +210,7 @@ async def test_nothing_a_confined_call_starts_outlives_it(
     output = await bash(registry, make_ctx(base / "ws", policy), command)
     assert text_of(output).endswith("[exit code: 3]"), text_of(output)
     await asyncio.sleep(0.3)
-    assert _running(marker) == []
+    assert processes_with(marker, zombies=False) == []
 
 
 async def test_a_setsid_daemon_outlives_an_unconfined_call(base: Path, registry: ToolRegistry) -> None:
@@ -233,7 +219,7 @@ async def test_a_setsid_daemon_outlives_an_unconfined_call(base: Path, registry:
     command = f"setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 < /dev/null & sleep 0.2"
     await bash(registry, make_ctx(base / "ws", FULL), command)
     await asyncio.sleep(0.3)
-    alive = _running(marker)
+    alive = processes_with(marker, zombies=False)
     subprocess.run(["pkill", "-f", marker], check=False)
     assert alive
 

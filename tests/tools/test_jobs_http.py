@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from dsh.testing.server import Handler, OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
 from tests.invariants import check_log_invariants
+from tests.procs import processes_with
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> Response:
@@ -98,8 +98,7 @@ async def test_job_output_waits_and_the_notice_arrives_at_the_next_step(tmp_path
         stream_reply(text="DONE"),
     ]
 
-    def handler(req: RecordedRequest) -> Response:
-        return steps[len(tool_texts_seen(req))]
+    handler = in_order(steps)
 
     agent = await run_agent(tmp_path, handler, ["go"])
     texts = tool_texts(agent)
@@ -154,8 +153,7 @@ async def test_jobs_past_the_limit_are_refused_until_one_finishes(tmp_path: Path
         stream_reply(text="DONE"),
     ]
 
-    def handler(req: RecordedRequest) -> Response:
-        return steps[len(tool_texts_seen(req))]
+    handler = in_order(steps)
 
     agent = await run_agent(tmp_path, handler, ["go"], max_jobs=2)
     texts = tool_texts(agent)
@@ -168,6 +166,11 @@ async def test_jobs_past_the_limit_are_refused_until_one_finishes(tmp_path: Path
     results = [e.data["message"]["content"][0] for e in agent.session.events if e.type == "tool/result"]
     assert [r["isError"] for r in results] == [False, False, True, False, False, False]
     await close(agent)
+
+
+def in_order(steps: list[Response]) -> Handler:
+    """Answers each request with the next of ``steps``, counted by the tool results it carries."""
+    return lambda req: steps[len(tool_texts_seen(req))]
 
 
 def tool_texts_seen(req: RecordedRequest) -> list[str]:
@@ -183,8 +186,7 @@ async def test_unknown_and_blank_job_ids_and_an_empty_list(tmp_path: Path) -> No
         stream_reply(text="DONE"),
     ]
 
-    def handler(req: RecordedRequest) -> Response:
-        return steps[len(tool_texts_seen(req))]
+    handler = in_order(steps)
 
     agent = await run_agent(tmp_path, handler, ["go"])
     texts = tool_texts(agent)
@@ -234,20 +236,6 @@ async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(
     await close(agent)
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if marker.encode() in handle.read():
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
-
-
 async def test_a_job_is_killed_when_its_agent_closes(tmp_path: Path) -> None:
     marker = f"{random.randint(100, 999)}.{random.randint(1000, 9999)}"
     command = f"sleep {marker} & sleep {marker}; wait"
@@ -257,12 +245,12 @@ async def test_a_job_is_killed_when_its_agent_closes(tmp_path: Path) -> None:
 
     agent = await run_agent(tmp_path, handler, ["go"])
     for _ in range(200):
-        if len(_processes_with(marker)) >= 3:
+        if len(processes_with(marker)) >= 3:
             break
         await asyncio.sleep(0.02)
-    assert len(_processes_with(marker)) >= 3  # the job's shell and both its sleeps run
+    assert len(processes_with(marker)) >= 3  # the job's shell and both its sleeps run
     await close(agent)
-    assert _processes_with(marker) == []  # nothing of the job is left
+    assert processes_with(marker) == []  # nothing of the job is left
     assert job_notices(agent) == []  # and a closed agent gets no notice
 
 

@@ -6,10 +6,27 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Final
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Final, TypeVar
 
 KILL_GRACE_S: Final = 3.0
 """Seconds between ``SIGTERM`` and ``SIGKILL`` when a command is stopped."""
+
+
+P = TypeVar("P", bound=asyncio.SubprocessProtocol)
+
+
+async def spawn_in_group(
+    protocol: Callable[[], P], argv: Sequence[str], cwd: str, env: dict[str, str]
+) -> tuple[asyncio.SubprocessTransport, P]:
+    """Start ``argv`` as every tool command starts: empty stdin, piped stdout and stderr, in
+    its own session (so its process group is the one :func:`signal_group` stops)."""
+    loop = asyncio.get_running_loop()
+    return await loop.subprocess_exec(
+        protocol, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
+    )  # fmt: skip
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import signal
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from dsh.tools.codes import IO_ERROR, NOT_A_DIRECTORY, tool_error
 from dsh.tools.environment import tool_environment
 from dsh.tools.escalation import Escalation, escalate, justification_field, permissions_field
 from dsh.tools.jobs import started_text
-from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event
+from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, spawn_in_group, wait_for_event
 from dsh.tools.sandbox import confine
 from dsh.tools.schema import Number, ToolArgs
 from dsh.tools.workspace import resolve_path, workspace_root
@@ -127,21 +126,11 @@ async def run_command(
     wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> Outcome:
     """Run ``bash -c command`` in ``cwd`` (``wrap``: a sandbox); stop its group on exit, timeout, cancel."""
-    loop = asyncio.get_running_loop()
     argv = ["bash", "-c", command]
     if wrap is not None:
         argv = wrap(argv)
     try:
-        transport, capture = await loop.subprocess_exec(
-            lambda: _Capture(max_output_bytes),
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+        transport, capture = await spawn_in_group(lambda: _Capture(max_output_bytes), argv, cwd, env)
     except OSError as exc:
         raise tool_error(f"cannot start bash in {cwd}: {exc.strerror or exc}", IO_ERROR) from exc
     pgid = transport.get_pid()

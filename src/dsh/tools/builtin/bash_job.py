@@ -14,11 +14,17 @@ from __future__ import annotations
 import asyncio
 import errno
 import signal
-import subprocess
 from pathlib import Path
 
 from dsh.tools.jobs import Job
-from dsh.tools.process_group import KILL_GRACE_S, signal_group, signal_name, wait_for_event, wait_group_gone
+from dsh.tools.process_group import (
+    KILL_GRACE_S,
+    signal_group,
+    signal_name,
+    spawn_in_group,
+    wait_for_event,
+    wait_group_gone,
+)
 from dsh.tools.sandbox import SandboxPolicy, confine, runner_failure
 
 _CLOSE_GRACE_S = 2.0
@@ -78,18 +84,8 @@ async def run_bash_job(
     if job.kill_requested():  # job_kill came before anything was started
         job.settle("killed", "killed before exit")
         return
-    loop = asyncio.get_running_loop()
     try:
-        transport, pipes = await loop.subprocess_exec(
-            lambda: _JobPipes(job),
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(cwd),
-            env=env,
-            start_new_session=True,
-        )
+        transport, pipes = await spawn_in_group(lambda: _JobPipes(job), argv, str(cwd), env)
     except OSError as exc:
         name = errno.errorcode.get(exc.errno or 0, exc.strerror or str(exc))
         mode = policy.mode if policy is not None and policy.confined else None
@@ -100,7 +96,8 @@ async def run_bash_job(
 
     def stop() -> None:
         signal_group(pgid, signal.SIGTERM)
-        killer.append(loop.call_later(KILL_GRACE_S, signal_group, pgid, signal.SIGKILL))
+        later = asyncio.get_running_loop().call_later(KILL_GRACE_S, signal_group, pgid, signal.SIGKILL)
+        killer.append(later)
 
     job.stop = stop
     if job.kill_requested():  # job_kill came while the process was being started
