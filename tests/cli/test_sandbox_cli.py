@@ -46,3 +46,16 @@ def test_a_named_runner_that_cannot_start_exits_1_with_the_reason(tmp_path: Path
     text = _sandbox(tmp_path, DSH_BWRAP=missing)
     assert text.returncode == 1
     assert f"refused here: Error: spawn {missing} ENOENT" in text.stdout
+
+
+def test_a_bad_backend_name_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    shown = _sandbox(tmp_path, DSH_SANDBOX_BACKEND="bwrapp")
+    want = "dsh: error: DSH_SANDBOX_BACKEND='bwrapp': expected one of auto, bubblewrap, landlock"
+    assert (shown.returncode, shown.stderr.strip(), shown.stdout) == (2, want, "")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "dsh.cli", "run", "hi", "--base-url", "http://127.0.0.1:9/v1"],
+        env={**clean, "DSH_SANDBOX_BACKEND": "bwrapp"}, cwd=tmp_path, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert (run.returncode, run.stderr.strip()) == (2, want)  # refused before any model call

@@ -96,14 +96,20 @@ def _mode(config: pytest.Config) -> str:
 class ServeClient:
     """What ``dsh_serve_client`` yields: this test's server, for clients in the same process."""
 
-    def __init__(self, background: BackgroundServer, *, record: bool, directory: Path) -> None:
-        self.record = record
+    def __init__(self, background: BackgroundServer, *, directory: Path) -> None:
         self.directory = directory
         self._background = background
 
     @property
     def server(self) -> ReplayServer | RecordServer:
         return self._background.server
+
+    @property
+    def record(self) -> bool:
+        """Whether this test records (through ``dsh serve record``) rather than replays."""
+        from dsh.serve.replay import ReplayServer
+
+        return not isinstance(self._background.server, ReplayServer)
 
     @property
     def base_url(self) -> str:
@@ -158,7 +164,7 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
             pytest.fail(f"dsh_serve: no recording at {directory} (run with --dsh-snapshot=record)")
         background = BackgroundServer(ReplayServer(directory, speed=float(options.get("speed", 0))))
     try:
-        yield ServeClient(background, record=record, directory=directory)
+        yield ServeClient(background, directory=directory)
     finally:
         report = background.stop()
     if record:
