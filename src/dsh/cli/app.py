@@ -14,6 +14,7 @@ from dsh.cli.common import HelpGroup
 from dsh.cli.export_cmd import export_cmd
 from dsh.cli.list_cmd import list_cmd
 from dsh.cli.log_cmd import log_app
+from dsh.cli.otel_cmd import export_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
 from dsh.cli.sandbox_cmd import sandbox
@@ -68,6 +69,7 @@ app.command(name="demo")(demo)
 app.command(name="acp")(acp)
 app.command(name="ui")(ui)
 app.add_typer(serve_app, name="serve")
+app.add_typer(export_app, name="export")
 app.command(name="sandbox")(sandbox)
 sessions_app.command(name="list")(list_cmd)
 sessions_app.command(name="export")(export_cmd)

@@ -71,6 +71,15 @@ def run(
     network: NetworkOption = "off",
     approve: ApproveOption = False,
     deny: DenyOption = False,
+    otel: Annotated[
+        str | None,
+        typer.Option(
+            "--otel",
+            metavar="URL",
+            help="Send OpenTelemetry GenAI spans to this OTLP/HTTP endpoint (URL/v1/traces) as turns end.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
@@ -83,7 +92,12 @@ def run(
     with user_errors():
         setup = setup_from(locals())
         text = read_prompt(prompt)
-    result = run_async(lambda: _run(setup, text, as_json))
+        otel_url = None
+        if otel is not None:
+            from dsh.trace.export import traces_url
+
+            otel_url = traces_url(otel)
+    result = run_async(lambda: _run(setup, text, as_json, otel_url))
     if result is None:
         raise typer.Exit(130)
     if not result.ok:
@@ -92,7 +106,9 @@ def run(
         fail(f"turn {result.turn} of session {result.session_id} ended {result.reason.get('kind')}: {detail}")
 
 
-async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | None:
+async def _run(
+    setup: LiveSetup, prompt: str, as_json: bool, otel_url: str | None = None
+) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, live_agent
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
@@ -100,7 +116,18 @@ async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | Non
     feed = Feed()
     async with live_agent(setup, feed) as agent:
         output = TurnOutput(feed, agent.id, as_json=as_json)
-        result = await cancellable_turn(agent, prompt, output.cancelled)
+        trace = None
+        if otel_url is not None:
+            from dsh.cli.common import stderr_warnings
+            from dsh.trace.live import LiveTrace
+
+            trace = LiveTrace(agent.store, agent.id, otel_url, warn=stderr_warnings())
+            feed.on_event(trace.on_event)
+        try:
+            result = await cancellable_turn(agent, prompt, output.cancelled)
+        finally:
+            if trace is not None:
+                await trace.aclose()
         if result is not None:
             output.finish(result)
         return result

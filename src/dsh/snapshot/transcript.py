@@ -51,7 +51,7 @@ def _label(loaded: LoadedSession) -> str | None:
     return descriptor.label if descriptor is not None else None
 
 
-def _children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, str], str]:
+def children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, str], str]:
     """(parent id, tool call id) → child id, from delegation identity or creation order."""
     out: dict[tuple[str, str], str] = {}
     unkeyed: dict[str, list[LoadedSession]] = {}
@@ -97,7 +97,7 @@ def build_transcript(
     answer's text and a ``usage`` total (every settlement of that session's turn) to each
     ``turn-end``; recorded ``transcript.expected.jsonl`` files are built without it.
     """
-    by_call = _children_by_call(sessions)
+    by_call = children_by_call(sessions)
     lines: list[Line] = []
 
     def walk(sid: str) -> None:
