@@ -11,6 +11,7 @@ import typer
 from dsh.cli.acp_cmd import acp
 from dsh.cli.chat_cmd import chat
 from dsh.cli.common import HelpGroup
+from dsh.cli.diff_cmd import diff_cmd
 from dsh.cli.export_cmd import export_cmd
 from dsh.cli.list_cmd import list_cmd
 from dsh.cli.log_cmd import log_app
@@ -70,6 +71,7 @@ app.command(name="acp")(acp)
 app.command(name="ui")(ui)
 app.add_typer(serve_app, name="serve")
 app.add_typer(export_app, name="export")
+app.command(name="diff")(diff_cmd)
 app.command(name="sandbox")(sandbox)
 sessions_app.command(name="list")(list_cmd)
 sessions_app.command(name="export")(export_cmd)

@@ -1,0 +1,285 @@
+"""``dsh diff``: two runs compared as replay compares a live run with its recording.
+
+Run A plays the recording and run B the live run: before each of A's model calls, B's
+request at the same call is put through A's :class:`~dsh.replay.fidelity.SessionCheck` —
+the same normalization (workspace path, session ids, spill locators), the same header and
+history rules, one implementation. After the last call the whole model-visible histories
+are compared too, so a changed final answer is found. Sessions are paired root to root,
+then each child with the child of the same subagent call position in its parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh.events.messages import joined_text
+from dsh.events.payloads import assistant_blocks_of, tool_call_of, tool_result_of, usage_of
+from dsh.events.vocabulary import ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TOOL_RESULT
+from dsh.model import ModelRequest
+from dsh.replay.derive import Derived, RecordedCall, derive
+from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.snapshot.transcript import SUBAGENT_TOOLS, children_by_call
+from dsh.store import LoadedSession
+
+Tree = tuple[str, Mapping[str, LoadedSession]]
+SHORT = 60
+
+
+def _short(text: str, limit: int = SHORT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One model call of a session, as the per-step table shows it."""
+
+    call: int
+    turn: int | None
+    step: int | None
+    tools: tuple[str, ...]
+    results: tuple[str, ...]
+    text: str
+    input_tokens: int
+    output_tokens: int
+    duration_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "turn": self.turn,
+            "step": self.step,
+            "tools": list(self.tools),
+            "results": list(self.results),
+            "text": self.text,
+            "usage": {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens},
+            "durationMs": self.duration_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPair:
+    """Two sessions in the same place of their trees, with their step tables."""
+
+    label: str
+    a: str | None
+    b: str | None
+    rows_a: tuple[StepRow, ...] = ()
+    rows_b: tuple[StepRow, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunDiff:
+    """The comparison: the first divergence (``None``: the runs behave the same) and the pairs."""
+
+    a: str
+    b: str
+    divergence: Divergence | None
+    pairs: tuple[SessionPair, ...] = field(default=())
+
+    @property
+    def equal(self) -> bool:
+        return self.divergence is None
+
+    def to_json(self) -> dict[str, Any]:
+        found = None
+        if self.divergence is not None:
+            d = self.divergence
+            found = {
+                "session": d.session,
+                "call": d.call,
+                "turn": d.turn,
+                "step": d.step,
+                "what": d.what,
+                "a": d.recorded,
+                "b": d.live,
+                "diff": d.diff(),
+            }
+        return {
+            "equal": self.equal,
+            "a": self.a,
+            "b": self.b,
+            "divergence": found,
+            "sessions": [
+                {
+                    "label": p.label,
+                    "a": p.a,
+                    "b": p.b,
+                    "rows": {"a": [r.to_json() for r in p.rows_a], "b": [r.to_json() for r in p.rows_b]},
+                }
+                for p in self.pairs
+            ],
+        }
+
+
+def step_rows(loaded: LoadedSession) -> tuple[StepRow, ...]:
+    """The session's own model calls: tool calls asked, results got, text, usage, duration."""
+    rows: list[StepRow] = []
+    started = None
+    tools: dict[str, int] = {}
+    for event in loaded.own_events:
+        if event.type == STEP_START:
+            started = event.time
+        elif event.type == ASSISTANT_MESSAGE:
+            blocks = assistant_blocks_of(event) or []
+            usage = usage_of(event) or {}
+            data = event.data if isinstance(event.data, dict) else {}
+            begin = started if started is not None else event.time
+            rows.append(
+                StepRow(
+                    len(rows) + 1,
+                    data.get("turn"),
+                    data.get("step"),
+                    tuple(str(b.get("name", "")) for b in blocks if b.get("type") == "tool-call"),
+                    (),
+                    _short(joined_text(blocks)),
+                    int(usage.get("inputTokens", 0)) + int(usage.get("cacheReadTokens", 0)),
+                    int(usage.get("outputTokens", 0)),
+                    max(0, event.time - begin),
+                )
+            )
+            started = event.time
+        elif event.type == TOOL_CALL and rows:
+            call = tool_call_of(event)
+            if call is not None:
+                tools[call["callId"]] = len(rows) - 1
+        elif event.type == TOOL_RESULT:
+            block = tool_result_of(event)
+            at = tools.get(block["toolCallId"]) if block is not None else None
+            if block is not None and at is not None:
+                row = rows[at]
+                shown = ("error: " if block["isError"] else "") + _short(joined_text(block["content"]), 40)
+                rows[at] = StepRow(
+                    row.call,
+                    row.turn,
+                    row.step,
+                    row.tools,
+                    (*row.results, shown),
+                    row.text,
+                    row.input_tokens,
+                    row.output_tokens,
+                    row.duration_ms,
+                )
+    return tuple(rows)
+
+
+def _version(loaded: LoadedSession) -> int:
+    return 0 if any(e.type == "assistant/chunk" for e in loaded.events) else 2
+
+
+def _derived(loaded: LoadedSession, where: str) -> Derived:
+    cut = loaded.inherited_event_count
+    return derive(loaded.events[cut:], where, strict=False, inherited=loaded.events[:cut])
+
+
+def _request(sid: str, derived: Derived, call: RecordedCall | None) -> ModelRequest:
+    header = call.header if call is not None else None
+    config = (header or {}).get("config") or {}
+    tools = (header or {}).get("tools")
+    return ModelRequest(
+        session_id=sid,
+        model=str(config.get("model") or ""),
+        messages=derived.messages[: call.history] if call is not None else derived.messages,
+        system=(header or {}).get("system") if isinstance((header or {}).get("system"), str) else None,
+        tools=tools if isinstance(tools, list) else (),
+        max_tokens=config.get("maxTokens"),
+    )
+
+
+def _cwd_of(a: LoadedSession, b: LoadedSession) -> str | None:
+    """The workspace spelling B's side normalizes to ``{{cwd}}``: needed only where A's log
+    carries the token (a recording) and B's a real path."""
+    if a.header.cwd == "{{cwd}}" and b.header.cwd not in (None, "{{cwd}}"):
+        return b.header.cwd
+    return None
+
+
+def compare_sessions(label: str, a: LoadedSession, b: LoadedSession) -> Divergence | None:
+    """The first difference between two sessions' model-visible behaviour, else ``None``."""
+    seen_a, seen_b = _derived(a, f"{label} (A)"), _derived(b, f"{label} (B)")
+    final = RecordedCall(None, None, len(seen_a.messages), None)
+    extended = Derived(seen_a.entries, [*seen_a.calls, final], seen_a.messages, seen_a.received)
+    check = SessionCheck(
+        label, a.header.id, extended, version=_version(a), tolerances=Tolerances(), cwd=_cwd_of(a, b)
+    )
+    shared = min(len(seen_a.calls), len(seen_b.calls))
+    for k in range(shared):
+        found = check.check(k, _request(b.header.id, seen_b, seen_b.calls[k]))
+        if found is not None:
+            return found
+    found = check.check(len(seen_a.calls), _request(b.header.id, seen_b, None))
+    if found is not None:
+        return found
+    if len(seen_a.calls) != len(seen_b.calls):
+        return Divergence(
+            label,
+            a.header.id,
+            shared + 1,
+            None,
+            None,
+            "the number of model calls",
+            f"{len(seen_a.calls)} model calls",
+            f"{len(seen_b.calls)} model calls",
+        )
+    return None
+
+
+def _children(tree: Tree, sid: str) -> list[str]:
+    """``sid``'s children in the order of the subagent calls that started them."""
+    _, sessions = tree
+    order = {}
+    parent = sessions[sid]
+    for i, event in enumerate(parent.own_events):
+        call = tool_call_of(event) if event.type == TOOL_CALL else None
+        if call is not None and call["name"] in SUBAGENT_TOOLS:
+            order[call["callId"]] = i
+    by_call = {call: child for (p, call), child in children_by_call(sessions).items() if p == sid}
+    keyed = [by_call[c] for c in sorted(by_call, key=lambda c: order.get(c, len(order)))]
+    rest = sorted(
+        (
+            s
+            for s, loaded in sessions.items()
+            if loaded.header.parent_session == sid and s not in keyed and s != sid
+        ),
+        key=lambda s: (sessions[s].header.created_at, s),
+    )
+    return keyed + rest
+
+
+def diff_runs(a: Tree, b: Tree) -> RunDiff:
+    """Compare run ``a`` (the baseline) with run ``b`` over their whole session trees."""
+    pairs: list[SessionPair] = []
+    first: Divergence | None = None
+    pending: list[tuple[str, str | None, str | None]] = [("root", a[0], b[0])]
+    while pending:
+        label, sa, sb = pending.pop(0)
+        la, lb = (a[1].get(sa) if sa else None), (b[1].get(sb) if sb else None)
+        pairs.append(SessionPair(label, sa, sb, step_rows(la) if la else (), step_rows(lb) if lb else ()))
+        if la is None or lb is None:
+            if first is None:
+                present = "A" if la is not None else "B"
+                first = Divergence(
+                    label,
+                    sa or sb or "",
+                    1,
+                    None,
+                    None,
+                    f"session {label} (only in {present})",
+                    "(present)" if la else "(nothing)",
+                    "(present)" if lb else "(nothing)",
+                )
+            continue
+        if first is None:
+            first = compare_sessions(label, la, lb)
+        kids_a, kids_b = _children(a, sa or ""), _children(b, sb or "")
+        for i in range(max(len(kids_a), len(kids_b))):
+            pending.append(
+                (
+                    f"{label}/child {i + 1}",
+                    kids_a[i] if i < len(kids_a) else None,
+                    kids_b[i] if i < len(kids_b) else None,
+                )
+            )
+    return RunDiff(a[0], b[0], first, tuple(pairs))

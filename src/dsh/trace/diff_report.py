@@ -1,0 +1,79 @@
+"""How a :class:`~dsh.trace.diff.RunDiff` reads: plain text for a terminal or a CI log, and
+Markdown for a pull-request comment. Both carry the verdict, the first divergence with its
+unified diff, and the per-step table of both sides (text is escaped by the caller's
+terminal filter; Markdown cells are escaped here)."""
+
+from __future__ import annotations
+
+from dsh.trace.diff import RunDiff, SessionPair, StepRow
+
+HEADERS = ("call", "turn.step", "tool calls", "results", "text", "in/out tokens", "ms")
+
+
+def _cells(row: StepRow | None) -> tuple[str, ...]:
+    if row is None:
+        return ("", "", "", "", "(no call)", "", "")
+    where = f"{row.turn}.{row.step}" if row.turn is not None else "-"
+    return (
+        str(row.call),
+        where,
+        ", ".join(row.tools) or "-",
+        " | ".join(row.results) or "-",
+        row.text or "-",
+        f"{row.input_tokens}/{row.output_tokens}",
+        str(row.duration_ms),
+    )
+
+
+def _rows(pair: SessionPair) -> list[tuple[str, tuple[str, ...]]]:
+    out = []
+    for i in range(max(len(pair.rows_a), len(pair.rows_b))):
+        out.append(("A", _cells(pair.rows_a[i] if i < len(pair.rows_a) else None)))
+        out.append(("B", _cells(pair.rows_b[i] if i < len(pair.rows_b) else None)))
+    return out
+
+
+def headline(diff: RunDiff) -> str:
+    """One line: ``equal`` or where the runs first differ."""
+    d = diff.divergence
+    if d is None:
+        return f"A {diff.a} and B {diff.b} behave the same"
+    where = f" (turn {d.turn} step {d.step})" if d.turn is not None else ""
+    return f"A {diff.a} and B {diff.b} differ: session {d.session}, call {d.call}{where}: {d.what}"
+
+
+def text_report(diff: RunDiff) -> str:
+    """The terminal / CI log form."""
+    lines = [headline(diff)]
+    if diff.divergence is not None:
+        lines += ["", diff.divergence.diff().replace("--- recorded", "--- A").replace("+++ live", "+++ B")]
+    for pair in diff.pairs:
+        lines += ["", f"session {pair.label}: A {pair.a or '-'} · B {pair.b or '-'}"]
+        table = [("", HEADERS), *_rows(pair)]
+        widths = [max(len(r[1][i]) for r in table) for i in range(len(HEADERS))]
+        for side, cells in table:
+            lines.append(
+                f"{side:1}  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _md(cell: str) -> str:
+    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+
+
+def markdown_report(diff: RunDiff) -> str:
+    """The pull-request comment form."""
+    mark = "✅" if diff.equal else "❌"
+    lines = [f"### {mark} dsh diff", "", _md(headline(diff))]
+    if diff.divergence is not None:
+        body = diff.divergence.diff().replace("--- recorded", "--- A").replace("+++ live", "+++ B")
+        fence = "````" if "```" in body else "```"
+        lines += ["", f"{fence}diff", body, fence]
+    for pair in diff.pairs:
+        lines += ["", f"**session {_md(pair.label)}** — A `{pair.a or '-'}` · B `{pair.b or '-'}`", ""]
+        lines.append("| side | " + " | ".join(HEADERS) + " |")
+        lines.append("|" + "---|" * (len(HEADERS) + 1))
+        for side, cells in _rows(pair):
+            lines.append(f"| {side} | " + " | ".join(_md(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
