@@ -25,7 +25,7 @@ def _cells(row: StepRow | None) -> tuple[str, ...]:
     )
 
 
-def _rows(pair: SessionPair) -> list[tuple[str, tuple[str, ...]]]:
+def pair_rows(pair: SessionPair) -> list[tuple[str, tuple[str, ...]]]:
     out = []
     for i in range(max(len(pair.rows_a), len(pair.rows_b))):
         out.append(("A", _cells(pair.rows_a[i] if i < len(pair.rows_a) else None)))
@@ -49,7 +49,7 @@ def text_report(diff: RunDiff) -> str:
         lines += ["", diff.divergence.diff().replace("--- recorded", "--- A").replace("+++ live", "+++ B")]
     for pair in diff.pairs:
         lines += ["", f"session {pair.label}: A {pair.a or '-'} · B {pair.b or '-'}"]
-        table = [("", HEADERS), *_rows(pair)]
+        table = [("", HEADERS), *pair_rows(pair)]
         widths = [max(len(r[1][i]) for r in table) for i in range(len(HEADERS))]
         for side, cells in table:
             lines.append(
@@ -74,6 +74,6 @@ def markdown_report(diff: RunDiff) -> str:
         lines += ["", f"**session {_md(pair.label)}** — A `{pair.a or '-'}` · B `{pair.b or '-'}`", ""]
         lines.append("| side | " + " | ".join(HEADERS) + " |")
         lines.append("|" + "---|" * (len(HEADERS) + 1))
-        for side, cells in _rows(pair):
+        for side, cells in pair_rows(pair):
             lines.append(f"| {side} | " + " | ".join(_md(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"

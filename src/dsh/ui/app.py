@@ -29,6 +29,8 @@ from dsh.store.base import EventStore, SessionSummary
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
 from dsh.ui.assets import CSS, JS
 from dsh.ui.chunks import ChunkHub
+from dsh.ui.diff_page import compare, context
+from dsh.ui.report import panes
 from dsh.ui.templates import environment
 from dsh.ui.views import (
     SORTS,
@@ -344,6 +346,14 @@ async def report_page(request: Request) -> Response:
     return HTMLResponse(state.report_html, headers=SECURITY_HEADERS)
 
 
+async def diff_page(request: Request) -> Response:
+    state = _state(request)
+    a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
+    diff, error = await compare(state.store, a, b)
+    status = 404 if error and "no session" in error else 200
+    return _html("diff.html", state, status, a=a, b=b, error=error, panes=panes, **context(diff))
+
+
 async def css(request: Request) -> Response:
     return Response(CSS, media_type="text/css", headers={"Cache-Control": "max-age=300"})
 
@@ -386,6 +396,7 @@ def create_app(
         Route("/s/{session_id}/live", live),
         Route("/s/{session_id}", session_page),
         Route("/report", report_page),
+        Route("/diff", diff_page),
         Route("/static/ui.css", css),
         Route("/static/ui.js", js),
     ]

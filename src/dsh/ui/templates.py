@@ -14,6 +14,8 @@ from jinja2 import DictLoader, Environment, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from dsh.ui.diff_page import DIFF
+
 _MARKDOWN = MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
 
 
@@ -222,6 +224,7 @@ def environment() -> Environment:
                 "session.html": SESSION,
                 "events.html": EVENTS,
                 "report.html": REPORT,
+                "diff.html": DIFF,
             }
         ),
         autoescape=select_autoescape(default=True, default_for_string=True),
