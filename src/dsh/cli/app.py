@@ -19,6 +19,7 @@ from dsh.cli.otel_cmd import export_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
 from dsh.cli.sandbox_cmd import sandbox
+from dsh.cli.scan_cmd import scan_cmd
 from dsh.cli.scenario_cmd import scenario_app
 from dsh.cli.serve_cmd import serve_app
 from dsh.cli.sessions_cmd import sessions_app
@@ -74,6 +75,7 @@ app.add_typer(export_app, name="export")
 app.command(name="diff")(diff_cmd)
 app.command(name="sandbox")(sandbox)
 sessions_app.command(name="list")(list_cmd)
+scenario_app.command(name="scan")(scan_cmd)
 sessions_app.command(name="export")(export_cmd)
 sessions_app.command(name="rm")(rm_cmd)
 sessions_app.command(name="prune")(prune_cmd)

@@ -1,0 +1,159 @@
+"""The one redaction rule: secrets in a recording become ``<secret:KIND:HASH8>``.
+
+A :class:`Redactor` replaces, in every string it is given:
+
+1. exact values — the provider key in use (``provider-key``), every environment value of 8
+   characters or more whose variable name matches ``KEY|TOKEN|SECRET|PASSWORD|PASSWD|
+   CREDENTIAL`` (``env``);
+2. the well-known token shapes of :mod:`dsh.redact.patterns`;
+3. the user's own regexes (``custom``; a named group ``s`` limits what is replaced).
+
+``HASH8`` is the first 8 hex digits of HMAC-SHA256(salt, value): equal secrets stay equal
+across a recording, and a replay holding the same salt turns the same live value into the
+same placeholder. The salt is per recording (``input.json`` → ``replay.salt``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.errors import UsageError
+from dsh.redact.patterns import (
+    MIN_SECRET_VALUE,
+    PROVIDER_KEY_VARIABLES,
+    SECRET_NAME,
+    SHAPES,
+    Shape,
+)
+
+
+def new_salt() -> str:
+    """A fresh per-recording salt (32 hex digits)."""
+    return secrets.token_hex(16)
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment's secret values → their kind (``provider-key`` or ``env``)."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for name, value in environ.items():
+        if len(value) >= MIN_SECRET_VALUE and SECRET_NAME.search(name):
+            out.setdefault(value, "provider-key" if name in PROVIDER_KEY_VARIABLES else "env")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One secret in a text: its kind and where it stands."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def _compile(shapes: Iterable[Shape]) -> list[tuple[Shape, re.Pattern[str]]]:
+    return [(shape, re.compile(shape.pattern)) for shape in shapes]
+
+
+def custom_shapes(patterns: Sequence[str], where: str = "redact") -> list[Shape]:
+    """The user's regexes as shapes of kind ``custom`` (a bad regex is one line naming it)."""
+    out = []
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"{where}: the regex {pattern!r} is invalid: {exc}") from exc
+        out.append(Shape("custom", pattern))
+    return out
+
+
+class Redactor:
+    """Redacts strings and JSON values (see the module doc). Cheap to call on clean text."""
+
+    def __init__(
+        self,
+        salt: str,
+        *,
+        values: Mapping[str, str] | None = None,
+        custom: Sequence[str] = (),
+        shapes: Iterable[Shape] = SHAPES,
+    ) -> None:
+        self.salt = salt.encode()
+        ordered = sorted((values or {}).items(), key=lambda kv: -len(kv[0]))
+        self._values = dict(ordered)
+        self._shapes = _compile([*shapes, *custom_shapes(custom)])
+
+    @classmethod
+    def for_recording(
+        cls,
+        salt: str,
+        *,
+        provider_key: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        custom: Sequence[str] = (),
+    ) -> Redactor:
+        """The redactor a recording is written with: the provider key, the environment's
+        secret values, the token shapes and the user's regexes."""
+        values = secret_values(environ)
+        if provider_key and len(provider_key) >= MIN_SECRET_VALUE:
+            values[provider_key] = "provider-key"
+        return cls(salt, values=values, custom=custom)
+
+    def placeholder(self, kind: str, value: str) -> str:
+        digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
+        return f"<secret:{kind}:{digest}>"
+
+    def findings(self, text: str) -> list[Finding]:
+        """Every secret in ``text``, in order, without overlaps (exact values first)."""
+        found: list[Finding] = []
+        present = [v for v in self._values if v in text]  # longest first: a value inside another loses
+        for value in present:
+            at = text.find(value)
+            while at >= 0:
+                end = at + len(value)
+                if not any(f.start < end and at < f.end for f in found):
+                    found.append(Finding(self._values[value], at, end))
+                at = text.find(value, end)
+        lowered: str | None = None
+        for shape, pattern in self._shapes:
+            if shape.literals:
+                if shape.lowered:
+                    lowered = text.lower() if lowered is None else lowered
+                    if not any(lit in lowered for lit in shape.literals):
+                        continue
+                elif not any(lit in text for lit in shape.literals):
+                    continue
+            for m in pattern.finditer(text):
+                start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()
+                if not any(f.start < end and start < f.end for f in found):
+                    found.append(Finding(shape.kind, start, end))
+        return sorted(found, key=lambda f: f.start)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced by its placeholder."""
+        found = self.findings(text)
+        if not found:
+            return text
+        out, at = [], 0
+        for f in found:
+            out += [text[at : f.start], self.placeholder(f.kind, text[f.start : f.end])]
+            at = f.end
+        out.append(text[at:])
+        return "".join(out)
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string redacted (keys are kept; nothing else changes)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        return value
