@@ -69,5 +69,10 @@ def test_a_command_walking_up_proc_never_reads_the_key(tmp_path: Path, how: str)
     assert done.returncode == 0, done.stderr
     tool_result = next(m for m in second.messages if m.get("role") == "tool")
     assert "WALKED" in str(tool_result["content"])  # the walk ran, and it read the blocks
-    assert "DEEPSEEK_API_KEY=****" in str(tool_result["content"])  # dsh's environ, scrubbed
+    content = str(tool_result["content"])
+    if how == "landlock" and os.geteuid() == 0:
+        # root without a capability cannot read a process that holds some (dsh, its shells)
+        assert "environ: Permission denied" in content and "DEEPSEEK_API_KEY=" not in content
+    else:
+        assert "DEEPSEEK_API_KEY=****" in content  # dsh's environ, scrubbed
     assert KEY not in json.dumps(second.json)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import functools
 import os
 import signal
@@ -33,6 +34,9 @@ VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 PATH_BENEATH = 1  # LANDLOCK_RULE_PATH_BENEATH
 NO_NEW_PRIVS = 38  # PR_SET_NO_NEW_PRIVS
 SET_CHILD_SUBREAPER = 36  # PR_SET_CHILD_SUBREAPER
+CAPBSET_DROP, CAP_AMBIENT, AMBIENT_CLEAR_ALL = 24, 47, 4  # PR_CAPBSET_DROP, PR_CAP_AMBIENT, …_CLEAR_ALL
+CAPSET = 126 if os.uname().machine in ("x86_64", "amd64") else 91  # capset(2): x86_64, else asm-generic
+CAP_VERSION_3 = 0x20080522
 FAILED = 125
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 """The signals that stop a call; the runner passes them on to the command."""
@@ -133,6 +137,33 @@ def _add(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
+
+
+def drop_capabilities() -> None:
+    """Empty every capability set, the bounding set included, so neither the command nor
+    anything it executes (a setuid or file-capability program: ``no_new_privs`` follows) ever
+    holds one — root keeps uid 0 (Landlock has no user namespace to map it) but not its powers.
+    A caller without ``CAP_SETPCAP`` (a normal user) has nothing to drop from the bounding set."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        # EPERM: no CAP_SETPCAP, nothing of ours to drop
+        if _libc().prctl(CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EPERM:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    _libc().prctl(CAP_AMBIENT, AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on kernels before 4.3: nothing ambient
+    data = (CapData * 2)()
+    _syscall(CAPSET, ctypes.byref(CapHeader(CAP_VERSION_3, 0)), data)
+
+
 def main(argv: list[str]) -> None:
     if argv == ["--abi"]:
         sys.stdout.write(f"{abi_version()}\n")
@@ -166,6 +197,7 @@ def main(argv: list[str]) -> None:
             grants += rules(root, READ | WRITE, hidden)
         for path, rights in grants:
             _add(ruleset, path, rights & fs)
+        drop_capabilities()
         if _libc().prctl(NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
         _syscall(RESTRICT_SELF, ruleset, ctypes.c_uint32(0))

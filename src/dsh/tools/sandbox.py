@@ -157,20 +157,24 @@ def unavailable(mode: str, detail: str) -> ToolError:
     )
 
 
+UNPRIVILEGED_ID: Final = 65534
+"""The uid and gid (``nobody``) a command started by root runs as inside bubblewrap's user
+namespace; it maps to the caller's own ids outside, so what it writes stays the caller's."""
+
+
+def bwrap_isolation() -> list[str]:
+    """The options that take every privilege from the command: new user (nested ones refused),
+    PID namespaces, every capability dropped, an unprivileged uid when the caller is root, no
+    controlling terminal (``--new-session``), killed with its parent (``--die-with-parent``)."""
+    args = ["--unshare-user", "--disable-userns", "--unshare-pid", "--cap-drop", "ALL"]
+    if os.geteuid() == 0:
+        args += ["--uid", str(UNPRIVILEGED_ID), "--gid", str(UNPRIVILEGED_ID)]
+    return [*args, "--die-with-parent", "--new-session"]
+
+
 def bwrap_arguments(policy: SandboxPolicy, workspace: Path, cwd: Path) -> list[str]:
     """The bubblewrap options (without the program and ``--``) for ``policy``."""
-    args = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-    ]
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap_isolation()]
     if not policy.network:
         args.append("--unshare-net")
     for root in policy.writable_roots(workspace):
@@ -188,8 +192,8 @@ def bwrap_arguments(policy: SandboxPolicy, workspace: Path, cwd: Path) -> list[s
 @functools.cache
 def _probe(program: str) -> str | None:
     """``None`` when ``program`` builds a sandbox here, else why not (checked once per process)."""
-    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
-    argv += ["--unshare-net", "--die-with-parent", "--", "true"]
+    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap_isolation()]
+    argv += ["--unshare-net", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=BWRAP_PROBE_TIMEOUT_S, check=False)
     except OSError as exc:
