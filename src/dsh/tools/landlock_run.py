@@ -34,6 +34,9 @@ VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 PATH_BENEATH = 1  # LANDLOCK_RULE_PATH_BENEATH
 NO_NEW_PRIVS = 38  # PR_SET_NO_NEW_PRIVS
 SET_CHILD_SUBREAPER = 36  # PR_SET_CHILD_SUBREAPER
+SET_PDEATHSIG = 1  # PR_SET_PDEATHSIG
+ORPHANED = signal.SIGUSR1
+"""The signal the kernel sends the runner when its parent (dsh) dies, however it dies."""
 CAPBSET_DROP, CAP_AMBIENT, AMBIENT_CLEAR_ALL = 24, 47, 4  # PR_CAPBSET_DROP, PR_CAP_AMBIENT, …_CLEAR_ALL
 CAPSET = 126 if os.uname().machine in ("x86_64", "amd64") else 91  # capset(2): x86_64, else asm-generic
 CAP_VERSION_3 = 0x20080522
@@ -231,9 +234,17 @@ def _run_and_reap(command: list[str]) -> None:
     Landlock has no PID namespace, so the runner stands in for one: it is the subreaper of
     everything the command starts (a ``setsid`` daemon included), forwards the signals that
     stop a call to the command, and after the command ends SIGKILLs every descendant still
-    running before it ends itself, with the command's status (a signal re-raised)."""
+    running before it ends itself, with the command's status (a signal re-raised). When its
+    parent dies — dsh SIGKILLed too — the kernel's parent-death signal (:data:`ORPHANED`)
+    ends the command the same way, so a background job never outlives dsh."""
     if _libc().prctl(SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         _fail(f"cannot become a subreaper: {os.strerror(ctypes.get_errno())}")
+    parent = os.getppid()
+    signal.signal(ORPHANED, lambda _n, _f: sys.exit(FAILED))  # dsh gone before the command started
+    if _libc().prctl(SET_PDEATHSIG, int(ORPHANED), 0, 0, 0) != 0:
+        _fail(f"cannot ask for a parent-death signal: {os.strerror(ctypes.get_errno())}")
+    if os.getppid() != parent:  # dsh died before the request took effect
+        sys.exit(FAILED)
     sys.stdout.flush()
     child = os.fork()
     if child == 0:
@@ -247,10 +258,15 @@ def _run_and_reap(command: list[str]) -> None:
         with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
             os.kill(child, number)
 
+    def orphaned(_number: int, _frame: object) -> None:  # dsh died (even by SIGKILL): so does the call
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
     for stop in STOPS:
         signal.signal(stop, pass_on)
+    signal.signal(ORPHANED, orphaned)
     _, status = os.waitpid(child, 0)
-    for stop in STOPS:
+    for stop in (*STOPS, ORPHANED):
         signal.signal(stop, signal.SIG_IGN)
     while True:  # every descendant left: killed, reaped, until none is left
         for pid in _children(os.getpid()):
