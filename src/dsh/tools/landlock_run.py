@@ -4,11 +4,12 @@ dsh uses where bubblewrap cannot build a sandbox (no user namespaces: most conta
 Run as a script, never imported by dsh (stdlib and ``ctypes`` only; ``python -I`` runs it,
 so no environment variable reaches the interpreter)::
 
-    python -I landlock_run.py [--write DIR]... [--hide PATH]... [--net] -- COMMAND...
+    python -I landlock_run.py [--write DIR]... [--hide PATH]... [--read-only PATH]... [--net] -- COMMAND...
     python -I landlock_run.py --abi      # prints the kernel's Landlock ABI (0: none)
 
 Everything stays readable and executable except the ``--hide`` paths; only the ``--write``
-directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP
+directories (less their ``--read-only`` paths), the devices under ``/dev`` and ``/dev/shm``
+are writable; without ``--net`` TCP
 ``bind`` and ``connect`` are refused (Landlock ABI 4+) and abstract UNIX sockets are scoped
 to the sandbox (ABI 6+), as are signals. The ruleset is inherited by every process the
 command starts and cannot be lifted; the runner stays the parent (the subreaper) of all of
@@ -171,20 +172,23 @@ def main(argv: list[str]) -> None:
     if argv == ["--abi"]:
         sys.stdout.write(f"{abi_version()}\n")
         return
-    writes: list[str] = []
-    hidden: list[str] = []
+    paths: dict[str, list[str]] = {"--write": [], "--hide": [], "--read-only": []}
     network = False
     while argv and argv[0] != "--":
         flag = argv.pop(0)
         if flag == "--net":
             network = True
-        elif flag in ("--write", "--hide") and argv:
-            (writes if flag == "--write" else hidden).append(os.path.realpath(argv.pop(0)))
+        elif flag in paths and argv:
+            paths[flag].append(os.path.realpath(argv.pop(0)))
         else:
             _fail(f"unknown option {flag}")
+    writes, hidden, read_only = paths["--write"], paths["--hide"], paths["--read-only"]
     command = argv[1:]
     if not command:
-        _fail("no command given (usage: [--write DIR]... [--hide PATH]... [--net] -- COMMAND...)")
+        _fail(
+            "no command given (usage: [--write DIR]... [--hide PATH]... [--read-only PATH]... [--net] "
+            "-- COMMAND...)"
+        )
     abi = abi_version()
     if abi < 1:
         _fail("Landlock is not enforced by this kernel")
@@ -197,7 +201,7 @@ def main(argv: list[str]) -> None:
                            ctypes.c_uint32(0))  # fmt: skip
         grants = rules("/", READ, hidden) + rules("/dev", DEVICES, hidden)
         for root in [*writes, "/dev/shm"]:  # /dev/shm: shared memory, writable like /tmp
-            grants += rules(root, READ | WRITE, hidden)
+            grants += rules(root, READ | WRITE, hidden + read_only)  # read_only: read under "/" only
         for path, rights in grants:
             _add(ruleset, path, rights & fs)
         drop_capabilities()
