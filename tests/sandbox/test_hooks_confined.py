@@ -32,11 +32,11 @@ async def _turn(ws: Path, policy: SandboxPolicy | None) -> None:
 async def _hook_escapes(base: Path, policy: SandboxPolicy | None) -> bool:
     """Whether a ``UserPromptSubmit`` hook wrote outside the workspace (it always writes inside)."""
     ws, target = base / "ws", base / "outside" / "from-hook.txt"
-    write_hooks(
-        ws, {"UserPromptSubmit": [{"hooks": [command(f"echo escaped > {target}; echo inside > mine.txt")]}]}
-    )
+    (ws / "sub").mkdir()  # under Landlock the top of a workspace holding hooks.json gets no new entry
+    hook = command(f"echo escaped > {target}; echo inside > sub/mine.txt")
+    write_hooks(ws, {"UserPromptSubmit": [{"hooks": [hook]}]})
     await _turn(ws, policy)
-    assert (ws / "mine.txt").read_text() == "inside\n"  # the workspace stays writable
+    assert (ws / "sub" / "mine.txt").read_text() == "inside\n"  # the workspace stays writable
     return target.exists()
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from dsh.hooks.config import DIALECTS, FILE_NAMES, HookFile, load_hook_file
 from dsh.hooks.payload import Subject
 from dsh.hooks.session import Append, SessionHooks
+from dsh.tools.redaction import NO_REDACTION, Redaction
 from dsh.tools.sandbox import SandboxPolicy
 
 
@@ -74,11 +75,12 @@ class HookSet:
         model: str = "",
         append: Append,
         sandbox: SandboxPolicy | None = None,
+        redaction: Redaction = NO_REDACTION,
     ) -> SessionHooks | None:
-        """The hooks of one session (run under its ``sandbox`` policy), or ``None`` when no
-        file configures any."""
+        """The hooks of one session (run under its ``sandbox`` policy, ``redaction``'s secrets
+        scrubbed from their outputs), or ``None`` when no file configures any."""
         files = await self.files_for(cwd)
         if not any(f.events for f in files):
             return None
         subject = Subject(session_id, _absolute(cwd), model)
-        return SessionHooks(files, subject=subject, append=append, sandbox=sandbox)
+        return SessionHooks(files, subject=subject, append=append, sandbox=sandbox, redaction=redaction)

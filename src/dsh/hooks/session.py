@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from dsh.hooks.outcome import HookOutcome
 from dsh.hooks.payload import Subject, payload
 from dsh.hooks.process import run_hook_command
 from dsh.tools.environment import tool_environment
+from dsh.tools.redaction import NO_REDACTION, Redaction
 from dsh.tools.sandbox import SandboxPolicy, confine
 
 log = logging.getLogger("dsh.hooks")
@@ -70,8 +72,10 @@ class SessionHooks:
         subject: Subject,
         append: Append,
         sandbox: SandboxPolicy | None = None,
+        redaction: Redaction = NO_REDACTION,
     ) -> None:
         self.files = tuple(files)
+        self._redaction = redaction
         self.subject = subject
         self._append = append
         self._wrap: Callable[[list[str]], list[str]] | None = None
@@ -118,6 +122,8 @@ class SessionHooks:
             timeout_ms=command.timeout_ms,
             wrap=self._wrap,
         )
+        # the secrets out before anything reads the outputs (decision, context, summaries)
+        run = replace(run, stdout=self._redaction.text(run.stdout), stderr=self._redaction.text(run.stderr))
         verdict = decode(run, point, dialect)
         result: dict[str, Any] = {
             "turn": turn,

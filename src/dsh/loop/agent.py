@@ -28,7 +28,15 @@ from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
-from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_all, repair_loaded
+from dsh.loop.setup import (
+    Closer,
+    ToolsArg,
+    agent_config,
+    agent_redaction,
+    agent_tools,
+    close_all,
+    repair_loaded,
+)
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
@@ -92,6 +100,8 @@ class Agent:
         self.extras: dict[str, Any] = dict(extras or {})
         self.abort_kind = "user" if delegation is None else "parent"
         self.files = FileObservations()  # what this session's tools have seen of each file
+        self.redaction = agent_redaction(model)
+        """The secrets scrubbed out of every tool and hook output of this session."""
         policy = session_approval_policy(session.events, config, delegated=delegation is not None)
         self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
         self._order = model if isinstance(model, DeliveryOrder) else None
@@ -380,6 +390,7 @@ class Agent:
             approvals=self.approvals,
             agent=self,
             jobs=self.jobs.table,
+            redaction=self.redaction,
         )
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:

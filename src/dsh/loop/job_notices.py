@@ -55,7 +55,7 @@ class JobNotices:
         self.wakes = 0
 
     def _settled(self, job: Job) -> None:
-        message = notice(job)
+        message = self._agent.redaction.message(notice(job))
         order = self._agent.model
         if not isinstance(order, DeliveryOrder):
             self._deliver(message)

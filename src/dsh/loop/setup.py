@@ -11,16 +11,25 @@ from dsh.events import Event
 from dsh.events.vocabulary import SESSION_REPAIRED
 from dsh.ids import now_ms
 from dsh.loop.config import AgentConfig
-from dsh.model import Model, NamedModel
+from dsh.model import HoldsSecrets, Model, NamedModel
 from dsh.session import interrupted_turn_closers
 from dsh.tools import ToolLike, ToolRegistry
+from dsh.tools.environment import secret_values
 from dsh.tools.function import tool
+from dsh.tools.redaction import Redaction
 
 if TYPE_CHECKING:
     from dsh.loop.agent import Agent
 
 ToolsArg = ToolRegistry | Iterable[ToolLike | Callable[..., object]]
 """An agent's ``tools=``: a whole :class:`ToolRegistry`, or tools and functions to add."""
+
+
+def agent_redaction(model: Model) -> Redaction:
+    """The secrets an agent scrubs from its tools' and hooks' outputs: its model's (the
+    provider key) and the values of the variables withheld from tools."""
+    held = model.secret_values() if isinstance(model, HoldsSecrets) else ()
+    return Redaction((*held, *secret_values()))
 
 
 def agent_tools(

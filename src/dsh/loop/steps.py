@@ -162,6 +162,7 @@ class Steps:
             model=self._agent.config.model,
             append=self._agent.append,
             sandbox=self._agent.config.sandbox,
+            redaction=self._agent.redaction,
         )
 
     def _request_header(self) -> RequestHeader:

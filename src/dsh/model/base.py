@@ -43,6 +43,16 @@ class NamedModel(Protocol):
 
 
 @runtime_checkable
+class HoldsSecrets(Protocol):
+    """A model that holds secrets (its provider key): the agent scrubs them out of every
+    tool and hook output (:mod:`dsh.tools.redaction`)."""
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The secret values themselves (never logged: the caller only scrubs with them)."""
+        ...
+
+
+@runtime_checkable
 class Model(Protocol):
     """A streaming model.
 

@@ -150,6 +150,11 @@ class OpenAICompatModel:
     ) -> None:
         await self.aclose()
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The API key and the base URL's password (:class:`~dsh.model.HoldsSecrets`)."""
+        key = self._client.api_key
+        return tuple(v for v in (key if isinstance(key, str) else "", self._password or "") if v)
+
     def _scrub(self, text: str, limit: int = MAX_MESSAGE) -> str:
         """``text`` on one line without the API key or the base URL's password."""
         key = self._client.api_key

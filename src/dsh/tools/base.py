@@ -18,6 +18,7 @@ from dsh.events.payloads import TurnEndReason
 from dsh.tools.approval import Approvals
 from dsh.tools.jobs import JobTable
 from dsh.tools.observations import FileObservations
+from dsh.tools.redaction import NO_REDACTION, Redaction
 from dsh.tools.sandbox import SandboxPolicy
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
@@ -89,6 +90,8 @@ class ToolContext:
     ``agent`` is the agent running the call (``None`` when a tool runs outside an agent, e.g.
     in a unit test); ``extras`` is free-form data the composition root gave the agent.
     ``jobs`` is the session's background jobs (``None``: none can be started).
+    ``redaction`` holds the secret values the agent knows (its provider key): the registry
+    scrubs them out of the call's result before it is logged, spilled or sent.
     """
 
     session_id: str
@@ -104,6 +107,7 @@ class ToolContext:
     approvals: Approvals | None = None
     agent: AgentHandle | None = None
     jobs: JobTable | None = None
+    redaction: Redaction = NO_REDACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,13 @@ class ToolOutput:
     @classmethod
     def text(cls, text: str, *, meta: dict[str, Any] | None = None) -> ToolOutput:
         return cls([text_block(text if text else "(no output)")], meta=meta)
+
+    def redacted(self, redaction: Redaction) -> ToolOutput:
+        """This result with ``redaction``'s secrets scrubbed from its content and meta."""
+        if not redaction:
+            return self
+        meta = None if self.meta is None else redaction.data(self.meta)
+        return ToolOutput(redaction.blocks(self.content), self.is_error, self.code, meta)
 
     @classmethod
     def error(

@@ -51,6 +51,13 @@ def secret_names(env: Mapping[str, str]) -> set[str]:
     }
 
 
+def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of the variables of ``env`` (default ``os.environ``) that :func:`secret_names`
+    withholds: what :mod:`dsh.tools.redaction` scrubs from outputs besides the model's key."""
+    env = os.environ if env is None else env
+    return tuple(env[name] for name in sorted(secret_names(env)))
+
+
 def tool_environment(session_id: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default ``os.environ``) without secrets, plus the tool variables for ``session_id``."""
     env = dict(os.environ if base is None else base)

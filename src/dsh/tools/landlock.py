@@ -26,6 +26,8 @@ def landlock_argv(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> li
     for hidden in policy.hidden_paths:
         if hidden.exists():
             options += ["--hide", str(hidden)]
+    for protected in policy.read_only_inside(workspace):
+        options += ["--read-only", str(protected)]
     if policy.network:
         options.append("--net")
     return [sys.executable, "-I", str(RUNNER), *options, "--", *argv]

@@ -4,11 +4,12 @@ dsh uses where bubblewrap cannot build a sandbox (no user namespaces: most conta
 Run as a script, never imported by dsh (stdlib and ``ctypes`` only; ``python -I`` runs it,
 so no environment variable reaches the interpreter)::
 
-    python -I landlock_run.py [--write DIR]... [--hide PATH]... [--net] -- COMMAND...
+    python -I landlock_run.py [--write DIR]... [--hide PATH]... [--read-only PATH]... [--net] -- COMMAND...
     python -I landlock_run.py --abi      # prints the kernel's Landlock ABI (0: none)
 
 Everything stays readable and executable except the ``--hide`` paths; only the ``--write``
-directories, the devices under ``/dev`` and ``/dev/shm`` are writable; without ``--net`` TCP
+directories (less their ``--read-only`` paths), the devices under ``/dev`` and ``/dev/shm``
+are writable; without ``--net`` TCP
 ``bind`` and ``connect`` are refused (Landlock ABI 4+) and abstract UNIX sockets are scoped
 to the sandbox (ABI 6+), as are signals. The ruleset is inherited by every process the
 command starts and cannot be lifted; the runner stays the parent (the subreaper) of all of
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import functools
 import os
 import signal
@@ -33,6 +35,12 @@ VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
 PATH_BENEATH = 1  # LANDLOCK_RULE_PATH_BENEATH
 NO_NEW_PRIVS = 38  # PR_SET_NO_NEW_PRIVS
 SET_CHILD_SUBREAPER = 36  # PR_SET_CHILD_SUBREAPER
+SET_PDEATHSIG = 1  # PR_SET_PDEATHSIG
+ORPHANED = signal.SIGUSR1
+"""The signal the kernel sends the runner when its parent (dsh) dies, however it dies."""
+CAPBSET_DROP, CAP_AMBIENT, AMBIENT_CLEAR_ALL = 24, 47, 4  # PR_CAPBSET_DROP, PR_CAP_AMBIENT, …_CLEAR_ALL
+CAPSET = 126 if os.uname().machine in ("x86_64", "amd64") else 91  # capset(2): x86_64, else asm-generic
+CAP_VERSION_3 = 0x20080522
 FAILED = 125
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 """The signals that stop a call; the runner passes them on to the command."""
@@ -133,24 +141,54 @@ def _add(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
+
+
+def drop_capabilities() -> None:
+    """Empty every capability set, the bounding set included, so neither the command nor
+    anything it executes (a setuid or file-capability program: ``no_new_privs`` follows) ever
+    holds one — root keeps uid 0 (Landlock has no user namespace to map it) but not its powers.
+    A caller without ``CAP_SETPCAP`` (a normal user) has nothing to drop from the bounding set."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        # EPERM: no CAP_SETPCAP, nothing of ours to drop
+        if _libc().prctl(CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EPERM:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    _libc().prctl(CAP_AMBIENT, AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on kernels before 4.3: nothing ambient
+    data = (CapData * 2)()
+    _syscall(CAPSET, ctypes.byref(CapHeader(CAP_VERSION_3, 0)), data)
+
+
 def main(argv: list[str]) -> None:
     if argv == ["--abi"]:
         sys.stdout.write(f"{abi_version()}\n")
         return
-    writes: list[str] = []
-    hidden: list[str] = []
+    paths: dict[str, list[str]] = {"--write": [], "--hide": [], "--read-only": []}
     network = False
     while argv and argv[0] != "--":
         flag = argv.pop(0)
         if flag == "--net":
             network = True
-        elif flag in ("--write", "--hide") and argv:
-            (writes if flag == "--write" else hidden).append(os.path.realpath(argv.pop(0)))
+        elif flag in paths and argv:
+            paths[flag].append(os.path.realpath(argv.pop(0)))
         else:
             _fail(f"unknown option {flag}")
+    writes, hidden, read_only = paths["--write"], paths["--hide"], paths["--read-only"]
     command = argv[1:]
     if not command:
-        _fail("no command given (usage: [--write DIR]... [--hide PATH]... [--net] -- COMMAND...)")
+        _fail(
+            "no command given (usage: [--write DIR]... [--hide PATH]... [--read-only PATH]... [--net] "
+            "-- COMMAND...)"
+        )
     abi = abi_version()
     if abi < 1:
         _fail("Landlock is not enforced by this kernel")
@@ -163,9 +201,10 @@ def main(argv: list[str]) -> None:
                            ctypes.c_uint32(0))  # fmt: skip
         grants = rules("/", READ, hidden) + rules("/dev", DEVICES, hidden)
         for root in [*writes, "/dev/shm"]:  # /dev/shm: shared memory, writable like /tmp
-            grants += rules(root, READ | WRITE, hidden)
+            grants += rules(root, READ | WRITE, hidden + read_only)  # read_only: read under "/" only
         for path, rights in grants:
             _add(ruleset, path, rights & fs)
+        drop_capabilities()
         if _libc().prctl(NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
         _syscall(RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
@@ -199,9 +238,17 @@ def _run_and_reap(command: list[str]) -> None:
     Landlock has no PID namespace, so the runner stands in for one: it is the subreaper of
     everything the command starts (a ``setsid`` daemon included), forwards the signals that
     stop a call to the command, and after the command ends SIGKILLs every descendant still
-    running before it ends itself, with the command's status (a signal re-raised)."""
+    running before it ends itself, with the command's status (a signal re-raised). When its
+    parent dies — dsh SIGKILLed too — the kernel's parent-death signal (:data:`ORPHANED`)
+    ends the command the same way, so a background job never outlives dsh."""
     if _libc().prctl(SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         _fail(f"cannot become a subreaper: {os.strerror(ctypes.get_errno())}")
+    parent = os.getppid()
+    signal.signal(ORPHANED, lambda _n, _f: sys.exit(FAILED))  # dsh gone before the command started
+    if _libc().prctl(SET_PDEATHSIG, int(ORPHANED), 0, 0, 0) != 0:
+        _fail(f"cannot ask for a parent-death signal: {os.strerror(ctypes.get_errno())}")
+    if os.getppid() != parent:  # dsh died before the request took effect
+        sys.exit(FAILED)
     sys.stdout.flush()
     child = os.fork()
     if child == 0:
@@ -215,10 +262,15 @@ def _run_and_reap(command: list[str]) -> None:
         with contextlib.suppress(ProcessLookupError):  # it may have ended meanwhile
             os.kill(child, number)
 
+    def orphaned(_number: int, _frame: object) -> None:  # dsh died (even by SIGKILL): so does the call
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
     for stop in STOPS:
         signal.signal(stop, pass_on)
+    signal.signal(ORPHANED, orphaned)
     _, status = os.waitpid(child, 0)
-    for stop in STOPS:
+    for stop in (*STOPS, ORPHANED):
         signal.signal(stop, signal.SIG_IGN)
     while True:  # every descendant left: killed, reaped, until none is left
         for pid in _children(os.getpid()):

@@ -152,13 +152,13 @@ class ToolRegistry:
 
         :class:`~dsh.errors.ToolError` keeps its ``code`` (an empty code means none); any
         other exception gets ``TOOL_ERROR``. ``asyncio.CancelledError`` propagates. The
-        spill policy, if any, applies to the finished result, and ``read`` may open files
-        under its root.
+        secrets of ``ctx.redaction`` are scrubbed from the result (:mod:`dsh.tools.redaction`);
+        then the spill policy, if any, applies, and ``read`` may open files under its root.
         """
         spill = self.spill
         if spill is not None:
             ctx = replace(ctx, readable_roots=(*ctx.readable_roots, spill.root))
-        output = await self._run(prepared, ctx)
+        output = (await self._run(prepared, ctx)).redacted(ctx.redaction)  # before it is spilled
         if spill is not None:
             output = await asyncio.to_thread(spill.apply, prepared.name, ctx.session_id, output)
         return output

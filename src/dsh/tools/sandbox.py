@@ -6,11 +6,14 @@ policy at all, the behaviour before sandboxing — replays and the recorded scen
 
 - ``write``/``edit`` call :func:`check_file_write`: ``read-only`` refuses every write,
   ``workspace-write`` refuses a real path outside the writable roots (the workspace, ``/tmp``
-  and the OS temp dir) with the original's ``FS_SANDBOX_DENIED`` text.
+  and the OS temp dir), or beneath one of their :data:`PROTECTED_NAMES` (``.git``, ``.dsh``,
+  the hook files), with the original's ``FS_SANDBOX_DENIED`` text.
 - ``bash`` calls :func:`confine` to get the argv that runs its command under
   bubblewrap (``bwrap``): the whole file system read-only, the writable roots bound
-  read-write, the secrets paths of :data:`SECRET_PATHS` hidden, new PID namespace (nothing
-  outlives the call), and no network unless the policy allows it. Where ``bwrap`` cannot
+  read-write but their protected entries bound read-only again, the secrets paths of
+  :data:`SECRET_PATHS` hidden, new user and PID namespaces (nothing outlives the call),
+  every capability dropped (uid 65534 inside when dsh is root), and no network unless the
+  policy allows it. Where ``bwrap`` cannot
   build a sandbox (missing, or no user namespaces, as in most containers) the Landlock
   runner (:mod:`dsh.tools.landlock`) confines it instead, as the original does: the same
   writable roots, the hidden paths unreadable, TCP refused without network. When neither
@@ -60,6 +63,13 @@ SECRET_PATHS: Final = (
     ".password-store",
 )
 """Paths under ``$HOME`` a confined command cannot read (hidden behind an empty mount)."""
+
+PROTECTED_NAMES: Final = (".git", ".dsh", "hooks.json", "codex-hooks.json")
+"""Entries of each writable root that stay read-only under ``workspace-write``: what runs
+later outside the sandbox — ``.git`` (its hooks and config run at the user's next git
+command), ``.dsh/``, and the hook files dsh reads in a session's cwd
+(``dsh.hooks.FILE_NAMES``). Confined commands cannot write, remove or rename them (when they
+exist as the command starts), and ``write``/``edit`` refuse them (whether they exist or not)."""
 
 BWRAP_PROBE_TIMEOUT_S: Final = 10.0
 
@@ -122,6 +132,21 @@ class SandboxPolicy:
             return ()
         return (Path(os.path.realpath(workspace)), *self.temp_roots)
 
+    def protected_paths(self, workspace: Path) -> tuple[Path, ...]:
+        """The :data:`PROTECTED_NAMES` of every writable root (whether they exist or not)."""
+        return tuple(root / name for root in self.writable_roots(workspace) for name in PROTECTED_NAMES)
+
+    def read_only_inside(self, workspace: Path) -> tuple[Path, ...]:
+        """The real paths of the existing protected entries that lie in a writable root: what
+        the kernel sandboxes keep read-only inside the writable roots."""
+        roots = self.writable_roots(workspace)
+        out: list[Path] = []
+        for path in self.protected_paths(workspace):
+            real = Path(os.path.realpath(path))
+            if os.path.lexists(path) and real.exists() and any(real.is_relative_to(r) for r in roots):
+                out.append(real)
+        return tuple(dict.fromkeys(out))
+
 
 def _escalation_hint(what: str) -> str:
     return (
@@ -144,6 +169,8 @@ def check_file_write(policy: SandboxPolicy | None, real: Path, workspace: Path) 
     roots = policy.writable_roots(workspace)
     if not any(real.is_relative_to(root) for root in roots):
         raise file_denied(policy.mode)
+    if any(real.is_relative_to(protected) for protected in policy.protected_paths(workspace)):
+        raise file_denied(policy.mode)
 
 
 def unavailable(mode: str, detail: str) -> ToolError:
@@ -157,25 +184,31 @@ def unavailable(mode: str, detail: str) -> ToolError:
     )
 
 
+UNPRIVILEGED_ID: Final = 65534
+"""The uid and gid (``nobody``) a command started by root runs as inside bubblewrap's user
+namespace; it maps to the caller's own ids outside, so what it writes stays the caller's."""
+
+
+def bwrap_isolation() -> list[str]:
+    """The options that take every privilege from the command: new user (nested ones refused),
+    PID namespaces, every capability dropped, an unprivileged uid when the caller is root, no
+    controlling terminal (``--new-session``), killed with its parent (``--die-with-parent``)."""
+    args = ["--unshare-user", "--disable-userns", "--unshare-pid", "--cap-drop", "ALL"]
+    if os.geteuid() == 0:
+        args += ["--uid", str(UNPRIVILEGED_ID), "--gid", str(UNPRIVILEGED_ID)]
+    return [*args, "--die-with-parent", "--new-session"]
+
+
 def bwrap_arguments(policy: SandboxPolicy, workspace: Path, cwd: Path) -> list[str]:
     """The bubblewrap options (without the program and ``--``) for ``policy``."""
-    args = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-    ]
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap_isolation()]
     if not policy.network:
         args.append("--unshare-net")
     for root in policy.writable_roots(workspace):
         if root.is_dir():
             args += ["--bind", str(root), str(root)]
+    for protected in policy.read_only_inside(workspace):  # over the read-write binds
+        args += ["--ro-bind", str(protected), str(protected)]
     for hidden in policy.hidden_paths:
         if hidden.is_dir():
             args += ["--tmpfs", str(hidden), "--remount-ro", str(hidden)]
@@ -188,8 +221,8 @@ def bwrap_arguments(policy: SandboxPolicy, workspace: Path, cwd: Path) -> list[s
 @functools.cache
 def _probe(program: str) -> str | None:
     """``None`` when ``program`` builds a sandbox here, else why not (checked once per process)."""
-    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
-    argv += ["--unshare-net", "--die-with-parent", "--", "true"]
+    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap_isolation()]
+    argv += ["--unshare-net", "--", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=BWRAP_PROBE_TIMEOUT_S, check=False)
     except OSError as exc:
