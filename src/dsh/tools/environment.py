@@ -24,7 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-PROVIDER_KEY_VARIABLES: Final = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "OPENAI_API_KEY")
+from dsh.redact.patterns import PROVIDER_KEY_VARIABLES
+
 SECRET_SUFFIXES: Final = ("_API_KEY",)
 SECRET_ENV_SETTING: Final = "DSH_SECRET_ENV"
 _URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@")
