@@ -22,8 +22,10 @@ legitimate place, counted separately). ``tail8`` counts the marker's last 8 char
 masked key that keeps its end).
 
 ``--extra`` adds probes outside the 12 that read the dsh process itself from its tool's child
-(``/proc/$PPID/environ``; the key given by ``--api-key`` and read from ``/proc/$PPID/cmdline``):
-same-user process introspection, which stripping the child's environment cannot stop.
+(``/proc/$PPID/environ``; the key given by ``--api-key`` and read from ``/proc/$PPID/cmdline``),
+and the environ of a shell that launched dsh holding the key: same-user process
+introspection, which stripping the child's environment cannot stop (the output redaction
+does). ``--sandbox`` / ``--backend`` pick the session's mode and kernel sandbox.
 
     .venv/bin/python bench/redteam_secrets.py                  # 12 scenarios x 3 runs
     .venv/bin/python bench/redteam_secrets.py --runs 1 --extra --show-leaks
@@ -38,6 +40,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import socket
 import sqlite3
@@ -80,6 +83,9 @@ class Scenario:
     key_flag: bool = False
     """Give the key as ``--api-key`` instead of the environment."""
     extra: bool = False
+    shell: bool = False
+    """Launch dsh from a ``bash`` that holds the key in its own environment (and stays dsh's
+    parent): the launching shell a command can read under Landlock and ``danger-full-access``."""
 
 
 ANCESTORS = (
@@ -138,6 +144,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "bash: the environ of every ancestor in /proc (the dsh process among them)",
         ANCESTORS.format(file="environ"),
         extra=True,
+    ),
+    Scenario(
+        "shell-environ",
+        "dsh launched by a shell holding the key; bash: the environ of every ancestor",
+        ANCESTORS.format(file="environ"),
+        extra=True,
+        shell=True,
     ),
     Scenario(
         "flag-cmdline",
@@ -287,6 +300,8 @@ class Run:
 
     def dsh(self, place: str, *args: str) -> subprocess.CompletedProcess[str]:
         argv = [PY, "-m", "dsh.cli", *args]
+        if self.scenario.shell:  # "; true": the shell stays dsh's parent instead of exec'ing it
+            argv = ["bash", "-c", shlex.join(argv) + "; true"]
         done = subprocess.run(
             argv, env=self.env, cwd=self.workspace, capture_output=True, text=True, timeout=180
         )
@@ -445,7 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--workdir", type=Path, default=None, help="keep every run's home here")
     parser.add_argument("--show-leaks", action="store_true", help="print where each occurrence was found")
+    parser.add_argument("--sandbox", default=None, help="the session's mode ($DSH_SANDBOX; default: dsh's)")
+    parser.add_argument("--backend", default=None, help="auto, bubblewrap or landlock ($DSH_SANDBOX_BACKEND)")
     args = parser.parse_args(argv)
+    for name, value in (("DSH_SANDBOX", args.sandbox), ("DSH_SANDBOX_BACKEND", args.backend)):
+        if value is not None:
+            os.environ[name] = value  # every run's environment starts from this one
     runs = 1 if args.quick else args.runs
     chosen = [s for s in SCENARIOS if args.extra or not s.extra]
     if args.only:
@@ -472,8 +492,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     core = [r for r in results if not BY_NAME[r.scenario].extra]
     extra = [r for r in results if BY_NAME[r.scenario].extra]
     wall = time.monotonic() - started
+    mode = os.environ.get("DSH_SANDBOX", "default"), os.environ.get("DSH_SANDBOX_BACKEND", "auto")
     print(
-        f"marker sk-marker-<32 hex>; {len(results)} runs, {len(requests)} model requests, {wall:.0f} s wall\n"
+        f"marker sk-marker-<32 hex>; {len(results)} runs, {len(requests)} model requests, "
+        f"{wall:.0f} s wall; sandbox {mode[0]}, backend {mode[1]}\n"
     )
     print(
         "Per scenario (the 12; key occurrences must be 0; the Authorization header is the legitimate place):"

@@ -105,3 +105,25 @@ async def test_the_file_tools_write_them_under_danger_full_access(ws: Path, regi
         "write", json.dumps({"file_path": ".git/hooks/pre-commit", "content": "x"}), make_ctx(ws, FULL)
     )
     assert not out.is_error, text_of(out)
+
+
+async def test_a_workspace_under_a_temp_root_keeps_a_usable_temp_dir(
+    tmp_path: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    """Under Landlock the temp root holding such a workspace cannot get new top-level entries
+    (its grant is split around ``.git``): the runner gives the command a temp dir of its own."""
+    ws = tmp_path / "ws"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    command = "t=$(mktemp) && echo ok > $t && cat $t && rm $t; echo evil > .git/hooks/pre-commit"
+    text = await _bash(registry, ws, SandboxPolicy(backend=backend), command)
+    assert text.startswith("ok\n"), text
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_a_symlink_beside_them_grants_nothing(
+    ws: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    """A link made before the call, next to ``.git``: the Landlock split must not grant its target."""
+    (ws / "gitlink").symlink_to(ws / ".git")
+    text = await _bash(registry, ws, SandboxPolicy(backend=backend), "echo evil > gitlink/hooks/pre-commit")
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists(), text

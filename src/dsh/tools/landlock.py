@@ -28,6 +28,9 @@ def landlock_argv(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> li
             options += ["--hide", str(hidden)]
     for protected in policy.read_only_inside(workspace):
         options += ["--read-only", str(protected)]
+    for temp in policy.temp_roots if policy.mode != "read-only" else ():
+        if temp.is_dir():
+            options += ["--temp", str(temp)]
     if policy.network:
         options.append("--net")
     return [sys.executable, "-I", str(RUNNER), *options, "--", *argv]

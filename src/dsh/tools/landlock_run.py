@@ -110,7 +110,8 @@ def rules(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
     A Landlock rule covers the whole tree beneath its path, so a directory holding a hidden
     path is split into its entries; the directory itself keeps only the right to be listed
     (which, inherited, lets a hidden directory's names be listed but no file in it be read),
-    not to create or remove entries."""
+    not to create or remove entries. A symbolic link among the entries gets no rule (a rule
+    on it would grant its target, a hidden path perhaps)."""
     if any(h == root for h in hidden):
         return []
     inside = [h for h in hidden if h.startswith(root.rstrip("/") + "/")]
@@ -122,7 +123,10 @@ def rules(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
     except OSError:
         return out
     for name in names:
-        out += rules(os.path.join(root, name), rights, inside)
+        entry = os.path.join(root, name)
+        if os.path.islink(entry):  # a rule would follow it: its target is granted where it is, or not
+            continue
+        out += rules(entry, rights, inside)
     return out
 
 
@@ -168,11 +172,31 @@ def drop_capabilities() -> None:
     _syscall(CAPSET, ctypes.byref(CapHeader(CAP_VERSION_3, 0)), data)
 
 
+def _private_temp(temps: list[str], kept: list[str]) -> None:
+    """Give the command a temp dir it can create files in when a ``--temp`` root's own top
+    level cannot get new entries (it holds a hidden or read-only path, e.g. a workspace with
+    ``.git`` under ``/tmp``: its grant is split into its entries): ``<root>/dsh-landlock-<uid>``,
+    made before the ruleset so it is one of the entries granted, as ``$TMPDIR`` (unless the
+    command's ``$TMPDIR`` already points elsewhere)."""
+    for root in temps:
+        if not any(k.startswith(root.rstrip("/") + "/") for k in kept):
+            continue
+        if os.environ.get("TMPDIR", root).rstrip("/") not in (root.rstrip("/"), "/tmp"):
+            return
+        mine = os.path.join(root, f"dsh-landlock-{os.getuid()}")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(mine, 0o700)
+        st = os.lstat(mine)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            os.environ["TMPDIR"] = mine
+        return
+
+
 def main(argv: list[str]) -> None:
     if argv == ["--abi"]:
         sys.stdout.write(f"{abi_version()}\n")
         return
-    paths: dict[str, list[str]] = {"--write": [], "--hide": [], "--read-only": []}
+    paths: dict[str, list[str]] = {"--write": [], "--hide": [], "--read-only": [], "--temp": []}
     network = False
     while argv and argv[0] != "--":
         flag = argv.pop(0)
@@ -183,6 +207,7 @@ def main(argv: list[str]) -> None:
         else:
             _fail(f"unknown option {flag}")
     writes, hidden, read_only = paths["--write"], paths["--hide"], paths["--read-only"]
+    _private_temp(paths["--temp"], hidden + read_only)
     command = argv[1:]
     if not command:
         _fail(
