@@ -122,6 +122,8 @@ class Runtime:
     """A live session's file policy (``None``: unconfined, nothing asked)."""
     tools: Callable[[], ToolRegistry] = standard_tools
     """Each session's tool set, made afresh per session (default: the standard tools)."""
+    background_wait: float = 30.0
+    """At shutdown: how long background subagents still running may finish before they are stopped."""
     closed: bool = field(default=False)
 
     def config(self, approver: Approver | None = None) -> AgentConfig:

@@ -12,7 +12,14 @@ from typing import Annotated
 
 import typer
 
-from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
+from dsh.cli.agent_options import (
+    DEFAULT_SANDBOX,
+    BackgroundWaitOption,
+    NetworkOption,
+    SandboxOption,
+    background_wait,
+    sandbox_policy,
+)
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
 from dsh.errors import ReplayError, ScenarioError, UsageError
 
@@ -70,6 +77,7 @@ def acp(
     ] = None,
     sandbox: SandboxOption = DEFAULT_SANDBOX,
     network: NetworkOption = "off",
+    background: BackgroundWaitOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients.
 
@@ -98,6 +106,7 @@ def acp(
         fail(f"--drift: {exc}", 2)
     try:
         policy = sandbox_policy(sandbox, network)
+        wait = background_wait(background)
     except UsageError as exc:
         fail(str(exc), 2)
     options = ServeOptions(
@@ -111,6 +120,7 @@ def acp(
         trust=trust,
         drift=drift_value,
         sandbox=policy,
+        background_wait=wait,
     )
     with user_errors():
         try:

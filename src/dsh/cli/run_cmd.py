@@ -10,6 +10,7 @@ import typer
 from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
     ApproveOption,
+    BackgroundWaitOption,
     ContinueOption,
     CwdOption,
     DenyOption,
@@ -71,6 +72,7 @@ def run(
     network: NetworkOption = "off",
     approve: ApproveOption = False,
     deny: DenyOption = False,
+    background: BackgroundWaitOption = None,
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
@@ -93,7 +95,7 @@ def run(
 
 
 async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | None:
-    from dsh.cli.live import cancellable_turn, live_agent
+    from dsh.cli.live import cancellable_turn, close_background, live_agent
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
 
@@ -101,6 +103,9 @@ async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | Non
     async with live_agent(setup, feed) as agent:
         output = TurnOutput(feed, agent.id, as_json=as_json)
         result = await cancellable_turn(agent, prompt, output.cancelled)
-        if result is not None:
-            output.finish(result)
+        if result is not None and not as_json:
+            output.finish(result)  # the answer now; background subagents may still run
+        await close_background(agent, setup.background_wait if result is not None else 0.0)
+        if result is not None and as_json:
+            output.finish(result)  # the result line stays last, with every child's usage
         return result

@@ -307,9 +307,11 @@ class Agent:
         return await start_child(self, inherit=False, session_id=session_id, call_id=call_id, tools=tools)
 
     async def aclose(self) -> None:
-        """Kill the session's background jobs, stop a woken turn still running, release the
-        session's lease (idempotent); the store stays open unless :meth:`from_env` opened it."""
+        """Kill the session's background jobs, stop a woken turn still running (it ends
+        ``aborted {reason: disposed}``), release the session's lease (idempotent); the store
+        stays open unless :meth:`from_env` opened it."""
         self.closed = True
+        self.abort_kind = "disposed"
         await self.jobs.aclose()  # a job never outlives its agent
         await self._waker.stop()
         lease, self._lease = self._lease, None
