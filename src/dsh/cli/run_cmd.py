@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -85,6 +86,10 @@ def run(
     with user_errors():
         setup = setup_from(locals())
         text = read_prompt(prompt)
+    if as_json and setup.approver is not None:
+        from dsh.cli.approve import AnnouncedApprover
+
+        setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
     result = run_async(lambda: _run(setup, text, as_json))
     if result is None:
         raise typer.Exit(130)
