@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from dsh.errors import ModelError
+from dsh.errors import ModelError, StopRunError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
@@ -481,6 +481,9 @@ class Agent:
             raise
         except ModelError as exc:  # a model failure not retried ends the turn; nothing raises
             reason = error_reason(exc.code, exc.failure_message)
+        except StopRunError as exc:  # the turn ends error and the caller gets the error
+            reason = error_reason(exc.code, str(exc).split("\n", 1)[0])
+            raise
         except Exception as exc:
             reason = error_reason("UNKNOWN", f"{type(exc).__name__}: {exc}")
             raise
