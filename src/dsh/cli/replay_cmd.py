@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsh.cli.common import JsonOption, StoreOption, fail, run_async, user_errors, write_json_line
-from dsh.errors import DshError, UsageError
+from dsh.errors import DshError, UsageError, install_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -177,7 +177,7 @@ def _write_html(target: Path, result: ScenarioResult) -> None:
     try:
         from dsh.ui.report import render_replay_report  # the ui extra (jinja2, markdown-it-py)
     except ModuleNotFoundError as exc:
-        fail(f"--html needs the viewer's extra: pip install 'dsh[ui]' ({exc})", 2)
+        fail(f"--html needs the viewer's extra: {install_hint('ui')} ({exc})", 2)
     try:
         target.write_text(render_replay_report(result), encoding="utf-8")
     except OSError as exc:
