@@ -202,7 +202,7 @@ class ScenarioItem(pytest.Item):
     """Runs one scenario in the configured mode."""
 
     def runtest(self) -> None:
-        from dsh.replay.files import untrusted_warning
+        from dsh.replay.permissions import untrusted_warning
         from dsh.snapshot.runner import ScenarioSkipped, drift_mode, run_scenario, snapshot_mode
 
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
