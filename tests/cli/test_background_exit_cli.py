@@ -175,3 +175,30 @@ async def test_acp_waits_for_background_children_at_stdin_eof(tmp_path: Path, ch
         assert end.data["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
     else:
         assert end.data["reason"] == {"kind": "completed"}
+
+
+def test_ctrl_c_during_the_wait_stops_the_children_at_once(tmp_path: Path) -> None:
+    import signal
+
+    with OpenAICompatServer(handler=scripted(child_stalls=True)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dsh.cli", "run", "go", "--base-url", server.base_url],
+            env=_env(tmp_path),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # the default bound (30 s) is far away
+            seen.append(line)
+            if "Ctrl-C stops them now" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        rest = proc.communicate(timeout=20)
+    assert proc.returncode == 0, "".join(seen) + rest[1]
+    assert rest[0] == "root done\n"
+    assert "Traceback" not in rest[1] and "stopped 1 background subagent" in rest[1], rest[1]
+    end = the_child(tmp_path / "s.db").events[-1]
+    assert end.type == "turn/end" and end.data["reason"]["reason"] == {"kind": "disposed"}
