@@ -28,12 +28,24 @@ file, session id or value involved.
     │   ├── ScriptExhaustedError
     │   ├── ScriptNotConsumedError
     │   ├── ReplayDivergenceError   the live run asked something the recording did not
+    │   │   └── ReplayDivergenceAtCallError  ... in a test (dsh_recording): stops the run (+ StopRunError)
     │   └── OverrideError           a malformed replay.override.json
     ├── ScenarioError               a malformed scenario directory / transcript mismatch
+    │   └── RecordFailedError       a recording's model call failed: nothing is written (+ StopRunError)
+    ├── StopRunError                raised out of a model call to stop the run there (see its docstring)
     └── ExportError                 a trace could not be delivered (an unreachable OTLP endpoint)
 """
 
 from __future__ import annotations
+
+DISTRIBUTION = "dsh-harness"
+"""The name dsh is installed by (``dsh`` on PyPI is another project); the import package is ``dsh``."""
+
+
+def install_hint(extra: str) -> str:
+    """How to install the optional ``extra`` (``acp``, ``ui``, ``postgres``, ``zstd``): the one
+    spelling every message uses, ``pip install 'dsh-harness[EXTRA]'``."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 class DshError(Exception):
@@ -165,12 +177,42 @@ class ReplayDivergenceError(ReplayError):
     code = "REPLAY_DIVERGED"
 
 
+class StopRunError(DshError):
+    """Raised out of a model's stream to stop the run at that call, not just fail the call.
+
+    The loop logs the call's ``assistant/attempt``, closes the turn (``turn/end {error}``,
+    checkpointed) and re-raises the error out of ``Agent.run_turn``, so the caller sees it
+    where it called. Every other exception out of a model is a failed call (the turn ends
+    ``error`` and nothing raises).
+    """
+
+    code = "STOPPED"
+
+
+class ReplayDivergenceAtCallError(ReplayDivergenceError, StopRunError):
+    """A replay bound to a test (``dsh_recording``) diverged: raised from the call that diverged."""
+
+    code = "REPLAY_DIVERGED"
+
+
 class OverrideError(ReplayError):
     """A replay override sidecar is malformed."""
 
 
 class ScenarioError(DshError):
     """A scenario directory is malformed, or its replay did not match."""
+
+
+class RecordFailedError(ScenarioError, StopRunError):
+    """A model call failed while a test recorded its scenario: nothing will be written.
+
+    ``code`` and ``failure_message`` are the model's failure (``AUTH``, ...), as logged.
+    """
+
+    def __init__(self, code: str, failure_message: str, text: str) -> None:
+        self.code = code
+        self.failure_message = failure_message
+        super().__init__(text)
 
 
 class ExportError(DshError):

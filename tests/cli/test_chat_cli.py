@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pty
 import select
+import struct
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -20,9 +23,13 @@ from .test_run_cli import _env, dsh
 class Terminal:
     """``dsh chat`` as the session leader of a pty: keys in, screen text out."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], cwd: Path, *, columns: int | None = None
+    ) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: exec dsh with the pty as its controlling terminal
+            if columns is not None:  # a narrow screen, set before dsh can ask its size
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
             os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "dsh.cli", *args], env)
         self.raw = b""

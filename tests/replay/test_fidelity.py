@@ -186,7 +186,9 @@ def test_replay_names_the_commands_it_will_run_unless_trusted(upstream: Path) ->
     warned = _dsh("replay", str(scenario), "--json")
     assert warned.returncode == 0, warned.stderr
     [line] = warned.stderr.strip().splitlines()
-    assert "runs 1 recorded command(s) on this machine, unconfined" in line and "echo" in line
+    assert "runs 1 recorded command(s) on this machine, confined by the kernel sandbox under " in line
+    assert "under workspace-write (writes only in the workspace and temp dirs, network off)" in line
+    assert "unconfined" not in line and "echo" in line
     assert "--trust" in line
     trusted = _dsh("replay", str(scenario), "--json", "--trust")
     assert trusted.returncode == 0 and trusted.stderr == ""

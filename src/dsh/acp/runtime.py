@@ -16,9 +16,9 @@ from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
 from dsh.replay.fidelity import Drift
-from dsh.replay.files import load_replay_model, read_tolerances, untrusted_warning
+from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.model import ReplayModel
-from dsh.replay.permissions import ReplayPolicy, replay_policy
+from dsh.replay.permissions import ReplayPolicy, replay_policy, untrusted_warning
 from dsh.store import EventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolRegistry
@@ -84,7 +84,7 @@ class ReplayModels:
         note the recorded commands a replay would run (logged when the first session starts)."""
         _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
         self.policy = replay_policy(self.directory, logs.primary)
-        self._warning = None if self.trust else untrusted_warning(self.directory)
+        self._warning = None if self.trust else untrusted_warning(self.directory, self.policy.sandbox)
 
     @property
     def retry(self) -> RetryPolicy:
@@ -122,6 +122,8 @@ class Runtime:
     """A live session's file policy (``None``: unconfined, nothing asked)."""
     tools: Callable[[], ToolRegistry] = standard_tools
     """Each session's tool set, made afresh per session (default: the standard tools)."""
+    background_wait: float = 30.0
+    """At shutdown: how long background subagents still running may finish before they are stopped."""
     closed: bool = field(default=False)
 
     def config(self, approver: Approver | None = None) -> AgentConfig:

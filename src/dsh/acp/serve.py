@@ -46,6 +46,8 @@ class ServeOptions:
     sandbox: SandboxPolicy | None = None
     """Live only: every session's file policy (``dsh acp`` passes ``workspace-write`` unless
     ``--sandbox`` says otherwise); a replay runs under the recording's."""
+    background_wait: float = 30.0
+    """At shutdown (stdin EOF, SIGTERM): how long background subagents may still finish."""
 
 
 def build_runtime(options: ServeOptions) -> Runtime:
@@ -80,6 +82,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         profile=options.profile,
         context_window=options.context_window,
         sandbox=options.sandbox,
+        background_wait=options.background_wait,
     )
 
 

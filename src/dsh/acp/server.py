@@ -49,6 +49,7 @@ from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
+from dsh.subagents.shutdown import running_children, settle_background, stop_background
 
 log = logging.getLogger("dsh.acp")
 
@@ -469,5 +470,20 @@ class DshAcpAgent:
         prompts = [t for t in self._prompts if t is not asyncio.current_task()]
         if prompts:
             await asyncio.wait(prompts, timeout=10)
+        await self._close_agents()
         for state in self._sessions.values():
             await state.outbox.aclose()
+
+    async def _close_agents(self) -> None:
+        """Let background subagents finish for up to ``runtime.background_wait`` s, stop the
+        rest (``aborted {disposed}``) and close every session's agent, before the store closes."""
+        agents = [state.agent for state in self._sessions.values()]
+        within = self.runtime.background_wait
+        running = running_children(agents)
+        if running:
+            log.info("waiting up to %g s for %d background subagent(s)", within, running)
+            await settle_background(agents, within)
+        left = running_children(agents)
+        if left:
+            log.warning("stopping %d background subagent(s) still running at shutdown", left)
+        await stop_background(agents)

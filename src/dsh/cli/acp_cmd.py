@@ -1,7 +1,7 @@
 """``dsh acp``: serve dsh agents over the Agent Client Protocol on stdin/stdout.
 
-The ACP SDK is the optional extra ``dsh[acp]``: this module imports it only when the
-command runs, so the rest of the CLI works (and starts fast) without it.
+The ACP SDK is the optional extra ``acp`` (``dsh.errors.install_hint``): this module imports
+it only when the command runs, so the rest of the CLI works (and starts fast) without it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,16 @@ from typing import Annotated
 
 import typer
 
-from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
+from dsh.cli.agent_options import (
+    DEFAULT_SANDBOX,
+    BackgroundWaitOption,
+    NetworkOption,
+    SandboxOption,
+    background_wait,
+    sandbox_policy,
+)
 from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
-from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.errors import ReplayError, ScenarioError, UsageError, install_hint
 
 
 class ProfileChoice(StrEnum):
@@ -70,6 +77,7 @@ def acp(
     ] = None,
     sandbox: SandboxOption = DEFAULT_SANDBOX,
     network: NetworkOption = "off",
+    background: BackgroundWaitOption = None,
 ) -> None:
     """Serve the Agent Client Protocol on stdin/stdout, for Zed and other ACP clients.
 
@@ -84,7 +92,7 @@ def acp(
     except ModuleNotFoundError as exc:
         if exc.name != "acp" and not (exc.name or "").startswith("acp."):
             raise
-        fail(f"dsh acp needs the Agent Client Protocol SDK: pip install 'dsh[acp]' ({exc})", 2)
+        fail(f"dsh acp needs the Agent Client Protocol SDK: {install_hint('acp')} ({exc})", 2)
     if log_file is not None:
         try:
             with log_file.open("a", encoding="utf-8"):
@@ -98,6 +106,7 @@ def acp(
         fail(f"--drift: {exc}", 2)
     try:
         policy = sandbox_policy(sandbox, network)
+        wait = background_wait(background)
     except UsageError as exc:
         fail(str(exc), 2)
     options = ServeOptions(
@@ -111,6 +120,7 @@ def acp(
         trust=trust,
         drift=drift_value,
         sandbox=policy,
+        background_wait=wait,
     )
     with user_errors():
         try:

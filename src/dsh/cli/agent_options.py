@@ -52,6 +52,18 @@ WaitOption = Annotated[
         show_default=False,
     ),
 ]
+BackgroundWaitOption = Annotated[
+    str | None,
+    typer.Option(
+        "--background-wait",
+        envvar="DSH_BACKGROUND_WAIT",
+        metavar="SECONDS",
+        help="At exit, wait up to SECONDS for background subagents still running, then stop "
+        "them (their turns end aborted; default: 30).",
+        show_default=False,
+    ),
+]
+DEFAULT_BACKGROUND_WAIT = 30.0
 SandboxOption = Annotated[
     str,
     typer.Option(
@@ -134,6 +146,20 @@ def tool_names(tools: str | None, no_tools: bool) -> tuple[str, ...] | None:
     return names
 
 
+def background_wait(value: str | None) -> float:
+    """``--background-wait SECONDS`` (or ``$DSH_BACKGROUND_WAIT``): seconds >= 0, else a ``UsageError``."""
+    if value is None:
+        return DEFAULT_BACKGROUND_WAIT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        given = _given("--background-wait", "DSH_BACKGROUND_WAIT", value)
+        raise UsageError(f"{given}: expected a number of seconds (0 or more)")
+    return seconds
+
+
 def live_setup(
     *,
     store: str | None,
@@ -152,6 +178,7 @@ def live_setup(
     tools: str | None,
     no_tools: bool,
     max_steps: int | None,
+    background: str | None,
 ) -> LiveSetup:
     """Every shared option checked (``UsageError`` naming the option) and gathered."""
     from dsh.cli.approve import approver_for
@@ -182,6 +209,7 @@ def live_setup(
         system=system_prompt(system),
         tools=tool_names(tools, no_tools),
         max_steps=max_steps,
+        background_wait=background_wait(background),
     )
 
 

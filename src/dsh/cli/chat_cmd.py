@@ -17,6 +17,7 @@ import typer
 from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
     ApproveOption,
+    BackgroundWaitOption,
     ContinueOption,
     CwdOption,
     DenyOption,
@@ -94,6 +95,7 @@ def chat(
     network: NetworkOption = "off",
     approve: ApproveOption = False,
     deny: DenyOption = False,
+    background: BackgroundWaitOption = None,
 ) -> None:
     """Talk with an agent turn after turn in one session (new, --resume ID or --continue).
 

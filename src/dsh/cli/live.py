@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import typer
+
 from dsh.cli.resolve import latest_top_level, resolve_id
 from dsh.errors import UsageError
 from dsh.hooks import HookSet
@@ -52,6 +54,8 @@ class LiveSetup:
     tools: tuple[str, ...] | None = None
     """The tools to offer (``None``: every standard tool; empty: none)."""
     max_steps: int | None = None
+    background_wait: float = 30.0
+    """At exit: how long background subagents still running may finish before they are stopped."""
 
 
 def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
@@ -126,6 +130,11 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             )
         try:
             yield agent
+        except BaseException:
+            await close_background(agent, 0.0)
+            raise
+        else:
+            await close_background(agent, setup.background_wait)
         finally:
             await agent.aclose()
     finally:
@@ -133,6 +142,40 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             await store.close()
         finally:
             await model.aclose()
+
+
+async def close_background(agent: Agent, within: float) -> None:
+    """At exit: let the agent's background subagents (and the turns their notices wake) finish
+    for up to ``within`` s — Ctrl-C ends the wait — then stop the rest, saying so on stderr.
+
+    Stopped turns end ``aborted {reason: disposed}`` in their own logs, before the store
+    closes, so no child is left ``running`` (``dsh.subagents.shutdown``).
+    """
+    from dsh.subagents.shutdown import running_children, settle_background, stop_background
+
+    running = running_children([agent])
+    if (running or agent.busy) and within > 0:
+        typer.echo(
+            f"dsh: waiting up to {within:g} s for {running} background subagent(s) to finish "
+            "(--background-wait; Ctrl-C stops them now)",
+            err=True,
+        )
+        wait = asyncio.ensure_future(settle_background([agent], within))
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, wait.cancel)
+        try:
+            await asyncio.wait([wait])
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            wait.cancel()
+    left = running_children([agent])
+    await stop_background([agent])
+    if left:
+        typer.echo(
+            f"dsh: stopped {left} background subagent(s) still running at exit "
+            "(their turns end aborted; resume one with send_message)",
+            err=True,
+        )
 
 
 async def cancellable_turn(agent: Agent, prompt: str, on_cancel: Callable[[], None]) -> TurnResult | None:

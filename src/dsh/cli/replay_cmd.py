@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsh.cli.common import JsonOption, StoreOption, fail, run_async, user_errors, write_json_line
-from dsh.errors import DshError, UsageError
+from dsh.cli.tables import make_console
+from dsh.errors import DshError, UsageError, install_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,11 +135,9 @@ def replay(
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
     in-memory store unless --store is given.
     """
-    from rich.console import Console
-
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
-    from dsh.replay.files import untrusted_warning
+    from dsh.replay.permissions import untrusted_warning
     from dsh.snapshot.runner import drift_mode
     from dsh.store.url import open_store
 
@@ -158,7 +157,7 @@ def replay(
         if warning:
             typer.echo(warning, err=True)
     feed = Feed()
-    console = None if as_json else Console(highlight=False)
+    console = None if as_json else make_console(markup=True, live=True)
     if console is not None:
         view = LiveView(console)
         feed.on_event(view.event)
@@ -177,7 +176,7 @@ def _write_html(target: Path, result: ScenarioResult) -> None:
     try:
         from dsh.ui.report import render_replay_report  # the ui extra (jinja2, markdown-it-py)
     except ModuleNotFoundError as exc:
-        fail(f"--html needs the viewer's extra: pip install 'dsh[ui]' ({exc})", 2)
+        fail(f"--html needs the viewer's extra: {install_hint('ui')} ({exc})", 2)
     try:
         target.write_text(render_replay_report(result), encoding="utf-8")
     except OSError as exc:
@@ -190,8 +189,6 @@ def demo(store: StoreOption = None) -> None:
     Keyless: a recorded run (a spawn child and a fork child) goes through the real agent loop
     and tools, and lands in the embedded SQLite store unless --store says otherwise.
     """
-    from rich.console import Console
-
     from dsh.cli.render import LiveView
     from dsh.cli.sessions_cmd import tree_cmd
     from dsh.loop import Feed
@@ -199,7 +196,7 @@ def demo(store: StoreOption = None) -> None:
     from dsh.store.url import open_store
 
     directory = SCENARIOS / "subagent-mixed"
-    console = Console(highlight=False)
+    console = make_console(markup=True, live=True)
     feed = Feed()
     view = LiveView(console)
     feed.on_event(view.event)

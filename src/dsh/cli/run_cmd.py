@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,6 +11,7 @@ import typer
 from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
     ApproveOption,
+    BackgroundWaitOption,
     ContinueOption,
     CwdOption,
     DenyOption,
@@ -71,6 +73,7 @@ def run(
     network: NetworkOption = "off",
     approve: ApproveOption = False,
     deny: DenyOption = False,
+    background: BackgroundWaitOption = None,
     otel: Annotated[
         str | None,
         typer.Option(
@@ -97,6 +100,10 @@ def run(
             from dsh.trace.export import traces_url
 
             otel_url = traces_url(otel)
+    if as_json and setup.approver is not None:
+        from dsh.cli.approve import AnnouncedApprover
+
+        setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
     result = run_async(lambda: _run(setup, text, as_json, otel_url))
     if result is None:
         raise typer.Exit(130)
@@ -109,7 +116,7 @@ def run(
 async def _run(
     setup: LiveSetup, prompt: str, as_json: bool, otel_url: str | None = None
 ) -> TurnResult | None:
-    from dsh.cli.live import cancellable_turn, live_agent
+    from dsh.cli.live import cancellable_turn, close_background, live_agent
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
 
@@ -125,9 +132,12 @@ async def _run(
             feed.on_event(trace.on_event)
         try:
             result = await cancellable_turn(agent, prompt, output.cancelled)
+            if result is not None and not as_json:
+                output.finish(result)  # the answer now; background subagents may still run
+            await close_background(agent, setup.background_wait if result is not None else 0.0)
         finally:
             if trace is not None:
-                await trace.aclose()
-        if result is not None:
-            output.finish(result)
+                await trace.aclose()  # after the background children: their spans too
+        if result is not None and as_json:
+            output.finish(result)  # the result line stays last, with every child's usage
         return result

@@ -112,7 +112,9 @@ def refresh(
 
 @scenario_app.command(name="save")
 def save(
-    session_id: Annotated[str, typer.Argument(help="A top-level session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="A top-level session id (a unique prefix works).")
+    ],
     directory: Annotated[Path, typer.Argument(help="Where to write the scenario.")],
     workspace: Annotated[
         Path | None,
@@ -131,15 +133,17 @@ def save(
     grandchildren) as session.N.jsonl, an input.json of its prompts and the normalized
     transcript; with --workspace a copy of that folder.
     """
+    from dsh.cli.resolve import resolve_id
     from dsh.snapshot.save import save_scenario
     from dsh.store.url import open_store
 
-    async def go() -> list[str]:
+    async def go() -> tuple[str, list[str]]:
         opened = open_store(store)
         try:
-            return await save_scenario(opened, session_id, directory, workspace=workspace, force=force)
+            sid = await resolve_id(opened, session_id)  # a unique prefix, as every command takes
+            return sid, await save_scenario(opened, sid, directory, workspace=workspace, force=force)
         finally:
             await opened.close()
 
-    written = run_async(go)
-    typer.echo(f"saved {session_id} as {directory}: {', '.join(written)}")
+    sid, written = run_async(go)
+    typer.echo(f"saved {sid} as {directory}: {', '.join(written)}")

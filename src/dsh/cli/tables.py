@@ -57,16 +57,23 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     return "".join(out)
 
 
-def make_console() -> Console:
-    """A stdout console for recorded data: no markup, emoji or highlighting is ever applied.
+def make_console(*, stderr: bool = False, markup: bool = False, live: bool = False) -> Console:
+    """The one way dsh makes a Rich console (stdout, or stderr): emoji and highlighting never
+    apply to what it prints (recorded data is untrusted), markup only when asked for.
 
-    On a TTY it takes the terminal's width; otherwise it is wide enough for full ids.
+    On a terminal it takes the terminal's width; a ``live`` view (text streamed a chunk at a
+    time) leaves wrapping to the terminal. Piped or redirected it never wraps a line (soft
+    wrap), and tables and trees get room for full ids: ids, JSON and report lines stay whole
+    in CI logs and for ``grep``.
     """
     from rich.console import Console
 
-    console = Console(markup=False, emoji=False, highlight=False)
+    console = Console(stderr=stderr, markup=markup, emoji=False, highlight=False, soft_wrap=live)
     if not console.is_terminal:
-        console = Console(markup=False, emoji=False, highlight=False, width=max(console.width, WIDE))
+        width = max(console.width, WIDE)
+        console = Console(
+            stderr=stderr, markup=markup, emoji=False, highlight=False, soft_wrap=True, width=width
+        )
     return console
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from dsh.cli.common import StoreOption, run_async, user_errors
+from dsh.cli.tables import make_console
 
 if TYPE_CHECKING:
     from dsh.cli.transcript_view import ViewOptions
@@ -54,10 +55,9 @@ def print_transcript(url: str | None, raw_id: str, options: ViewOptions) -> None
     text = markdown_of(url, raw_id, options)
     with user_errors():
         if sys.stdout.isatty():
-            from rich.console import Console
             from rich.markdown import Markdown
 
-            Console(highlight=False, emoji=False).print(Markdown(text, hyperlinks=False))
+            make_console().print(Markdown(text, hyperlinks=False))
         else:
             sys.stdout.write(text)
             sys.stdout.flush()

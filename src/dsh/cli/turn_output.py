@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
 from rich.markup import escape
 
 from dsh.cli.common import write_json_line
 from dsh.cli.render import LiveView
-from dsh.cli.tables import terminal_safe, usage_text
+from dsh.cli.tables import make_console, terminal_safe, usage_text
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
@@ -43,9 +42,7 @@ class TurnOutput:
         self.root = root
         self.as_json = as_json
         self.piped = not sys.stdout.isatty()
-        self.err = Console(stderr=True, highlight=False)
-        if not self.err.is_terminal:  # no hard wrapping in a pipe or a log file
-            self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.err = make_console(stderr=True, markup=True, live=True)  # never wrapped in a pipe or a log file
         self.children: dict[str, dict[str, int]] = {}
         self.view: LiveView | None = None
         feed.on_event(self._tally)
@@ -53,7 +50,7 @@ class TurnOutput:
             feed.on_event(self._event_json)
             feed.on_chunk(self._chunk_json)
         else:
-            console = self.err if self.piped else Console(highlight=False, soft_wrap=True)
+            console = self.err if self.piped else make_console(markup=True, live=True)
             self.view = LiveView(console, root, stream_text=not self.piped)
             feed.on_event(self.view.event)
             feed.on_chunk(self.view.chunk)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from dsh.cli.common import StoreOption, fail, store_label
+from dsh.errors import install_hint
 
 
 def ui(
@@ -36,7 +37,7 @@ def ui(
     try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
         from dsh.ui import server as ui_server
     except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
-        fail(f"dsh ui needs the ui extra ({exc.name} is not installed): pip install 'dsh[ui]'", 1)
+        fail(f"dsh ui needs the ui extra ({exc.name} is not installed): {install_hint('ui')}", 1)
     if port < 0 or port > 65535:
         fail(f"--port {port}: not a port number (0..65535)", 2)
     if host not in ui_server.LOCAL_HOSTS:

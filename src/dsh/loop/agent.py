@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from dsh.errors import ModelError
+from dsh.errors import ModelError, StopRunError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
@@ -317,9 +317,11 @@ class Agent:
         return await start_child(self, inherit=False, session_id=session_id, call_id=call_id, tools=tools)
 
     async def aclose(self) -> None:
-        """Kill the session's background jobs, stop a woken turn still running, release the
-        session's lease (idempotent); the store stays open unless :meth:`from_env` opened it."""
+        """Kill the session's background jobs, stop a woken turn still running (it ends
+        ``aborted {reason: disposed}``), release the session's lease (idempotent); the store
+        stays open unless :meth:`from_env` opened it."""
         self.closed = True
+        self.abort_kind = "disposed"
         await self.jobs.aclose()  # a job never outlives its agent
         await self._waker.stop()
         lease, self._lease = self._lease, None
@@ -490,6 +492,9 @@ class Agent:
             raise
         except ModelError as exc:  # a model failure not retried ends the turn; nothing raises
             reason = error_reason(exc.code, exc.failure_message)
+        except StopRunError as exc:  # the turn ends error and the caller gets the error
+            reason = error_reason(exc.code, str(exc).split("\n", 1)[0])
+            raise
         except Exception as exc:
             reason = error_reason("UNKNOWN", f"{type(exc).__name__}: {exc}")
             raise

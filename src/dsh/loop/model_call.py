@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dsh.errors import DshError
+from dsh.errors import DshError, StopRunError
 from dsh.events import Assembled, BlockAssembler, Event
 from dsh.events.chunks import Chunk, Failure, StreamRecord
 from dsh.events.messages import assistant_message
@@ -54,7 +54,8 @@ async def settle_model_call(
     exception out of the model → ``assistant/attempt`` with its failure and partial stream.
     Cancellation → ``assistant/message {interrupted: true}`` when non-blank text or
     reasoning arrived (no tool calls), else ``assistant/attempt`` (``ABORTED``); then the
-    ``CancelledError`` propagates.
+    ``CancelledError`` propagates. A :class:`~dsh.errors.StopRunError` is settled as an
+    ``assistant/attempt`` too, then propagates (the turn ends ``error`` and it reaches the caller).
     """
     chunks: list[Chunk] = []
     dt: list[int] = []
@@ -81,6 +82,10 @@ async def settle_model_call(
         else:
             failure: Failure = {"code": "ABORTED", "message": "model call cancelled"}
             append(ASSISTANT_ATTEMPT, assistant_attempt_data(turn, step, failure, record))
+        raise
+    except StopRunError as exc:  # the run stops here: the call is settled, the error goes on up
+        failure = _failure_from_exception(exc)
+        append(ASSISTANT_ATTEMPT, assistant_attempt_data(turn, step, failure, {"chunks": chunks, "dt": dt}))
         raise
     except Exception as exc:
         failure = _failure_from_exception(exc)

@@ -181,17 +181,3 @@ def hook_commands(directory: Path) -> list[str]:
             for group in groups:
                 out.extend(f"hook: {_shown(c.command)}" for c in group.commands)
     return list(dict.fromkeys(out))
-
-
-def untrusted_warning(directory: Path) -> str | None:
-    """One line naming the commands a replay will run unconfined, or ``None`` if it runs none."""
-    commands = recorded_commands(directory) + hook_commands(directory)
-    if not commands:
-        return None
-    listed = "; ".join(f"`{c}`" for c in commands[:5]) + (
-        f"; … ({len(commands) - 5} more)" if len(commands) > 5 else ""
-    )
-    return (
-        f"warning: replaying {directory.name} runs {len(commands)} recorded command(s) on this machine, "
-        f"unconfined, in a temporary workspace: {listed} (pass --trust if you trust this recording)"
-    )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dsh.errors import (
     ModelError,
+    ReplayDivergenceAtCallError,
     ReplayDivergenceError,
     ScriptExhaustedError,
     ScriptNotConsumedError,
@@ -126,6 +127,10 @@ class ReplayModel:
         self._waiters: list[asyncio.Future[None]] = []
         self.divergences: list[Divergence] = []
         """Every untolerated divergence, in the order they happened (the first fails the run)."""
+        self.accept_hint: str | None = None
+        """Set (``dsh_recording``): a divergence stops the run — raised from the call that
+        diverged, and from every later call, as a ``ReplayDivergenceAtCallError`` whose
+        message ends with this hint (how to accept the change)."""
 
     @property
     def provider(self) -> str:
@@ -182,6 +187,8 @@ class ReplayModel:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        if self.accept_hint is not None and self.divergences:  # nothing valid follows a divergence
+            raise self._divergence_error(self.divergences[0])
         script = self._bind(request)
         if script.cursor >= len(script.entries):
             raise self._fail(
@@ -223,7 +230,13 @@ class ReplayModel:
             return
         script.divergence = found
         self.divergences.append(found)
-        raise self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+        raise self._fail(self._divergence_error(found))
+
+    def _divergence_error(self, found: Divergence) -> ReplayDivergenceError:
+        text = f"{found.headline(self.scenario)}\n{found.diff(40)}"
+        if self.accept_hint is None:
+            return ReplayDivergenceError(text)
+        return ReplayDivergenceAtCallError(f"{text}\n{self.accept_hint}")
 
     # -- the recorded order between sessions (dsh.model.DeliveryOrder) ------------------
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Final, cast
+from typing import Final, Literal, cast
 
 from dsh.errors import ScenarioError
 from dsh.events.messages import Block, joined_text
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
-from dsh.replay.files import read_input
+from dsh.replay.files import hook_commands, read_input, read_recorded, recorded_commands
 from dsh.store import LoadedSession
 from dsh.tools.approval import ApprovalOutcome, ApprovalPolicy, ApprovalRequest
 from dsh.tools.sandbox import SANDBOX_MODES, SandboxMode, SandboxPolicy, mode_in_runtime_context
@@ -172,3 +172,24 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
         confining = SandboxPolicy(mode="workspace-write", logged=False, shown=mode, runner=runner)
         return ReplayPolicy(confining, approval, answers, shown)
     return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers, shown)
+
+
+def untrusted_warning(
+    directory: Path, policy: SandboxPolicy | Literal["recorded"] | None = "recorded"
+) -> str | None:
+    """One line naming the commands a replay of ``directory`` runs and the policy they run
+    under (``policy``; ``"recorded"``: what :func:`replay_policy` gives the recording, the
+    default of every replay), or ``None`` if it runs none."""
+    commands = recorded_commands(directory) + hook_commands(directory)
+    if not commands:
+        return None
+    if policy == "recorded":
+        policy = replay_policy(directory, read_recorded(directory).primary).sandbox
+    how = policy.described() if policy is not None else "unconfined (no sandbox policy)"
+    listed = "; ".join(f"`{c}`" for c in commands[:5]) + (
+        f"; … ({len(commands) - 5} more)" if len(commands) > 5 else ""
+    )
+    return (
+        f"warning: replaying {directory.name} runs {len(commands)} recorded command(s) on this machine, "
+        f"{how}, in a temporary workspace: {listed} (pass --trust if you trust this recording)"
+    )

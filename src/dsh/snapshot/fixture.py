@@ -2,22 +2,27 @@
 
 The test gets a model (replaying the scenario's logs keylessly, or the configured provider
 in ``record``/``once`` mode), a temp store and a temp workspace, and can build a ready agent.
-When the test ends: in replay, every script must have been consumed and nothing may have
-diverged; in record, the sessions the test ran are written as the scenario's logs — as one
-step, only when the test passed and every turn completed.
+A failure is reported once, where it happened: in replay a request that diverges from the
+recording raises ``ReplayDivergenceAtCallError`` (a ``ReplayDivergenceError``: the one-line
+reason, the diff, how to accept the change) out of the model call — out of the test's own
+``run_turn`` — and every later call raises it again; in record a model call that fails (not
+retried) raises ``RecordFailedError`` (``AUTH: ...; nothing was written``). When a passed
+test ends: in replay, every script must have been consumed; in record, the sessions the
+test ran are written as the scenario's logs — as one step, only when every turn completed.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.errors import RecordFailedError, ReplayError, ScenarioError, UsageError
+from dsh.events.chunks import Chunk, is_retryable
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
-from dsh.model import Model
+from dsh.model import Model, ModelRequest
 from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
@@ -28,6 +33,41 @@ from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolLike
+
+ACCEPT_HINT = (
+    "If the change is intended, re-record the scenario: pytest --dsh-snapshot=record with a "
+    "provider configured (DSH_API_KEY or DEEPSEEK_API_KEY, DSH_BASE_URL); --dsh-drift=warn "
+    "reports divergences without failing."
+)
+
+
+class _RecordingModel:
+    """The live provider while a test records: a failed call (not retried) stops the run
+    there with :class:`~dsh.errors.RecordFailedError` — the recording cannot be kept."""
+
+    def __init__(self, live: Model, scenario: str) -> None:
+        self.live = live
+        self.scenario = scenario
+
+    @property
+    def provider(self) -> str:
+        return self.live.provider
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        async for chunk in self.live.stream(request):
+            if chunk["type"] == "finish" and chunk["reason"]["kind"] == "error":
+                failure = chunk["reason"].get("failure") or {"code": "UNKNOWN", "message": ""}
+                if not is_retryable(failure["code"]):
+                    raise RecordFailedError(
+                        failure["code"],
+                        failure["message"],
+                        f"scenario {self.scenario}: not recorded: a model call failed: "
+                        f"{failure['code']}: {failure['message']}; nothing was written",
+                    )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.live.aclose()
 
 
 class Recording:
@@ -59,9 +99,10 @@ class Recording:
                 raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
             from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording
 
-            self._live = OpenAICompatModel(
+            live = OpenAICompatModel(
                 base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
             )
+            self._live = _RecordingModel(live, directory.name)
             self.model_name = settings.model
         else:
             if not (directory / PRIMARY).exists():
@@ -70,6 +111,7 @@ class Recording:
                 )
             tolerances = read_tolerances(directory, drift) if (directory / "input.json").exists() else None
             self._replay, logs = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self._replay.accept_hint = ACCEPT_HINT  # a divergence fails the test at its call
             self.model_name = recorded_model_name(logs.primary) or "deepseek-chat"
         self._agents: list[Agent] = []
 
@@ -99,13 +141,13 @@ class Recording:
     async def finish(self, *, passed: bool) -> list[str]:
         """Check (replay) or write (record) the scenario; returns the files a record changed."""
         try:
+            if not passed:  # the test's own failure (a divergence raised at its call) says it all
+                return []
             if self._replay is not None:
                 if self._replay.divergences:
                     first = self._replay.divergences[0]
                     raise ReplayError(f"{first.headline(self.directory.name)}\n{first.diff(40)}")
                 self._replay.assert_consumed()
-                return []
-            if not passed:
                 return []
             roots = [s.header.id for s in await self.store.list_sessions() if s.header.parent_session is None]
             if not roots:

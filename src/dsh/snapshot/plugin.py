@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh.errors import DshError
+from dsh.errors import DshError, StopRunError
 from dsh.replay.layout import INPUT
 
 if TYPE_CHECKING:
@@ -77,8 +78,31 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+_DSH_SOURCES = Path(__file__).resolve().parent.parent
+
+
+def _without_dsh_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback chain ``tb`` with dsh's own frames left out (the caller's kept)."""
+    kept: list[TracebackType] = []
+    while tb is not None:
+        if not Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_DSH_SOURCES):
+            kept.append(tb)
+        tb = tb.tb_next
+    head: TracebackType | None = None
+    for entry in reversed(kept):
+        head = TracebackType(head, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return head
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    excinfo = call.excinfo
+    if excinfo is not None and isinstance(excinfo.value, StopRunError):
+        # A divergence or a failed record raised at the test's own call: show the test's
+        # frames down to that call and the message (reason, diff, what to do), not dsh's.
+        kept = _without_dsh_frames(excinfo.tb)
+        if kept is not None:
+            excinfo.traceback = type(excinfo.traceback)(kept)
     report = yield
     if call.when == "call":
         item.stash[_OUTCOME] = bool(getattr(report, "passed", False))
@@ -178,7 +202,7 @@ class ScenarioItem(pytest.Item):
     """Runs one scenario in the configured mode."""
 
     def runtest(self) -> None:
-        from dsh.replay.files import untrusted_warning
+        from dsh.replay.permissions import untrusted_warning
         from dsh.snapshot.runner import ScenarioSkipped, drift_mode, run_scenario, snapshot_mode
 
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))

@@ -28,7 +28,8 @@ from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
-from dsh.subagents import SubagentTool, standard_tools
+from dsh.subagents import standard_tools
+from dsh.subagents.shutdown import settle_background, stop_background
 from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -299,7 +300,7 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
         await player.play(prep.steps)
         await _settle_background(player.agents, step_timeout, player.problems, prep.name)
     finally:
-        await _stop_background(player.agents)
+        await stop_background(player.agents)
         if prep.owns_model:
             aclose = getattr(prep.model, "aclose", None)
             if aclose is not None:
@@ -416,24 +417,11 @@ async def run_scenario(
         return result
 
 
-def _children_of(agents: list[Agent]) -> list[SubagentTool]:
-    return [t for a in agents for n in a.tools.names() if isinstance(t := a.tools.get(n), SubagentTool)]
-
-
 async def _settle_background(agents: list[Agent], within: float, problems: list[str], name: str) -> None:
     """Let background children and the parent turns their notices woke finish, as the
     original's harness does before it closes the session."""
-    for tool in _children_of(agents):
-        if not await tool.children.settle(within):
-            problems.append(f"scenario {name}: background subagents still ran {within:g} s after the end")
-            return
-
-
-async def _stop_background(agents: list[Agent]) -> None:
-    for tool in _children_of(agents):
-        await tool.children.aclose()
-    for agent in agents:
-        await agent.aclose()
+    if not await settle_background(agents, within):
+        problems.append(f"scenario {name}: background subagents still ran {within:g} s after the end")
 
 
 def _kept_logs(directory: Path) -> dict[str, bytes]:

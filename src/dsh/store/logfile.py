@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import orjson
 
-from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError
+from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError, install_hint
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
 from dsh.store.base import LoadedSession
@@ -30,7 +30,7 @@ from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_line
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
 from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
 
-try:  # optional dependency: ``pip install 'dsh[zstd]'``
+try:  # optional dependency: the ``zstd`` extra (``dsh.errors.install_hint``)
     import zstandard as _zstd
 except ImportError:  # pragma: no cover - exercised only where zstandard is absent
     _zstd = None  # type: ignore[assignment]
@@ -81,7 +81,7 @@ def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
     """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
     if _zstd is None:
         raise UnsupportedFormatError(
-            f"{source} is zstd-compressed; install the zstd extra: pip install 'dsh[zstd]'"
+            f"{source} is zstd-compressed; install the zstd extra: {install_hint('zstd')}"
         )
     dctx = _zstd.ZstdDecompressor()
     out: list[bytes] = []
@@ -104,7 +104,7 @@ def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
 def compress(data: bytes) -> bytes:
     """One checksummed zstd frame holding ``data``."""
     if _zstd is None:
-        raise UnsupportedFormatError("writing .zst logs needs the zstd extra: pip install 'dsh[zstd]'")
+        raise UnsupportedFormatError(f"writing .zst logs needs the zstd extra: {install_hint('zstd')}")
     return bytes(_zstd.ZstdCompressor(write_checksum=True).compress(data))
 
 

@@ -15,7 +15,7 @@ from typing import Final
 
 import platformdirs
 
-from dsh.errors import UsageError
+from dsh.errors import UsageError, install_hint
 from dsh.store.base import EventStore
 from dsh.store.jsonl import JsonlEventStore
 from dsh.store.memory import MemoryEventStore
@@ -53,7 +53,7 @@ def _open_postgres(url: str, rest: str) -> EventStore:
     try:  # optional dependency, imported on use (see the module docstring)
         from dsh.store.postgres import PostgresEventStore
     except ImportError as exc:
-        raise UsageError("PostgreSQL store URLs need psycopg: pip install 'dsh[postgres]'") from exc
+        raise UsageError(f"PostgreSQL store URLs need psycopg: {install_hint('postgres')}") from exc
     return PostgresEventStore(url)
 
 

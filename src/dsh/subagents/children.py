@@ -104,6 +104,10 @@ class Children:
         self.adopt(child)
         child.agent.deliver(task, "next-turn", wake=True)
 
+    def running(self) -> list[Child]:
+        """The live children with work now (a turn running or due)."""
+        return [c for c in self._live.values() if c.agent.busy]
+
     async def settle(self, within: float) -> bool:
         """Wait up to ``within`` s until no live child and no woken parent turn is running
         (``False`` if some still are)."""
@@ -116,7 +120,7 @@ class Children:
         return True
 
     async def aclose(self) -> None:
-        """Stop every live child (their running turns end ``aborted``) and forget them."""
+        """Stop every live child (their running turns end ``aborted {disposed}``) and forget them."""
         children, self._live = list(self._live.values()), {}
         for child in reversed(children):  # children before their parents
             child.agent.activation = None

@@ -43,6 +43,24 @@ APPROVAL_CONTEXT: Final[dict[ApprovalPolicy, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class EscalationDetails:
+    """What a sandbox escalation would run, whole: shown to the person asked, never logged
+    (``approval/asked`` keeps the original's fields)."""
+
+    permissions: str
+    """The sandbox mode asked for (``workspace-write`` / ``danger-full-access``)."""
+    current: str
+    """The mode the call would run in otherwise."""
+    justification: str
+    cwd: str
+    """The directory the command runs in (bash's ``workdir``), or the session's workspace."""
+    command: str | None = None
+    """bash's command."""
+    path: str | None = None
+    """write's / edit's ``file_path``."""
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What the user is asked to allow.
 
@@ -55,6 +73,8 @@ class ApprovalRequest:
     call_id: str | None
     reason: str | None
     scope: str
+    escalation: EscalationDetails | None = None
+    """For a sandbox escalation: the command or path, directory, mode and justification."""
 
 
 @runtime_checkable
@@ -91,12 +111,19 @@ class Approvals:
         self._append = append
 
     async def request(
-        self, tool_name: str, call_id: str | None, reason: str | None, *, scope: str
+        self,
+        tool_name: str,
+        call_id: str | None,
+        reason: str | None,
+        *,
+        scope: str,
+        escalation: EscalationDetails | None = None,
     ) -> ApprovalOutcome:
         """Ask (logged), decide, log the outcome and return it; never raises but on cancel."""
         request_id = str(uuid.uuid4())
         self._append(APPROVAL_ASKED, approval_asked(request_id, tool_name, call_id, reason))
-        outcome = await self._decide(ApprovalRequest(self.session_id, tool_name, call_id, reason, scope))
+        request = ApprovalRequest(self.session_id, tool_name, call_id, reason, scope, escalation)
+        outcome = await self._decide(request)
         self._append(APPROVAL_DECIDED, approval_decided(request_id, outcome))
         return outcome
 

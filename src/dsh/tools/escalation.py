@@ -17,10 +17,12 @@ original's refusal (a plain error, no code).
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import PurePath
 from typing import Any, Final, Literal
 
 from pydantic import Field
 
+from dsh.tools.approval import EscalationDetails
 from dsh.tools.base import ToolContext
 from dsh.tools.codes import tool_error
 from dsh.tools.sandbox import SandboxMode
@@ -57,11 +59,21 @@ def justification_field(what: str) -> Any:
 
 
 async def escalate(
-    ctx: ToolContext, tool_name: str, target: Escalation | None, justification: str | None, *, what: str
+    ctx: ToolContext,
+    tool_name: str,
+    target: Escalation | None,
+    justification: str | None,
+    *,
+    what: str,
+    command: str | None = None,
+    path: str | None = None,
+    workdir: str | None = None,
 ) -> ToolContext:
     """``ctx`` for a call that asked for ``target`` (unchanged when it asked for nothing).
 
     ``what`` is how the refusal names the call: ``command`` (bash) or ``operation`` (files).
+    ``command`` (bash) or ``path`` (write, edit) and ``workdir`` go to the approver whole
+    (:class:`~dsh.tools.approval.EscalationDetails`), so the person asked sees what runs.
     Raises the original's refusal when the request is malformed, not wider, or not allowed.
     """
     if target is None:
@@ -86,7 +98,11 @@ async def escalate(
             f'sandbox escalation to "{target}" requires approval, but no approval service is composed'
         )
     reason = f"escalate sandbox to {target}: {justification}"
-    outcome = await approvals.request(tool_name, ctx.call_id, reason, scope=f"sandbox:{target}")
+    cwd = str(PurePath(ctx.cwd, workdir)) if workdir else str(ctx.cwd)
+    details = EscalationDetails(target, current, justification, cwd, command=command, path=path)
+    outcome = await approvals.request(
+        tool_name, ctx.call_id, reason, scope=f"sandbox:{target}", escalation=details
+    )
     if outcome == "allowed-once":
         assert ctx.sandbox is not None  # a wider mode exists only under a policy
         outside = ctx.allow_outside_workspace or target == "danger-full-access"

@@ -126,6 +126,14 @@ class SandboxPolicy:
     def confined(self) -> bool:
         return self.mode != "danger-full-access"
 
+    def described(self) -> str:
+        """What this policy does to a command, in words (the trust warning of a replay)."""
+        if not self.confined:
+            return "unconfined (danger-full-access)"
+        writes = "no writes" if self.mode == "read-only" else "writes only in the workspace and temp dirs"
+        network = "network on" if self.network else "network off"
+        return f"confined by the kernel sandbox under {self.mode} ({writes}, {network})"
+
     def writable_roots(self, workspace: Path) -> tuple[Path, ...]:
         """The real directories writes may land in (none under ``read-only``)."""
         if self.mode == "read-only":

@@ -225,7 +225,15 @@ class BashTool(Tool[BashArgs]):
             raise tool_error(
                 f"invalid timeoutMs: expected a positive number, got {_json_number(args.timeoutMs)}"
             )
-        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="command")
+        ctx = await escalate(
+            ctx,
+            self.name,
+            args.sandbox_permissions,
+            args.justification,
+            what="command",
+            command=args.command,
+            workdir=args.workdir,
+        )
         if args.workdir is None:
             cwd = workspace_root(ctx)
         else:

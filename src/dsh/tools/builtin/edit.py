@@ -127,7 +127,14 @@ class EditTool(Tool[EditArgs]):
             raise tool_error("old_string must be a non-empty string")
         if args.old_string == args.new_string:
             raise tool_error("old_string and new_string must differ")
-        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="operation")
+        ctx = await escalate(
+            ctx,
+            self.name,
+            args.sandbox_permissions,
+            args.justification,
+            what="operation",
+            path=args.file_path,
+        )
         path = resolve_path(ctx, args.file_path, writing=True)
         check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         replace_all = bool(args.replace_all)

@@ -105,7 +105,14 @@ class WriteTool(Tool[WriteArgs]):
         self.diff_basis_max_bytes = diff_basis_max_bytes
 
     async def call(self, args: WriteArgs, ctx: ToolContext) -> ToolOutput:
-        ctx = await escalate(ctx, self.name, args.sandbox_permissions, args.justification, what="operation")
+        ctx = await escalate(
+            ctx,
+            self.name,
+            args.sandbox_permissions,
+            args.justification,
+            what="operation",
+            path=args.file_path,
+        )
         path = resolve_path(ctx, args.file_path, writing=True)
         check_file_write(ctx.sandbox, path.real, workspace_root(ctx))
         created, diffs = await asyncio.to_thread(
