@@ -13,6 +13,7 @@ file, session id or value involved.
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
     │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
+    │   ├── StoreNotFoundError      a read-only command named a store that does not exist
     │   ├── SessionNotFoundError
     │   ├── SessionExistsError
     │   ├── SeqConflictError        two writers raced on the same session
@@ -61,6 +62,10 @@ class EventShapeError(InvalidEventError):
 
 class StoreError(DshError):
     """A store refused an operation or failed at it."""
+
+
+class StoreNotFoundError(StoreError):
+    """The store named does not exist and the command only reads (``open_store(url, create=False)``)."""
 
 
 class SessionNotFoundError(StoreError):

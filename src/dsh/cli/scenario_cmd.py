@@ -135,7 +135,7 @@ def save(
     from dsh.store.url import open_store
 
     async def go() -> list[str]:
-        opened = open_store(store)
+        opened = open_store(store, create=False)
         try:
             return await save_scenario(opened, session_id, directory, workspace=workspace, force=force)
         finally:

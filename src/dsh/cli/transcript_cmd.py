@@ -39,7 +39,7 @@ def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
     from dsh.store.url import open_store
 
     async def body() -> str:
-        store = open_store(url)
+        store = open_store(url, create=False)
         try:
             root, sessions = await load_tree(store, raw_id)
             return transcript_markdown(sessions, root, options)
