@@ -11,6 +11,7 @@ from dsh import jsonx
 from dsh.errors import OverrideError, ScenarioError
 from dsh.events.vocabulary import TOOL_CALL
 from dsh.hooks import FILE_NAMES, load_hook_file
+from dsh.model.settings import DEFAULT_MODEL
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
@@ -137,7 +138,18 @@ def load_replay_model(
         script(label, loaded, cut=loaded.inherited_event_count if sliced else 0)
         for label, loaded in recorded.children
     ]
-    return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded
+    model_name = recorded_model_name(recorded.primary) or DEFAULT_MODEL
+    return ReplayModel(primary, children, scenario=name, cwd=cwd, model_name=model_name), recorded
+
+
+def recorded_model_name(loaded: LoadedSession | None) -> str | None:
+    """The model the recording's primary session last asked for (its ``request/header``)."""
+    for event in reversed(loaded.events if loaded else []):
+        if event.type == "request/header":
+            config = event.data.get("header", {}).get("config", {})
+            name = config.get("model") if isinstance(config, dict) else None
+            return name if isinstance(name, str) and name else None
+    return None
 
 
 def _shown(command: str, limit: int = 80) -> str:

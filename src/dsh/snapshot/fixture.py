@@ -18,13 +18,13 @@ from typing import Any
 from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
-from dsh.model.settings import resolve_provider
+from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
-from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_model_name
+from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolLike
@@ -69,8 +69,8 @@ class Recording:
                     f"scenario {directory.name}: no recording yet; run with --dsh-snapshot=record (or once)"
                 )
             tolerances = read_tolerances(directory, drift) if (directory / "input.json").exists() else None
-            self._replay, logs = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
-            self.model_name = recorded_model_name(logs.primary) or "deepseek-chat"
+            self._replay, _ = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self.model_name = self._replay.model_name or DEFAULT_MODEL
         self._agents: list[Agent] = []
 
     @property
