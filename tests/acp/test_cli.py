@@ -34,7 +34,7 @@ def test_missing_key_exits_2_before_serving(tmp_path: Path) -> None:
 def test_bad_replay_directory_and_log_file_exit_2(tmp_path: Path) -> None:
     missing = run("--replay", str(tmp_path / "nope"), "--store", "memory:", cwd=tmp_path)
     assert (missing.returncode, missing.stdout) == (2, "")
-    assert "is not a directory" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    assert "does not exist" in missing.stderr and len(missing.stderr.splitlines()) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
     unrecorded = run("--replay", str(empty), "--store", "memory:", cwd=tmp_path)

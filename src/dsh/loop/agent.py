@@ -190,7 +190,7 @@ class Agent:
         from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when it is used
 
         environ = os.environ if env is None else env
-        settings = resolve_provider(env=environ)
+        settings = resolve_provider(env=environ, key_option=None)  # the library has no --api-key
         owned: list[Closer] = []
         if not isinstance(store, EventStore):
             store = open_store(store or environ.get("DSH_STORE"))

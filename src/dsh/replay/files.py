@@ -72,6 +72,17 @@ def read_override(directory: Path) -> object | None:
     return document
 
 
+def check_scenario_directory(directory: Path, *, need_input: bool = False) -> None:
+    """Refuse what is no scenario directory, in one line: a path that does not exist, a file,
+    and (``need_input``: what is to be run step by step) a directory without ``input.json``."""
+    if not directory.exists():
+        raise ScenarioError(f"scenario directory {directory} does not exist")
+    if not directory.is_dir():
+        raise ScenarioError(f"scenario {directory} is not a directory")
+    if need_input:
+        read_input(directory)
+
+
 def read_input(directory: Path) -> dict[str, Any]:
     """The scenario's ``input.json`` as an object."""
     path = directory / INPUT
@@ -110,8 +121,7 @@ def load_replay_model(
     the inherited cut is needed.
     """
     name = directory.name
-    if not directory.is_dir():
-        raise ScenarioError(f"scenario {directory} is not a directory")
+    check_scenario_directory(directory)
     tolerances = tolerances if tolerances is not None else read_tolerances(directory)
     recorded = read_recorded(directory)
     override = read_override(directory)

@@ -54,7 +54,7 @@ class Recording:
         self._live: Any = None
         if mode == "record":
             try:
-                settings = resolve_provider()
+                settings = resolve_provider(key_option=None)  # pytest has no --api-key
             except UsageError as exc:
                 raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
             from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording

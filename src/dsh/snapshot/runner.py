@@ -165,7 +165,7 @@ def _record_model() -> tuple[Model, str]:
     from dsh.model.openai_compat import OpenAICompatModel
 
     try:
-        settings = resolve_provider()
+        settings = resolve_provider(key_option=None)  # a library or pytest run has no --api-key
     except UsageError as exc:
         raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
     model = OpenAICompatModel(
