@@ -9,7 +9,8 @@ file, session id or value involved.
 
     DshError
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
-    │   └── MissingCredentialError  no API key / base URL configured
+    │   ├── MissingCredentialError  no API key / base URL configured
+    │   └── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
     │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
@@ -46,6 +47,10 @@ class UsageError(DshError):
 
 class MissingCredentialError(UsageError):
     """No API key or base URL is configured for a live model."""
+
+
+class EmptyPromptError(UsageError, ValueError):
+    """A prompt that is empty or only whitespace (refused before a session or turn starts)."""
 
 
 class InvalidEventError(DshError):

@@ -49,6 +49,7 @@ from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
+from dsh.loop.prompt import is_blank
 
 log = logging.getLogger("dsh.acp")
 
@@ -162,17 +163,20 @@ class AcpSession:
 def admit_prompt(blocks: Sequence[PromptBlock]) -> Message:
     """The user message for a prompt: text kept, resource links as bracketed references."""
     content = []
+    said = False  # some text or a link the model can act on (dsh.loop.prompt: blank is refused)
     for block in blocks:
         if isinstance(block, TextContentBlock):
             if block.text:
                 content.append(text_block(block.text))
+                said = said or not is_blank(block.text)
         elif isinstance(block, ResourceContentBlock):
             content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
+            said = True
         else:
             kind = getattr(block, "type", type(block).__name__)
             raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
-    if not content:
-        raise invalid_params("the prompt is empty")
+    if not said:
+        raise invalid_params("the prompt is empty (only whitespace)" if content else "the prompt is empty")
     message = user_message("")
     message["content"] = content
     return message
