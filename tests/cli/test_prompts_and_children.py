@@ -49,7 +49,8 @@ def _user_texts(req: RecordedRequest) -> list[str]:
     for m in req.messages:
         if m.get("role") == "user":
             content = m.get("content")
-            out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
+            parts = content if isinstance(content, list) else []
+            out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in parts))
     return out
 
 
