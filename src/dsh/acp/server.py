@@ -40,6 +40,7 @@ from acp.schema import (
 )
 
 from dsh import __version__
+from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
 from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover
 from dsh.acp.runtime import Runtime
@@ -240,11 +241,24 @@ class DshAcpAgent:
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
-            auth_methods=[],
+            auth_methods=list(AUTH_METHODS) if self._pending_key() else [],
             agent_info=Implementation(name="dsh", title="dsh", version=__version__),
         )
 
+    def _pending_key(self) -> bool:
+        """No key yet (``dsh.acp.auth``): sessions answer auth_required."""
+        models = self.runtime.models
+        return isinstance(models, PendingKeyModels) and not models.authenticated
+
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """A no-op with a key; without one, the environment is read again (else auth_required)."""
+        models = self.runtime.models
+        if isinstance(models, PendingKeyModels):
+            if method_id not in METHOD_IDS:
+                raise invalid_params(
+                    f"unknown auth method {method_id!r} (use one of {', '.join(sorted(METHOD_IDS))})"
+                )
+            models.require()
         return AuthenticateResponse()
 
     # -- sessions ---------------------------------------------------------------------
@@ -397,6 +411,9 @@ class DshAcpAgent:
     # -- turns ------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
+        models = self.runtime.models
+        if isinstance(models, PendingKeyModels):
+            models.require()  # auth_required (-32000) until a key is set
         state = self._session(session_id)
         if state.busy:
             raise invalid_params("a prompt is already in flight")

@@ -101,5 +101,10 @@ def resolve_provider(
             f"no API key: {f'pass {key_option} or ' if key_option else ''}set DEEPSEEK_API_KEY "
             "(or DSH_API_KEY and DSH_BASE_URL for another OpenAI-compatible provider)"
         )
-    name = model or env.get("DSH_MODEL") or DEFAULT_MODEL
-    return ProviderSettings(base_url=url, model=name, api_key=key)
+    return ProviderSettings(base_url=url, model=model_name(model, env), api_key=key)
+
+
+def model_name(model: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The model id: ``model`` (a flag), else ``$DSH_MODEL``, else :data:`DEFAULT_MODEL`."""
+    env = os.environ if env is None else env
+    return model or env.get("DSH_MODEL") or DEFAULT_MODEL
