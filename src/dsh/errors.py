@@ -9,10 +9,12 @@ file, session id or value involved.
 
     DshError
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
-    │   └── MissingCredentialError  no API key / base URL configured
+    │   ├── MissingCredentialError  no API key / base URL configured
+    │   └── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
     │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
+    │   ├── StoreNotFoundError      a read-only command named a store that does not exist
     │   ├── SessionNotFoundError
     │   ├── SessionExistsError
     │   ├── SeqConflictError        two writers raced on the same session
@@ -60,6 +62,10 @@ class MissingCredentialError(UsageError):
     """No API key or base URL is configured for a live model."""
 
 
+class EmptyPromptError(UsageError, ValueError):
+    """A prompt that is empty or only whitespace (refused before a session or turn starts)."""
+
+
 class InvalidEventError(DshError):
     """An event cannot be appended: non-JSON value, wrong seq, bad envelope."""
 
@@ -74,6 +80,10 @@ class EventShapeError(InvalidEventError):
 
 class StoreError(DshError):
     """A store refused an operation or failed at it."""
+
+
+class StoreNotFoundError(StoreError):
+    """The store named does not exist and the command only reads (``open_store(url, create=False)``)."""
 
 
 class SessionNotFoundError(StoreError):

@@ -103,8 +103,9 @@ async def test_tail_prints_the_stored_events(sqlite_url: str) -> None:
 def test_errors_are_one_line(sqlite_url: str, tmp_path: Path) -> None:
     missing = run_tail("nope", "--store", sqlite_url)
     assert missing.returncode == 1
-    assert missing.stderr.splitlines() == [
-        f"dsh: error: session 'nope' not found in {tmp_path / 'sessions.db'}"
+    assert missing.stderr.splitlines() == [  # a read-only command creates no store (#35)
+        f"dsh: error: no store at {sqlite_url}: the database file {tmp_path / 'sessions.db'} "
+        "does not exist (nothing was created)"
     ]
     bad = run_tail("s", "--store", "postgresql://me:hunter2@db/x?bogus=1", "--follow")
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1

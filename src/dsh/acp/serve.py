@@ -13,12 +13,13 @@ from typing import cast
 from acp.core import AgentSideConnection
 from acp.interfaces import Agent
 
+from dsh.acp.auth import PendingKeyModels
 from dsh.acp.runtime import LiveModels, ModelSource, ReplayModels, Runtime
 from dsh.acp.server import DshAcpAgent
 from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_stdio
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
-from dsh.errors import UsageError
-from dsh.model.settings import DEFAULT_MODEL, resolve_provider
+from dsh.errors import MissingCredentialError, UsageError
+from dsh.model.settings import DEFAULT_MODEL, model_name, resolve_provider
 from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
@@ -53,7 +54,8 @@ class ServeOptions:
 def build_runtime(options: ServeOptions) -> Runtime:
     """Check every option and build the runtime without serving (no network I/O).
 
-    Raises :class:`~dsh.errors.UsageError` (missing key, bad store URL, bad profile) and
+    Raises :class:`~dsh.errors.UsageError` (bad store URL, bad profile; a missing key is not
+    one: the server starts and asks for it, :mod:`dsh.acp.auth`) and
     the replay errors of a malformed scenario directory, so the CLI can exit before serving.
     """
     if options.profile not in PROFILES:
@@ -66,14 +68,23 @@ def build_runtime(options: ServeOptions) -> Runtime:
         replay.check()
         models, name = replay, options.model or DEFAULT_MODEL
     else:
-        settings = resolve_provider(api_key=options.api_key, base_url=options.base_url, model=options.model)
-        scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
-        name = settings.model
-        # Imported here so a keyless (replay) server never pays for the HTTP client's import.
-        from dsh.model.openai_compat import OpenAICompatModel
+        try:
+            settings = resolve_provider(
+                api_key=options.api_key, base_url=options.base_url, model=options.model
+            )
+        except MissingCredentialError:  # serve anyway: sessions answer auth_required (dsh.acp.auth)
+            models, name = (
+                PendingKeyModels(base_url=options.base_url, model=options.model),
+                model_name(options.model),
+            )
+        else:
+            scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
+            name = settings.model
+            # Imported here so a keyless (replay) server never pays for the HTTP client's import.
+            from dsh.model.openai_compat import OpenAICompatModel
 
-        live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
-        models = LiveModels(live)
+            live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
+            models = LiveModels(live)
     store = open_store(options.store)
     return Runtime(
         store=store,

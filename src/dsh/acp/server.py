@@ -40,6 +40,7 @@ from acp.schema import (
 )
 
 from dsh import __version__
+from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
 from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover
 from dsh.acp.runtime import Runtime
@@ -49,6 +50,7 @@ from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
+from dsh.loop.prompt import is_blank
 from dsh.subagents.shutdown import running_children, settle_background, stop_background
 
 log = logging.getLogger("dsh.acp")
@@ -163,17 +165,20 @@ class AcpSession:
 def admit_prompt(blocks: Sequence[PromptBlock]) -> Message:
     """The user message for a prompt: text kept, resource links as bracketed references."""
     content = []
+    said = False  # some text or a link the model can act on (dsh.loop.prompt: blank is refused)
     for block in blocks:
         if isinstance(block, TextContentBlock):
             if block.text:
                 content.append(text_block(block.text))
+                said = said or not is_blank(block.text)
         elif isinstance(block, ResourceContentBlock):
             content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
+            said = True
         else:
             kind = getattr(block, "type", type(block).__name__)
             raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
-    if not content:
-        raise invalid_params("the prompt is empty")
+    if not said:
+        raise invalid_params("the prompt is empty (only whitespace)" if content else "the prompt is empty")
     message = user_message("")
     message["content"] = content
     return message
@@ -237,11 +242,24 @@ class DshAcpAgent:
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
-            auth_methods=[],
+            auth_methods=list(AUTH_METHODS) if self._pending_key() else [],
             agent_info=Implementation(name="dsh", title="dsh", version=__version__),
         )
 
+    def _pending_key(self) -> bool:
+        """No key yet (``dsh.acp.auth``): sessions answer auth_required."""
+        models = self.runtime.models
+        return isinstance(models, PendingKeyModels) and not models.authenticated
+
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """A no-op with a key; without one, the environment is read again (else auth_required)."""
+        models = self.runtime.models
+        if isinstance(models, PendingKeyModels):
+            if method_id not in METHOD_IDS:
+                raise invalid_params(
+                    f"unknown auth method {method_id!r} (use one of {', '.join(sorted(METHOD_IDS))})"
+                )
+            models.require()
         return AuthenticateResponse()
 
     # -- sessions ---------------------------------------------------------------------
@@ -394,6 +412,9 @@ class DshAcpAgent:
     # -- turns ------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
+        models = self.runtime.models
+        if isinstance(models, PendingKeyModels):
+            models.require()  # auth_required (-32000) until a key is set
         state = self._session(session_id)
         if state.busy:
             raise invalid_params("a prompt is already in flight")

@@ -80,7 +80,7 @@ def export_cmd(
     options = ViewOptions(reasoning=reasoning, children=children)
 
     async def body() -> tuple[LoadedSession, bytes]:
-        store_ = open_store(store)
+        store_ = open_store(store, create=False)
         try:
             root, sessions = await load_tree(store_, session_id)
         finally:

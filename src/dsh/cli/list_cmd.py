@@ -99,7 +99,7 @@ def list_cmd(
     async def body() -> list[Row]:
         from dsh.store.url import open_store
 
-        s = open_store(store)
+        s = open_store(store, create=False)
         try:
             return await list_rows(s)
         finally:

@@ -1,7 +1,8 @@
 """One live agent for ``dsh run`` and ``dsh chat``: options → provider, tools, session; a turn with Ctrl-C.
 
-Which session: ``--resume ID`` (a unique prefix works), ``--continue`` (the top-level
-session of this workspace with the latest activity), else a new one in the workspace. A
+Which session: ``--resume ID`` (a unique prefix works; a subagent's session is refused with
+one line naming its parent), ``--continue`` (the top-level session of this workspace with the
+latest activity; never a child), else a new one in the workspace. A
 resumed session keeps the workspace it was recorded in: an explicit ``--cwd`` naming
 another directory is refused with one line.
 """
@@ -83,9 +84,16 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
         sid = found
     else:
         return None
+    header = (await store.load(sid)).header
+    if header.parent_session is not None:  # --continue never finds one: it takes top-level sessions only
+        raise UsageError(
+            f"session {sid} is a subagent of session {header.parent_session}: it is not resumed "
+            "as a top-level session (continue it from its parent with send_message, or through "
+            "the library)"
+        )
     if not setup.cwd_given:
         return sid
-    recorded = (await store.load(sid)).header.cwd
+    recorded = header.cwd
     if recorded is not None and Path(recorded) != setup.workspace:
         raise UsageError(
             f"session {sid} was recorded in {recorded}, not in --cwd {setup.workspace} "

@@ -141,8 +141,7 @@ def replay(
     from dsh.snapshot.runner import drift_mode
     from dsh.store.url import open_store
 
-    if not directory.is_dir():
-        fail(f"{directory}: not a scenario directory", 2)
+    scenario_argument(directory)
     try:
         mode = drift_mode(drift)
     except UsageError as exc:
@@ -170,6 +169,18 @@ def replay(
         write_json_line(report)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def scenario_argument(directory: Path) -> Path:
+    """``directory`` when it is a scenario to run, else one line and exit 2 (a bad argument, as
+    ``dsh acp --replay`` says it): it does not exist, is a file, or has no ``input.json``."""
+    from dsh.replay.files import check_scenario_directory
+
+    try:
+        check_scenario_directory(directory, need_input=True)
+    except DshError as exc:
+        fail(str(exc), 2)
+    return directory
 
 
 def _write_html(target: Path, result: ScenarioResult) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dsh.cli.tables import terminal_safe
-from dsh.errors import SessionNotFoundError, UsageError
-from dsh.store.base import EventStore, SessionSummary
+from dsh.errors import CorruptLogError, SessionNotFoundError, UsageError
+from dsh.store.base import EventStore, ReportsDamage, SessionSummary
 
 SHOWN_CANDIDATES = 5
 """An ambiguous prefix names at most this many candidates."""
@@ -32,6 +32,9 @@ async def resolve_id(store: EventStore, text: str) -> str:
         return text
     matches = [s.header.id for s in await store.list_sessions() if s.header.id.startswith(text)]
     if not matches:
+        damage = await store.damaged_log(text) if isinstance(store, ReportsDamage) else None
+        if damage is not None:  # the listing skipped it: say so, not "not found"
+            raise CorruptLogError(f"session {terminal_safe(text)!r}: its log is damaged: {damage}")
         await store.load(text)  # raises the store's SessionNotFoundError
         raise SessionNotFoundError(text)  # pragma: no cover - created meanwhile
     if len(matches) > 1:

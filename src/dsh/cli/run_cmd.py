@@ -34,15 +34,15 @@ if TYPE_CHECKING:
 
 
 def read_prompt(prompt: str | None) -> str:
-    """PROMPT itself; ``-`` or no PROMPT with piped stdin reads it from stdin."""
+    """PROMPT itself; ``-`` or no PROMPT with piped stdin reads it from stdin (one trailing
+    newline dropped). Blank is refused here, before anything is opened (``dsh.loop.prompt``)."""
+    from dsh.loop.prompt import check_prompt, stdin_prompt
+
     if prompt is not None and prompt != "-":
-        return prompt
+        return check_prompt(prompt, "PROMPT")
     if prompt is None and sys.stdin.isatty():
         raise UsageError("no PROMPT: give one, pipe one in (dsh run - < file), or use dsh chat")
-    text = sys.stdin.read()
-    if not text.strip():
-        raise UsageError("the prompt read from stdin is empty")
-    return text
+    return check_prompt(stdin_prompt(sys.stdin.read()), "the prompt read from stdin")
 
 
 def run(
@@ -93,8 +93,8 @@ def run(
     the turn (logged as aborted) and exits 130.
     """
     with user_errors():
-        setup = setup_from(locals())
         text = read_prompt(prompt)
+        setup = setup_from(locals())
         otel_url = None
         if otel is not None:
             from dsh.trace.export import traces_url

@@ -13,11 +13,10 @@ from dsh.cli.common import (
     HelpGroup,
     ModelOption,
     StoreOption,
-    fail,
     run_async,
     user_errors,
 )
-from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay
+from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay, scenario_argument
 from dsh.procfs import scrub_secret
 
 if TYPE_CHECKING:
@@ -33,9 +32,7 @@ scenario_app.command(name="replay")(replay)
 
 
 def _directory(directory: Path) -> Path:
-    if not directory.is_dir():
-        fail(f"{directory}: not a scenario directory", 2)
-    return directory
+    return scenario_argument(directory)
 
 
 def _finish(result: ScenarioResult, verb: str) -> None:
@@ -138,7 +135,7 @@ def save(
     from dsh.store.url import open_store
 
     async def go() -> tuple[str, list[str]]:
-        opened = open_store(store)
+        opened = open_store(store, create=False)
         try:
             sid = await resolve_id(opened, session_id)  # a unique prefix, as every command takes
             return sid, await save_scenario(opened, sid, directory, workspace=workspace, force=force)

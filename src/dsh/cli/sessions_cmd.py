@@ -51,20 +51,23 @@ IdArgument = Annotated[
 ]
 
 
-async def _using(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
-    """Open the store named by ``url``, run ``body`` on it and always close it."""
+async def _using(url: str | None, body: Callable[[EventStore], Awaitable[T]], create: bool) -> T:
+    """Open the store named by ``url`` (``create``: see ``open_store``), run ``body``, always close it."""
     from dsh.store.url import open_store
 
-    store = open_store(url)
+    store = open_store(url, create=create)
     try:
         return await body(store)
     finally:
         await store.close()
 
 
-def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]]) -> T:
-    """Run ``body`` against the store on a fresh event loop; user errors become one line."""
-    return run_async(lambda: _using(url, body))
+def _in_store(url: str | None, body: Callable[[EventStore], Awaitable[T]], *, create: bool = False) -> T:
+    """Run ``body`` against the store on a fresh event loop; user errors become one line.
+
+    Only the commands that write (import, fork) pass ``create=True``: reading never creates a store.
+    """
+    return run_async(lambda: _using(url, body, create))
 
 
 def session_kind(header: SessionHeader, own_events: Sequence[Event]) -> str | None:
@@ -139,7 +142,7 @@ def import_cmd(
     store, or the same id in two files refuses the whole import. With --json: a list of
     session objects, each with the "path" it came from.
     """
-    imported = _in_store(store, lambda s: _import_all(s, files))
+    imported = _in_store(store, lambda s: _import_all(s, files), create=True)
     with user_errors():
         for item in imported:
             for message in item.session.warnings:
@@ -408,7 +411,7 @@ def fork_cmd(
     async def body(s: EventStore) -> LoadedSession:
         return await s.fork(await resolve_id(s, session_id), child_id=child_id)
 
-    child = _in_store(store, body)
+    child = _in_store(store, body, create=True)
     with user_errors():
         if as_json:
             write_json_line(_loaded_json(child))

@@ -104,7 +104,7 @@ def tail(
     from dsh.store.url import open_store
 
     async def body() -> None:
-        events_store = open_store(store)
+        events_store = open_store(store, create=False)
         try:
             session_id = await resolve_id(events_store, raw_id)
             start = from_seq

@@ -91,7 +91,7 @@ def rm_cmd(
         return await _plan(s, await resolve_ids(s, session_ids))
 
     async def body() -> _Outcome:
-        s = open_store(store)
+        s = open_store(store, create=False)
         try:
             plan = await plan_for(s)
             if not yes:
@@ -141,7 +141,7 @@ def prune_cmd(
     cutoff = now_ms() - age
 
     async def body() -> _Outcome:
-        s = open_store(store)
+        s = open_store(store, create=False)
         try:
             summaries = {x.header.id: x for x in await s.list_sessions()}
             roots = [sid for sid, x in summaries.items() if x.header.parent_session not in summaries]

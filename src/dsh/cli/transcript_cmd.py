@@ -28,10 +28,17 @@ ChildrenOption = Annotated[
 async def load_tree(store: EventStore, raw_id: str) -> tuple[str, dict[str, LoadedSession]]:
     """The session ``raw_id`` names (a unique prefix works) and it with every descendant, loaded."""
     from dsh.cli.resolve import resolve_id
+    from dsh.errors import CorruptLogError
     from dsh.store.deletion import descendants
 
     root = await resolve_id(store, raw_id)
-    return root, {sid: await store.load(sid) for sid in await descendants(store, root)}
+    loaded: dict[str, LoadedSession] = {}
+    for sid in await descendants(store, root):
+        try:
+            loaded[sid] = await store.load(sid)
+        except CorruptLogError as exc:  # name the session, and where its log is damaged
+            raise CorruptLogError(f"session {sid!r}: its log is damaged: {exc}") from exc
+    return root, loaded
 
 
 def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
@@ -40,7 +47,7 @@ def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
     from dsh.store.url import open_store
 
     async def body() -> str:
-        store = open_store(url)
+        store = open_store(url, create=False)
         try:
             root, sessions = await load_tree(store, raw_id)
             return transcript_markdown(sessions, root, options)

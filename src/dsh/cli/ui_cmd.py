@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dsh.cli.common import StoreOption, fail, store_label
-from dsh.errors import install_hint
+from dsh.errors import DshError, install_hint
 
 
 def ui(
@@ -62,5 +62,7 @@ def ui(
             echo=typer.echo,
             report_html=report_html,
         )
+    except DshError as exc:  # the store does not exist (read-only: never created)
+        fail(str(exc), 1)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)

@@ -25,6 +25,7 @@ from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
+from dsh.loop.prompt import check_prompt
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
@@ -200,7 +201,7 @@ class Agent:
         from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when it is used
 
         environ = os.environ if env is None else env
-        settings = resolve_provider(env=environ)
+        settings = resolve_provider(env=environ, key_option=None)  # the library has no --api-key
         owned: list[Closer] = []
         if not isinstance(store, EventStore):
             store = open_store(store or environ.get("DSH_STORE"))
@@ -417,6 +418,8 @@ class Agent:
         not retried ends the turn ``error``. Work left in the inbox when the turn ends wakes
         the agent for another turn (:meth:`wake`).
         """
+        if isinstance(prompt, str):
+            check_prompt(prompt)  # EmptyPromptError before the turn starts (dsh.loop.prompt)
         try:
             async with self._lock:
                 return await self._run_turn(prompt, preamble)
@@ -461,10 +464,14 @@ class Agent:
         results, subagent children starting and ending, and last ``TurnFinished(result)``.
         Closing the iterator early (``contextlib.aclosing``) cancels the turn.
         """
+        if isinstance(prompt, str):
+            check_prompt(prompt)  # raised here, not at the first iteration
         return stream_turn(self.feed, self.id, lambda: self.run_turn(prompt))
 
     def run_sync(self, prompt: str | Message) -> TurnResult:
         """:meth:`run_turn` from synchronous code (see :func:`dsh.loop.sync.run_sync`)."""
+        if isinstance(prompt, str):
+            check_prompt(prompt)  # before a coroutine is made (it would never be awaited)
         return run_sync(self.run_turn(prompt))
 
     async def _run_turn(

@@ -81,13 +81,15 @@ def resolve_provider(
     base_url: str | None = None,
     model: str | None = None,
     env: Mapping[str, str] | None = None,
+    key_option: str | None = "--api-key",
 ) -> ProviderSettings:
     """Flags win; then ``DEEPSEEK_API_KEY``/``DSH_API_KEY``, ``DSH_BASE_URL``/
     ``DEEPSEEK_BASE_URL`` (default DeepSeek) and ``DSH_MODEL`` (default deepseek-chat).
 
     Raises :class:`MissingCredentialError` (one line saying what to set) without a key,
     unless the base URL is on this machine (:func:`is_local`): a local server gets
-    :data:`LOCAL_API_KEY`.
+    :data:`LOCAL_API_KEY`. ``key_option``: the caller's own option for the key, named in
+    that line (``None``: the caller has none, as the pytest plugins; only the variables are).
     """
     env = os.environ if env is None else env
     url = base_url or env.get("DSH_BASE_URL") or env.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
@@ -96,8 +98,13 @@ def resolve_provider(
         key = LOCAL_API_KEY
     if not key:
         raise MissingCredentialError(
-            "no API key: pass --api-key or set DEEPSEEK_API_KEY "
+            f"no API key: {f'pass {key_option} or ' if key_option else ''}set DEEPSEEK_API_KEY "
             "(or DSH_API_KEY and DSH_BASE_URL for another OpenAI-compatible provider)"
         )
-    name = model or env.get("DSH_MODEL") or DEFAULT_MODEL
-    return ProviderSettings(base_url=url, model=name, api_key=key)
+    return ProviderSettings(base_url=url, model=model_name(model, env), api_key=key)
+
+
+def model_name(model: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The model id: ``model`` (a flag), else ``$DSH_MODEL``, else :data:`DEFAULT_MODEL`."""
+    env = os.environ if env is None else env
+    return model or env.get("DSH_MODEL") or DEFAULT_MODEL

@@ -11,6 +11,7 @@ from dsh import jsonx
 from dsh.errors import OverrideError, ScenarioError
 from dsh.events.vocabulary import TOOL_CALL
 from dsh.hooks import FILE_NAMES, load_hook_file
+from dsh.model.settings import DEFAULT_MODEL
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
@@ -71,6 +72,17 @@ def read_override(directory: Path) -> object | None:
     return document
 
 
+def check_scenario_directory(directory: Path, *, need_input: bool = False) -> None:
+    """Refuse what is no scenario directory, in one line: a path that does not exist, a file,
+    and (``need_input``: what is to be run step by step) a directory without ``input.json``."""
+    if not directory.exists():
+        raise ScenarioError(f"scenario directory {directory} does not exist")
+    if not directory.is_dir():
+        raise ScenarioError(f"scenario {directory} is not a directory")
+    if need_input:
+        read_input(directory)
+
+
 def read_input(directory: Path) -> dict[str, Any]:
     """The scenario's ``input.json`` as an object."""
     path = directory / INPUT
@@ -109,8 +121,7 @@ def load_replay_model(
     the inherited cut is needed.
     """
     name = directory.name
-    if not directory.is_dir():
-        raise ScenarioError(f"scenario {directory} is not a directory")
+    check_scenario_directory(directory)
     tolerances = tolerances if tolerances is not None else read_tolerances(directory)
     recorded = read_recorded(directory)
     override = read_override(directory)
@@ -137,7 +148,18 @@ def load_replay_model(
         script(label, loaded, cut=loaded.inherited_event_count if sliced else 0)
         for label, loaded in recorded.children
     ]
-    return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded
+    model_name = recorded_model_name(recorded.primary) or DEFAULT_MODEL
+    return ReplayModel(primary, children, scenario=name, cwd=cwd, model_name=model_name), recorded
+
+
+def recorded_model_name(loaded: LoadedSession | None) -> str | None:
+    """The model the recording's primary session last asked for (its ``request/header``)."""
+    for event in reversed(loaded.events if loaded else []):
+        if event.type == "request/header":
+            config = event.data.get("header", {}).get("config", {})
+            name = config.get("model") if isinstance(config, dict) else None
+            return name if isinstance(name, str) and name else None
+    return None
 
 
 def _shown(command: str, limit: int = 80) -> str:

@@ -116,8 +116,10 @@ class ReplayModel:
         scenario: str = "replay",
         provider: str = "replay",
         cwd: Path | None = None,
+        model_name: str | None = None,
     ) -> None:
         self.primary = primary
+        self._model_name = model_name
         self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
         self.scenario = scenario
         self._provider = provider
@@ -135,6 +137,11 @@ class ReplayModel:
     @property
     def provider(self) -> str:
         return self._provider
+
+    @property
+    def model_name(self) -> str | None:
+        """The model the recording asked for (a ``NamedModel``: ``Agent.create`` needs no config)."""
+        return self._model_name
 
     @property
     def scripts(self) -> list[SessionScript]:

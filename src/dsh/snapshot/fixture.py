@@ -23,13 +23,13 @@ from dsh.errors import RecordFailedError, ReplayError, ScenarioError, UsageError
 from dsh.events.chunks import Chunk, is_retryable
 from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model, ModelRequest
-from dsh.model.settings import resolve_provider
+from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
-from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_model_name
+from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolLike
@@ -94,7 +94,7 @@ class Recording:
         self._live: Any = None
         if mode == "record":
             try:
-                settings = resolve_provider()
+                settings = resolve_provider(key_option=None)  # pytest has no --api-key
             except UsageError as exc:
                 raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
             from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording
@@ -110,9 +110,9 @@ class Recording:
                     f"scenario {directory.name}: no recording yet; run with --dsh-snapshot=record (or once)"
                 )
             tolerances = read_tolerances(directory, drift) if (directory / "input.json").exists() else None
-            self._replay, logs = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self._replay, _ = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
             self._replay.accept_hint = ACCEPT_HINT  # a divergence fails the test at its call
-            self.model_name = recorded_model_name(logs.primary) or "deepseek-chat"
+            self.model_name = self._replay.model_name or DEFAULT_MODEL
         self._agents: list[Agent] = []
 
     @property

@@ -16,7 +16,7 @@ from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
-from dsh.model.settings import resolve_provider
+from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.replay.fidelity import DRIFTS, Drift
 from dsh.replay.files import load_replay_model, read_input, read_tolerances
 from dsh.replay.layout import PRIMARY
@@ -161,22 +161,12 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
     return cwd
 
 
-def recorded_model_name(loaded: LoadedSession | None) -> str | None:
-    """The model the recording's primary session last asked for (its ``request/header``)."""
-    for event in reversed(loaded.events if loaded else []):
-        if event.type == "request/header":
-            config = event.data.get("header", {}).get("config", {})
-            name = config.get("model") if isinstance(config, dict) else None
-            return name if isinstance(name, str) and name else None
-    return None
-
-
 def _record_model() -> tuple[Model, str]:
     # Imported here, not at module top: the SDK costs ~250 ms of start-up that replay never needs.
     from dsh.model.openai_compat import OpenAICompatModel
 
     try:
-        settings = resolve_provider()
+        settings = resolve_provider(key_option=None)  # a library or pytest run has no --api-key
     except UsageError as exc:
         raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
     model = OpenAICompatModel(
@@ -255,7 +245,7 @@ async def _prepare(
     model: Model
     if mode == "record":
         if record_model is not None:
-            model, model_name = record_model, model_name or "deepseek-chat"
+            model, model_name = record_model, model_name or DEFAULT_MODEL
         else:
             model, model_name = _record_model()
     else:
@@ -265,7 +255,7 @@ async def _prepare(
         if logs.primary is not None:
             recorded[PRIMARY] = logs.primary
         recorded.update(dict(logs.children))
-        model_name = model_name or recorded_model_name(logs.primary) or "deepseek-chat"
+        model_name = model_name or replay_model.model_name or DEFAULT_MODEL
     policy = replay_policy(directory, recorded.get(PRIMARY))
     answers = policy.answers
     chosen = policy.sandbox

@@ -200,6 +200,16 @@ class EventStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsDamage(Protocol):
+    """A store that can skip a session whose log it cannot read (JSONL: one file per session)."""
+
+    async def damaged_log(self, id_prefix: str) -> str | None:
+        """Why the log of a session whose id starts with ``id_prefix`` cannot be read (naming
+        its file and line), when the store holds such a damaged log; else ``None``."""
+        ...
+
+
 class _Closable(Protocol):
     async def close(self) -> None:
         """Close the store."""

@@ -315,6 +315,10 @@ class JsonlEventStore(StoreFront):
     async def _exists_session(self, session_id: str) -> bool:
         return await run_blocking(None, self.path_for(session_id).is_file)
 
+    async def damaged_log(self, id_prefix: str) -> str | None:
+        """``ReportsDamage``: the first unreadable session file whose name starts as ``id_prefix``'s."""
+        return await run_blocking(None, self._index.damaged, session_file_stem(id_prefix))
+
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         summaries, warnings = await run_blocking(None, self._index.summaries, parent)
         report_all(warnings)

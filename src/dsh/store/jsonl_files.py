@@ -147,6 +147,24 @@ class JsonlIndex:
         self._summaries[path.name] = (key, entry)
         return entry
 
+    def damaged(self, stem_prefix: str) -> str | None:
+        """Why the first session file named ``stem_prefix...`` cannot be read (file and line), if any."""
+        try:
+            names = sorted(
+                n for n in os.listdir(self.root) if n.startswith(stem_prefix) and n.endswith(SUFFIX)
+            )
+        except OSError:
+            return None
+        for name in names:
+            path = self.root / name
+            try:
+                scan_file(read_shared(path), path, None, self._name_of)
+            except (CorruptLogError, UnsupportedFormatError) as exc:
+                return str(exc)
+            except OSError:
+                continue
+        return None
+
     def summaries(self, parent: str | None) -> tuple[list[SessionSummary], list[str]]:
         """Every session (``parent=None``) or the children of ``parent``, with the warnings met."""
         try:

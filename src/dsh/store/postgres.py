@@ -202,12 +202,15 @@ class PostgresEventStore(BufferedFront):
         schema: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
+        create: bool = True,
     ) -> None:
         """Parse ``url`` (a ``UsageError`` when malformed); no connection is made yet.
 
         ``schema`` overrides the URL's ``schema=`` parameter; ``max_connections`` bounds the
-        pool of this handle.
+        pool of this handle; ``create=False`` refuses a database without the dsh tables
+        (:class:`~dsh.errors.StoreNotFoundError`) instead of creating them.
         """
+        self._create_tables = create
         self.target: PostgresTarget = parse_postgres_url(url, schema)
         self.url = self.target.label
         """The URL with any password hidden: what messages show."""
@@ -268,7 +271,9 @@ class PostgresEventStore(BufferedFront):
                 self._check_open()
                 conn = await self._connect()
                 try:
-                    self._schema_name = await prepare_database(conn, self.url, self.target.schema)
+                    self._schema_name = await prepare_database(
+                        conn, self.url, self.target.schema, create=self._create_tables
+                    )
                 finally:
                     await conn.close()
                 pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import sql
 
 from dsh import jsonx
-from dsh.errors import CorruptLogError, UnsupportedFormatError, UsageError
+from dsh.errors import CorruptLogError, StoreNotFoundError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder
@@ -267,8 +267,13 @@ async def set_search_path(conn: psycopg.AsyncConnection[Any], schema: str | None
         await conn.execute("SELECT set_config('search_path', quote_ident(%s), false)", (schema,))
 
 
-async def prepare_database(conn: psycopg.AsyncConnection[Any], where: str, schema: str | None) -> str:
+async def prepare_database(
+    conn: psycopg.AsyncConnection[Any], where: str, schema: str | None, *, create: bool = True
+) -> str:
     """Check the dsh tables behind ``conn`` (stamping a pristine schema); return the schema name.
+
+    ``create=False`` (a read-only command) stamps nothing: no dsh tables is a
+    :class:`~dsh.errors.StoreNotFoundError`.
 
     ``conn`` is in autocommit mode with its search path set. Refuses a non-UTF8 database,
     a schema holding same-named tables dsh did not create, and any other schema version.
@@ -278,6 +283,8 @@ async def prepare_database(conn: psycopg.AsyncConnection[Any], where: str, schem
         raise UnsupportedFormatError(
             f"{where}: the database encoding is {encoding}; dsh stores JSON text and needs a UTF8 database"
         )
+    if not create and (current is None or "dsh_schema" not in found):
+        raise StoreNotFoundError(f"no store at {where}: it holds no dsh tables (nothing was created)")
     if current is None or "dsh_schema" not in found:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))

@@ -15,7 +15,7 @@ from typing import Final
 
 import platformdirs
 
-from dsh.errors import UsageError, install_hint
+from dsh.errors import StoreNotFoundError, UsageError, install_hint
 from dsh.store.base import EventStore
 from dsh.store.jsonl import JsonlEventStore
 from dsh.store.memory import MemoryEventStore
@@ -23,8 +23,9 @@ from dsh.store.sqlite import SqliteEventStore
 
 DEFAULT_DB_NAME: Final = "sessions.db"
 
-StoreOpener = Callable[[str, str], EventStore]
-"""``opener(url, rest)``: ``rest`` is the URL after ``scheme:``."""
+StoreOpener = Callable[[str, str, bool], EventStore]
+"""``opener(url, rest, create)``: ``rest`` is the URL after ``scheme:``; ``create=False`` refuses a
+missing store (:class:`~dsh.errors.StoreNotFoundError`) instead of creating it on first use."""
 
 
 def default_sqlite_path() -> Path:
@@ -39,25 +40,33 @@ def _local_path(rest: str) -> Path:
     return Path(os.path.expanduser(rest))
 
 
-def _open_sqlite(url: str, rest: str) -> EventStore:
-    return SqliteEventStore(_local_path(rest) if rest else default_sqlite_path())
+def _must_exist(label: str, path: Path, create: bool, what: str) -> Path:
+    """The one check of ``create=False`` for the file backends: the store is there, or one line."""
+    if not create and not path.exists():
+        raise StoreNotFoundError(f"no store at {label}: {what} {path} does not exist (nothing was created)")
+    return path
 
 
-def _open_jsonl(url: str, rest: str) -> EventStore:
+def _open_sqlite(url: str, rest: str, create: bool) -> EventStore:
+    path = _local_path(rest) if rest else default_sqlite_path()
+    return SqliteEventStore(_must_exist(url or str(path), path, create, "the database file"))
+
+
+def _open_jsonl(url: str, rest: str, create: bool) -> EventStore:
     if not rest:
         raise UsageError(f"store URL {url!r} needs a directory: jsonl:DIR")
-    return JsonlEventStore(_local_path(rest))
+    return JsonlEventStore(_must_exist(url, _local_path(rest), create, "the directory"))
 
 
-def _open_postgres(url: str, rest: str) -> EventStore:
+def _open_postgres(url: str, rest: str, create: bool) -> EventStore:
     try:  # optional dependency, imported on use (see the module docstring)
         from dsh.store.postgres import PostgresEventStore
     except ImportError as exc:
         raise UsageError(f"PostgreSQL store URLs need psycopg: {install_hint('postgres')}") from exc
-    return PostgresEventStore(url)
+    return PostgresEventStore(url, create=create)
 
 
-def _open_memory(url: str, rest: str) -> EventStore:
+def _open_memory(url: str, rest: str, create: bool) -> EventStore:
     if rest:
         raise UsageError(f"store URL {url!r}: memory: takes no path")
     return MemoryEventStore()
@@ -73,16 +82,20 @@ SCHEMES: dict[str, StoreOpener] = {
 """Scheme → opener. Other backends add their scheme here (see the module docstring)."""
 
 
-def open_store(url: str | None) -> EventStore:
+def open_store(url: str | None, *, create: bool = True) -> EventStore:
     """Open the store named by ``url``; ``None`` or ``""`` is the default SQLite database.
 
-    Opening does no I/O: a database is created or checked on first use.
+    With ``create=True`` (what writing commands use) opening does no I/O: a database is
+    created or checked on first use. ``create=False`` (every read-only command) never
+    creates one: a missing SQLite file or JSONL directory raises
+    :class:`~dsh.errors.StoreNotFoundError` here, a PostgreSQL database without the dsh
+    tables on first use (a missing database is the connection's own error).
     """
     if not url:
-        return SqliteEventStore(default_sqlite_path())
+        return _open_sqlite("", "", create)
     scheme, sep, rest = url.partition(":")
     opener = SCHEMES.get(scheme.lower()) if sep else None
     if opener is None:
         known = ", ".join(f"{s}:" for s in SCHEMES)
         raise UsageError(f"unknown store URL {url!r} (use one of {known})")
-    return opener(url, rest)
+    return opener(url, rest, create)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dsh.errors import UsageError
+from dsh.errors import UsageError, install_hint
 from dsh.trace.plan import PlannedSpan
 
 if TYPE_CHECKING:
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
 SCOPE = "dsh"
-INSTALL_HINT = "OpenTelemetry export needs the otel extra: pip install 'dsh-harness[otel]'"
 
 
 def _ns(ms: int) -> int:
@@ -30,7 +29,9 @@ def require_sdk() -> None:
     try:
         import opentelemetry.sdk.trace  # noqa: F401
     except ImportError as exc:
-        raise UsageError(f"{INSTALL_HINT} ({exc.name} is not installed)") from exc
+        raise UsageError(
+            f"OpenTelemetry export needs the otel extra: {install_hint('otel')} ({exc.name} is not installed)"
+        ) from exc
 
 
 def readable_spans(plan: Sequence[PlannedSpan], service: str = "dsh") -> list[ReadableSpan]:

@@ -42,10 +42,14 @@ def serve(
     report_html: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> None:
-    """Serve the viewer over ``store_url`` until interrupted (Ctrl-C)."""
+    """Serve the viewer over ``store_url`` until interrupted (Ctrl-C).
+
+    A store that does not exist is refused here, before listening (``StoreNotFoundError``).
+    """
+    opened = open_store(store_url, create=False)
     sock = bind(host, port)
     url = url_of(sock)
-    app = create_app(lambda: open_store(store_url), label=label, report_html=report_html)
+    app = create_app(lambda: opened, label=label, report_html=report_html)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
     server = uvicorn.Server(config)
     echo(f"dsh ui: serving {label} at {url} (read-only; Ctrl-C stops)")
