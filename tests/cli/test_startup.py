@@ -8,8 +8,10 @@ all), but what a command runs — the loop, the tools, the stores, the scenario 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "dsh.loop.agent",
@@ -75,3 +77,64 @@ def test_a_command_still_imports_what_it_runs() -> None:
         "    pass\n"
     )
     assert "dsh.store.sqlite" in loaded or "dsh.store.memory" in loaded
+
+
+# -- issue 35, item 15: a command that calls no model imports no model SDK ---------------------
+
+SCENARIO = Path(__file__).parents[2] / "src/dsh/snapshot/scenarios/text-turn"
+_KEYS = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL", "DSH_STORE")
+
+
+def sdk_modules(*argv: str, cwd: Path, stdin: str = "", log: Path | None = None) -> set[str]:
+    """The ``openai`` modules a real ``dsh`` process imported (``-X importtime``: on stderr, or in
+    the ACP server's log file, where its stderr goes while serving)."""
+    env = {k: v for k, v in os.environ.items() if k not in _KEYS}
+    env["XDG_DATA_HOME"] = str(cwd / "data")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dsh.cli", *argv],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
+    )
+    text = done.stderr + (log.read_text() if log is not None and log.exists() else "")
+    found = set()
+    for line in text.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name.split(".")[0] == "openai":
+                found.add(name)
+    return found
+
+
+def test_commands_that_call_no_model_import_no_openai(tmp_path: Path) -> None:
+    store = f"jsonl:{tmp_path / 'store'}"
+    assert sdk_modules("replay", str(SCENARIO), "--store", store, cwd=tmp_path) == set()
+    sid = next((tmp_path / "store").glob("*.jsonl")).name[:8]
+    for argv in (
+        ("--help",),
+        ("run", "--help"),
+        ("sessions", "list", "--store", store),
+        ("sessions", "tree", "--store", store),
+        ("log", sid, "--store", store),
+        ("run", "   ", "--store", store),  # refused before anything
+        ("run", "hi", "--resume", "nope", "--store", store, "--base-url", "http://127.0.0.1:9"),
+    ):
+        assert sdk_modules(*argv, cwd=tmp_path) == set(), argv
+    log = tmp_path / "acp.log"
+    init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    acp = ("acp", "--replay", str(SCENARIO), "--store", "memory:", "--log-file", str(log))
+    assert sdk_modules(*acp, cwd=tmp_path, stdin=init, log=log) == set()
+
+
+def test_a_command_that_calls_a_model_does_import_it(tmp_path: Path) -> None:
+    """The check above can fail: a turn against a (local) model imports the SDK."""
+    from dsh.testing.server import OpenAICompatServer
+    from dsh.testing.wire import stream_reply
+
+    with OpenAICompatServer(handler=lambda r: stream_reply(text="ok")) as server:
+        found = sdk_modules("run", "hi", "--store", "memory:", "--base-url", server.base_url, cwd=tmp_path)
+    assert "openai" in found

@@ -113,7 +113,8 @@ def test_live_session_appends_a_turn(page: Any, tmp_path: Path, artifacts: Path)
     feed = Feed()
     with serving(url, poll_interval=0.05, feed=feed) as base:
         page.goto(base + f"/s/{spawn}")
-        page.wait_for_selector("#live.on", timeout=10_000)
+        page.wait_for_selector("[data-connected]", timeout=10_000)
+        assert page.locator("#live.on").count() == 0  # a finished session is never shown live
         assert "LIVE_REPLY" not in page.inner_text("#transcript")
         feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "<b>stream"})
         feed.chunk(spawn, {"type": "text-delta", "index": 0, "text": "ing</b>"})

@@ -59,7 +59,9 @@ async def test_lineage_has_grandchildren_and_fork_cuts() -> None:
         assert [(c.seq, c.child) for c in fork_cuts(mid)] == [(19, "grandchild")]
         assert find(tree, "spawned") is not None and find(tree, "spawned").derived.kind == "spawn"  # type: ignore[union-attr]
         page = await list_page(store, cache, sort="id", descending=False, per_page=2)
-        assert [r.summary.header.id for r in page.rows] == ["child", "grandchild"] and page.pages == 2
+        # children nested under their parents (#35): root, child, grandchild, spawned
+        assert [(r.summary.header.id, r.depth) for r in page.rows] == [("root", 0), ("child", 1)]
+        assert page.pages == 2
         assert (
             next(r for r in (await list_page(store, cache)).rows if r.summary.header.id == "root").children
             == 2

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -32,6 +33,9 @@ from dsh.subagents import standard_tools
 from dsh.tools.approval import Approver
 from dsh.tools.registry import ToolRegistry
 from dsh.tools.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from dsh.model.openai_compat import OpenAICompatModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +113,17 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
         raise UsageError("--model must not be empty")
     settings = resolve_provider(api_key=setup.api_key, base_url=setup.base_url, model=setup.model)
     scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
-    # Imported here, not at module top: the SDK costs ~250 ms that every other command skips.
-    from dsh.model.openai_compat import OpenAICompatModel
-
-    model = OpenAICompatModel(
-        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-    )
     store = open_store(setup.store_url)
+    model: OpenAICompatModel | None = None
     try:
+        tools = select_tools(setup.tools)
+        sid = await _target(store, setup)  # refusals (unknown id, a child, --cwd) come first
+        # Imported only now: the SDK costs ~1 s that every other command, and every refusal, skips.
+        from dsh.model.openai_compat import OpenAICompatModel
+
+        model = OpenAICompatModel(
+            base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+        )
         config = AgentConfig(
             model=settings.model,
             system=DEFAULT_SYSTEM_PROMPT if setup.system is None else setup.system,
@@ -126,8 +133,6 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)
-        tools = select_tools(setup.tools)
-        sid = await _target(store, setup)
         if sid is not None:
             agent = await Agent.resume(
                 store, sid, model=model, tools=tools, config=config, feed=feed, lease_wait=setup.wait
@@ -149,7 +154,8 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
         try:
             await store.close()
         finally:
-            await model.aclose()
+            if model is not None:
+                await model.aclose()
 
 
 async def close_background(agent: Agent, within: float) -> None:

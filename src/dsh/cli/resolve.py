@@ -13,6 +13,7 @@ from pathlib import Path
 from dsh.cli.tables import terminal_safe
 from dsh.errors import CorruptLogError, SessionNotFoundError, UsageError
 from dsh.store.base import EventStore, ReportsDamage, SessionSummary
+from dsh.store.prefix import ids_with_prefix
 
 SHOWN_CANDIDATES = 5
 """An ambiguous prefix names at most this many candidates."""
@@ -28,9 +29,9 @@ async def resolve_id(store: EventStore, text: str) -> str:
     """
     if not text:
         raise UsageError("a session id must not be empty")
-    if await store.exists(text):
+    matches = await ids_with_prefix(store, text)
+    if matches == [text]:
         return text
-    matches = [s.header.id for s in await store.list_sessions() if s.header.id.startswith(text)]
     if not matches:
         damage = await store.damaged_log(text) if isinstance(store, ReportsDamage) else None
         if damage is not None:  # the listing skipped it: say so, not "not found"

@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from dsh import jsonx
@@ -26,6 +26,7 @@ from dsh.events import Event
 from dsh.loop import Feed
 from dsh.session.digest import derive
 from dsh.store.base import EventStore, SessionSummary
+from dsh.store.prefix import ids_with_prefix
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
 from dsh.ui.assets import CSS, JS
 from dsh.ui.chunks import ChunkHub
@@ -195,8 +196,36 @@ async def _session_view(request: Request, template: str) -> Response:
     try:
         context = await _session_context(state, sid)
     except SessionNotFoundError:
-        return _not_found(state, sid)
+        return await _by_prefix(request, state, sid)
     return _html(template, state, **context)
+
+
+async def _by_prefix(request: Request, state: UiState, prefix: str) -> Response:
+    """``/s/<prefix>``: one stored id starts with it → a redirect there; several → a page
+    listing them (300); none → 404. (``dsh.store.prefix``, as the CLI resolves ids.)"""
+    matches = await ids_with_prefix(state.store, prefix)
+    if not matches:
+        return _not_found(state, prefix)
+    tail = request.url.path[len("/s/") :].split("/", 1)
+    rest = f"/{tail[1]}" if len(tail) > 1 else ""
+    if len(matches) == 1:
+        return RedirectResponse(
+            f"/s/{quote(matches[0], safe='')}{rest}", status_code=307, headers=SECURITY_HEADERS
+        )
+    body = _ENV.from_string(
+        '{% extends "base.html" %}{% block main %}<h1>Which session?</h1>'
+        "<p>Session id prefix <code>{{ prefix }}</code> matches {{ ids | length }} sessions:</p>"
+        '<ul class="candidates">{% for i in ids %}<li>'
+        '<a class="mono" href="/s/{{ i | urlencode }}{{ rest }}">{{ i }}</a></li>{% endfor %}</ul>'
+        "{% endblock %}"
+    ).render(
+        store_label=state.label,
+        has_report=state.report_html is not None,
+        prefix=prefix,
+        ids=matches,
+        rest=rest,
+    )
+    return HTMLResponse(body, status_code=300, headers=SECURITY_HEADERS)
 
 
 async def session_page(request: Request) -> Response:

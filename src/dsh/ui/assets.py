@@ -49,6 +49,13 @@ ul.tree li.current > .node { font-weight:700; background:#eef2ff; border-radius:
 .timeline .tick.t-user { background:#93c5fd; } .timeline .tick.t-assistant { background:#a5b4fc; }
 .timeline .tick.t-tool { background:#fcd34d; } .timeline .tick.t-turn { background:#e5e7eb; }
 .timeline .tick.inherited { opacity:.45; }
+.legend { font-size:12px; color:var(--muted); margin:6px 0 0; }
+.legend .key { display:inline-block; width:10px; height:10px; margin:0 4px 0 10px; vertical-align:middle; background:#c7d2fe; }
+.legend .key.t-user { background:#93c5fd; } .legend .key.t-assistant { background:#a5b4fc; }
+.legend .key.t-tool { background:#fcd34d; } .legend .key.t-turn { background:#e5e7eb; }
+.legend .key.inherited { opacity:.45; }
+pre.problem { white-space:pre-wrap; }
+.nest { color:var(--muted); }
 .timeline .cutmark { position:absolute; top:-8px; bottom:-8px; width:0; border-left:3px solid var(--fork); }
 .timeline .cutmark span { position:absolute; top:32px; left:-4px; white-space:nowrap; font-size:11.5px;
   color:var(--fork); font-weight:600; }
@@ -85,9 +92,18 @@ JS: Final = """
   var count = document.getElementById("event-count");
   var status = document.getElementById("status");
   var next = parseInt(root.getAttribute("data-next-seq"), 10);
+  var current = root.getAttribute("data-status");
+  // The green dot means "running and connected": a finished session is never shown live.
+  function mark(text) {
+    if (text === "live") root.setAttribute("data-connected", "1"); else root.removeAttribute("data-connected");
+    if (!badge) return;
+    var on = text === "live" && current === "running";
+    badge.classList.toggle("on", on);
+    badge.textContent = on ? "live" : (current === "running" ? text : "");
+  }
   function open() {
     var source = new EventSource(root.getAttribute("data-live-url") + "?from=" + next);
-    source.onopen = function () { if (badge) { badge.classList.add("on"); badge.textContent = "live"; } };
+    source.onopen = function () { mark("live"); };
     source.addEventListener("append", function (msg) {
       var data = JSON.parse(msg.data);
       if (data.seq < next) return;
@@ -97,7 +113,9 @@ JS: Final = """
       if (transcript && data.items) transcript.insertAdjacentHTML("beforeend", data.items);
       if (events && data.row) events.insertAdjacentHTML("beforeend", data.row);
       if (count) count.textContent = String(next);
+      if (data.status) current = data.status;
       if (status && data.status) { status.textContent = data.status; status.className = "badge status-" + data.status; }
+      mark("live");
     });
     source.addEventListener("delta", function (msg) {
       var data = JSON.parse(msg.data);
@@ -110,9 +128,9 @@ JS: Final = """
       }
       if (box) box.textContent += data.text;
     });
-    source.addEventListener("idle", function () { source.close(); setTimeout(open, 300); });
+    source.addEventListener("idle", function () { mark(""); source.close(); setTimeout(open, 300); });
     source.onerror = function () {
-      if (badge) { badge.classList.remove("on"); badge.textContent = "reconnecting"; }
+      mark("reconnecting");
       source.close(); setTimeout(open, 1000);
     };
   }

@@ -66,8 +66,8 @@ SESSIONS: Final = """{% extends "base.html" %}
 </tr></thead>
 <tbody>
 {% for row in page.rows %}{% set d = row.derived %}{% set h = row.summary.header %}
-<tr data-session="{{ h.id }}">
-  <td><a href="/s/{{ h.id | urlencode }}">{{ d.title }}</a>
+<tr data-session="{{ h.id }}" data-depth="{{ row.depth }}" class="depth-{{ [row.depth, 4] | min }}">
+  <td style="padding-left:{{ 8 + 18 * row.depth }}px">{% if row.depth %}<span class="nest">↳</span> {% endif %}<a href="/s/{{ h.id | urlencode }}">{{ d.title }}</a>
     {% if d.kind %}<span class="badge kind-{{ d.kind }}">{{ d.kind }}</span>{% endif %}
     <div class="mono" style="color:#667085;font-size:11px">{{ h.id }}</div></td>
   <td class="prompt-cell" title="{{ d.first_prompt }}">{{ d.first_prompt }}</td>
@@ -131,7 +131,7 @@ ITEMS: Final = """{% macro items(list) %}{% for it in list %}{% set f = it.field
 SESSION: Final = """{% extends "base.html" %}{% from "tree.html" import tree %}{% from "items.html" import items %}
 {% block title %}{{ derived.title }}{% endblock %}
 {% block main %}
-<div data-live-url="/s/{{ h.id | urlencode }}/live" data-next-seq="{{ events | length }}">
+<div data-live-url="/s/{{ h.id | urlencode }}/live" data-next-seq="{{ events | length }}" data-status="{{ derived.status }}">
 <h1 style="font-size:19px;margin:4px 0 10px">{{ derived.title }}
  {% if derived.kind %}<span class="badge kind-{{ derived.kind }}">{{ derived.kind }}</span>{% endif %}
  <span id="status" class="badge status-{{ derived.status }}">{{ derived.status }}</span> <span id="live" class="live"></span></h1>
@@ -159,6 +159,7 @@ SESSION: Final = """{% extends "base.html" %}{% from "tree.html" import tree %}{
 {% for c in cuts %}<div class="cutmark fork-cut" data-child="{{ c.child }}" style="left:{{ 100 * c.seq / (events | length or 1) }}%">
 <span>✂ fork {{ c.label or c.child[:8] }} · cut {{ c.seq }}</span></div>{% endfor %}
 </div>
+<p class="legend" id="timeline-legend">{% for cls, label in [("t-user", "user"), ("t-assistant", "assistant"), ("t-tool", "tool"), ("t-turn", "turn"), ("t-other", "other")] %}<span class="key {{ cls }}"></span>{{ label }} {% endfor %}{% if cut %}<span class="key inherited"></span>inherited{% endif %}</p>
 {% if cuts %}<ul class="cuts">{% for c in cuts %}<li>fork child <a href="/s/{{ c.child | urlencode }}">{{ c.label or c.child }}</a> inherits seq 0–{{ c.seq - 1 }}; its cut is at seq {{ c.seq }}</li>{% endfor %}</ul>{% endif %}
 </section>
 <section class="card"><h2>Transcript</h2>
@@ -171,7 +172,7 @@ SESSION: Final = """{% extends "base.html" %}{% from "tree.html" import tree %}{
 EVENTS: Final = """{% extends "base.html" %}{% from "items.html" import event_row %}
 {% block title %}events · {{ h.id }}{% endblock %}
 {% block main %}
-<div data-live-url="/s/{{ h.id | urlencode }}/live" data-next-seq="{{ events | length }}">
+<div data-live-url="/s/{{ h.id | urlencode }}/live" data-next-seq="{{ events | length }}" data-status="{{ derived.status }}">
 <p><a href="/s/{{ h.id | urlencode }}">← session {{ h.id }}</a> · <span id="event-count">{{ events | length }}</span> events, cut {{ cut }} <span id="live" class="live"></span></p>
 <table class="list events"><thead><tr><th class="num">seq</th><th>type</th><th>time</th><th>data</th></tr></thead>
 <tbody id="events-body">
@@ -189,7 +190,7 @@ REPORT: Final = """<!doctype html>
 <header class="top"><span>dsh replay report</span><span class="store">{{ result.scenario }}</span></header>
 <main>
 <h1 style="font-size:19px">{{ result.scenario }}: {% if result.ok %}<span class="badge status-completed">replay ok</span>{% else %}<span class="badge status-error">replay failed</span>{% endif %}</h1>
-{% for p in result.problems %}<p class="item attempt">{{ p }}</p>{% endfor %}
+{% for p in result.problems %}<pre class="item attempt problem">{{ p }}</pre>{% endfor %}
 {% for s in result.sessions %}
 <section class="card session-report{{ ' diverged' if s.divergence else '' }}" data-recorded="{{ s.recorded_id }}">
 <h2><span class="badge kind-{{ s.kind }}">{{ s.kind }}</span> recorded {{ s.recorded_id }} → live {{ s.live_id or "—" }}</h2>

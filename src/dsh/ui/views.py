@@ -74,6 +74,8 @@ class Row:
     summary: SessionSummary
     derived: Derived
     children: int
+    depth: int = 0
+    """How deep under its listed parent the row is nested (0: shown at the top level)."""
 
     def to_json(self) -> dict[str, Any]:
         d = self.derived
@@ -156,15 +158,44 @@ async def list_page(
         return (h.created_at, h.id)
 
     chosen.sort(key=key, reverse=descending)
+    nested = nest(chosen)
     per_page = max(1, min(per_page, 500))
-    pages = max(1, -(-len(chosen) // per_page))
+    pages = max(1, -(-len(nested) // per_page))
     page = max(1, min(page, pages))
-    window = chosen[(page - 1) * per_page : page * per_page]
+    window = nested[(page - 1) * per_page : page * per_page]
     rows = []
-    for s in window:
+    for s, depth in window:
         d = derived.get(s.header.id) or await cache.get(s)
-        rows.append(Row(s, d, children.get(s.header.id, 0)))
+        rows.append(Row(s, d, children.get(s.header.id, 0), depth))
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
+
+
+def nest(ordered: Sequence[SessionSummary]) -> list[tuple[SessionSummary, int]]:
+    """Each session with its depth, every child right under its parent (children in the given
+    order); a child whose parent is not listed stays a top row. Cycle-safe: each id once."""
+    present = {s.header.id for s in ordered}
+    kids: dict[str, list[SessionSummary]] = {}
+    for s in ordered:
+        parent = s.header.parent_session
+        if parent is not None and parent in present and parent != s.header.id:
+            kids.setdefault(parent, []).append(s)
+    roots = [
+        s
+        for s in ordered
+        if not (s.header.parent_session in present and s.header.parent_session != s.header.id)
+    ]
+    out: list[tuple[SessionSummary, int]] = []
+    seen: set[str] = set()
+    for root in [*roots, *ordered]:  # the second pass reaches sessions only in a parent cycle
+        stack = [(root, 0)]
+        while stack:
+            s, depth = stack.pop()
+            if s.header.id in seen:
+                continue
+            seen.add(s.header.id)
+            out.append((s, depth))
+            stack.extend((c, depth + 1) for c in reversed(kids.get(s.header.id, [])))
+    return out
 
 
 # --------------------------------------------------------------------------- lineage
