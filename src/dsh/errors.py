@@ -9,7 +9,8 @@ file, session id or value involved.
 
     DshError
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
-    │   └── MissingCredentialError  no API key / base URL configured
+    │   ├── MissingCredentialError  no API key / base URL configured
+    │   └── InvalidSessionIdError   a malformed session id (too long, a path separator, a control character)
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
     │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
@@ -18,6 +19,7 @@ file, session id or value involved.
     │   ├── SeqConflictError        two writers raced on the same session
     │   ├── SessionBusyError        another writer holds the session's lease
     │   ├── CorruptLogError         committed corruption (path and line/seq named)
+    │   │   └── SessionTruncatedError  events dsh appended durably are missing (the seqs named)
     │   ├── UnsupportedFormatError  a log/database version or owner we do not read
     │   └── StoreClosedError
     ├── ModelError                  a classified model-call failure (``code`` attribute)
@@ -45,6 +47,10 @@ class UsageError(DshError):
 
 class MissingCredentialError(UsageError):
     """No API key or base URL is configured for a live model."""
+
+
+class InvalidSessionIdError(UsageError):
+    """A session id that is not well-formed (see ``dsh.ids.check_session_id``)."""
 
 
 class InvalidEventError(DshError):
@@ -111,6 +117,10 @@ class SessionBusyError(StoreError):
 
 class CorruptLogError(StoreError):
     """Committed data is corrupt; the path and line (or seq) are named."""
+
+
+class SessionTruncatedError(CorruptLogError):
+    """A session file lost events dsh appended durably (cut short); nothing is appended after it."""
 
 
 class UnsupportedFormatError(StoreError):

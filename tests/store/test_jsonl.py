@@ -15,7 +15,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dsh.errors import CorruptLogError, SessionExistsError, UnsupportedFormatError
+from dsh.errors import (
+    CorruptLogError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionNotFoundError,
+    UnsupportedFormatError,
+)
 from dsh.events import Event, SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession, decode_log, encode_log
 from dsh.store.codec import encode_event_lines
@@ -42,7 +48,19 @@ async def test_one_file_per_session_with_header_then_events(tmp_path: Path) -> N
     await store.close()
 
 
-@pytest.mark.parametrize("sid", ["{{sessionId}}", "a/b", "../up", ".hidden", "~7E", "naïve", "x" * 200])
+@pytest.mark.parametrize("sid", ["a/b", "../up", "a\\b", "a\x00b", "..", "x" * 201])
+async def test_a_malformed_id_is_refused_before_any_file_is_named(tmp_path: Path, sid: str) -> None:
+    assert "/" not in session_file_name(sid[:200]), "the mapping itself is safe for any id"
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(InvalidSessionIdError, match="invalid session id"):
+        await store.create(SessionHeader(id=sid, created_at=1))
+    with pytest.raises(SessionNotFoundError):
+        await store.load(sid)
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+    await store.close()
+
+
+@pytest.mark.parametrize("sid", ["{{sessionId}}", ".hidden", "~7E", "naïve", "x" * 200])
 async def test_any_id_maps_to_one_safe_file(tmp_path: Path, sid: str) -> None:
     name = session_file_name(sid)
     assert "/" not in name and not name.startswith(".") and name.endswith(".jsonl")

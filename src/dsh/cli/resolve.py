@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dsh.cli.tables import terminal_safe
 from dsh.errors import SessionNotFoundError, UsageError
+from dsh.ids import check_session_id
 from dsh.store.base import EventStore, SessionSummary
 
 SHOWN_CANDIDATES = 5
@@ -28,6 +29,7 @@ async def resolve_id(store: EventStore, text: str) -> str:
     """
     if not text:
         raise UsageError("a session id must not be empty")
+    check_session_id(text)
     if await store.exists(text):
         return text
     matches = [s.header.id for s in await store.list_sessions() if s.header.id.startswith(text)]

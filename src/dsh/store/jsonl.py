@@ -109,12 +109,19 @@ class JsonlEventStore(StoreFront):
         """The file that holds (or would hold) ``session_id``."""
         return self.root / session_file_name(session_id)
 
+    def _stored_path(self, session_id: str) -> Path:
+        """The file of a session to read: an id no file name can hold is a session not stored."""
+        try:
+            return self.path_for(session_id)
+        except StoreError:
+            raise SessionNotFoundError(session_id, str(self.root)) from None
+
     def _read(self, session_id: str, *, lock: bool = True) -> tuple[bytes, Scan]:
         """Read and decode a session file (under ``LOCK_SH`` unless the caller holds ``LOCK_EX``)."""
-        return read_session(self.path_for(session_id), session_id, session_file_name, lock=lock)
+        return read_session(self._stored_path(session_id), session_id, session_file_name, lock=lock)
 
     def _open_writer(self, session_id: str) -> _Writer:
-        path = self.path_for(session_id)
+        path = self._stored_path(session_id)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
@@ -313,7 +320,11 @@ class JsonlEventStore(StoreFront):
         return loaded.events[seq:]
 
     async def _exists_session(self, session_id: str) -> bool:
-        return await run_blocking(None, self.path_for(session_id).is_file)
+        try:
+            path = self.path_for(session_id)
+        except StoreError:
+            return False
+        return await run_blocking(None, path.is_file)
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         summaries, warnings = await run_blocking(None, self._index.summaries, parent)

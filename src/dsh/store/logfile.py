@@ -22,13 +22,14 @@ from typing import Any, Final
 
 import orjson
 
-from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError
+from dsh.errors import CorruptLogError, DshError, InvalidEventError, StoreError, UnsupportedFormatError
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
 from dsh.store.base import LoadedSession
 from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
 from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
+from dsh.store.rules import check_header_ids
 
 try:  # optional dependency: ``pip install 'dsh[zstd]'``
     import zstandard as _zstd
@@ -234,8 +235,13 @@ class DecodedLog:
         """The log as a version-2 store holds it; raises with the reason if it cannot be imported.
 
         Version 0: the ``session/end-seed`` at seq ``seedLength`` is tagged
-        ``"inherited": true``; nothing else changes (seqs, types and data are kept).
+        ``"inherited": true``; nothing else changes (seqs, types and data are kept). A
+        malformed id or parent id, or a session naming itself as its parent, is refused.
         """
+        try:
+            check_header_ids(self.header)
+        except DshError as exc:
+            raise CorruptLogError(f"{self.source}: {exc}") from exc
         events = self.events
         if self.version == LEGACY_VERSION:
             events = import_events(self.events, self.seed_length, self.source)
