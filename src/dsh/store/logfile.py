@@ -6,8 +6,9 @@ name). The header's ``version`` is checked before anything else: 2 is read by th
 version-2 codec, 0 by the legacy reader, anything else is refused with
 :class:`~dsh.errors.UnsupportedFormatError`.
 
-Torn tail: only the last line may be incomplete (no trailing newline, or not valid JSON);
-it is dropped with a warning. Any bad line before it is committed corruption and raises
+Torn tail: only the last line may be incomplete (no trailing newline: a write cut short); it
+is dropped with a warning. Every complete line (one ending in a newline) that is not valid
+JSON or not a valid event, the last one included, is committed corruption and raises
 :class:`~dsh.errors.CorruptLogError` naming the file and line.
 """
 
@@ -59,6 +60,8 @@ class Scan:
     committed: int
     """Byte offset just after the last committed (complete, valid) line; bytes after it are a torn tail."""
     warnings: list[str] = field(default_factory=list)
+    loss: str | None = None
+    """JSONL store files: the line naming the events the seal says are missing (``dsh.store.seal``)."""
 
 
 def check_version(raw: object, source: str) -> int:
@@ -151,7 +154,6 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
     ends: list[int] = []
     pos = len(lines[0]) + 1
     header_end = pos
-    last = len(lines) - 1
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     v2 = version == FORMAT_VERSION
@@ -159,10 +161,7 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
         line = lines[n]
         try:
             obj = loads(line)
-        except decode_error as exc:
-            if n == last and not tail:
-                torn = (n + 1, "not valid JSON")
-                break
+        except decode_error as exc:  # a complete line (it has its newline): corruption, never a torn write
             raise CorruptLogError(f"{source}, line {n + 1}: not valid JSON") from exc
         try:
             if v2:

@@ -178,6 +178,7 @@ async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     items: list[Item] = [item for event in loaded.events for item in builder.feed(event)]
     return {
         "h": loaded.header,
+        "warnings": loaded.warnings,  # a torn tail left out, events missing from a cut file
         "events": loaded.events,
         "cut": cut,
         "derived": derived,
@@ -242,6 +243,7 @@ async def session_json(request: Request) -> Response:
             "kind": d.kind,
             "model": d.model,
             "children": [c.header.id for c in children],
+            "warnings": list(loaded.warnings),
             "events": [event.to_wire() for event in loaded.events],
         },
         headers=SECURITY_HEADERS,
