@@ -10,8 +10,9 @@ Layout: two fixed 64-byte slots, ``dshseal1 <count> <end> <digest>`` padded, eac
 checksum of its own; a writer overwrites one slot in place (``pwrite``), alternating, and the
 reader takes the valid slot with the larger count. A torn slot write leaves the other slot
 (one append older) in force: the seal may lag the file, never lead it (it is written only
-after the file's ``fsync`` returned), so a crash can weaken the check for the last append,
-never make it report a loss that did not happen. The seal file is created next to the session
+after the file's ``fsync`` returned, and not synced itself: the kernel holds it at once, so a
+killed process loses nothing; an OS crash can leave it older), so a crash can weaken the check
+of the last appends, never make it report a loss that did not happen. The seal file is created next to the session
 file (``create``, import, fork, or the first append to a file an older dsh wrote); a file
 without a seal is not checked. The session files themselves are unchanged (wire format).
 """
@@ -93,9 +94,14 @@ def open_seal(path: Path) -> int:
 
 
 def write_slot(fd: int, seal: Seal, slot: int) -> None:
-    """Overwrite slot ``slot`` (0 or 1) with ``seal`` and make it durable (``fdatasync``)."""
+    """Overwrite slot ``slot`` (0 or 1) with ``seal`` in place.
+
+    Not synced: the kernel has it at once (a killed process loses nothing) and writes it back
+    within its writeback interval; after an OS crash it may be older than the file, which
+    only leaves the latest appends unchecked. A sync here cost +0.4 ms per durable append
+    (+70%, docs/decisions/2026-12-02-jsonl-seal.md).
+    """
     os.pwrite(fd, encode_slot(seal), slot * SLOT)
-    os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
 
 
 def write_new_seal(path: Path, seal: Seal) -> None:
