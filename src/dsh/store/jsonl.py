@@ -18,6 +18,8 @@
 - ``delete`` removes the session's and its descendants' files through a journal
   (:mod:`dsh.store.staging`): all of them, or — after a crash — finished by the next open.
 - Session leases: ``flock`` on ``<root>/.<id>.jsonl.lock`` (:mod:`dsh.store.lease`).
+- The seal ``<root>/.<id>.jsonl.seal`` (:mod:`dsh.store.seal`) records each durable
+  append; a file cut short of it is reported on every read and refused for appending.
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ reader takes the valid slot with the larger count. A torn slot write leaves the 
 (one append older) in force: the seal may lag the file, never lead it (it is written only
 after the file's ``fsync`` returned, and not synced itself: the kernel holds it at once, so a
 killed process loses nothing; an OS crash can leave it older), so a crash can weaken the check
-of the last appends, never make it report a loss that did not happen. The seal file is created next to the session
-file (``create``, import, fork, or the first append to a file an older dsh wrote); a file
-without a seal is not checked. The session files themselves are unchanged (wire format).
+of the last appends, never make it report a loss that did not happen. The seal file is
+created next to the session file (``create``, import, fork, or the first append to a file
+an older dsh wrote); a file without a seal is not checked. The session files themselves
+are unchanged (wire format).
 """
 
 from __future__ import annotations
