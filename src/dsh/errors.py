@@ -10,7 +10,8 @@ file, session id or value involved.
     DshError
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
     │   ├── MissingCredentialError  no API key / base URL configured
-    │   └── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
+    │   ├── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
+    │   └── InvalidSessionIdError   a malformed session id (too long, a path separator, a control character)
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
     │   └── EventShapeError         decoded event data a projection could not read (wrong type, too deep)
     ├── StoreError                  anything a store refuses or fails at
@@ -20,6 +21,7 @@ file, session id or value involved.
     │   ├── SeqConflictError        two writers raced on the same session
     │   ├── SessionBusyError        another writer holds the session's lease
     │   ├── CorruptLogError         committed corruption (path and line/seq named)
+    │   │   └── SessionTruncatedError  events dsh appended durably are missing (the seqs named)
     │   ├── UnsupportedFormatError  a log/database version or owner we do not read
     │   └── StoreClosedError
     ├── ModelError                  a classified model-call failure (``code`` attribute)
@@ -64,6 +66,10 @@ class MissingCredentialError(UsageError):
 
 class EmptyPromptError(UsageError, ValueError):
     """A prompt that is empty or only whitespace (refused before a session or turn starts)."""
+
+
+class InvalidSessionIdError(UsageError):
+    """A session id that is not well-formed (see ``dsh.ids.check_session_id``)."""
 
 
 class InvalidEventError(DshError):
@@ -134,6 +140,10 @@ class SessionBusyError(StoreError):
 
 class CorruptLogError(StoreError):
     """Committed data is corrupt; the path and line (or seq) are named."""
+
+
+class SessionTruncatedError(CorruptLogError):
+    """A session file lost events dsh appended durably (cut short); nothing is appended after it."""
 
 
 class UnsupportedFormatError(StoreError):

@@ -21,6 +21,8 @@ from dsh.events import chunks as ck
 from .conftest import Dsh
 
 EVIL_ID = "s-\x1b[2J\x1b]0;pwned\x07-\u202egnp.exe\nfake row"
+STORED_ID = "s-\u202egnp.exe\u2066-\u200bx"
+"""An id a store accepts (no control character: ``dsh.ids``) that still must not reach a terminal raw."""
 EVIL_CWD = "/w/\x1b[31mred\x9b1m"
 EVIL_TYPE = "x/\x1b[5mblink"
 CONTROL = ("\x1b", "\x07", "\x9b", "\u202e")
@@ -61,16 +63,20 @@ def test_show_list_inspect_and_import_escape_what_the_log_says(dsh_sqlite: Dsh, 
     path = tmp_path / "evil.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in [header, *events]) + "\n")
     inspected = dsh_sqlite("log", "inspect", path).ok()
+    refused = dsh_sqlite("sessions", "import", path)  # control characters are no session id (dsh.ids)
+    assert refused.code != 0 and refused.stderr.count("\n") == 1 and "invalid session id" in refused.stderr
+    _no_controls(refused.stderr)
+    path.write_text("\n".join(json.dumps(line) for line in [{**header, "id": STORED_ID}, *events]) + "\n")
     dsh_sqlite("sessions", "import", path).ok()
     listed = dsh_sqlite("sessions", "list").ok()
-    shown = dsh_sqlite("sessions", "show", EVIL_ID, "--events").ok()
+    shown = dsh_sqlite("sessions", "show", STORED_ID, "--events").ok()
     for result in (inspected, listed, shown):
         _no_controls(result.stdout)
         assert "fake row" not in result.stdout.splitlines()[0:1], "a newline in an id forged a line"
-    assert "s-\\x1b[2J" in shown.stdout and "/w/\\x1b[31mred\\x9b1m" in shown.stdout
+    assert "s-\\u202egnp" in shown.stdout and "/w/\\x1b[31mred\\x9b1m" in shown.stdout
     assert "x/\\x1b[5mblink" in shown.stdout and "p\\x1b[1m" in shown.stdout
-    assert "s-\\x1b[2J" in listed.stdout and "s-\\x1b[2J" in inspected.stdout
-    assert json.loads(dsh_sqlite("sessions", "show", EVIL_ID, "--json").ok().stdout)["id"] == EVIL_ID
+    assert "s-\\u202egnp" in listed.stdout and "s-\\x1b[2J" in inspected.stdout
+    assert json.loads(dsh_sqlite("sessions", "show", STORED_ID, "--json").ok().stdout)["id"] == STORED_ID
 
 
 def test_the_live_view_escapes_labels_names_and_streamed_text() -> None:
@@ -95,20 +101,20 @@ def test_the_live_view_escapes_labels_names_and_streamed_text() -> None:
 
 
 def test_tree_import_export_tail_and_errors_escape_what_the_log_says(dsh_sqlite: Dsh, tmp_path: Path) -> None:
-    header = {"type": "session", "version": 2, "id": EVIL_ID, "createdAt": 1, "cwd": EVIL_CWD,
+    header = {"type": "session", "version": 2, "id": STORED_ID, "createdAt": 1, "cwd": EVIL_CWD,
               "isSeeded": False, "delegationDepth": 0}  # fmt: skip
     events = [{"type": EVIL_TYPE, "seq": 0, "time": 2, "data": {"note": "n"}, "ignorable": True}]
     path = tmp_path / "evil\x1b[2J.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in [header, *events]) + "\n")
     imported = dsh_sqlite("sessions", "import", path).ok()
     tree = dsh_sqlite("sessions", "tree").ok()
-    exported = dsh_sqlite("sessions", "export", EVIL_ID, "--output", tmp_path / "out.jsonl")
-    tail = dsh_sqlite("sessions", "tail", EVIL_ID).ok()
+    exported = dsh_sqlite("sessions", "export", STORED_ID, "--output", tmp_path / "out.jsonl")
+    tail = dsh_sqlite("sessions", "tail", STORED_ID).ok()
     again = dsh_sqlite("sessions", "import", path)  # the id exists: an error line naming it
     for text in (imported.stdout, tree.stdout, exported.stdout, tail.stdout, again.stderr):
         _no_controls(text)
-    assert "s-\\x1b[2J" in tree.stdout and "x/\\x1b[5mblink" in tail.stdout
-    assert again.code != 0 and "s-\\x1b[2J" in again.stderr
+    assert "s-\\u202egnp" in tree.stdout and "x/\\x1b[5mblink" in tail.stdout
+    assert again.code != 0 and "s-\\u202egnp" in again.stderr
 
 
 def test_the_live_view_shows_hook_runs() -> None:

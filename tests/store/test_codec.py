@@ -150,10 +150,11 @@ def test_a_torn_last_line_after_the_last_turn_end_is_dropped(tail: bytes) -> Non
     assert len(decoded.warnings) == 1 and "t.jsonl" in decoded.warnings[0] and "line 8" in decoded.warnings[0]
 
 
-def test_an_invalid_last_line_with_newline_is_a_torn_tail() -> None:
+def test_an_invalid_last_line_with_newline_is_corruption_not_a_torn_tail() -> None:
+    """A complete line (its newline written) is never a write cut short (#36 item 9)."""
     events = completed_turns(1)
-    decoded = decode_log(log_bytes(events) + b'{"type":"turn/st\n', "t.jsonl")
-    assert decoded.events == events and "not valid JSON" in decoded.warnings[0]
+    with pytest.raises(CorruptLogError, match=r"^t\.jsonl, line 8: not valid JSON$"):
+        decode_log(log_bytes(events) + b'{"type":"turn/st\n', "t.jsonl")
 
 
 def test_a_valid_line_without_newline_is_still_torn() -> None:

@@ -15,7 +15,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dsh.errors import CorruptLogError, SessionExistsError, UnsupportedFormatError
+from dsh.errors import (
+    CorruptLogError,
+    InvalidSessionIdError,
+    SessionExistsError,
+    SessionNotFoundError,
+    UnsupportedFormatError,
+)
 from dsh.events import Event, SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession, decode_log, encode_log
 from dsh.store.codec import encode_event_lines
@@ -36,13 +42,26 @@ async def _store_with(tmp_path: Path, events: list[Event]) -> tuple[JsonlEventSt
 async def test_one_file_per_session_with_header_then_events(tmp_path: Path) -> None:
     events = completed_turns(1)
     store, path = await _store_with(tmp_path, events)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.jsonl"], "no temp files are left"
+    assert _names(tmp_path) == ["s1.jsonl"], "no temp files are left"
+    assert (tmp_path / ".s1.jsonl.seal").is_file(), "beside it, its seal (dsh.store.seal)"
     assert path.read_bytes() == encode_log(LoadedSession(HEADER, 0, events))
     assert store.path_for("s1") == path
     await store.close()
 
 
-@pytest.mark.parametrize("sid", ["{{sessionId}}", "a/b", "../up", ".hidden", "~7E", "naïve", "x" * 200])
+@pytest.mark.parametrize("sid", ["a/b", "../up", "a\\b", "a\x00b", "..", "x" * 201])
+async def test_a_malformed_id_is_refused_before_any_file_is_named(tmp_path: Path, sid: str) -> None:
+    assert "/" not in session_file_name(sid[:200]), "the mapping itself is safe for any id"
+    store = JsonlEventStore(tmp_path)
+    with pytest.raises(InvalidSessionIdError, match="invalid session id"):
+        await store.create(SessionHeader(id=sid, created_at=1))
+    with pytest.raises(SessionNotFoundError):
+        await store.load(sid)
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+    await store.close()
+
+
+@pytest.mark.parametrize("sid", ["{{sessionId}}", ".hidden", "~7E", "naïve", "x" * 200])
 async def test_any_id_maps_to_one_safe_file(tmp_path: Path, sid: str) -> None:
     name = session_file_name(sid)
     assert "/" not in name and not name.startswith(".") and name.endswith(".jsonl")
@@ -51,7 +70,7 @@ async def test_any_id_maps_to_one_safe_file(tmp_path: Path, sid: str) -> None:
     await store.append(sid, completed_turns(1))
     assert (await store.load(sid)).header.id == sid
     assert [s.header.id for s in await store.list_sessions()] == [sid]
-    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert _names(tmp_path) == [name]
     await store.close()
 
 
@@ -158,7 +177,7 @@ async def test_create_never_overwrites_an_existing_file(tmp_path: Path) -> None:
     with pytest.raises(SessionExistsError, match="'s1' already exists"):
         await other.create(HEADER)
     assert path.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1.jsonl"]
+    assert _names(tmp_path) == ["s1.jsonl"]
     await store.close()
     await other.close()
 
@@ -262,12 +281,16 @@ async def test_temp_files_of_dead_writers_are_removed_on_the_next_open(tmp_path:
         seen, sink = _collecting()
         with sink:
             assert [s.header.id for s in await store.list_sessions()] == ["s1"]
-        names = sorted(p.name for p in tmp_path.iterdir())
-        assert names == [".s3.jsonl.a1b2c3.tmp", ".s4.jsonl.x9y8z7.tmp", "s1.jsonl"]
+        assert _names(tmp_path) == [".s3.jsonl.a1b2c3.tmp", ".s4.jsonl.x9y8z7.tmp", "s1.jsonl"]
         assert seen == []
         await store.close()
     finally:
         os.close(fd)
+
+
+def _names(root: Path) -> list[str]:
+    """The files in ``root`` but the sessions' seals (``dsh.store.seal``; tests/store/test_jsonl_seal.py)."""
+    return sorted(p.name for p in root.iterdir() if not p.name.endswith(".seal"))
 
 
 def _collecting() -> tuple[list[str], contextlib.AbstractContextManager[None]]:
@@ -408,5 +431,5 @@ async def test_a_delete_killed_midway_is_finished_by_the_next_open(tmp_path: Pat
         assert [s.header.id for s in await store.list_sessions()] == ["other"]
     assert len(seen) == 1 and "finished an interrupted delete (3 session file(s) removed)" in seen[0]
     # the journal is gone; the dead process's lease files stay (unlocked: see dsh.store.lease)
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["other.jsonl"]
+    assert [n for n in _names(tmp_path) if not n.endswith(".lock")] == ["other.jsonl"]
     await store.close()

@@ -21,19 +21,22 @@ if TYPE_CHECKING:
 FORMATS = ("jsonl", "json", "markdown")
 
 
-def _document(sessions: dict[str, LoadedSession], sid: str) -> dict[str, Any]:
-    """``{"session", "events", "children"}``: the session object, its wire events, its children nested."""
+def _document(sessions: dict[str, LoadedSession], sid: str, placed: set[str] | None = None) -> dict[str, Any]:
+    """``{"session", "events", "children"}``: the session object, its wire events, its children
+    nested (each session once: a ``parentSession`` cycle is not followed back)."""
     from dsh.session.digest import session_json
 
+    placed = {sid} if placed is None else placed
     loaded = sessions[sid]
     kids = sorted(
-        (s for s in sessions.values() if s.header.parent_session == sid),
+        (s for s in sessions.values() if s.header.parent_session == sid and s.header.id not in placed),
         key=lambda s: (s.header.created_at, s.header.id),
     )
+    placed.update(k.header.id for k in kids)
     return {
         "session": session_json(loaded.header, loaded.inherited_event_count, len(loaded.events)),
         "events": [event.to_wire() for event in loaded.events],
-        "children": [_document(sessions, k.header.id) for k in kids if k.header.id != sid],
+        "children": [_document(sessions, k.header.id, placed) for k in kids],
     }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dsh.cli.tables import terminal_safe
 from dsh.errors import CorruptLogError, SessionNotFoundError, UsageError
+from dsh.ids import check_session_id
 from dsh.store.base import EventStore, ReportsDamage, SessionSummary
 from dsh.store.prefix import ids_with_prefix
 
@@ -29,6 +30,7 @@ async def resolve_id(store: EventStore, text: str) -> str:
     """
     if not text:
         raise UsageError("a session id must not be empty")
+    check_session_id(text)
     matches = await ids_with_prefix(store, text)
     if matches == [text]:
         return text

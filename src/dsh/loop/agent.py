@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from dsh.errors import ModelError, StopRunError
+from dsh.errors import ModelError, SessionTruncatedError, StopRunError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
@@ -50,6 +50,7 @@ from dsh.session import (
     usage_totals,
 )
 from dsh.store import EventStore, LoadedSession, SessionLease
+from dsh.store.notices import report_all, warnings_to
 from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
@@ -265,14 +266,21 @@ class Agent:
         The lease comes first (waiting up to ``lease_wait`` seconds for another holder), so
         an open turn found by the load is a crashed one, never another writer's live turn.
         A torn tail the load left out (``dropped_bytes``; the store truncates it at the next
-        append) is recorded as an ignorable ``session/repaired {droppedBytes}`` event.
+        append) is recorded as an ignorable ``session/repaired {droppedBytes}`` event; a
+        session that lost durably appended events (``loss``) is refused
+        (``SessionTruncatedError``).
         ``tools`` and ``config`` as for :meth:`create`.
         """
         registry = agent_tools(tools, standard_tools, cls.standard_registry)
         resolved = agent_config(config, model)
         lease = await store.lease(session_id, wait=lease_wait)
         try:
-            loaded = await store.load(session_id)
+            held: list[str] = []
+            with warnings_to(held.append):  # a refusal is its one line, not a warning and then it
+                loaded = await store.load(session_id)
+            if loaded.loss is not None:  # never append after a detected loss
+                raise SessionTruncatedError(f"refusing to resume session {session_id}: {loaded.loss}")
+            report_all(held)
             agent = cls.attach(
                 loaded,
                 store=store,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.events import SessionHeader
+from dsh.events.lineage import below as lineage_below
 from dsh.replay.layout import PRIMARY
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log
@@ -49,15 +50,12 @@ def portable(loaded: LoadedSession, cwd: str) -> LoadedSession:
 def descendants(sessions: Mapping[str, LoadedSession], root: str) -> list[LoadedSession]:
     """Every session below ``root`` (children, grandchildren, …) in the order replay binds
     them: by ``createdAt``, ties by id."""
-    below: list[LoadedSession] = []
-    frontier = [root]
-    while frontier:
-        parent = frontier.pop()
-        for loaded in sessions.values():
-            if loaded.header.parent_session == parent:
-                below.append(loaded)
-                frontier.append(loaded.header.id)
-    return sorted(below, key=lambda s: (s.header.created_at, s.header.id))
+
+    def children_of(parent: str) -> list[str]:
+        return [sid for sid, loaded in sessions.items() if loaded.header.parent_session == parent]
+
+    found = [sessions[sid] for sid in lineage_below(root, children_of)[1:]]  # each once, even on a cycle
+    return sorted(found, key=lambda s: (s.header.created_at, s.header.id))
 
 
 def scenario_logs(sessions: Mapping[str, LoadedSession], root: str, cwd: str) -> dict[str, bytes]:

@@ -99,8 +99,10 @@ def build_transcript(
     """
     by_call = children_by_call(sessions)
     lines: list[Line] = []
+    walked: set[str] = set()  # a parentSession cycle (a session its own child) is spliced once
 
     def walk(sid: str) -> None:
+        walked.add(sid)
         loaded = sessions[sid]
         turn_usage: list[Event] = []
         for event in loaded.events[loaded.inherited_event_count :]:
@@ -134,7 +136,7 @@ def build_transcript(
                 )
             elif (block := tool_result_of(event)) is not None:
                 child = by_call.get((sid, block["toolCallId"]))
-                if child is not None and child in sessions:
+                if child is not None and child in sessions and child not in walked:
                     child_log = sessions[child]
                     lines.append(
                         {

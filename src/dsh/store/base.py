@@ -23,6 +23,9 @@ class LoadedSession:
     """Bytes of a torn tail that the load left out (JSONL only; truncated by the next append)."""
     header_extra: dict[str, Any] = field(default_factory=dict)
     """Header fields dsh does not know, kept from an imported log (see ``dsh.store.extras``)."""
+    loss: str | None = None
+    """Events dsh appended durably are missing (JSONL: the file was cut short; ``dsh.store.seal``):
+    the one line naming the file and the seqs. Nothing may be appended to such a session."""
 
     @property
     def own_events(self) -> list[Event]:

@@ -36,6 +36,7 @@ from dsh.events import Event
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_delete import DELETE_CHECKS
+from dsh.store.contract_lineage import LINEAGE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
 from dsh.store.contract_tools import ContractCheck as ContractCheck  # public: the suite's types
 from dsh.store.contract_tools import StoreOpener as StoreOpener
@@ -581,6 +582,7 @@ CHECKS: dict[str, ContractCheck] = {
         lease_waits_for_the_holder,
         closing_a_store_releases_its_leases,
         *DELETE_CHECKS,
+        *LINEAGE_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

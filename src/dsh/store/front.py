@@ -17,11 +17,12 @@ from typing import Any, Protocol
 from dsh.errors import InvalidEventError
 from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions
+from dsh.ids import check_session_id
 from dsh.store.base import ClosingStore, EventStore, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.deletion import delete_tree
 from dsh.store.lease import LeaseTable
-from dsh.store.rules import check_batch, check_seed
+from dsh.store.rules import check_batch, check_no_cycle, check_seed
 
 
 def check_read_seq(session_id: str, seq: int) -> None:
@@ -119,9 +120,13 @@ class StoreFront(ClosingStore):
         await self._store_one(header, seed, inherited_event_count)
 
     async def create_batch(self: Storage, sessions: Sequence[LoadedSession]) -> None:
-        """Create every session, or none."""
+        """Create every session, or none (a batch closing a ``parentSession`` cycle is refused)."""
         await self._enter()
         extras = check_batch(sessions)
+        if any(s.header.parent_session is not None for s in sessions):
+            await self._settle(None)
+            stored = {s.header.id: s.header.parent_session for s in await self._summaries(None)}
+            check_no_cycle(sessions, stored)
         if sessions:
             await self._store_many(sessions, extras)
 
@@ -166,6 +171,8 @@ class StoreFront(ClosingStore):
     ) -> LoadedSession:
         """Store and return a child holding the parent's completed-turn prefix."""
         await self._enter()
+        if child_id is not None:
+            check_session_id(child_id, "child session id")
         await self._settle(parent_id)
         return await self._fork_child(parent_id, ForkOptions(child_id, origin, delegation_depth, created_at))
 

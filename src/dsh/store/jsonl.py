@@ -18,6 +18,8 @@
 - ``delete`` removes the session's and its descendants' files through a journal
   (:mod:`dsh.store.staging`): all of them, or — after a crash — finished by the next open.
 - Session leases: ``flock`` on ``<root>/.<id>.jsonl.lock`` (:mod:`dsh.store.lease`).
+- The seal ``<root>/.<id>.jsonl.seal`` (:mod:`dsh.store.seal`) records each durable
+  append; a file cut short of it is reported on every read and refused for appending.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dsh.errors import (
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
+    SessionTruncatedError,
     StoreClosedError,
     StoreError,
 )
@@ -47,6 +50,7 @@ from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
+from dsh.store.seal import Seal, line_digest, open_seal, remove_seal, write_new_seal, write_slot
 from dsh.store.staging import delete_files, publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
@@ -76,12 +80,29 @@ class _Writer:
     """Byte offset after the last committed line."""
     seen: int
     """File size when this store last looked (differs from ``committed`` after a torn tail)."""
+    seal_fd: int
+    """The session's seal (``dsh.store.seal``), rewritten after every durable append."""
+    last_digest: str
+    """Digest of the file's last committed line (what the next seal names)."""
     pending: list[bytes] = field(default_factory=list)
     pending_events: int = 0
+    slot: int = 0
     unsynced: bool = False
     notices: list[str] = field(default_factory=list)
     """Warnings of the last write (reported by the event-loop side)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _last_digest(data: bytes, scan: Scan) -> str:
+    """Digest of the last committed line of a scanned file (the header when it has no event)."""
+    end = scan.ends[-1] if scan.ends else scan.header_end
+    start = (scan.ends[-2] if len(scan.ends) > 1 else scan.header_end) if scan.ends else 0
+    return line_digest(data[start : end - 1])
+
+
+def _seal_of(data: bytes, count: int) -> Seal:
+    """The seal of a new file holding ``data`` (``count`` events)."""
+    return Seal(count, len(data), line_digest(data[:-1].rsplit(b"\n", 1)[-1]))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -109,12 +130,19 @@ class JsonlEventStore(StoreFront):
         """The file that holds (or would hold) ``session_id``."""
         return self.root / session_file_name(session_id)
 
+    def _stored_path(self, session_id: str) -> Path:
+        """The file of a session to read: an id no file name can hold is a session not stored."""
+        try:
+            return self.path_for(session_id)
+        except StoreError:
+            raise SessionNotFoundError(session_id, str(self.root)) from None
+
     def _read(self, session_id: str, *, lock: bool = True) -> tuple[bytes, Scan]:
         """Read and decode a session file (under ``LOCK_SH`` unless the caller holds ``LOCK_EX``)."""
-        return read_session(self.path_for(session_id), session_id, session_file_name, lock=lock)
+        return read_session(self._stored_path(session_id), session_id, session_file_name, lock=lock)
 
     def _open_writer(self, session_id: str) -> _Writer:
-        path = self.path_for(session_id)
+        path = self._stored_path(session_id)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
@@ -123,10 +151,25 @@ class JsonlEventStore(StoreFront):
             raise StoreError(f"cannot open {path} for appending: {exc.strerror or exc}") from exc
         try:
             data, scan = self._read(session_id)
+            if scan.loss is not None:
+                raise SessionTruncatedError(f"refusing to append to session {session_id}: {scan.loss}")
+            seal_fd = open_seal(path)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"cannot open the seal of {path}: {exc.strerror or exc}") from exc
         except BaseException:
             os.close(fd)
             raise
-        w = _Writer(session_id, path, fd, len(scan.events), scan.committed, len(data))
+        w = _Writer(
+            session_id,
+            path,
+            fd,
+            len(scan.events),
+            scan.committed,
+            len(data),
+            seal_fd,
+            _last_digest(data, scan),
+        )
         # Registered here, not by the awaiting coroutine: if that is cancelled, the open
         # handle is still kept (and closed by close()) instead of leaking.
         self._writers[session_id] = w
@@ -139,9 +182,12 @@ class JsonlEventStore(StoreFront):
             _fcntl.flock(fd, _fcntl.LOCK_EX)
         try:
             size = os.fstat(fd).st_size
-            if size != w.seen:  # another writer appended, or a failed write left bytes
+            if size != w.seen:  # another writer appended, or a failed write left bytes (or a cut)
                 raw, scan = self._read(w.session_id, lock=False)  # we hold LOCK_EX
+                if scan.loss is not None:
+                    raise SessionTruncatedError(f"refusing to append to session {w.session_id}: {scan.loss}")
                 w.next_seq, w.committed, w.seen = len(scan.events), scan.committed, len(raw)
+                w.last_digest = _last_digest(raw, scan)
             if count and first != w.next_seq:
                 raise SeqConflictError(w.session_id, w.next_seq, first)
             if w.committed != w.seen:  # drop a torn tail before adding lines after it
@@ -166,28 +212,44 @@ class JsonlEventStore(StoreFront):
             w.seen = w.committed
             w.next_seq += count
             w.unsynced = not fsync
+            if data:
+                w.last_digest = line_digest(data[:-1].rsplit(b"\n", 1)[-1])
+            if fsync:
+                self._seal(w)
         except OSError as exc:
             raise StoreError(f"cannot append to {w.path}: {exc.strerror or exc}") from exc
         finally:
             if _fcntl is not None:
                 _fcntl.flock(fd, _fcntl.LOCK_UN)
 
+    def _seal(self, w: _Writer) -> None:
+        """Record the durable state of ``w``'s file in its seal (after the file's fsync)."""
+        try:
+            write_slot(w.seal_fd, Seal(w.next_seq, w.committed, w.last_digest), w.slot)
+            w.slot ^= 1
+        except OSError as exc:  # the append is durable; only the check of its loss is not
+            w.notices.append(f"{w.path}: cannot update its seal: {exc.strerror or exc}")
+
     def _exists_error(self, session_id: str) -> SessionExistsError:
         return SessionExistsError(session_id, str(self.root))
 
-    def _publish(self, session_id: str, data: bytes) -> None:
-        """Atomically create a session file holding ``data``; never overwrite one."""
+    def _publish(self, session_id: str, data: bytes, count: int) -> None:
+        """Atomically create a session file holding ``data`` (``count`` events) and its seal;
+        never overwrite one."""
         path = self.path_for(session_id)
         try:
             publish_file(self.root, session_id, path, data, self._exists_error)
+            write_new_seal(path, _seal_of(data, count))
         except OSError as exc:
             raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
 
-    def _publish_batch(self, items: list[tuple[str, bytes]]) -> None:
+    def _publish_batch(self, items: list[tuple[str, bytes, int]]) -> None:
         """Create every session file, or none (staged, then linked; see :mod:`dsh.store.staging`)."""
-        staged = [(sid, self.path_for(sid), data) for sid, data in items]
+        staged = [(sid, self.path_for(sid), data) for sid, data, _ in items]
         try:
             publish_batch(self.root, staged, self._exists_error)
+            for (_, path, data), (_, _, count) in zip(staged, items, strict=True):
+                write_new_seal(path, _seal_of(data, count))
         except OSError as exc:
             raise StoreError(f"cannot import into {self.root}: {exc.strerror or exc}") from exc
 
@@ -204,7 +266,7 @@ class JsonlEventStore(StoreFront):
         body = b""
         if n:  # the parent's prefix bytes as they are, then the marker
             body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(child.seed[n]) + b"\n"
-        self._publish(child.header.id, encode_header_line(child.header) + body)
+        self._publish(child.header.id, encode_header_line(child.header) + body, len(child.seed))
         return LoadedSession(child.header, n, child.seed), scan.warnings
 
     # -- the EventStore protocol ---------------------------------------------------------
@@ -274,12 +336,16 @@ class JsonlEventStore(StoreFront):
 
     async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
         data = encode_header_line(header) + encode_event_lines(seed)
-        await run_blocking(None, self._publish, header.id, data)
+        await run_blocking(None, self._publish, header.id, data, len(seed))
 
     async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         """Create every session file, or none: staged, linked into place, committed at the end."""
         items = [
-            (s.header.id, encode_header_with_extra(s.header, s.header_extra) + encode_event_lines(s.events))
+            (
+                s.header.id,
+                encode_header_with_extra(s.header, s.header_extra) + encode_event_lines(s.events),
+                len(s.events),
+            )
             for s in sessions
         ]
         await run_blocking(None, self._publish_batch, items)
@@ -306,6 +372,7 @@ class JsonlEventStore(StoreFront):
             tuple(scan.warnings),
             dropped_bytes=len(data) - scan.committed,
             header_extra=header_extra(scan.raw_header),
+            loss=scan.loss,
         )
 
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
@@ -313,7 +380,11 @@ class JsonlEventStore(StoreFront):
         return loaded.events[seq:]
 
     async def _exists_session(self, session_id: str) -> bool:
-        return await run_blocking(None, self.path_for(session_id).is_file)
+        try:
+            path = self.path_for(session_id)
+        except StoreError:
+            return False
+        return await run_blocking(None, path.is_file)
 
     async def damaged_log(self, id_prefix: str) -> str | None:
         """``ReportsDamage``: the first unreadable session file whose name starts as ``id_prefix``'s."""
@@ -337,9 +408,12 @@ class JsonlEventStore(StoreFront):
                 async with w.lock:
                     await self._flush(w, durable=True)
                     os.close(w.fd)
+                    os.close(w.seal_fd)
         names = [session_file_name(sid) for sid in ids]
         try:
             await run_blocking(None, delete_files, self.root, names)
+            for name in names:  # after the commit: a seal left by a crash is replaced by the next create
+                remove_seal(self.root / name)
         except OSError as exc:
             raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
 
@@ -354,6 +428,7 @@ class JsonlEventStore(StoreFront):
                     first_error = first_error or exc
                 finally:
                     os.close(w.fd)
+                    os.close(w.seal_fd)
         self._writers.clear()
         try:
             await self._leases.close()

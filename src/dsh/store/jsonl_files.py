@@ -25,6 +25,7 @@ from dsh.errors import CorruptLogError, SessionNotFoundError, StoreError, Unsupp
 from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
 from dsh.store.logfile import ZSTD_MAGIC, Scan, decode_header_line, scan_log
+from dsh.store.seal import Seal, check_sealed, read_seal
 
 try:  # POSIX only
     import fcntl as _fcntl
@@ -40,8 +41,9 @@ FileKey = tuple[int, int, int]
 """``(inode, size, mtime_ns)``: a file whose key is unchanged has unchanged contents."""
 
 
-def read_shared(path: Path, *, lock: bool = True) -> bytes:
-    """The whole file; with ``lock``, read under ``LOCK_SH`` (after any write in progress)."""
+def read_shared(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None]:
+    """The whole file and its seal; with ``lock``, both read under ``LOCK_SH`` (after any write
+    in progress, so the seal never describes bytes this read did not see)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         if lock and _fcntl is not None:
@@ -49,7 +51,7 @@ def read_shared(path: Path, *, lock: bool = True) -> bytes:
         chunks: list[bytes] = []
         while chunk := os.read(fd, max(_CHUNK, os.fstat(fd).st_size)):
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), read_seal(path)
     finally:
         os.close(fd)  # closing drops the lock
 
@@ -67,13 +69,20 @@ def check_name(header: SessionHeader, path: Path, name_of: Callable[[str], str])
         raise CorruptLogError(f"{path}: its header names session {header.id!r}, not this file's")
 
 
-def scan_file(data: bytes, path: Path, session_id: str | None, name_of: Callable[[str], str]) -> Scan:
-    """Decode a store file's bytes (version 2 only) and check that it holds ``session_id``."""
+def scan_file(
+    data: bytes, seal: Seal | None, path: Path, session_id: str | None, name_of: Callable[[str], str]
+) -> Scan:
+    """Decode a store file's bytes (version 2 only), check that it holds ``session_id`` and
+    compare it with its seal (a loss becomes ``scan.loss`` and a warning)."""
     check_zstd(data, path)
     scan = scan_log(data, str(path), legacy=False)
     if session_id is not None and scan.header.id != session_id:
         raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
     check_name(scan.header, path, name_of)
+    if seal is not None:
+        scan.loss = check_sealed(str(path), data, len(scan.events), scan.header_end, scan.ends, seal)
+        if scan.loss is not None:
+            scan.warnings.append(scan.loss)
     return scan
 
 
@@ -82,12 +91,12 @@ def read_session(
 ) -> tuple[bytes, Scan]:
     """Read and decode the file of ``session_id`` (``SessionNotFoundError`` when there is none)."""
     try:
-        data = read_shared(path, lock=lock)
+        data, seal = read_shared(path, lock=lock)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id, str(path.parent)) from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return data, scan_file(data, path, session_id, name_of)
+    return data, scan_file(data, seal, path, session_id, name_of)
 
 
 def read_header(path: Path, name_of: Callable[[str], str]) -> SessionHeader:
@@ -140,7 +149,7 @@ class JsonlIndex:
         cached = self._summaries.get(path.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        scan = scan_file(read_shared(path), path, None, self._name_of)
+        scan = scan_file(*read_shared(path), path, None, self._name_of)
         entry = _Summary(
             SessionSummary(scan.header, scan.inherited_event_count, len(scan.events)), tuple(scan.warnings)
         )
@@ -158,7 +167,7 @@ class JsonlIndex:
         for name in names:
             path = self.root / name
             try:
-                scan_file(read_shared(path), path, None, self._name_of)
+                scan_file(*read_shared(path), path, None, self._name_of)
             except (CorruptLogError, UnsupportedFormatError) as exc:
                 return str(exc)
             except OSError:

@@ -6,8 +6,9 @@ name). The header's ``version`` is checked before anything else: 2 is read by th
 version-2 codec, 0 by the legacy reader, anything else is refused with
 :class:`~dsh.errors.UnsupportedFormatError`.
 
-Torn tail: only the last line may be incomplete (no trailing newline, or not valid JSON);
-it is dropped with a warning. Any bad line before it is committed corruption and raises
+Torn tail: only the last line may be incomplete (no trailing newline: a write cut short); it
+is dropped with a warning. Every complete line (one ending in a newline) that is not valid
+JSON or not a valid event, the last one included, is committed corruption and raises
 :class:`~dsh.errors.CorruptLogError` naming the file and line.
 """
 
@@ -22,13 +23,21 @@ from typing import Any, Final
 
 import orjson
 
-from dsh.errors import CorruptLogError, InvalidEventError, StoreError, UnsupportedFormatError, install_hint
+from dsh.errors import (
+    CorruptLogError,
+    DshError,
+    InvalidEventError,
+    StoreError,
+    UnsupportedFormatError,
+    install_hint,
+)
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
 from dsh.store.base import LoadedSession
 from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
 from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
+from dsh.store.rules import check_header_ids
 
 try:  # optional dependency: the ``zstd`` extra (``dsh.errors.install_hint``)
     import zstandard as _zstd
@@ -58,6 +67,8 @@ class Scan:
     committed: int
     """Byte offset just after the last committed (complete, valid) line; bytes after it are a torn tail."""
     warnings: list[str] = field(default_factory=list)
+    loss: str | None = None
+    """JSONL store files: the line naming the events the seal says are missing (``dsh.store.seal``)."""
 
 
 def check_version(raw: object, source: str) -> int:
@@ -150,7 +161,6 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
     ends: list[int] = []
     pos = len(lines[0]) + 1
     header_end = pos
-    last = len(lines) - 1
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     v2 = version == FORMAT_VERSION
@@ -158,10 +168,7 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
         line = lines[n]
         try:
             obj = loads(line)
-        except decode_error as exc:
-            if n == last and not tail:
-                torn = (n + 1, "not valid JSON")
-                break
+        except decode_error as exc:  # a complete line (it has its newline): corruption, never a torn write
             raise CorruptLogError(f"{source}, line {n + 1}: not valid JSON") from exc
         try:
             if v2:
@@ -234,8 +241,13 @@ class DecodedLog:
         """The log as a version-2 store holds it; raises with the reason if it cannot be imported.
 
         Version 0: the ``session/end-seed`` at seq ``seedLength`` is tagged
-        ``"inherited": true``; nothing else changes (seqs, types and data are kept).
+        ``"inherited": true``; nothing else changes (seqs, types and data are kept). A
+        malformed id or parent id, or a session naming itself as its parent, is refused.
         """
+        try:
+            check_header_ids(self.header)
+        except DshError as exc:
+            raise CorruptLogError(f"{self.source}: {exc}") from exc
         events = self.events
         if self.version == LEGACY_VERSION:
             events = import_events(self.events, self.seed_length, self.source)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from dsh import jsonx
 from dsh.errors import InvalidEventError, SeqConflictError, SessionExistsError
 from dsh.events import Event, SessionHeader, check_cut, is_cut_marker
+from dsh.events.lineage import parent_cycle
 from dsh.events.vocabulary import SESSION_END_SEED
+from dsh.ids import check_session_id
 from dsh.store.base import LoadedSession
 from dsh.store.codec import check_envelope
 from dsh.store.extras import check_header_extra
@@ -17,7 +19,9 @@ MAX_INT: Final = 2**63 - 1
 
 
 def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_count: int) -> None:
-    """Refuse a creation seed: envelopes, contiguous seqs from 0, and the inherited-cut rules."""
+    """Refuse a creation seed: a malformed id or parent id, a session naming itself as its
+    parent, envelopes, contiguous seqs from 0, and the inherited-cut rules."""
+    check_header_ids(header)
     where = f"session {header.id}"
     if header.created_at > MAX_INT or header.delegation_depth > MAX_INT:
         raise InvalidEventError(f"{where}: header integers must fit in 64 bits")
@@ -29,6 +33,28 @@ def check_seed(header: SessionHeader, seed: Sequence[Event], inherited_event_cou
                 f"{where}: seed seqs must be contiguous from 0; expected {i}, found {event.seq}"
             )
     check_cut(header, inherited_event_count, seed)
+
+
+def check_header_ids(header: SessionHeader) -> None:
+    """Refuse a header whose id or ``parentSession`` is not a valid session id (``dsh.ids``),
+    or that names itself as its parent."""
+    check_session_id(header.id)
+    if header.parent_session is not None:
+        check_session_id(header.parent_session, "parent session id")
+        if header.parent_session == header.id:
+            raise InvalidEventError(f"session {header.id} names itself as its parent (a parentSession cycle)")
+
+
+def check_no_cycle(sessions: Sequence[LoadedSession], stored_parents: Mapping[str, str | None]) -> None:
+    """Refuse a batch that would close a ``parentSession`` cycle with itself or the stored sessions."""
+    parents = dict(stored_parents)
+    parents.update({s.header.id: s.header.parent_session for s in sessions})
+    for session in sessions:
+        cycle = parent_cycle(session.header.id, parents.get)
+        if cycle is not None:
+            raise InvalidEventError(
+                f"session {session.header.id}: its parentSession chain is a cycle ({' -> '.join(cycle)})"
+            )
 
 
 def check_batch(sessions: Sequence[LoadedSession]) -> list[bytes | None]:

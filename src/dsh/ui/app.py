@@ -23,6 +23,7 @@ from starlette.routing import Route
 from dsh import jsonx
 from dsh.errors import SessionNotFoundError
 from dsh.events import Event
+from dsh.ids import session_id_problem
 from dsh.loop import Feed
 from dsh.session.digest import derive
 from dsh.store.base import EventStore, SessionSummary
@@ -180,6 +181,7 @@ async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     items: list[Item] = [item for event in loaded.events for item in builder.feed(event)]
     return {
         "h": loaded.header,
+        "warnings": loaded.warnings,  # a torn tail left out, events missing from a cut file
         "events": loaded.events,
         "cut": cut,
         "derived": derived,
@@ -190,9 +192,20 @@ async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     }
 
 
+def _bad_id(sid: str) -> bool:
+    """An id no session can have (``dsh.ids``): answered 404 before the store is asked."""
+    return session_id_problem(sid) is not None
+
+
+def _shown_id(sid: str) -> str:
+    return sid if len(sid) <= 80 else sid[:80] + "…"
+
+
 async def _session_view(request: Request, template: str) -> Response:
     state = _state(request)
     sid = request.path_params["session_id"]
+    if _bad_id(sid):
+        return _not_found(state, _shown_id(sid))
     try:
         context = await _session_context(state, sid)
     except SessionNotFoundError:
@@ -239,6 +252,8 @@ async def events_page(request: Request) -> Response:
 async def session_json(request: Request) -> Response:
     state = _state(request)
     sid = request.path_params["session_id"]
+    if _bad_id(sid):
+        return JSONResponse({"error": f"no session {_shown_id(sid)} in this store"}, status_code=404)
     try:
         loaded = await state.store.load(sid)
     except SessionNotFoundError:
@@ -259,6 +274,7 @@ async def session_json(request: Request) -> Response:
             "kind": d.kind,
             "model": d.model,
             "children": [c.header.id for c in children],
+            "warnings": list(loaded.warnings),
             "events": [event.to_wire() for event in loaded.events],
         },
         headers=SECURITY_HEADERS,
@@ -278,6 +294,8 @@ async def live(request: Request) -> Response:
     """
     state = _state(request)
     sid = request.path_params["session_id"]
+    if _bad_id(sid):
+        return JSONResponse({"error": f"no session {_shown_id(sid)} in this store"}, status_code=404)
     try:
         loaded = await state.store.load(sid)
     except SessionNotFoundError:

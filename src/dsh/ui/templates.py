@@ -135,6 +135,7 @@ SESSION: Final = """{% extends "base.html" %}{% from "tree.html" import tree %}{
 <h1 style="font-size:19px;margin:4px 0 10px">{{ derived.title }}
  {% if derived.kind %}<span class="badge kind-{{ derived.kind }}">{{ derived.kind }}</span>{% endif %}
  <span id="status" class="badge status-{{ derived.status }}">{{ derived.status }}</span> <span id="live" class="live"></span></h1>
+{% for w in warnings %}<p class="card store-warning" role="alert">⚠ {{ w }}</p>{% endfor %}
 <div class="cols">
 <div>
 <section class="card" id="lineage"><h2>Lineage</h2><ul class="tree">{{ tree(root, h.id) }}</ul></section>
@@ -174,6 +175,7 @@ EVENTS: Final = """{% extends "base.html" %}{% from "items.html" import event_ro
 {% block main %}
 <div data-live-url="/s/{{ h.id | urlencode }}/live" data-next-seq="{{ events | length }}" data-status="{{ derived.status }}">
 <p><a href="/s/{{ h.id | urlencode }}">← session {{ h.id }}</a> · <span id="event-count">{{ events | length }}</span> events, cut {{ cut }} <span id="live" class="live"></span></p>
+{% for w in warnings %}<p class="card store-warning" role="alert">⚠ {{ w }}</p>{% endfor %}
 <table class="list events"><thead><tr><th class="num">seq</th><th>type</th><th>time</th><th>data</th></tr></thead>
 <tbody id="events-body">
 {% for e in events %}
