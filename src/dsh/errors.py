@@ -29,7 +29,8 @@ file, session id or value involved.
     │   ├── ScriptNotConsumedError
     │   ├── ReplayDivergenceError   the live run asked something the recording did not
     │   └── OverrideError           a malformed replay.override.json
-    └── ScenarioError               a malformed scenario directory / transcript mismatch
+    ├── ScenarioError               a malformed scenario directory / transcript mismatch
+    └── HttpRequestError            a local server refuses a request (``status`` attribute)
 """
 
 from __future__ import annotations
@@ -170,3 +171,12 @@ class OverrideError(ReplayError):
 
 class ScenarioError(DshError):
     """A scenario directory is malformed, or its replay did not match."""
+
+
+class HttpRequestError(DshError):
+    """A request a local HTTP server refuses before answering it: malformed (400), a body over
+    the limit (413), a head too large (431) or too slow (408)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -26,12 +26,23 @@ def ui(
             show_default=False,
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="HOST[:PORT]",
+            help="Also answer requests whose Host (or Origin) names HOST (repeatable); by default only "
+            "127.0.0.1, localhost, [::1] and the --host address (DNS rebinding).",
+        ),
+    ] = None,
 ) -> None:
     """Serve a read-only web viewer of the store's sessions and print its URL.
 
     Sessions list (search, sort, pages), session pages with the lineage tree and each fork
     child's cut on the parent's timeline, transcripts, raw events, and live updates while a
-    session is being appended to. Bound to 127.0.0.1 unless --host says otherwise.
+    session is being appended to. Bound to 127.0.0.1 unless --host says otherwise; a request
+    naming another Host (DNS rebinding) gets 421 and one from another page's Origin 403,
+    unless --allow-host names it.
     """
     try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
         from dsh.ui import server as ui_server
@@ -50,6 +61,12 @@ def ui(
             report_html = report.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--report {report}: cannot read it ({exc})", 2)
+    from dsh.hosts import HostPolicy
+
+    try:
+        HostPolicy(allow_host or ())
+    except ValueError as exc:
+        fail(str(exc), 2)
     label = store or f"sqlite:{store_label(None)}"
     try:
         ui_server.serve(
@@ -60,6 +77,7 @@ def ui(
             label=label,
             echo=typer.echo,
             report_html=report_html,
+            allow_hosts=allow_host or (),
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import uvicorn
 
+from dsh.hosts import HostPolicy
 from dsh.store.url import open_store
 from dsh.ui.app import create_app
 
@@ -41,11 +42,17 @@ def serve(
     label: str = "",
     report_html: str | None = None,
     echo: Callable[[str], None] = print,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
-    """Serve the viewer over ``store_url`` until interrupted (Ctrl-C)."""
+    """Serve the viewer over ``store_url`` until interrupted (Ctrl-C).
+
+    Only requests whose ``Host`` names a loopback address, the bound ``host`` or one of
+    ``allow_hosts`` (and that carry no foreign ``Origin``) are answered (:mod:`dsh.hosts`).
+    """
+    hosts = HostPolicy(allow_hosts, bound=host)
     sock = bind(host, port)
     url = url_of(sock)
-    app = create_app(lambda: open_store(store_url), label=label, report_html=report_html)
+    app = create_app(lambda: open_store(store_url), label=label, report_html=report_html, hosts=hosts)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
     server = uvicorn.Server(config)
     echo(f"dsh ui: serving {label} at {url} (read-only; Ctrl-C stops)")
