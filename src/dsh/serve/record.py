@@ -31,7 +31,7 @@ from dsh.errors import ModelError, UsageError
 from dsh.events.chunks import Chunk, Failure, Usage
 from dsh.events.messages import Message
 from dsh.hosts import HostPolicy
-from dsh.http1 import DEFAULT_LIMITS, Limits
+from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import StreamTranslator
 from dsh.model.sse import SseDecoder
@@ -136,6 +136,7 @@ class RecordServer:
         allow_hosts: Sequence[str] = (),
         limits: Limits = DEFAULT_LIMITS,
         token: str | None = None,
+        log: Log = stderr_log,
         replace: bool = False,
     ) -> None:
         self._replacing = replaces_recording(directory, replace)
@@ -149,7 +150,7 @@ class RecordServer:
         self._timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._write_lock = asyncio.Lock()
-        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits)
+        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
 
     @property

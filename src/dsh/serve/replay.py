@@ -31,7 +31,7 @@ from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.payloads import stream_of
 from dsh.hosts import HostPolicy
-from dsh.http1 import DEFAULT_LIMITS, Limits
+from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
 from dsh.replay.derive import Derived, derive
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
@@ -144,6 +144,7 @@ class ReplayServer:
         allow_hosts: Sequence[str] = (),
         limits: Limits = DEFAULT_LIMITS,
         token: str | None = None,
+        log: Log = stderr_log,
     ) -> None:
         self.directory = directory
         self.token = token or new_token()
@@ -153,7 +154,7 @@ class ReplayServer:
         self.keys = SessionKeys(session_headers)
         self.refused: list[dict[str, Any]] = []
         self._lock = threading.Lock()  # answer() is called from the loop and from transports' threads
-        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits)
+        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
 
     @property
