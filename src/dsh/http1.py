@@ -310,7 +310,6 @@ class Listener:
                               f"retrying every {ACCEPT_RETRY:g} s")  # fmt: skip
                 await asyncio.sleep(ACCEPT_RETRY)
                 continue
-            logged_at = None
             task = loop.create_task(self._connection(conn))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -72,6 +72,8 @@ class Reply:
     stream: AsyncIterator[bytes] | None = None
     """Body pieces as they arrive (a proxied upstream stream)."""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    refused: str | None = None
+    """Set on a refusal (:func:`refusal`): its message, for the server's one log line."""
 
 
 def json_reply(status: int, document: Any) -> Reply:
@@ -80,9 +82,8 @@ def json_reply(status: int, document: Any) -> Reply:
 
 def refusal(status: int, message: str, *, kind: str = "invalid_request_error", **fields: Any) -> Reply:
     """A JSON error reply the client must not retry (``x-should-retry: false``)."""
-    return Reply(
-        status, jsonx.dumps({"error": {"message": message, "type": kind, **fields}}), headers=[NO_RETRY]
-    )
+    document = {"error": {"message": message, "type": kind, **fields}}
+    return Reply(status, jsonx.dumps(document), headers=[NO_RETRY], refused=message)
 
 
 Handler = Callable[[Request], Awaitable[Reply]]
@@ -147,7 +148,7 @@ class HttpServer:
         self.hosts = hosts if hosts is not None else HostPolicy(bound=host)
         self.limits = limits
         self.name = name
-        self._log = log
+        self._log: Log = lambda line: log(" ".join(line.split()))  # one line, whatever a message holds
         self._listener = Listener(self._serve, host=host, port=port, log=log, name=name)
 
     @property
@@ -195,8 +196,12 @@ class HttpServer:
                 try:
                     reply = await self.handler(request)
                 except Exception as exc:  # a handler bug must not kill the connection silently
-                    self._log(f"{self.name}: 500 for {request.method} {request.path[:100]}: {exc}")
+                    self._log(f"{self.name}: 500 for {request.method} {request.path[:100]}: {exc!r}"[:400])
                     reply = refusal(500, f"{self.name}: {exc}", kind="server_error")
+                else:
+                    if reply.refused is not None:
+                        where = f"{request.method} {request.path[:100]} from {peer_of(writer)}"
+                        self._log(f"{self.name}: refused {reply.status} {where}: {reply.refused[:300]}")
             keep = request.headers.get("connection", "").lower() != "close"
             await _write(writer, reply, keep)
             if not keep:
