@@ -144,3 +144,24 @@ def test_out_of_file_descriptors_accept_is_logged_once_and_the_server_recovers()
     accept_lines = [line for line in err.splitlines() if "cannot accept" in line]
     assert len(accept_lines) == 1, err[:3000]
     assert "Traceback" not in err, err[:3000]
+
+
+def test_the_openai_sdk_does_not_retry_a_409_from_dsh_serve_replay() -> None:
+    import openai
+
+    from tests.serve.helpers import recorded_calls
+
+    process, base_url, token = start_serve("replay", str(TOOL_TURN), "--allow-unconsumed")
+    try:
+        body, _ = recorded_calls(TOOL_TURN)[0]
+        with openai.OpenAI(base_url=base_url, api_key="unused") as client:  # the SDK's default retries
+            assert client.max_retries == 2
+            with pytest.raises(openai.ConflictError) as caught:
+                client.chat.completions.create(**{**body, "max_tokens": 7})
+        assert caught.value.response.headers["x-should-retry"] == "false"
+        report = control(base_url, "report", token)
+        control(base_url, "shutdown", token, method="POST")
+    finally:
+        _, err = stop(process)
+    assert len(report["refused"]) == 1  # exactly one request reached the server
+    assert len([line for line in err.splitlines() if "refused 409" in line]) == 1, err
