@@ -133,3 +133,27 @@ def test_a_bad_allow_host_fails_in_one_line() -> None:
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "--allow-host" in done.stderr
+
+
+def test_a_head_never_finished_is_closed_and_bad_input_gets_400(mixed_store: Loaded) -> None:
+    import socket
+
+    from tests.rawhttp import read_all
+
+    proc, port = _start(mixed_store.url, "--header-timeout", "0.5")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # and nothing more
+            slow = read_all(sock)  # the viewer closes it (a recv timeout would fail the test)
+        bad = [
+            status(
+                exchange(port, f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {n}\r\n\r\n".encode())
+            )
+            for n in ("abc", "-1")
+        ]
+        after = status(exchange(port, build("GET", "/api/sessions", host="127.0.0.1")))
+    finally:
+        err = _stop(proc)
+    assert slow == b"" and bad == [400, 400] and after == 200
+    assert len([line for line in err.splitlines() if "no complete request within 0.5 s" in line]) == 1, err
+    assert "Traceback" not in err, err

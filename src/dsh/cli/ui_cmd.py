@@ -35,6 +35,14 @@ def ui(
             "127.0.0.1, localhost, [::1] and the --host address (DNS rebinding).",
         ),
     ] = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            metavar="SECONDS",
+            help="Close a connection that has not sent a whole request head within this many seconds.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Serve a read-only web viewer of the store's sessions and print its URL.
 
@@ -50,6 +58,8 @@ def ui(
         fail(f"dsh ui needs the ui extra ({exc.name} is not installed): pip install 'dsh[ui]'", 1)
     if port < 0 or port > 65535:
         fail(f"--port {port}: not a port number (0..65535)", 2)
+    if header_timeout <= 0:
+        fail("--header-timeout must be more than 0", 2)
     if host not in ui_server.LOCAL_HOSTS:
         typer.echo(
             f"dsh: warning: --host {host} exposes every session in the store to that network",
@@ -78,6 +88,7 @@ def ui(
             echo=typer.echo,
             report_html=report_html,
             allow_hosts=allow_host or (),
+            header_timeout=header_timeout,
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)
