@@ -157,3 +157,44 @@ def test_a_head_never_finished_is_closed_and_bad_input_gets_400(mixed_store: Loa
     assert slow == b"" and bad == [400, 400] and after == 200
     assert len([line for line in err.splitlines() if "no complete request within 0.5 s" in line]) == 1, err
     assert "Traceback" not in err, err
+
+
+def _low_fd_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+def test_out_of_file_descriptors_is_one_line_and_the_viewer_recovers(mixed_store: Loaded) -> None:
+    import socket
+
+    proc = subprocess.Popen(
+        [*DSH, "ui", "--store", mixed_store.url, "--port", "0", "--header-timeout", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_low_fd_limit,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert " at http://127.0.0.1:" in line, line + (proc.stderr.read() if proc.stderr else "")
+    port = int(line.split(" at http://127.0.0.1:", 1)[1].split("/", 1)[0])
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(100)]
+    try:
+        time.sleep(4)  # the viewer accepts until out of descriptors; asyncio retries every second
+    finally:
+        for sock in held:
+            sock.close()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=5)
+                if status(reply) == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the viewer did not recover"
+            time.sleep(0.2)
+    finally:
+        err = _stop(proc)
+    assert "Traceback" not in err, err[:3000]
+    assert len([line for line in err.splitlines() if "accept" in line]) == 1, err[:3000]

@@ -47,6 +47,7 @@ HeaderTimeoutOption = Annotated[
     float,
     typer.Option(
         "--header-timeout",
+        "--idle-timeout",
         metavar="SECONDS",
         help="Close a connection idle this long, or whose request head is not finished (408) "
         "or body stalls this long.",

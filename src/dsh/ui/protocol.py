@@ -10,11 +10,31 @@ connection is closed and one line is logged.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from dsh.http1 import Log, stderr_log
+from dsh.http1 import ACCEPT_LOG_EVERY, Log, stderr_log
+
+
+def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Log = stderr_log) -> None:
+    """Make the viewer loop's unhandled errors one line each, never a traceback; a failing
+    ``accept()`` (out of file descriptors: asyncio retries it every second) at most one line
+    per :data:`~dsh.http1.ACCEPT_LOG_EVERY` seconds."""
+    last: dict[str, float] = {}
+
+    def handler(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", "error"))
+        exc = context.get("exception")
+        now = time.monotonic()
+        if message in last and now - last[message] < ACCEPT_LOG_EVERY:
+            return
+        last[message] = now
+        reason = f" ({exc.strerror or exc})" if isinstance(exc, OSError) else f" ({exc!r})" if exc else ""
+        log(" ".join(f"dsh ui: {message}{reason}".split())[:400])
+
+    loop.set_exception_handler(handler)
 
 
 def head_timeout_protocol(timeout: float, log: Log = stderr_log) -> type[H11Protocol]:

@@ -12,7 +12,7 @@ import uvicorn
 from dsh.hosts import HostPolicy
 from dsh.store.url import open_store
 from dsh.ui.app import create_app
-from dsh.ui.protocol import head_timeout_protocol
+from dsh.ui.protocol import head_timeout_protocol, quiet_loop_errors
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -67,8 +67,13 @@ def serve(
     echo(f"dsh ui: serving {label} at {url} (read-only; Ctrl-C stops)")
     if open_browser:
         webbrowser.open(url)
+
+    async def main() -> None:
+        quiet_loop_errors(asyncio.get_running_loop())
+        await server.serve(sockets=[sock])
+
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        asyncio.run(main())
     except KeyboardInterrupt:
         pass
     finally:
