@@ -187,25 +187,25 @@ class HttpServer:
                 return
             if request is None:
                 return
-            refused = self.hosts.check(request.headers)
-            if refused is not None:
+            reply = await self._answer(request)
+            if reply.refused is not None:
                 where = f"{request.method} {request.path[:100]} from {peer_of(writer)}"
-                self._log(f"{self.name}: refused {refused.status} {where}: {refused.message}")
-                reply = refusal(refused.status, f"{self.name}: {refused.message}")
-            else:
-                try:
-                    reply = await self.handler(request)
-                except Exception as exc:  # a handler bug must not kill the connection silently
-                    self._log(f"{self.name}: 500 for {request.method} {request.path[:100]}: {exc!r}"[:400])
-                    reply = refusal(500, f"{self.name}: {exc}", kind="server_error")
-                else:
-                    if reply.refused is not None:
-                        where = f"{request.method} {request.path[:100]} from {peer_of(writer)}"
-                        self._log(f"{self.name}: refused {reply.status} {where}: {reply.refused[:300]}")
+                why = reply.refused.removeprefix(f"{self.name}: ")[:300]
+                self._log(f"{self.name}: refused {reply.status} {where}: {why}")
             keep = request.headers.get("connection", "").lower() != "close"
             await _write(writer, reply, keep)
             if not keep:
                 return
+
+    async def _answer(self, request: Request) -> Reply:
+        """The host check's refusal, else the handler's reply (a handler bug: a 500 refusal)."""
+        refused = self.hosts.check(request.headers)
+        if refused is not None:
+            return refusal(refused.status, f"{self.name}: {refused.message}")
+        try:
+            return await self.handler(request)
+        except Exception as exc:  # a handler bug must not kill the connection silently
+            return refusal(500, f"{self.name}: {type(exc).__name__}: {exc}", kind="server_error")
 
 
 async def _write(writer: asyncio.StreamWriter, reply: Reply, keep: bool) -> None:
