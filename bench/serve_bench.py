@@ -290,13 +290,16 @@ def replay_dsh_process(directory: Path, conv: Conversation) -> tuple[float, floa
     )  # fmt: skip
     assert process.stdout is not None
     base_url = process.stdout.readline().strip().rsplit(" on ", 1)[-1]
+    token = process.stdout.readline().split("control token ", 1)[-1].split()[0]
     t_open = now() - t0
     try:
         with openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
             t0 = now()
             got = _calls(client, conv)
             t_calls = now() - t0
-        request = urllib.request.Request(base_url.removesuffix("/v1") + "/_dsh/shutdown", data=b"")
+        request = urllib.request.Request(
+            base_url.removesuffix("/v1") + "/_dsh/shutdown", data=b"", headers={"X-Dsh-Token": token}
+        )
         urllib.request.urlopen(request, timeout=10).close()
         process.communicate(timeout=30)
     finally:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from dsh.errors import HttpRequestError
 from dsh.http1 import LAST_CHUNK, Listener, chunk, head, read_request
 
 
@@ -31,7 +32,10 @@ async def test_a_request_with_a_length_then_a_chunked_one_on_the_same_stream() -
 
 
 async def test_a_bad_request_line_or_a_cut_body() -> None:
-    assert await read_request(_reader(b"GARBAGE\r\n\r\n")) is None
+    with pytest.raises(HttpRequestError) as bad:
+        await read_request(_reader(b"GARBAGE\r\n\r\n"))
+    assert bad.value.status == 400
+    assert await read_request(_reader(b"POST / HTTP/1.1\r\nHost: x")) is None  # the peer closed mid-head
     with pytest.raises(asyncio.IncompleteReadError):
         await read_request(_reader(b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nabc"))
 

@@ -37,7 +37,8 @@ file, session id or value involved.
     ├── ScenarioError               a malformed scenario directory / transcript mismatch
     │   └── RecordFailedError       a recording's model call failed: nothing is written (+ StopRunError)
     ├── StopRunError                raised out of a model call to stop the run there (see its docstring)
-    └── ExportError                 a trace could not be delivered (an unreachable OTLP endpoint)
+    ├── ExportError                 a trace could not be delivered (an unreachable OTLP endpoint)
+    └── HttpRequestError            a local server refuses a request (``status`` attribute)
 """
 
 from __future__ import annotations
@@ -237,3 +238,12 @@ class RecordFailedError(ScenarioError, StopRunError):
 
 class ExportError(DshError):
     """An export could not be delivered (an OTLP endpoint refused it or was unreachable)."""
+
+
+class HttpRequestError(DshError):
+    """A request a local HTTP server refuses before answering it: malformed (400), a body over
+    the limit (413), a head too large (431) or too slow (408)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

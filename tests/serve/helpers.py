@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +99,40 @@ def slowed(directory: Path, target: Path, gap_ms: int) -> Path:
         lines.append(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
     (target / "session.jsonl").write_text("\n".join(lines) + "\n")
     return target
+
+
+def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str, str]:
+    """``dsh serve ARGS`` as a process: (the process, its base URL, its control token)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh.cli", "serve", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if " on http://127.0.0.1:" not in line:
+        process.kill()
+        _, err = process.communicate(timeout=20)
+        raise AssertionError(f"dsh serve did not start: {line!r} {err}")
+    token = process.stdout.readline().split("control token ", 1)[1].split()[0]
+    return process, line.strip().rsplit(" on ", 1)[1], token
+
+
+def control(base_url: str, route: str, token: str | None, *, method: str = "GET") -> dict[str, Any]:
+    """``/_dsh/ROUTE`` of the server at ``base_url`` with ``token`` in ``X-Dsh-Token``."""
+    headers = {"X-Dsh-Token": token} if token is not None else {}
+    url = base_url.removesuffix("/v1") + "/_dsh/" + route
+    data = b"" if method == "POST" else None
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def stop(process: subprocess.Popen[str], timeout: float = 20) -> tuple[str, str]:
+    """Wait for ``process`` to end (killing it after ``timeout``): its stdout and stderr."""
+    try:
+        return process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

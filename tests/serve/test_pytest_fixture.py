@@ -103,6 +103,21 @@ def test_hello(dsh_serve):
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+def test_recording_again_replaces_the_whole_recording(pytester: pytest.Pytester) -> None:
+    test_record_then_replay(pytester)
+    recording = pytester.path / "recordings" / "test_hello"
+    stale = recording / "session.1.jsonl"  # an earlier recording had a second session
+    shutil.copy(recording / "session.jsonl", stale)
+    with (
+        OpenAICompatServer(handler=lambda _: stream_reply(text=["Hel", "lo"])) as upstream,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("DSH_SERVE_UPSTREAM", upstream.base_url)
+        pytester.runpytest("-p", "no:cacheprovider", "--dsh-snapshot=record").assert_outcomes(passed=1)
+    assert not stale.exists() and (recording / "session.jsonl").exists()
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def _run_pytest(project: Path) -> subprocess.CompletedProcess[str]:
     """``python -m pytest`` in ``project`` as a user runs it (its own ini, no conftest)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "PYTEST_"))}

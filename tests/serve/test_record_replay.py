@@ -7,7 +7,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from dsh.serve.replay import ReplayServer
 from dsh.store.logfile import load_log_file
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, http_error, json_response, stream_reply, wire_usage
-from tests.serve.helpers import client_deltas, wire_view
+from tests.serve.helpers import client_deltas, control, wire_view
 
 KEY = "sk-test-SECRET-never-stored-4242"
 TOOLS: list[Any] = [
@@ -268,8 +267,8 @@ def test_the_record_cli_proxies_and_writes_the_directory(tmp_path: Path) -> None
             with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
                 hello: list[Any] = [{"role": "user", "content": "hi"}]
                 chunks = list(client.chat.completions.create(model="test-model", messages=hello, stream=True))
-            shutdown = urllib.request.Request(base_url.removesuffix("/v1") + "/_dsh/shutdown", data=b"")
-            urllib.request.urlopen(shutdown, timeout=10).close()
+            token = process.stdout.readline().split("control token ", 1)[1].split()[0]
+            control(base_url, "shutdown", token, method="POST")
             out, err = process.communicate(timeout=20)
         finally:
             if process.poll() is None:

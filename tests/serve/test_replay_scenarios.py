@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +16,16 @@ import openai
 import pytest
 
 from dsh.serve import ReplayServer, ReplayTransport
-from tests.serve.helpers import SCENARIOS, client_deltas, expected_deltas, recorded_calls, slowed
+from tests.serve.helpers import (
+    SCENARIOS,
+    client_deltas,
+    control,
+    expected_deltas,
+    recorded_calls,
+    slowed,
+    start_serve,
+    stop,
+)
 
 TOOL_TURN = SCENARIOS / "tool-call-turn"
 PARALLEL = SCENARIOS / "subagent-parallel-distinct"
@@ -182,46 +187,19 @@ async def test_without_headers_requests_route_by_history(via: str) -> None:
     assert report["ok"]
 
 
-def _get(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
-
-
-def _post(url: str) -> dict[str, Any]:
-    request = urllib.request.Request(url, data=b"", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
-
-
-def _start_cli(directory: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dsh.cli", "serve", "replay", str(directory), "--port", "0", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert " on http://127.0.0.1:" in line, line + (
-        process.stderr.read() if process.stderr is not None and process.poll() is not None else ""
-    )
-    return process, line.strip().rsplit(" on ", 1)[1]
-
-
 @pytest.mark.parametrize("consume", [True, False])
 def test_the_cli_exits_non_zero_when_a_script_is_not_consumed(consume: bool) -> None:
-    process, base_url = _start_cli(TOOL_TURN)
+    process, base_url, token = start_serve("replay", str(TOOL_TURN), "--port", "0")
     try:
         calls = recorded_calls(TOOL_TURN)
         with openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0) as client:
             for body, _ in calls if consume else calls[:1]:
                 list(client.chat.completions.create(**body, stream=True))
-        report = _get(base_url.removesuffix("/v1") + "/_dsh/report")
+        report = control(base_url, "report", token)
         assert report["sessions"][0]["served"] == (2 if consume else 1)
-        _post(base_url.removesuffix("/v1") + "/_dsh/shutdown")
-        out, err = process.communicate(timeout=20)
+        control(base_url, "shutdown", token, method="POST")
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        out, err = stop(process)
     assert process.returncode == (0 if consume else 1), err
     if not consume:
         assert "were not served in session.jsonl" in err
@@ -229,14 +207,11 @@ def test_the_cli_exits_non_zero_when_a_script_is_not_consumed(consume: bool) -> 
 
 
 def test_allow_unconsumed_relaxes_the_exit_code() -> None:
-    process, base_url = _start_cli(TOOL_TURN, "--allow-unconsumed")
+    process, base_url, token = start_serve("replay", str(TOOL_TURN), "--port", "0", "--allow-unconsumed")
     try:
-        _post(base_url.removesuffix("/v1") + "/_dsh/shutdown")
-        process.communicate(timeout=20)
+        control(base_url, "shutdown", token, method="POST")
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        stop(process)
     assert process.returncode == 0
 
 

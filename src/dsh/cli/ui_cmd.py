@@ -27,12 +27,31 @@ def ui(
             show_default=False,
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="HOST[:PORT]",
+            help="Also answer requests whose Host (or Origin) names HOST (repeatable); by default only "
+            "127.0.0.1, localhost, [::1] and the --host address (DNS rebinding).",
+        ),
+    ] = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            metavar="SECONDS",
+            help="Close a connection that has not sent a whole request head within this many seconds.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Serve a read-only web viewer of the store's sessions and print its URL.
 
     Sessions list (search, sort, pages), session pages with the lineage tree and each fork
     child's cut on the parent's timeline, transcripts, raw events, and live updates while a
-    session is being appended to. Bound to 127.0.0.1 unless --host says otherwise.
+    session is being appended to. Bound to 127.0.0.1 unless --host says otherwise; a request
+    naming another Host (DNS rebinding) gets 421 and one from another page's Origin 403,
+    unless --allow-host names it.
     """
     try:  # the viewer's web stack is the optional `ui` extra; every other command works without it
         from dsh.ui import server as ui_server
@@ -40,6 +59,8 @@ def ui(
         fail(f"dsh ui needs the ui extra ({exc.name} is not installed): {install_hint('ui')}", 1)
     if port < 0 or port > 65535:
         fail(f"--port {port}: not a port number (0..65535)", 2)
+    if header_timeout <= 0:
+        fail("--header-timeout must be more than 0", 2)
     if host not in ui_server.LOCAL_HOSTS:
         typer.echo(
             f"dsh: warning: --host {host} exposes every session in the store to that network",
@@ -51,6 +72,12 @@ def ui(
             report_html = report.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--report {report}: cannot read it ({exc})", 2)
+    from dsh.hosts import HostPolicy
+
+    try:
+        HostPolicy(allow_host or ())
+    except ValueError as exc:
+        fail(str(exc), 2)
     label = store or f"sqlite:{store_label(None)}"
     try:
         ui_server.serve(
@@ -61,6 +88,8 @@ def ui(
             label=label,
             echo=typer.echo,
             report_html=report_html,
+            allow_hosts=allow_host or (),
+            header_timeout=header_timeout,
         )
     except DshError as exc:  # the store does not exist (read-only: never created)
         fail(str(exc), 1)

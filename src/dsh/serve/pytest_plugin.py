@@ -112,6 +112,12 @@ class ServeClient:
         return not isinstance(self._background.server, ReplayServer)
 
     @property
+    def token(self) -> str:
+        """The server's per-run control token: send it as ``X-Dsh-Token`` to ``/_dsh/report``
+        and ``/_dsh/shutdown`` (the fixture stops the server itself at teardown)."""
+        return self._background.server.token
+
+    @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` (a replay's HTTP server starts on first use)."""
         if not self._background.started:
@@ -157,7 +163,8 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
         upstream = options.get("upstream") or os.environ.get(UPSTREAM_ENV)
         if not upstream:
             pytest.skip(f"dsh_serve: recording needs an upstream (marker upstream= or ${UPSTREAM_ENV})")
-        background = BackgroundServer(RecordServer(str(upstream), directory))
+        # record mode re-records: an earlier recording is replaced whole when the test ends
+        background = BackgroundServer(RecordServer(str(upstream), directory, replace=True))
         background.start()
     else:
         if not (directory / "session.jsonl").exists():

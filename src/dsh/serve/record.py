@@ -8,6 +8,12 @@ session by its session headers (:mod:`dsh.serve.keys`: ``X-Dsh-Session`` / ``X-D
 Claude Code's session and agent ids), else
 the known session whose history it extends (the longest), else it starts a new session.
 After every call the whole directory is rewritten atomically (:func:`write_directory`).
+
+A directory that is not empty (an earlier recording) is refused unless ``replace``
+(``--force``): then the old recording stays whole while this one is made, and at
+:meth:`RecordServer.close` the new files replace it in one step — staged in a sibling
+directory and renamed into place by :func:`dsh.snapshot.recording.write_recording`, the rule
+``dsh scenario record`` uses — so two recordings are never mixed.
 """
 
 from __future__ import annotations
@@ -21,17 +27,29 @@ from typing import Any
 import httpx2
 
 from dsh import jsonx
-from dsh.errors import ModelError
+from dsh.errors import ModelError, UsageError
 from dsh.events.chunks import Chunk, Failure, Usage
 from dsh.events.messages import Message
+from dsh.hosts import HostPolicy
+from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
 from dsh.model import ModelRequest
 from dsh.model.openai_wire import StreamTranslator
 from dsh.model.sse import SseDecoder
 from dsh.replay.wire_request import request_from_body
-from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
+from dsh.serve.http import (
+    HttpServer,
+    Reply,
+    Request,
+    control_reply,
+    json_body,
+    json_reply,
+    new_token,
+    refusal,
+)
 from dsh.serve.keys import SessionKeys
-from dsh.serve.recorder import RecordedSession, Settled, new_session, write_directory
+from dsh.serve.recorder import RecordedSession, Settled, directory_files, new_session, write_directory
 from dsh.serve.replay import CHAT_PATHS
+from dsh.snapshot.recording import recover, write_recording
 
 FORWARDED = ("authorization", "content-type", "accept", "user-agent")
 
@@ -85,6 +103,25 @@ def completion_chunks(document: Any) -> Settled:
     return _settle(timer, None, translator)
 
 
+def replaces_recording(directory: Path, replace: bool) -> bool:
+    """Whether recording into ``directory`` replaces what is there (it is not empty).
+
+    Raises :class:`~dsh.errors.UsageError` when it is not empty and ``replace`` is false, or
+    when it is not a directory.
+    """
+    recover(directory)  # what an interrupted replacement left beside it
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"dsh serve record: {directory} is not a directory")
+    if not directory.is_dir() or next(directory.iterdir(), None) is None:
+        return False
+    if not replace:
+        raise UsageError(
+            f"dsh serve record: {directory} is not empty (an earlier recording?); "
+            "--force replaces it as a whole when the server stops"
+        )
+    return True
+
+
 class RecordServer:
     """The recording proxy for one directory."""
 
@@ -96,7 +133,15 @@ class RecordServer:
         port: int = 0,
         session_headers: Sequence[str] = (),
         timeout: float = 600.0,
+        allow_hosts: Sequence[str] = (),
+        limits: Limits = DEFAULT_LIMITS,
+        token: str | None = None,
+        log: Log = stderr_log,
+        replace: bool = False,
     ) -> None:
+        self._replacing = replaces_recording(directory, replace)
+        self.token = token or new_token()
+        """The per-run token the control routes need (``X-Dsh-Token``)."""
         self.upstream = upstream.rstrip("/")
         self.directory = directory
         self.keys = SessionKeys(session_headers)
@@ -105,7 +150,7 @@ class RecordServer:
         self._timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._write_lock = asyncio.Lock()
-        self.http = HttpServer(self.handle, port=port)
+        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
 
     @property
@@ -121,7 +166,7 @@ class RecordServer:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-        await self._write()
+        await self._write(final=True)
 
     async def __aenter__(self) -> RecordServer:
         await self.start()
@@ -140,9 +185,12 @@ class RecordServer:
             ],
         }
 
-    async def _write(self) -> None:
+    async def _write(self, *, final: bool = False) -> None:
         async with self._write_lock:
-            await asyncio.to_thread(write_directory, self.directory, list(self.sessions))
+            if not self._replacing:
+                await asyncio.to_thread(write_directory, self.directory, list(self.sessions))
+            elif final and (files := directory_files(self.sessions)):
+                await asyncio.to_thread(write_recording, self.directory, files)
 
     def _session(
         self, key: str | None, parent_key: str | None, messages: Sequence[Message]
@@ -165,11 +213,11 @@ class RecordServer:
         return session
 
     async def handle(self, request: Request) -> Reply:
-        control = control_reply(request, self.report, self.stopped)
+        control = control_reply(request, self.report, self.stopped, self.token)
         if control is not None:
             return control
         if request.path not in CHAT_PATHS or request.method != "POST":
-            return json_reply(404, {"error": {"message": f"dsh serve record: no route for {request.path}"}})
+            return refusal(404, f"dsh serve record: no route for {request.path[:100]}")
         body = json_body(request, "dsh serve record")
         if isinstance(body, Reply):
             return body

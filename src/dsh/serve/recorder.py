@@ -196,22 +196,29 @@ def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSess
     return RecordedSession(key, header)
 
 
-def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> list[Path]:
-    """Write every session with events (first → ``session.jsonl``) and ``input.json``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
+def directory_files(sessions: Sequence[RecordedSession]) -> dict[str, bytes]:
+    """The files of a recorded directory: every session with events (first → ``session.jsonl``,
+    the rest ``session.N.jsonl``) and ``input.json`` (the first session's prompts)."""
+    files: dict[str, bytes] = {}
     kept = [s for s in sessions if s.events]
     for n, session in enumerate(kept):
-        path = directory / ("session.jsonl" if n == 0 else f"session.{n}.jsonl")
-        write_file_atomic(path, encode_log(LoadedSession(session.header, 0, session.closed())))
-        written.append(path)
+        name = "session.jsonl" if n == 0 else f"session.{n}.jsonl"
+        files[name] = encode_log(LoadedSession(session.header, 0, session.closed()))
     if kept:
         steps: list[dict[str, Any]] = [{"op": "newSession"}]
         for event in kept[0].events:
             if event.type == "user/message" and (event.data.get("source") or {}).get("kind") == "user":
                 text = "".join(str(b.get("text", "")) for b in event.data.get("content") or ())
                 steps.append({"op": "prompt", "text": text})
-        path = directory / "input.json"
-        write_file_atomic(path, jsonx.dumps({"steps": steps}) + b"\n")
-        written.append(path)
+        files["input.json"] = jsonx.dumps({"steps": steps}) + b"\n"
+    return files
+
+
+def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> list[Path]:
+    """Write :func:`directory_files` into ``directory``, each file atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in directory_files(sessions).items():
+        write_file_atomic(directory / name, data)
+        written.append(directory / name)
     return written

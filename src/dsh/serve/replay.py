@@ -30,13 +30,24 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.payloads import stream_of
+from dsh.hosts import HostPolicy
+from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
 from dsh.replay.derive import Derived, derive
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.files import read_recorded, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.wire_request import ReadBody, read_body, wire_derived
-from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, json_reply
+from dsh.serve.http import (
+    HttpServer,
+    Reply,
+    Request,
+    control_reply,
+    json_body,
+    json_reply,
+    new_token,
+    refusal,
+)
 from dsh.serve.keys import SessionKeys
 from dsh.serve.wire_out import completion, sse_events
 from dsh.store import LoadedSession
@@ -116,7 +127,7 @@ def load_sessions(directory: Path, tolerances: Tolerances | None = None) -> list
 
 
 def _conflict(reason: str, **fields: Any) -> Reply:
-    return json_reply(409, {"error": {"type": "dsh_replay_divergence", "message": reason, **fields}})
+    return refusal(409, reason, kind="dsh_replay_divergence", **fields)
 
 
 class ReplayServer:
@@ -130,14 +141,20 @@ class ReplayServer:
         speed: float = 0.0,
         session_headers: Sequence[str] = (),
         tolerances: Tolerances | None = None,
+        allow_hosts: Sequence[str] = (),
+        limits: Limits = DEFAULT_LIMITS,
+        token: str | None = None,
+        log: Log = stderr_log,
     ) -> None:
         self.directory = directory
+        self.token = token or new_token()
+        """The per-run token the control routes need (``X-Dsh-Token``)."""
         self.sessions = load_sessions(directory, tolerances)
         self.speed = speed
         self.keys = SessionKeys(session_headers)
         self.refused: list[dict[str, Any]] = []
         self._lock = threading.Lock()  # answer() is called from the loop and from transports' threads
-        self.http = HttpServer(self.handle, port=port)
+        self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
 
     @property
@@ -183,13 +200,13 @@ class ReplayServer:
             return self._answer_request(request)
 
     def _answer_request(self, request: Request) -> Reply:
-        control = control_reply(request, self.report, self.stopped)
+        control = control_reply(request, self.report, self.stopped, self.token)
         if control is not None:
             return control
         if request.path not in CHAT_PATHS:
-            return json_reply(404, {"error": {"message": f"dsh serve: no route for {request.path}"}})
+            return refusal(404, f"dsh serve: no route for {request.path[:100]}")
         if request.method != "POST":
-            return json_reply(405, {"error": {"message": f"dsh serve: {request.method} not allowed"}})
+            return refusal(405, f"dsh serve: {request.method} not allowed")
         body = json_body(request, "dsh serve")
         if isinstance(body, Reply):
             return body

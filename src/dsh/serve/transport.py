@@ -74,16 +74,19 @@ class _AsyncPaced(httpx2.AsyncByteStream):
 
 
 class RedirectTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
-    """Sends every request, path and headers unchanged, to the server at ``base_url``."""
+    """Sends every request, path and headers unchanged, to the server at ``base_url``; only
+    ``Host`` is set to that server's (``dsh serve`` refuses a foreign one: DNS rebinding)."""
 
     def __init__(self, base_url: str) -> None:
         url = httpx2.URL(base_url)
         self._origin = {"scheme": url.scheme, "host": url.host, "port": url.port}
+        self._host = url.netloc.decode("ascii")
         self._sync = httpx2.HTTPTransport()
         self._async = httpx2.AsyncHTTPTransport()
 
     def _redirect(self, request: httpx2.Request) -> httpx2.Request:
         request.url = request.url.copy_with(**self._origin)
+        request.headers["Host"] = self._host
         return request
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:

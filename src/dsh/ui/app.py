@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -23,6 +24,7 @@ from starlette.routing import Route
 from dsh import jsonx
 from dsh.errors import SessionNotFoundError
 from dsh.events import Event
+from dsh.hosts import HostPolicy
 from dsh.ids import session_id_problem
 from dsh.loop import Feed
 from dsh.session.digest import derive
@@ -32,6 +34,7 @@ from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
 from dsh.ui.assets import CSS, JS
 from dsh.ui.chunks import ChunkHub
 from dsh.ui.diff_page import compare, context
+from dsh.ui.guard import HostGuard
 from dsh.ui.report import panes
 from dsh.ui.templates import environment
 from dsh.ui.views import (
@@ -416,11 +419,14 @@ def create_app(
     report_html: str | None = None,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     feed: Feed | None = None,
+    hosts: HostPolicy | None = None,
 ) -> Starlette:
     """The viewer over the store ``open_store`` returns (opened at startup, closed at shutdown).
 
     ``feed``: the feed of a run in this process; its text and reasoning deltas stream to the
     live pages of their session (``event: delta``) before the model call settles.
+    ``hosts``: the ``Host`` / ``Origin`` rule (:class:`~dsh.ui.guard.HostGuard`) every request
+    passes first; ``dsh ui`` always gives one (``None``, for in-process test clients: none).
     """
 
     @asynccontextmanager
@@ -447,4 +453,5 @@ def create_app(
         Route("/static/ui.css", css),
         Route("/static/ui.js", js),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(HostGuard, policy=hosts)] if hosts is not None else []
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
