@@ -109,6 +109,20 @@ def shows_runtime_context(loaded: LoadedSession | None) -> bool:
     return any(e.type == USER_MESSAGE and _snapshot_mode(e.data) for e in loaded.events)
 
 
+def logs_recorded_mode(loaded: LoadedSession | None) -> bool:
+    """Whether the recorded session logged its own ``sandbox/mode`` in its first turn (a
+    session choice, not a delegation's copy): the replay logs it too, where the live loop logs
+    one, so both logs hold the same events (a fork child's cut counts them)."""
+    if loaded is None:
+        return False
+    for event in loaded.events[loaded.inherited_event_count :]:
+        if event.type == SANDBOX_MODE and not event.data.get("source"):
+            return True
+        if event.type == TURN_END:
+            return False
+    return False
+
+
 def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
     """The file policy the recorded session's first turn ran under, if the log says (else
     the first one a snapshot states)."""
@@ -168,7 +182,8 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
     approval: ApprovalPolicy = "ask" if asks else "never"
     shown = shows_runtime_context(primary)
     runner = recorded_missing_runner(primary, directory)
+    logged = logs_recorded_mode(primary)
     if confined and mode == "danger-full-access":  # confined, yet the model is shown the recorded mode
-        confining = SandboxPolicy(mode="workspace-write", logged=False, shown=mode, runner=runner)
+        confining = SandboxPolicy(mode="workspace-write", logged=logged, shown=mode, runner=runner)
         return ReplayPolicy(confining, approval, answers, shown)
-    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers, shown)
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=logged, runner=runner), approval, answers, shown)

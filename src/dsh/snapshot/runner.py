@@ -272,7 +272,7 @@ async def _prepare(
         answers = RecordedAnswers(read_permission_answers(directory), name)
         given = sandbox or SandboxPolicy(mode="danger-full-access")
         shown = policy.sandbox.stated_mode if policy.sandbox is not None else None
-        chosen = replace(given, logged=False, shown=shown)
+        chosen = replace(given, logged=policy.sandbox is not None and policy.sandbox.logged, shown=shown)
     setup = AgentSetup(
         store,
         model,

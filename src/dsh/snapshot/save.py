@@ -10,7 +10,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.messages import joined_text
-from dsh.events.vocabulary import USER_MESSAGE
+from dsh.events.vocabulary import REQUEST_HEADER, USER_MESSAGE
 from dsh.replay.layout import INPUT, PRIMARY
 from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
@@ -31,8 +31,12 @@ async def _family(store: EventStore, root: str) -> dict[str, LoadedSession]:
 
 
 def prompt_steps(loaded: LoadedSession) -> list[dict[str, Any]]:
-    """The steps that replay a session: a new session, then each user prompt in order."""
+    """The steps that replay a session: a new session, then each user prompt in order — with a
+    ``resumeSession`` before a prompt whose turn a resumed process ran (its first call logged a
+    ``resume`` request header: ``dsh run --resume`` in a second process), so the replay logs
+    what that process logged."""
     steps: list[dict[str, Any]] = [{"op": "newSession"}]
+    pending: int | None = None  # the index of the last prompt whose first call is not seen yet
     for event in loaded.events[loaded.inherited_event_count :]:
         data = event.data
         if (
@@ -40,7 +44,12 @@ def prompt_steps(loaded: LoadedSession) -> list[dict[str, Any]]:
             and isinstance(data, dict)
             and data.get("source", {}).get("kind") == "user"
         ):
+            pending = len(steps)
             steps.append({"op": "prompt", "text": joined_text(data.get("content", []))})
+        elif event.type == REQUEST_HEADER and pending is not None:
+            if data.get("reason") == "resume" and pending > 1:
+                steps.insert(pending, {"op": "resumeSession"})
+            pending = None
     return steps
 
 

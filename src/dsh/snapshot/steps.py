@@ -6,6 +6,7 @@ The ops are the original harness's (its ``input.json`` files run unchanged):
 |---|---|
 | ``initialize`` | accepted, nothing to do |
 | ``newSession`` | a new top-level agent; later prompts go to it |
+| ``resumeSession`` | (dsh's) the top-level agent's process ends and a new one resumes the session |
 | ``newSessionExpectError {additionalDirectories}`` | must be refused: dsh has no extra roots |
 | ``prompt {text}`` / ``promptContent {content}`` | one turn, awaited (content: ACP blocks) |
 | ``promptExpectError {text}`` | the turn must end ``error`` |
@@ -36,6 +37,7 @@ from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text
 from dsh.events.payloads import assistant_blocks_of
 from dsh.events.vocabulary import TURN_END, TURN_START
+from dsh.hooks import reset_handler_ids
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
 from dsh.store import EventStore
@@ -46,6 +48,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "initialize": (frozenset(), frozenset({"clientCapabilities", "protocolVersion"})),
     "newSession": (frozenset(), frozenset({"cwd", "mcpServers"})),
     "newSessionExpectError": (frozenset(), frozenset({"additionalDirectories", "cwd"})),
+    "resumeSession": (frozenset(), frozenset()),
     "prompt": (frozenset({"text"}), frozenset()),
     "promptContent": (frozenset({"content"}), frozenset()),
     "promptExpectError": (frozenset({"text"}), frozenset()),
@@ -160,6 +163,8 @@ class StepPlayer:
             return
         if op == "newSession":
             self.agents.append(await self._make_agent())
+        elif op == "resumeSession":
+            await self._resume(i)
         elif op == "newSessionExpectError":
             if not step.get("additionalDirectories"):
                 self._problem(i, "newSessionExpectError: dsh accepts this session, the recording refused it")
@@ -186,6 +191,23 @@ class StepPlayer:
                 running[-1][1].cancel()
         else:
             await self._wait(i, op, step)
+
+    async def _resume(self, i: int) -> None:
+        """What ``dsh run --resume`` in a second process does: the first process's agent
+        ends (its lease released, its jobs stopped), and a new agent with the same tools,
+        model and configuration resumes the stored session — logging what a fresh process
+        logs at its first call (a ``resume`` request header; hook ids counted from 1)."""
+        if not self.agents:
+            self._problem(i, "resumeSession: no session to resume")
+            return
+        old = self.agents[-1]
+        await self._settle()
+        await old.aclose()
+        reset_handler_ids()
+        self.agents[-1] = await type(old).resume(
+            self._store, old.id, model=old.model, tools=old.tools, config=old.config, feed=old.feed,
+            extras=old.extras,
+        )  # fmt: skip
 
     async def _wait(self, i: int, op: str, step: dict[str, Any]) -> None:
         agent = await self._agent()
