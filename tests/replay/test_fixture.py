@@ -87,7 +87,7 @@ def test_a_test_whose_code_changed_fails_its_replay(
     assert "user message 1 differs from the recording" in changed.stdout.str()
 
 
-LIBRARY_CHILDREN_TEST = '''
+LIBRARY_CHILDREN_TEST = """
 import asyncio
 
 import pytest
@@ -106,7 +106,7 @@ def test_children(dsh_recording):
         return [first.text, child.text, recalled.text, last.text]
 
     assert asyncio.run(go()) == ["OK", "CHILD_OK", "ZINNIA", "PARENT_DONE"]
-'''
+"""
 
 
 def _library_children(req: RecordedRequest) -> Response:

@@ -43,7 +43,8 @@ def _handler(req: RecordedRequest) -> Response:
     if not done:
         return call("call_spawn", "subagent", {"description": "child", "prompt": "Say CHILD_OK."})
     if len(done) == 1:
-        return call("call_fork", "subagent_fork", {"description": "recall", "prompt": "What is the codeword?"})
+        recall = {"description": "recall", "prompt": "What is the codeword?"}
+        return call("call_fork", "subagent_fork", recall)
     return reply("PARENT_DONE")
 
 

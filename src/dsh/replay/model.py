@@ -147,7 +147,9 @@ class ReplayModel:
         script = self._live.get(live)
         if script is not None:
             return script
-        if request.delegation is None:
+        if request.delegation is None and request.parent_session is not None:
+            script = self._bind_child(live, request.parent_session, None)  # a child started from code
+        elif request.delegation is None:
             if self.primary.bound_to is not None:
                 raise self._fail(
                     UnrecordedSessionError(
@@ -161,7 +163,10 @@ class ReplayModel:
         self._live[live] = script
         return script
 
-    def _bind_child(self, live: str, live_parent: str, call_id: str) -> SessionScript:
+    def _bind_child(self, live: str, live_parent: str, call_id: str | None) -> SessionScript:
+        """The recorded child of the live parent's recorded session started by ``call_id``
+        (``None``: a child started from code, the next such child of that parent by
+        ``createdAt``), else the next child recorded without a delegation identity."""
         parent = self._live.get(live_parent)
         recorded_parent = parent.recorded_id if parent is not None else None
         for script in self.children:

@@ -299,7 +299,7 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
         await player.play(prep.steps)
         await _settle_background(player.agents, step_timeout, player.problems, prep.name)
     finally:
-        await _stop_background(player.agents)
+        await _stop_background([*player.agents, *player.children])
         if prep.owns_model:
             aclose = getattr(prep.model, "aclose", None)
             if aclose is not None:

@@ -8,7 +8,12 @@ The ops are the original harness's (its ``input.json`` files run unchanged):
 | ``newSession`` | a new top-level agent; later prompts go to it |
 | ``resumeSession`` | (dsh's) the top-level agent's process ends and a new one resumes the session |
 | ``newSessionExpectError {additionalDirectories}`` | must be refused: dsh has no extra roots |
-| ``prompt {text}`` / ``promptContent {content}`` | one turn, awaited (content: ACP blocks) |
+| ``prompt {text, child?}`` / ``promptContent {content}`` | one turn, awaited (content: ACP blocks) |
+| ``spawnChild {parent?}`` / ``forkChild {parent?}`` | (dsh's) ``Agent.spawn()`` / ``.fork()`` |
+
+dsh's own ops are what ``dsh scenario save`` writes for a session resumed by a second process
+and for children started from code: those are numbered 1.. as started, ``prompt {child: N}``
+prompts child N, ``parent: N`` starts a child of child N (default: of the top-level session).
 | ``promptExpectError {text}`` | the turn must end ``error`` |
 | ``promptAndCancel {text, waitForFile?}`` | start; wait for the file (else an open turn); cancel |
 | ``cancel {waitForFile?}`` | cancel the running turn |
@@ -49,7 +54,9 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "newSession": (frozenset(), frozenset({"cwd", "mcpServers"})),
     "newSessionExpectError": (frozenset(), frozenset({"additionalDirectories", "cwd"})),
     "resumeSession": (frozenset(), frozenset()),
-    "prompt": (frozenset({"text"}), frozenset()),
+    "prompt": (frozenset({"text"}), frozenset({"child"})),
+    "spawnChild": (frozenset(), frozenset({"parent"})),
+    "forkChild": (frozenset(), frozenset({"parent"})),
     "promptContent": (frozenset({"content"}), frozenset()),
     "promptExpectError": (frozenset({"text"}), frozenset()),
     "promptAndCancel": (frozenset({"text"}), frozenset({"waitForFile"})),
@@ -85,7 +92,7 @@ def validate_steps(steps: object, name: str) -> list[dict[str, Any]]:
             raise ScenarioError(f"scenario {name}: steps[{i}] promptContent 'content' must be a list")
         if not isinstance(step.get("waitForText", ""), str) or not isinstance(step.get("path", ""), str):
             raise ScenarioError(f"scenario {name}: steps[{i}] {op} has a non-string field")
-        for key in ("minimumTurn", "child"):
+        for key in ("minimumTurn", "child", "parent"):
             if key in step and (type(step[key]) is not int or step[key] < 1):
                 raise ScenarioError(f"scenario {name}: steps[{i}] {op} '{key}' must be a positive integer")
         extra = sorted(set(step) - required - optional - {"op"})
@@ -140,6 +147,8 @@ class StepPlayer:
         self._cwd = cwd
         self._timeout = timeout
         self.agents: list[Agent] = []
+        self.children: list[Agent] = []
+        """Children the steps started from code (``spawnChild`` / ``forkChild``), in order."""
         self.problems: list[str] = []
         self._tasks: list[tuple[int, asyncio.Task[TurnResult], str]] = []
         self._events: dict[str, list[Event]] = {}
@@ -168,10 +177,15 @@ class StepPlayer:
         elif op == "newSessionExpectError":
             if not step.get("additionalDirectories"):
                 self._problem(i, "newSessionExpectError: dsh accepts this session, the recording refused it")
+        elif op in ("spawnChild", "forkChild"):
+            parent = await self._child_or_agent(i, step.get("parent"))
+            if parent is not None:
+                self.children.append(await (parent.fork() if op == "forkChild" else parent.spawn()))
         elif op in ("prompt", "promptContent", "promptExpectError"):
             prompt = content_message(step["content"]) if op == "promptContent" else step["text"]
-            result = await (await self._agent()).run_turn(prompt)
-            self._judge(i, op, result)
+            target = await self._child_or_agent(i, step.get("child"))
+            if target is not None:
+                self._judge(i, op, await target.run_turn(prompt))
         elif op in ("promptAndCancel", "promptAndWaitForAgentMessage"):
             agent = await self._agent()
             task = asyncio.create_task(agent.run_turn(step["text"]))
@@ -191,6 +205,15 @@ class StepPlayer:
                 running[-1][1].cancel()
         else:
             await self._wait(i, op, step)
+
+    async def _child_or_agent(self, i: int, child: int | None) -> Agent | None:
+        """Child ``child`` started by the steps, or (``None``) the top-level session."""
+        if child is None:
+            return await self._agent()
+        if child > len(self.children):
+            self._problem(i, f"child {child} was not started (started: {len(self.children)})")
+            return None
+        return self.children[child - 1]
 
     async def _resume(self, i: int) -> None:
         """What ``dsh run --resume`` in a second process does: the first process's agent
