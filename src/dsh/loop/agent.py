@@ -27,6 +27,7 @@ from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
+from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.scheduler import ToolScheduler
 from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_all, repair_loaded
 from dsh.loop.steps import Steps
@@ -149,6 +150,8 @@ class Agent:
         """
         registry = agent_tools(tools, standard_tools, cls.standard_registry)
         resolved = agent_config(config, model)
+        if session_id is None:
+            session_id = await recorded_session_id(model, store, None, None)
         header = SessionHeader(id=session_id or new_session_id(), created_at=now_ms(), cwd=_absolute(cwd))
         lease = await store.lease(header.id)
         try:

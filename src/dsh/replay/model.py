@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_pla
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 @dataclass(slots=True)
 class SessionScript:
     """The recorded calls of one session, with the identity used to bind a live session."""
@@ -38,6 +42,8 @@ class SessionScript:
     call_id: str | None = None
     cursor: int = 0
     bound_to: str | None = field(default=None)
+    claimed: bool = False
+    """A new live session took this script's recorded id (``SessionIds``) and binds to it."""
     check: SessionCheck | None = None
     """Compares each live request with the recorded one; ``None``: nothing to compare."""
     wire: WireProjection | None = None
@@ -122,6 +128,11 @@ class ReplayModel:
         self._provider = provider
         self._cwd = cwd
         self._live: dict[str, SessionScript] = {}
+        self._claims: dict[str, SessionScript] = {}
+        """Recorded id → its script, claimed by a new live session under that id, not bound yet."""
+        self.notes: list[str] = []
+        """What the replay says once (recorded ids already taken in the target store)."""
+        self.on_note: Callable[[str], None] | None = None
         self.errors: list[Exception] = []
         self._waiters: list[asyncio.Future[None]] = []
         self.divergences: list[Divergence] = []
@@ -142,15 +153,54 @@ class ReplayModel:
         self.errors.append(exc)
         return exc
 
+    # -- recorded ids (dsh.model.SessionIds) --------------------------------------------
+
+    def session_id_for(self, parent_session: str | None, call_id: str | None) -> str | None:
+        """The recorded id of the script a new session (top-level: ``parent_session=None``;
+        else the child of that live session started by ``call_id``) will be bound to, claimed
+        for it — only a UUID-shaped id (the original's placeholders and random ids, ours)."""
+        if parent_session is None:
+            free = self.primary.bound_to is None and not self.primary.claimed
+            script = self.primary if free else None
+        else:
+            script = self._pick_child(self._recorded_parent(parent_session), call_id)
+        if script is None or not _UUID.fullmatch(script.recorded_id) or script.recorded_id in self._claims:
+            return None
+        script.claimed = True
+        self._claims[script.recorded_id] = script
+        return script.recorded_id
+
+    def id_taken(self, session_id: str) -> None:
+        """The claimed id is taken in the target store: the session runs under a fresh id
+        (ids are normalized in every comparison), and the replay says so — once."""
+        script = self._claims.pop(session_id, None)
+        if script is not None:
+            script.claimed = False
+        if not self.notes:
+            note = (
+                f"scenario {self.scenario}: recorded session id {session_id} is already in the target "
+                "store; replaying under fresh session ids (normalized in the comparison)"
+            )
+            self.notes.append(note)
+            if self.on_note is not None:
+                self.on_note(note)
+
+    def _recorded_parent(self, live_parent: str) -> str | None:
+        parent = self._live.get(live_parent) or self._claims.get(live_parent)
+        return parent.recorded_id if parent is not None else None
+
     def _bind(self, request: ModelRequest) -> SessionScript:
         live = request.session_id
         script = self._live.get(live)
         if script is not None:
             return script
-        if request.delegation is None and request.parent_session is not None:
+        claimed = self._claims.pop(live, None)
+        if claimed is not None:
+            script = claimed
+        elif request.delegation is None and request.parent_session is not None:
             script = self._bind_child(live, request.parent_session, None)  # a child started from code
         elif request.delegation is None:
-            if self.primary.bound_to is not None:
+            if self.primary.bound_to is not None or self.primary.claimed:
                 raise self._fail(
                     UnrecordedSessionError(
                         f"scenario {self.scenario}: a second top-level session {live} has no recording"
@@ -167,24 +217,22 @@ class ReplayModel:
         """The recorded child of the live parent's recorded session started by ``call_id``
         (``None``: a child started from code, the next such child of that parent by
         ``createdAt``), else the next child recorded without a delegation identity."""
-        parent = self._live.get(live_parent)
-        recorded_parent = parent.recorded_id if parent is not None else None
-        for script in self.children:
-            if (
-                script.bound_to is None
-                and script.call_id == call_id
-                and script.parent_session == recorded_parent
-            ):
-                return script
-        for script in self.children:
-            if script.bound_to is None and script.call_id is None:
-                return script
+        script = self._pick_child(self._recorded_parent(live_parent), call_id)
+        if script is not None:
+            return script
         raise self._fail(
             UnrecordedSessionError(
                 f"scenario {self.scenario}: no recorded child session for live session {live} "
                 f"(parent {live_parent}, call {call_id}); re-record the scenario"
             )
         )
+
+    def _pick_child(self, recorded_parent: str | None, call_id: str | None) -> SessionScript | None:
+        free = [s for s in self.children if s.bound_to is None and not s.claimed]
+        for script in free:
+            if script.call_id == call_id and script.parent_session == recorded_parent:
+                return script
+        return next((s for s in free if s.call_id is None), None)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         script = self._bind(request)

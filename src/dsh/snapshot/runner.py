@@ -119,6 +119,8 @@ class ScenarioResult:
     diff: str = ""
     changed: list[str] = field(default_factory=list)
     """Files a record or refresh wrote (added, changed or removed), by name."""
+    notes: list[str] = field(default_factory=list)
+    """What the replay said once without failing (recorded ids already in the target store)."""
 
     @property
     def ok(self) -> bool:
@@ -322,6 +324,7 @@ def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
     result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=problems)
     replay_model = prep.replay_model
     if replay_model is not None:
+        result.notes = list(replay_model.notes)
         for divergence in replay_model.divergences[:1]:
             problems.insert(0, f"{divergence.headline(prep.name)}\n{divergence.diff(40)}")
         try:
