@@ -42,7 +42,8 @@ def test_a_cli_replay_into_a_store_holding_the_recorded_ids_says_so_once(tmp_pat
     scenario = tmp_path / "subagent-mixed"
     shutil.copytree(SNAPSHOTS / "subagent-mixed", scenario)
     store = f"sqlite:{tmp_path / 's.db'}"
-    runs = [_dsh("scenario", "replay", str(scenario), "--json", "--trust", "--store", store) for _ in range(2)]
+    args = ("scenario", "replay", str(scenario), "--json", "--trust", "--store", store)
+    runs = [_dsh(*args) for _ in range(2)]
     for done in runs:
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr
         assert json.loads(done.stdout.splitlines()[-1])["ok"] is True

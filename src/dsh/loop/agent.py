@@ -27,8 +27,8 @@ from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
-from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.scheduler import ToolScheduler
+from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_all, repair_loaded
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
 import re
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,6 @@ from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
-
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
