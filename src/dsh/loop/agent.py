@@ -362,7 +362,7 @@ class Agent:
         event = self.session.append(type, data, source_event_seqs=source_event_seqs, time=time)
         self.feed.event(self.session.id, event)
         if self._order is not None:
-            self._order.progressed(self.session.id)
+            self._order.progressed(self.session.id, event)
         return event
 
     async def checkpoint(self) -> None:

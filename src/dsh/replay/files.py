@@ -13,6 +13,7 @@ from dsh.events.vocabulary import TOOL_CALL
 from dsh.hooks import FILE_NAMES, load_hook_file
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
+from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
@@ -137,7 +138,9 @@ def load_replay_model(
         script(label, loaded, cut=loaded.inherited_event_count if sliced else 0)
         for label, loaded in recorded.children
     ]
-    return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded
+    original = recorded.versions.get(PRIMARY) == 0  # the original's recording: its harness fixtures
+    fixtures = SnapshotFixtures(cwd) if original and cwd is not None else None
+    return ReplayModel(primary, children, scenario=name, cwd=cwd, fixtures=fixtures), recorded
 
 
 def _shown(command: str, limit: int = 80) -> str:

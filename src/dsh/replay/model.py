@@ -23,6 +23,7 @@ from dsh.model import ModelRequest, SessionProgress
 from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
 
@@ -120,8 +121,11 @@ class ReplayModel:
         scenario: str = "replay",
         provider: str = "replay",
         cwd: Path | None = None,
+        fixtures: SnapshotFixtures | None = None,
     ) -> None:
         self.primary = primary
+        self.fixtures = fixtures
+        """The original's snapshot fixtures (``dsh.replay.fixtures``) when replaying its recording."""
         self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
         self.scenario = scenario
         self._provider = provider
@@ -297,8 +301,13 @@ class ReplayModel:
             except TimeoutError:
                 return
 
-    def progressed(self, session: str) -> None:
-        """A session appended an event: every waiting delivery and claim looks again."""
+    def progressed(self, session: str, event: Event | None = None) -> None:
+        """A session appended an event: every waiting delivery and claim looks again; a
+        child's event goes to the original's snapshot fixtures (when the replay has them)."""
+        if self.fixtures is not None and event is not None:
+            script = self._live.get(session)
+            if script is not None and script is not self.primary:
+                self.fixtures.child_event(event)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
