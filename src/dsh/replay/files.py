@@ -123,6 +123,7 @@ def load_replay_model(
         return script_for(
             label, header.id, header.created_at, loaded.events, cut, header.parent_session,
             version=recorded.versions.get(label, 2), tolerances=tolerances, cwd=cwd, strict=strict,
+            recorded_cwd=header.cwd,
         )  # fmt: skip
 
     replaces = isinstance(override, list)

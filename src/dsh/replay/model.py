@@ -22,9 +22,15 @@ from dsh.events.messages import Message
 from dsh.model import ModelRequest, SessionProgress
 from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
-from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances, recorded_cwd_spellings
 from dsh.replay.fixtures import SnapshotFixtures
-from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
+from dsh.replay.placeholders import (
+    has_placeholder,
+    request_corpus,
+    resolve_placeholders,
+    with_live_cwd,
+    with_live_ids,
+)
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -56,6 +62,9 @@ class SessionScript:
     """Per call: how many messages from other sessions its recorded history held."""
     turns: list[int | None] = field(default_factory=list)
     """Per call: the recorded turn it belongs to."""
+    recorded_cwd: tuple[str, ...] = ("{{cwd}}",)
+    """How the recording spells its workspace (``{{cwd}}``, and a literal header ``cwd``):
+    served entries name the live workspace there instead."""
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -76,6 +85,7 @@ def script_for(
     tolerances: Tolerances | None = None,
     cwd: str | Path | None = None,
     strict: bool = True,
+    recorded_cwd: str | None = None,
 ) -> SessionScript:
     """Derive a session's script from ``events[inherited_event_count:]`` — the slice —
     with the check of what its recorded model saw at each call (``tolerances=None``: no
@@ -87,7 +97,9 @@ def script_for(
     wire = WireProjection() if recorded_over_wire(derived) else None
     if tolerances is not None:
         seen = wire_derived(derived) if wire is not None else derived
-        check = SessionCheck(label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd)
+        check = SessionCheck(
+            label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd, recorded_cwd=recorded_cwd
+        )
     senders = [sender_of(m) is not None for m in derived.messages]
     return SessionScript(
         label=label,
@@ -101,6 +113,7 @@ def script_for(
         received=derived.received,
         foreign=[sum(senders[: c.history]) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
+        recorded_cwd=(*recorded_cwd_spellings(recorded_cwd), "{{cwd}}"),
     )
 
 
@@ -254,6 +267,8 @@ class ReplayModel:
             chunks = resolve_placeholders(list(chunks), request_corpus(request.messages))
         if script.check is not None:
             chunks = with_live_ids(list(chunks), script.check.live_ids())
+        if self._cwd is not None:
+            chunks = with_live_cwd(list(chunks), script.recorded_cwd, str(self._cwd))
         for chunk in chunks:
             yield chunk
         if entry.kind == "throw":
