@@ -43,8 +43,8 @@ async def test_a_served_call_naming_the_recorded_workspace_names_the_live_one(
 
     def edit(lines: list[str]) -> None:
         _literal_cwd(lines)
-        lines[:] = [line.replace('\\"file_path\\": \\"notes.txt\\"', f'\\"file_path\\": \\"{LITERAL}/notes.txt\\"')
-                    for line in lines]  # fmt: skip
+        relative, absolute = '\\"file_path\\": \\"notes.txt\\"', f'\\"file_path\\": \\"{LITERAL}/notes.txt\\"'
+        lines[:] = [line.replace(relative, absolute) for line in lines]
 
     scenario = _edited_recording(upstream, tmp_path, "fs-write", edit)
     assert f"{LITERAL}/notes.txt" in (scenario / "session.jsonl").read_text()

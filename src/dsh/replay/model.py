@@ -98,8 +98,9 @@ def script_for(
     if tolerances is not None:
         seen = wire_derived(derived) if wire is not None else derived
         check = SessionCheck(
-            label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd, recorded_cwd=recorded_cwd
-        )
+            label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd,
+            recorded_cwd=recorded_cwd,
+        )  # fmt: skip
     senders = [sender_of(m) is not None for m in derived.messages]
     return SessionScript(
         label=label,

@@ -74,9 +74,12 @@ def session_reports(
                 final_text=final_assistant_text(live_own) if live else "",
                 recorded_text=final_assistant_text(rec_own) if rec else "",
                 tool_results=tool_results(
-                    rec_own, live_own, cwd, over_wire=script.wire is not None,
+                    rec_own,
+                    live_own,
+                    cwd,
+                    over_wire=script.wire is not None,
                     recorded_cwd=rec.header.cwd if rec else None,
-                ),  # fmt: skip
+                ),
                 divergence=script.divergence,
                 not_reproduced=script.check.not_reproduced if script.check else [],
                 tolerated=list(script.tolerated),
