@@ -194,6 +194,8 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 params = {"sessionId": session_id, "prompt": prompt}
                 unanswered.append(await server.start("session/prompt", params))
                 await server.wait_for(_said(step["waitForText"]))  # type: ignore[arg-type]
+            elif op == "waitForFile":
+                await _until_exists(cwd / step["path"])
             elif op in ("waitForSubagentTurnEnd", "waitForTurnStart", "waitForTurnEnd"):
                 assert session_id is not None
                 await _until_logged(tmp / "sessions.db", session_id, step)

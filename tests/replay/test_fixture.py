@@ -85,3 +85,56 @@ def test_a_test_whose_code_changed_fails_its_replay(
     changed = _run(pytester, monkeypatch, {})
     assert changed.ret != 0
     assert "user message 1 differs from the recording" in changed.stdout.str()
+
+
+LIBRARY_CHILDREN_TEST = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.dsh_scenario("recordings/children")
+def test_children(dsh_recording):
+    async def go():
+        agent = await dsh_recording.agent()
+        first = await agent.run_turn("Remember: the codeword is ZINNIA. Reply OK.")
+        spawned = await agent.spawn()
+        child = await spawned.run_turn("Say CHILD_OK.")
+        forked = await agent.fork()
+        recalled = await forked.run_turn("What is the codeword?")
+        last = await agent.run_turn("Say PARENT_DONE.")
+        return [first.text, child.text, recalled.text, last.text]
+
+    assert asyncio.run(go()) == ["OK", "CHILD_OK", "ZINNIA", "PARENT_DONE"]
+"""
+
+
+def _library_children(req: RecordedRequest) -> Response:
+    text = next(
+        (m["content"] for m in reversed(req.messages) if m.get("role") == "user"
+         and not str(m.get("content", "")).startswith("Current runtime context")),
+        "",
+    )  # fmt: skip
+    for ask, answer in (("CHILD_OK", "CHILD_OK"), ("codeword?", "ZINNIA"), ("PARENT_DONE", "PARENT_DONE")):
+        if ask in str(text):
+            return reply(answer)
+    return reply("OK")
+
+
+def test_library_children_record_as_children_and_replay_keylessly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent.spawn()`` / ``agent.fork()`` in a test: each child is recorded as
+    ``session.N.jsonl`` and bound to its parent in the keyless rerun."""
+    pytester.makepyfile(test_user=LIBRARY_CHILDREN_TEST)
+    scenario = Path(pytester.path) / "recordings" / "children"
+    with OpenAICompatServer(handler=_library_children) as server:
+        recorded = _run(pytester, monkeypatch, {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url},
+                        "--dsh-snapshot=record")  # fmt: skip
+        assert len(server.requests) == 4
+    recorded.assert_outcomes(passed=1)
+    assert sorted(p.name for p in scenario.glob("session*.jsonl")) == [
+        "session.1.jsonl", "session.2.jsonl", "session.jsonl"
+    ]  # fmt: skip
+    replayed = _run(pytester, monkeypatch, {})  # no key, server stopped
+    replayed.assert_outcomes(passed=1)

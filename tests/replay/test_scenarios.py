@@ -238,8 +238,8 @@ class _ShuffledInOrder(_Shuffled):
     async def before_claim(self, *args: Any, **kwargs: Any) -> None:
         await self._inner.before_claim(*args, **kwargs)  # type: ignore[attr-defined]
 
-    def progressed(self, session: str) -> None:
-        self._inner.progressed(session)  # type: ignore[attr-defined]
+    def progressed(self, session: str, event: Any = None) -> None:
+        self._inner.progressed(session, event)  # type: ignore[attr-defined]
 
 
 async def test_background_children_replay_50_times_shuffled() -> None:

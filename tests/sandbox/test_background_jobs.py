@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh.tools import ToolContext, ToolRegistry
+from dsh.tools.builtin.bash_job import run_bash_job
 from dsh.tools.jobs import JobTable
 from dsh.tools.sandbox import SandboxBackend, SandboxPolicy, _probe
 
@@ -75,19 +76,30 @@ async def test_without_a_job_table_background_is_disabled(tmp_path: Path, regist
 
 
 @requires_bwrap
-async def test_a_job_killed_while_its_sandbox_is_checked_never_runs(
-    tmp_path: Path, registry: ToolRegistry
-) -> None:
-    _probe.cache_clear()  # the first check of the runner runs it, so the kill lands meanwhile
+async def test_a_job_killed_while_its_sandbox_is_checked_never_runs(tmp_path: Path) -> None:
+    """The start answers once the job runs, so through the tools a kill always finds it
+    running; the job's own guard still holds for a kill that lands while the runner is
+    checked: nothing runs."""
+    _probe.cache_clear()
+    jobs = JobTable()
+    job = jobs.new("bash", "touch ran")
+    job.request_kill(None)
+    policy = SandboxPolicy(mode="workspace-write")
+    await run_bash_job(job, "touch ran", tmp_path, {}, policy, tmp_path)
+    assert job.read() == "(no new output)\n[status: killed, killed before exit]"
+    assert job.started.is_set() and not (tmp_path / "ran").exists()
+
+
+async def test_a_background_start_answers_once_the_job_runs(tmp_path: Path, registry: ToolRegistry) -> None:
+    """Red before: the start answered before the job's process existed, so the next command
+    could not see its side effect."""
     jobs = JobTable()
     ctx = _ctx(tmp_path, SandboxPolicy(mode="workspace-write"), jobs)
-    args = {"command": "touch ran", "description": "bg", "run_in_background": True}
-    await registry.call("bash", json.dumps(args), ctx)
-    killed = await registry.call("job_kill", json.dumps({"job_id": "bash-1"}), ctx)
-    assert text_of(killed) == "requested cancellation of job bash-1"
-    output = await registry.call("job_output", json.dumps({"job_id": "bash-1", "wait": True}), ctx)
-    assert text_of(output) == "(no new output)\n[status: killed, killed before exit]"
-    assert not (tmp_path / "ran").exists()
+    args = {"command": "sleep 30", "description": "bg", "run_in_background": True}
+    started = await registry.call("bash", json.dumps(args), ctx)
+    assert text_of(started) == "started background job bash-1"
+    job = jobs.get("bash-1")
+    assert job is not None and job.started.is_set() and job.stop is not None  # its process is there
     await jobs.aclose()
 
 

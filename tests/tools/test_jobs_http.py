@@ -311,3 +311,26 @@ async def test_a_resumed_session_never_reuses_a_job_id(tmp_path: Path) -> None:
         await resumed.aclose()
         await model.aclose()
     await store.close()
+
+
+async def test_a_second_job_runs_at_once_and_a_killed_job_sends_no_notice(tmp_path: Path) -> None:
+    """The original's background-job-admission: the second job is admitted and has started
+    (its side effect is there for the next command), and the job ``job_kill`` stopped is
+    reported — no completion notice, even once it has exited (red before: the start answered
+    before the job ran, and the kill's end was announced)."""
+    steps = [
+        background("c1", "sleep 30"),
+        background("c2", "touch second-task-ran.txt; sleep 30"),
+        call("c3", "job_kill", {"job_id": "bash-1"}),
+        call("c4", "bash", {"command": "test ! -e second-task-ran.txt", "description": "check"}),
+        call("c5", "bash", {"command": "sleep 0.5", "description": "let bash-1 end"}),
+        stream_reply(text="BOUNDED_BACKGROUND_TASKS"),
+    ]
+    agent = await run_agent(tmp_path, in_order(steps), ["go"], sandbox=SandboxPolicy(mode="workspace-write"))
+    texts = tool_texts(agent)
+    assert texts["c2"] == "started background job bash-2"
+    assert texts["c3"] == "requested cancellation of job bash-1"
+    assert texts["c4"] == "(no output)\n[exit code: 1]"
+    assert agent.jobs.table.get("bash-1").terminal  # type: ignore[union-attr]
+    assert job_notices(agent) == []
+    await close(agent)

@@ -96,6 +96,7 @@ class ReplayModels:
             self._warning = None
         tolerances = read_tolerances(self.directory, self.drift)
         model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd, tolerances=tolerances)
+        model.on_note = lambda note: log.warning("%s", note)  # recorded ids already in the store: once
         self._served.append(model)
         return model
 

@@ -54,9 +54,12 @@ async def _replay(
 
     factory = factory or default_agent_factory
     try:
-        return await run_scenario(directory, "replay", store=store, feed=feed, drift=drift, factory=factory)
+        result = await run_scenario(directory, "replay", store=store, feed=feed, drift=drift, factory=factory)
     finally:
         await store.close()
+    for note in result.notes:  # said once: recorded ids already in the target store
+        typer.echo(note, err=True)
+    return result
 
 
 def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
@@ -67,6 +70,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
         "scenario": result.scenario,
         "sessions": [s.to_json() for s in result.sessions],
         "problems": result.problems,
+        "notes": result.notes,
         "diff": result.diff,
         "divergenceDiff": next((s.divergence.diff() for s in result.sessions if s.divergence), None),
     }

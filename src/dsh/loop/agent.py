@@ -29,6 +29,7 @@ from dsh.loop.prompt import check_prompt
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
+from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.setup import (
     Closer,
     ToolsArg,
@@ -161,6 +162,8 @@ class Agent:
         """
         registry = agent_tools(tools, standard_tools, cls.standard_registry)
         resolved = agent_config(config, model)
+        if session_id is None:
+            session_id = await recorded_session_id(model, store, None, None)
         header = SessionHeader(id=session_id or new_session_id(), created_at=now_ms(), cwd=_absolute(cwd))
         lease = await store.lease(header.id)
         try:
@@ -380,7 +383,7 @@ class Agent:
         event = self.session.append(type, data, source_event_seqs=source_event_seqs, time=time)
         self.feed.event(self.session.id, event)
         if self._order is not None:
-            self._order.progressed(self.session.id)
+            self._order.progressed(self.session.id, event)
         return event
 
     async def checkpoint(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeVar
 
 from dsh.events.fork import ForkOptions, fork_seed
+from dsh.loop.session_ids import recorded_session_id
 from dsh.model import Delegation
 from dsh.store import LoadedSession
 from dsh.tools.registry import ToolRegistry
@@ -26,6 +27,8 @@ async def start_child(
     """Store a child of ``parent`` (``inherit``: a fork) and attach an agent of the parent's class
     to it; ``call_id`` names the delegating tool call, ``tools`` replaces the parent's."""
     header = parent.session.header
+    if session_id is None:
+        session_id = await recorded_session_id(parent.model, parent.store, parent.id, call_id)
     options = ForkOptions(
         child_id=session_id,
         origin="subagent",

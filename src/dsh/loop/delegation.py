@@ -33,7 +33,7 @@ DELEGATION_SOURCE: Final = "delegation"
 def log_delegated_policies(child: Agent, parent_sandbox: SandboxPolicy | None) -> None:
     """Append the original's setup events to a delegated ``child`` and apply them."""
     if parent_sandbox is not None and parent_sandbox.logged:
-        child.append(SANDBOX_MODE, sandbox_mode(parent_sandbox.mode, DELEGATION_SOURCE))
+        child.append(SANDBOX_MODE, sandbox_mode(parent_sandbox.stated_mode, DELEGATION_SOURCE))
     child.append(APPROVAL_POLICY, approval_policy("never", DELEGATION_SOURCE))
     child.approvals.policy = "never"
 

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 
 def log_sandbox_mode(agent: Agent) -> None:
     """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged
-    (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way)."""
+    (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way).
+    The mode logged is the one the session states (``SandboxPolicy.stated_mode``: a replay
+    confined below its recording logs the recording's mode, as it shows it)."""
     sandbox = agent.config.sandbox
     if sandbox is None or not sandbox.logged:
         return
     logged = [e.data.get("mode") for e in agent.session.events if e.type == SANDBOX_MODE]
-    if not logged or logged[-1] != sandbox.mode:
-        agent.append(SANDBOX_MODE, sandbox_mode(sandbox.mode))
+    if not logged or logged[-1] != sandbox.stated_mode:
+        agent.append(SANDBOX_MODE, sandbox_mode(sandbox.stated_mode))
 
 
 async def switch_sandbox_mode(agent: Agent, mode: SandboxMode) -> None:

@@ -204,6 +204,7 @@ class Steps:
                 tools=tools if isinstance(tools, list) else (),
                 max_tokens=self._agent.config.max_tokens,
                 delegation=self._agent.delegation,
+                parent_session=self._agent.session.header.parent_session,
             )
             await self._agent.checkpoint()
             self._requests += 1

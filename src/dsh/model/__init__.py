@@ -3,6 +3,7 @@
 from dsh.model.base import Delegation, HoldsSecrets, Model, ModelRequest, NamedModel
 from dsh.model.failures import MAX_RETRY_AFTER, retry_delay
 from dsh.model.ordering import DeliveryOrder, SessionProgress
+from dsh.model.session_ids import SessionIds
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -12,6 +13,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "NamedModel",
+    "SessionIds",
     "SessionProgress",
     "retry_delay",
 ]

@@ -29,6 +29,9 @@ class ModelRequest:
     tools: Sequence[ToolSpec] = ()
     max_tokens: int | None = None
     delegation: Delegation | None = None
+    parent_session: str | None = None
+    """The calling session's parent (its header's ``parentSession``): set for every child, also
+    one started from code (``Agent.spawn`` / ``Agent.fork``) without a delegating tool call."""
     extra: dict[str, object] = field(default_factory=dict)
 
 

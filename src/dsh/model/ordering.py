@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from dsh.events import Event
 from dsh.events.messages import Message
 
 
@@ -51,5 +52,5 @@ class DeliveryOrder(Protocol):
         ``ending``: the turn that would end now for want of work; wait only if the
         recording went on with another step of that turn."""
 
-    def progressed(self, session: str) -> None:
-        """``session`` appended an event: waits that depend on it look again."""
+    def progressed(self, session: str, event: Event | None = None) -> None:
+        """``session`` appended ``event``: waits that depend on it look again."""

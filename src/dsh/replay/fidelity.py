@@ -150,6 +150,16 @@ def cwd_spellings(cwd: str | os.PathLike[str] | None) -> tuple[str, ...]:
     return tuple({raw, os.path.abspath(raw), os.path.realpath(raw)})
 
 
+def recorded_cwd_spellings(header_cwd: str | None) -> tuple[str, ...]:
+    """The recording's own workspace path, normalized to ``{{cwd}}`` on the recorded side by the
+    same rule as the live workspace on the live side: a header ``cwd`` that is a literal
+    absolute path (a fixture not cwd-tokenized) rather than ``{{cwd}}``. Never resolved on this
+    machine: it names the recording machine's directory."""
+    if not header_cwd or "{{" in header_cwd or not header_cwd.startswith("/") or header_cwd == "/":
+        return ()
+    return (header_cwd.rstrip("/"),)
+
+
 class SessionCheck:
     """Compares one session's live requests with its recording, call by call."""
 
@@ -162,6 +172,7 @@ class SessionCheck:
         version: int,
         tolerances: Tolerances,
         cwd: str | os.PathLike[str] | None,
+        recorded_cwd: str | None = None,
     ) -> None:
         self.label = label
         self.recorded_id = recorded_id
@@ -175,7 +186,7 @@ class SessionCheck:
         self._accepted: set[tuple[str, str, str]] = set()
         self._matched: tuple[list[Message], int] = ([], 0)
         """(live messages, recorded views) found equal at the last call."""
-        self._recorded_ids = Normalizer()
+        self._recorded_ids = Normalizer(recorded_cwd_spellings(recorded_cwd))
         views = ViewBuilder(self._recorded_ids).views(derived.messages)
         kept = [i for i, v in enumerate(views) if self._keep(v)]
         self._recorded = [views[i] for i in kept]
@@ -359,9 +370,11 @@ def tool_results(
     cwd: str | os.PathLike[str] | None,
     *,
     over_wire: bool = False,
+    recorded_cwd: str | None = None,
 ) -> ToolTally:
     """Compare a session's own tool results with the recorded ones, by call id
-    (``over_wire``: both seen through the wire, for a recording that saw only the wire)."""
+    (``over_wire``: both seen through the wire, for a recording that saw only the wire;
+    ``recorded_cwd``: the recording's header ``cwd``, see :func:`recorded_cwd_spellings`)."""
     spellings = cwd_spellings(cwd)
 
     def results(events: Sequence[Event], cwd_tokens: tuple[str, ...]) -> dict[str, str]:
@@ -373,7 +386,7 @@ def tool_results(
                 out[view.key] = view.text
         return out
 
-    want = results(recorded, ())
+    want = results(recorded, recorded_cwd_spellings(recorded_cwd))
     got = results(live, spellings)
     differing = tuple(call for call, text in want.items() if got.get(call) != text)
     return ToolTally(len(want) - len(differing), len(want), differing)

@@ -14,6 +14,7 @@ from dsh.hooks import FILE_NAMES, load_hook_file
 from dsh.model.settings import DEFAULT_MODEL
 from dsh.replay.entries import apply_override
 from dsh.replay.fidelity import Drift, Tolerances
+from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
@@ -133,6 +134,7 @@ def load_replay_model(
         return script_for(
             label, header.id, header.created_at, loaded.events, cut, header.parent_session,
             version=recorded.versions.get(label, 2), tolerances=tolerances, cwd=cwd, strict=strict,
+            recorded_cwd=header.cwd,
         )  # fmt: skip
 
     replaces = isinstance(override, list)
@@ -149,7 +151,10 @@ def load_replay_model(
         for label, loaded in recorded.children
     ]
     model_name = recorded_model_name(recorded.primary) or DEFAULT_MODEL
-    return ReplayModel(primary, children, scenario=name, cwd=cwd, model_name=model_name), recorded
+    original = recorded.versions.get(PRIMARY) == 0  # the original's recording: its harness fixtures
+    fixtures = SnapshotFixtures(cwd) if original and cwd is not None else None
+    replay = ReplayModel(primary, children, scenario=name, cwd=cwd, model_name=model_name, fixtures=fixtures)
+    return replay, recorded
 
 
 def recorded_model_name(loaded: LoadedSession | None) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,18 @@ from dsh.events.messages import Message
 from dsh.model import ModelRequest, SessionProgress
 from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
-from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
+from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances, recorded_cwd_spellings
+from dsh.replay.fixtures import SnapshotFixtures
+from dsh.replay.placeholders import (
+    has_placeholder,
+    request_corpus,
+    resolve_placeholders,
+    with_live_cwd,
+    with_live_ids,
+)
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclass(slots=True)
@@ -39,6 +49,8 @@ class SessionScript:
     call_id: str | None = None
     cursor: int = 0
     bound_to: str | None = field(default=None)
+    claimed: bool = False
+    """A new live session took this script's recorded id (``SessionIds``) and binds to it."""
     check: SessionCheck | None = None
     """Compares each live request with the recorded one; ``None``: nothing to compare."""
     wire: WireProjection | None = None
@@ -51,6 +63,9 @@ class SessionScript:
     """Per call: how many messages from other sessions its recorded history held."""
     turns: list[int | None] = field(default_factory=list)
     """Per call: the recorded turn it belongs to."""
+    recorded_cwd: tuple[str, ...] = ("{{cwd}}",)
+    """How the recording spells its workspace (``{{cwd}}``, and a literal header ``cwd``):
+    served entries name the live workspace there instead."""
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -71,6 +86,7 @@ def script_for(
     tolerances: Tolerances | None = None,
     cwd: str | Path | None = None,
     strict: bool = True,
+    recorded_cwd: str | None = None,
 ) -> SessionScript:
     """Derive a session's script from ``events[inherited_event_count:]`` — the slice —
     with the check of what its recorded model saw at each call (``tolerances=None``: no
@@ -82,7 +98,10 @@ def script_for(
     wire = WireProjection() if recorded_over_wire(derived) else None
     if tolerances is not None:
         seen = wire_derived(derived) if wire is not None else derived
-        check = SessionCheck(label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd)
+        check = SessionCheck(
+            label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd,
+            recorded_cwd=recorded_cwd,
+        )  # fmt: skip
     senders = [sender_of(m) is not None for m in derived.messages]
     return SessionScript(
         label=label,
@@ -96,6 +115,7 @@ def script_for(
         received=derived.received,
         foreign=[sum(senders[: c.history]) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
+        recorded_cwd=(*recorded_cwd_spellings(recorded_cwd), "{{cwd}}"),
     )
 
 
@@ -117,14 +137,22 @@ class ReplayModel:
         provider: str = "replay",
         cwd: Path | None = None,
         model_name: str | None = None,
+        fixtures: SnapshotFixtures | None = None,
     ) -> None:
         self.primary = primary
         self._model_name = model_name
+        self.fixtures = fixtures
+        """The original's snapshot fixtures (``dsh.replay.fixtures``) when replaying its recording."""
         self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
         self.scenario = scenario
         self._provider = provider
         self._cwd = cwd
         self._live: dict[str, SessionScript] = {}
+        self._claims: dict[str, SessionScript] = {}
+        """Recorded id → its script, claimed by a new live session under that id, not bound yet."""
+        self.notes: list[str] = []
+        """What the replay says once (recorded ids already taken in the target store)."""
+        self.on_note: Callable[[str], None] | None = None
         self.errors: list[Exception] = []
         self._waiters: list[asyncio.Future[None]] = []
         self.divergences: list[Divergence] = []
@@ -154,13 +182,54 @@ class ReplayModel:
         self.errors.append(exc)
         return exc
 
+    # -- recorded ids (dsh.model.SessionIds) --------------------------------------------
+
+    def session_id_for(self, parent_session: str | None, call_id: str | None) -> str | None:
+        """The recorded id of the script a new session (top-level: ``parent_session=None``;
+        else the child of that live session started by ``call_id``) will be bound to, claimed
+        for it — only a UUID-shaped id (the original's placeholders and random ids, ours)."""
+        if parent_session is None:
+            free = self.primary.bound_to is None and not self.primary.claimed
+            script = self.primary if free else None
+        else:
+            script = self._pick_child(self._recorded_parent(parent_session), call_id)
+        if script is None or not _UUID.fullmatch(script.recorded_id) or script.recorded_id in self._claims:
+            return None
+        script.claimed = True
+        self._claims[script.recorded_id] = script
+        return script.recorded_id
+
+    def id_taken(self, session_id: str) -> None:
+        """The claimed id is taken in the target store: the session runs under a fresh id
+        (ids are normalized in every comparison), and the replay says so — once."""
+        script = self._claims.pop(session_id, None)
+        if script is not None:
+            script.claimed = False
+        if not self.notes:
+            note = (
+                f"scenario {self.scenario}: recorded session id {session_id} is already in the target "
+                "store; replaying under fresh session ids (normalized in the comparison)"
+            )
+            self.notes.append(note)
+            if self.on_note is not None:
+                self.on_note(note)
+
+    def _recorded_parent(self, live_parent: str) -> str | None:
+        parent = self._live.get(live_parent) or self._claims.get(live_parent)
+        return parent.recorded_id if parent is not None else None
+
     def _bind(self, request: ModelRequest) -> SessionScript:
         live = request.session_id
         script = self._live.get(live)
         if script is not None:
             return script
-        if request.delegation is None:
-            if self.primary.bound_to is not None:
+        claimed = self._claims.pop(live, None)
+        if claimed is not None:
+            script = claimed
+        elif request.delegation is None and request.parent_session is not None:
+            script = self._bind_child(live, request.parent_session, None)  # a child started from code
+        elif request.delegation is None:
+            if self.primary.bound_to is not None or self.primary.claimed:
                 raise self._fail(
                     UnrecordedSessionError(
                         f"scenario {self.scenario}: a second top-level session {live} has no recording"
@@ -173,25 +242,26 @@ class ReplayModel:
         self._live[live] = script
         return script
 
-    def _bind_child(self, live: str, live_parent: str, call_id: str) -> SessionScript:
-        parent = self._live.get(live_parent)
-        recorded_parent = parent.recorded_id if parent is not None else None
-        for script in self.children:
-            if (
-                script.bound_to is None
-                and script.call_id == call_id
-                and script.parent_session == recorded_parent
-            ):
-                return script
-        for script in self.children:
-            if script.bound_to is None and script.call_id is None:
-                return script
+    def _bind_child(self, live: str, live_parent: str, call_id: str | None) -> SessionScript:
+        """The recorded child of the live parent's recorded session started by ``call_id``
+        (``None``: a child started from code, the next such child of that parent by
+        ``createdAt``), else the next child recorded without a delegation identity."""
+        script = self._pick_child(self._recorded_parent(live_parent), call_id)
+        if script is not None:
+            return script
         raise self._fail(
             UnrecordedSessionError(
                 f"scenario {self.scenario}: no recorded child session for live session {live} "
                 f"(parent {live_parent}, call {call_id}); re-record the scenario"
             )
         )
+
+    def _pick_child(self, recorded_parent: str | None, call_id: str | None) -> SessionScript | None:
+        free = [s for s in self.children if s.bound_to is None and not s.claimed]
+        for script in free:
+            if script.call_id == call_id and script.parent_session == recorded_parent:
+                return script
+        return next((s for s in free if s.call_id is None), None)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         if self.accept_hint is not None and self.divergences:  # nothing valid follows a divergence
@@ -212,6 +282,8 @@ class ReplayModel:
             chunks = resolve_placeholders(list(chunks), request_corpus(request.messages))
         if script.check is not None:
             chunks = with_live_ids(list(chunks), script.check.live_ids())
+        if self._cwd is not None:
+            chunks = with_live_cwd(list(chunks), script.recorded_cwd, str(self._cwd))
         for chunk in chunks:
             yield chunk
         if entry.kind == "throw":
@@ -265,8 +337,13 @@ class ReplayModel:
             except TimeoutError:
                 return
 
-    def progressed(self, session: str) -> None:
-        """A session appended an event: every waiting delivery and claim looks again."""
+    def progressed(self, session: str, event: Event | None = None) -> None:
+        """A session appended an event: every waiting delivery and claim looks again; a
+        child's event goes to the original's snapshot fixtures (when the replay has them)."""
+        if self.fixtures is not None and event is not None:
+            script = self._live.get(session)
+            if script is not None and script is not self.primary:
+                self.fixtures.child_event(event)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():

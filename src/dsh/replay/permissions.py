@@ -4,10 +4,13 @@ A recording says which file policy its session ran under: the last ``sandbox/mod
 before its first turn's end, else the ``sandbox:policy`` section of the original's first
 runtime-context snapshot, else the original's snapshot default ``danger-full-access``. A
 replay runs the recording's commands under that mode as the deployment default (not logged,
-as the original does not log one), but never unconfined: a ``danger-full-access`` recording
-replays under ``workspace-write`` (a recording is untrusted input). The approval policy is
-the recording's: ``never`` for a ``danger-full-access`` recording (unless the scenario
-carries answers), else ``ask``, answered by
+as the original does not log one, unless the recording logged its own ``sandbox/mode``), but
+never unconfined: a ``danger-full-access`` recording replays under ``workspace-write`` (a
+recording is untrusted input). The approval policy is the recording's: its own
+``approval/policy``, else the one its runtime-context snapshot states (the original's comes
+from its deployment, not from the session's file policy), else ``never`` for a
+``danger-full-access`` recording (unless the scenario carries answers) and ``ask`` otherwise,
+answered by
 :class:`RecordedAnswers` from ``input.json``'s ``permissionAnswers`` (the original's
 harness answers: first in, first out; ``cancelled`` once they run out).
 
@@ -28,10 +31,11 @@ from typing import Final, Literal, cast
 
 from dsh.errors import ScenarioError
 from dsh.events.messages import Block, joined_text
+from dsh.events.payloads import approval_policy_of
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from dsh.replay.files import hook_commands, read_input, read_recorded, recorded_commands
 from dsh.store import LoadedSession
-from dsh.tools.approval import ApprovalOutcome, ApprovalPolicy, ApprovalRequest
+from dsh.tools.approval import APPROVAL_CONTEXT, ApprovalOutcome, ApprovalPolicy, ApprovalRequest
 from dsh.tools.sandbox import SANDBOX_MODES, SandboxMode, SandboxPolicy, mode_in_runtime_context
 
 ANSWER_KINDS: Final = ("allow_once", "allow_always", "reject_once", "reject_always")
@@ -88,15 +92,51 @@ class RecordedAnswers:
         return outcome
 
 
-def _snapshot_mode(message: object) -> SandboxMode | None:
-    """The mode a logged message states when it is a runtime-context snapshot (by its text:
-    a recording made through ``dsh serve`` has no ``source``)."""
+def _snapshot_text(message: object) -> str | None:
+    """The text of a logged message when it is a runtime-context snapshot (by its text: a
+    recording made through ``dsh serve`` has no ``source``)."""
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):
         text = joined_text(cast(Block, b) for b in content if isinstance(b, dict))
     else:
         text = str(content or "")
-    return mode_in_runtime_context(text) if text.startswith(RUNTIME_CONTEXT_PREFIX) else None
+    return text if text.startswith(RUNTIME_CONTEXT_PREFIX) else None
+
+
+def _snapshot_mode(message: object) -> SandboxMode | None:
+    """The mode a logged message states when it is a runtime-context snapshot."""
+    text = _snapshot_text(message)
+    return mode_in_runtime_context(text) if text is not None else None
+
+
+def _snapshot_approval(message: object) -> ApprovalPolicy | None:
+    """The approval policy a logged runtime-context snapshot states (its ``approval:policy``
+    section: "Approval prompts are disabled in this session…" is ``never``)."""
+    text = _snapshot_text(message)
+    for policy, stated in APPROVAL_CONTEXT.items():
+        if text is not None and stated in text:
+            return policy
+    return None
+
+
+def recorded_approval(loaded: LoadedSession | None) -> ApprovalPolicy | None:
+    """The approval policy the recorded session's first turn ran under, if the log says: its
+    last own ``approval/policy`` (not a delegation's copy) before the first turn's end, else
+    the one its first runtime-context snapshot states — what the recorded model was told,
+    whatever the configuration default of the replaying process is."""
+    if loaded is None:
+        return None
+    logged: ApprovalPolicy | None = None
+    stated: ApprovalPolicy | None = None
+    for event in loaded.events[loaded.inherited_event_count :]:
+        policy = approval_policy_of(event)
+        if policy in ("ask", "never") and not event.data.get("source"):
+            logged = cast(ApprovalPolicy, policy)
+        elif event.type == USER_MESSAGE and stated is None:
+            stated = _snapshot_approval(event.data)
+        elif event.type == TURN_END and (logged or stated):
+            break
+    return logged or stated
 
 
 def shows_runtime_context(loaded: LoadedSession | None) -> bool:
@@ -107,6 +147,20 @@ def shows_runtime_context(loaded: LoadedSession | None) -> bool:
     if loaded is None:
         return True
     return any(e.type == USER_MESSAGE and _snapshot_mode(e.data) for e in loaded.events)
+
+
+def logs_recorded_mode(loaded: LoadedSession | None) -> bool:
+    """Whether the recorded session logged its own ``sandbox/mode`` in its first turn (a
+    session choice, not a delegation's copy): the replay logs it too, where the live loop logs
+    one, so both logs hold the same events (a fork child's cut counts them)."""
+    if loaded is None:
+        return False
+    for event in loaded.events[loaded.inherited_event_count :]:
+        if event.type == SANDBOX_MODE and not event.data.get("source"):
+            return True
+        if event.type == TURN_END:
+            return False
+    return False
 
 
 def recorded_mode(loaded: LoadedSession | None) -> SandboxMode | None:
@@ -165,13 +219,14 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
     mode = recorded_mode(primary) or SNAPSHOT_DEFAULT
     answers = RecordedAnswers(read_permission_answers(directory), directory.name)
     asks = mode != "danger-full-access" or bool(answers.pending)
-    approval: ApprovalPolicy = "ask" if asks else "never"
+    approval: ApprovalPolicy = recorded_approval(primary) or ("ask" if asks else "never")
     shown = shows_runtime_context(primary)
     runner = recorded_missing_runner(primary, directory)
+    logged = logs_recorded_mode(primary)
     if confined and mode == "danger-full-access":  # confined, yet the model is shown the recorded mode
-        confining = SandboxPolicy(mode="workspace-write", logged=False, shown=mode, runner=runner)
+        confining = SandboxPolicy(mode="workspace-write", logged=logged, shown=mode, runner=runner)
         return ReplayPolicy(confining, approval, answers, shown)
-    return ReplayPolicy(SandboxPolicy(mode=mode, logged=False, runner=runner), approval, answers, shown)
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=logged, runner=runner), approval, answers, shown)
 
 
 def untrusted_warning(

@@ -89,3 +89,19 @@ def with_live_ids(value: Any, live: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [with_live_ids(v, live) for v in value]
     return value
+
+
+def with_live_cwd(value: Any, recorded: Sequence[str], live: str) -> Any:
+    """``value`` with the recording's spellings of its workspace (``{{cwd}}``, a literal
+    recorded path) replaced by the live workspace, where a path starts with one: a recorded
+    tool call naming a file by its absolute path names the same file live."""
+    if isinstance(value, str):
+        for spelling in recorded:
+            if spelling in value:
+                value = re.sub(re.escape(spelling) + r"(?![A-Za-z0-9_.\-])", lambda _m: live, value)
+        return value
+    if isinstance(value, dict):
+        return {k: with_live_cwd(v, recorded, live) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_live_cwd(v, recorded, live) for v in value]
+    return value

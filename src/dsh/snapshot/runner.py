@@ -120,6 +120,8 @@ class ScenarioResult:
     diff: str = ""
     changed: list[str] = field(default_factory=list)
     """Files a record or refresh wrote (added, changed or removed), by name."""
+    notes: list[str] = field(default_factory=list)
+    """What the replay said once without failing (recorded ids already in the target store)."""
 
     @property
     def ok(self) -> bool:
@@ -263,7 +265,7 @@ async def _prepare(
         answers = RecordedAnswers(read_permission_answers(directory), name)
         given = sandbox or SandboxPolicy(mode="danger-full-access")
         shown = policy.sandbox.stated_mode if policy.sandbox is not None else None
-        chosen = replace(given, logged=False, shown=shown)
+        chosen = replace(given, logged=policy.sandbox is not None and policy.sandbox.logged, shown=shown)
     setup = AgentSetup(
         store,
         model,
@@ -290,7 +292,7 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
         await player.play(prep.steps)
         await _settle_background(player.agents, step_timeout, player.problems, prep.name)
     finally:
-        await stop_background(player.agents)
+        await stop_background([*player.agents, *player.children])
         if prep.owns_model:
             aclose = getattr(prep.model, "aclose", None)
             if aclose is not None:
@@ -313,6 +315,7 @@ def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
     result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=problems)
     replay_model = prep.replay_model
     if replay_model is not None:
+        result.notes = list(replay_model.notes)
         for divergence in replay_model.divergences[:1]:
             problems.insert(0, f"{divergence.headline(prep.name)}\n{divergence.diff(40)}")
         try:

@@ -9,8 +9,9 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import ScenarioError
+from dsh.events.descriptor import find_descriptor
 from dsh.events.messages import joined_text
-from dsh.events.vocabulary import USER_MESSAGE
+from dsh.events.vocabulary import REQUEST_HEADER, USER_MESSAGE
 from dsh.replay.layout import INPUT, PRIMARY
 from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
@@ -30,9 +31,13 @@ async def _family(store: EventStore, root: str) -> dict[str, LoadedSession]:
     return sessions
 
 
-def prompt_steps(loaded: LoadedSession) -> list[dict[str, Any]]:
-    """The steps that replay a session: a new session, then each user prompt in order."""
-    steps: list[dict[str, Any]] = [{"op": "newSession"}]
+def _prompts(loaded: LoadedSession, *, top: bool) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Each user prompt of the session with its time, as steps — for a top-level session with
+    a ``resumeSession`` before a prompt whose turn a resumed process ran (its first call logged
+    a ``resume`` request header: ``dsh run --resume`` in a second process), so the replay
+    logs what that process logged."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    pending = False  # the last prompt's first call is not seen yet
     for event in loaded.events[loaded.inherited_event_count :]:
         data = event.data
         if (
@@ -40,8 +45,55 @@ def prompt_steps(loaded: LoadedSession) -> list[dict[str, Any]]:
             and isinstance(data, dict)
             and data.get("source", {}).get("kind") == "user"
         ):
-            steps.append({"op": "prompt", "text": joined_text(data.get("content", []))})
-    return steps
+            out.append((event.time, [{"op": "prompt", "text": joined_text(data.get("content", []))}]))
+            pending = True
+        elif event.type == REQUEST_HEADER and pending:
+            if top and data.get("reason") == "resume" and len(out) > 1:
+                out[-1][1].insert(0, {"op": "resumeSession"})
+            pending = False
+    return out
+
+
+def _from_code(sessions: dict[str, LoadedSession], parent: str) -> list[LoadedSession]:
+    """The children of ``parent`` started from code (``Agent.spawn`` / ``Agent.fork``: no
+    ``subagent/descriptor``, which every delegating tool logs)."""
+    found = [
+        s for s in sessions.values()
+        if s.header.parent_session == parent and find_descriptor(s.own_events) is None
+    ]  # fmt: skip
+    return sorted(found, key=lambda s: (s.header.created_at, s.header.id))
+
+
+def session_steps(sessions: dict[str, LoadedSession], root: str) -> list[dict[str, Any]]:
+    """The steps that replay ``root``: a new session, then its prompts and — in time order —
+    the children code started (``spawnChild`` / ``forkChild``, numbered 1.. as started) and
+    their prompts (``prompt {child}``); a child is started before anything at the same time."""
+    items: list[tuple[int, int, str, list[dict[str, Any]]]] = []
+    frontier = [root]
+    while frontier:
+        sid = frontier.pop()
+        for time, steps in _prompts(sessions[sid], top=sid == root):
+            items.append((time, 1, sid, steps))
+        for child in _from_code(sessions, sid):
+            items.append((child.header.created_at, 0, child.header.id, []))
+            frontier.append(child.header.id)
+    numbers: dict[str, int] = {}
+    out: list[dict[str, Any]] = [{"op": "newSession"}]
+    for _, rank, sid, steps in sorted(items, key=lambda item: (item[0], item[1])):
+        if rank == 0:
+            loaded = sessions[sid]
+            numbers[sid] = len(numbers) + 1
+            step: dict[str, Any] = {"op": "forkChild" if loaded.inherited_event_count else "spawnChild"}
+            parent = numbers.get(loaded.header.parent_session or "")
+            if parent is not None:
+                step["parent"] = parent
+            out.append(step)
+            continue
+        for step in steps:
+            if sid in numbers and step["op"] == "prompt":
+                step["child"] = numbers[sid]
+            out.append(step)
+    return out
 
 
 async def save_scenario(
@@ -65,7 +117,7 @@ async def save_scenario(
         **scenario_logs(sessions, session_id, root.header.cwd or ""),
         TRANSCRIPT: dumps_lines(transcript).encode(),
     }
-    steps = prompt_steps(root)
+    steps = session_steps(sessions, session_id)
     return await asyncio.to_thread(_write, directory, steps, files, workspace, force)
 
 

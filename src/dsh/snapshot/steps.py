@@ -6,8 +6,14 @@ The ops are the original harness's (its ``input.json`` files run unchanged):
 |---|---|
 | ``initialize`` | accepted, nothing to do |
 | ``newSession`` | a new top-level agent; later prompts go to it |
+| ``resumeSession`` | (dsh's) the top-level agent's process ends and a new one resumes the session |
 | ``newSessionExpectError {additionalDirectories}`` | must be refused: dsh has no extra roots |
-| ``prompt {text}`` / ``promptContent {content}`` | one turn, awaited (content: ACP blocks) |
+| ``prompt {text, child?}`` / ``promptContent {content}`` | one turn, awaited (content: ACP blocks) |
+| ``spawnChild {parent?}`` / ``forkChild {parent?}`` | (dsh's) ``Agent.spawn()`` / ``.fork()`` |
+
+dsh's own ops are what ``dsh scenario save`` writes for a session resumed by a second process
+and for children started from code: those are numbered 1.. as started, ``prompt {child: N}``
+prompts child N, ``parent: N`` starts a child of child N (default: of the top-level session).
 | ``promptExpectError {text}`` | the turn must end ``error`` |
 | ``promptAndCancel {text, waitForFile?}`` | start; wait for the file (else an open turn); cancel |
 | ``cancel {waitForFile?}`` | cancel the running turn |
@@ -36,6 +42,7 @@ from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text
 from dsh.events.payloads import assistant_blocks_of
 from dsh.events.vocabulary import TURN_END, TURN_START
+from dsh.hooks import reset_handler_ids
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
 from dsh.store import EventStore
@@ -46,7 +53,10 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "initialize": (frozenset(), frozenset({"clientCapabilities", "protocolVersion"})),
     "newSession": (frozenset(), frozenset({"cwd", "mcpServers"})),
     "newSessionExpectError": (frozenset(), frozenset({"additionalDirectories", "cwd"})),
-    "prompt": (frozenset({"text"}), frozenset()),
+    "resumeSession": (frozenset(), frozenset()),
+    "prompt": (frozenset({"text"}), frozenset({"child"})),
+    "spawnChild": (frozenset(), frozenset({"parent"})),
+    "forkChild": (frozenset(), frozenset({"parent"})),
     "promptContent": (frozenset({"content"}), frozenset()),
     "promptExpectError": (frozenset({"text"}), frozenset()),
     "promptAndCancel": (frozenset({"text"}), frozenset({"waitForFile"})),
@@ -82,7 +92,7 @@ def validate_steps(steps: object, name: str) -> list[dict[str, Any]]:
             raise ScenarioError(f"scenario {name}: steps[{i}] promptContent 'content' must be a list")
         if not isinstance(step.get("waitForText", ""), str) or not isinstance(step.get("path", ""), str):
             raise ScenarioError(f"scenario {name}: steps[{i}] {op} has a non-string field")
-        for key in ("minimumTurn", "child"):
+        for key in ("minimumTurn", "child", "parent"):
             if key in step and (type(step[key]) is not int or step[key] < 1):
                 raise ScenarioError(f"scenario {name}: steps[{i}] {op} '{key}' must be a positive integer")
         extra = sorted(set(step) - required - optional - {"op"})
@@ -137,6 +147,8 @@ class StepPlayer:
         self._cwd = cwd
         self._timeout = timeout
         self.agents: list[Agent] = []
+        self.children: list[Agent] = []
+        """Children the steps started from code (``spawnChild`` / ``forkChild``), in order."""
         self.problems: list[str] = []
         self._tasks: list[tuple[int, asyncio.Task[TurnResult], str]] = []
         self._events: dict[str, list[Event]] = {}
@@ -160,13 +172,20 @@ class StepPlayer:
             return
         if op == "newSession":
             self.agents.append(await self._make_agent())
+        elif op == "resumeSession":
+            await self._resume(i)
         elif op == "newSessionExpectError":
             if not step.get("additionalDirectories"):
                 self._problem(i, "newSessionExpectError: dsh accepts this session, the recording refused it")
+        elif op in ("spawnChild", "forkChild"):
+            parent = await self._child_or_agent(i, step.get("parent"))
+            if parent is not None:
+                self.children.append(await (parent.fork() if op == "forkChild" else parent.spawn()))
         elif op in ("prompt", "promptContent", "promptExpectError"):
             prompt = content_message(step["content"]) if op == "promptContent" else step["text"]
-            result = await (await self._agent()).run_turn(prompt)
-            self._judge(i, op, result)
+            target = await self._child_or_agent(i, step.get("child"))
+            if target is not None:
+                self._judge(i, op, await target.run_turn(prompt))
         elif op in ("promptAndCancel", "promptAndWaitForAgentMessage"):
             agent = await self._agent()
             task = asyncio.create_task(agent.run_turn(step["text"]))
@@ -186,6 +205,32 @@ class StepPlayer:
                 running[-1][1].cancel()
         else:
             await self._wait(i, op, step)
+
+    async def _child_or_agent(self, i: int, child: int | None) -> Agent | None:
+        """Child ``child`` started by the steps, or (``None``) the top-level session."""
+        if child is None:
+            return await self._agent()
+        if child > len(self.children):
+            self._problem(i, f"child {child} was not started (started: {len(self.children)})")
+            return None
+        return self.children[child - 1]
+
+    async def _resume(self, i: int) -> None:
+        """What ``dsh run --resume`` in a second process does: the first process's agent
+        ends (its lease released, its jobs stopped), and a new agent with the same tools,
+        model and configuration resumes the stored session — logging what a fresh process
+        logs at its first call (a ``resume`` request header; hook ids counted from 1)."""
+        if not self.agents:
+            self._problem(i, "resumeSession: no session to resume")
+            return
+        old = self.agents[-1]
+        await self._settle()
+        await old.aclose()
+        reset_handler_ids()
+        self.agents[-1] = await type(old).resume(
+            self._store, old.id, model=old.model, tools=old.tools, config=old.config, feed=old.feed,
+            extras=old.extras,
+        )  # fmt: skip
 
     async def _wait(self, i: int, op: str, step: dict[str, Any]) -> None:
         agent = await self._agent()

@@ -6,9 +6,12 @@ status — ``running``, ``stopping`` (a kill was asked for), then one of the ter
 ``completed``, ``killed``, ``failed`` — with an optional detail (``exit code: N``,
 ``signal: SIG…``, ``killed before exit``), and its output not read yet. At most
 :attr:`JobTable.limit` jobs (default 10) run or stop at once; :meth:`JobTable.admission`
-names the refusal past that. When a job settles
-the table's ``on_settled`` listener is told (the agent turns it into the completion notice,
-:func:`notice`). :meth:`JobTable.aclose` kills whatever still runs: a job never outlives
+names the refusal past that (checked before the job's work starts: nothing runs). A job's
+start is answered once its work runs (:attr:`Job.started`: the process spawned), as the
+original answers once its producer started. When a job settles the table's ``on_settled``
+listener is told (the agent turns it into the completion notice, :func:`notice`) — unless
+``job_kill`` stopped it (:attr:`Job.reported`: the original sends no notice for a killed
+job). :meth:`JobTable.aclose` kills whatever still runs: a job never outlives
 the agent that started it.
 
 Every text here is the original's (``upstream-tools-hooks-sandbox.md`` §2, §7).
@@ -82,6 +85,10 @@ class Job:
         self.runner_failed_mode: str | None = None
         """Set when the sandbox runner itself failed to start (under that mode)."""
         self.kill_reason: str | None = None
+        self.reported = False
+        """The job's end needs no completion notice (``job_kill`` stopped it: the original's rule)."""
+        self.started = asyncio.Event()
+        """Set once the work is running (its process spawned) or has ended without running."""
         self.done = asyncio.Event()
         self.stop: Callable[[], None] | None = None
         """Set by the runner: asks the work to stop (``job_kill``)."""
@@ -101,8 +108,10 @@ class Job:
         return f"[status: {self.status}{', ' + self.detail if self.detail else ''}]"
 
     def request_kill(self, reason: str | None) -> None:
-        """``stopping`` until the work actually ends (then the runner settles it ``killed``)."""
+        """``stopping`` until the work actually ends (then the runner settles it ``killed``);
+        reported: its end sends no completion notice (the caller asked for it)."""
         self.status = "stopping"
+        self.reported = True
         self.kill_reason = reason
         if self.stop is not None:
             self.stop()
@@ -113,8 +122,9 @@ class Job:
             return
         self.status, self.detail = status, detail
         listener = self._table.on_settled
-        if listener is not None:
+        if listener is not None and not self.reported:
             listener(self)
+        self.started.set()
         self.done.set()
 
     def read(self) -> str:

@@ -244,7 +244,7 @@ class BashTool(Tool[BashArgs]):
         timeout_ms = min(args.timeoutMs or self.default_timeout_ms, self.max_timeout_ms)
         policy, workspace, where_to = ctx.sandbox, workspace_root(ctx), Path(cwd)
         if args.run_in_background:
-            return self._background(args.command, where_to, ctx)
+            return await self._background(args.command, where_to, ctx)
         wrap: Callable[[list[str]], list[str]] | None = None
         if policy is not None and policy.confined:
             # Checked before anything runs: no usable sandbox ⇒ the refusal, never an unconfined run.
@@ -261,8 +261,9 @@ class BashTool(Tool[BashArgs]):
         )
         return ToolOutput.text(format_outcome(outcome, timeout_ms))
 
-    def _background(self, command: str, cwd: Path, ctx: ToolContext) -> ToolOutput:
-        """Start the job (under the call's sandbox, as a foreground call) and answer with its id."""
+    async def _background(self, command: str, cwd: Path, ctx: ToolContext) -> ToolOutput:
+        """Start the job (under the call's sandbox, as a foreground call) and answer with its id
+        once it runs (its process spawned, or it ended without running)."""
         table = ctx.jobs
         if table is None or table.closed:
             raise tool_error(BACKGROUND_DISABLED)
@@ -274,4 +275,7 @@ class BashTool(Tool[BashArgs]):
             job, command, cwd, tool_environment(ctx.session_id), ctx.sandbox, workspace_root(ctx)
         )
         job.task = asyncio.get_running_loop().create_task(work, name=f"job {job.id}")
+        started = asyncio.ensure_future(job.started.wait())
+        await asyncio.wait([started, job.task], return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
         return ToolOutput.text(started_text(job.id))

@@ -91,6 +91,7 @@ async def run_bash_job(
         mode = policy.mode if policy is not None and policy.confined else None
         _spawn_failed(job, f"Error: spawn {argv[0]} {name}", mode)
         return
+    job.started.set()
     pgid = transport.get_pid()
     killer: list[asyncio.TimerHandle] = []
 
