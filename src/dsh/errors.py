@@ -29,7 +29,8 @@ file, session id or value involved.
     │   ├── ScriptNotConsumedError
     │   ├── ReplayDivergenceError   the live run asked something the recording did not
     │   └── OverrideError           a malformed replay.override.json
-    └── ScenarioError               a malformed scenario directory / transcript mismatch
+    ├── ScenarioError               a malformed scenario directory / transcript mismatch
+    └── SkillFileError              a SKILL.md whose front matter cannot be read (skipped, warned)
 """
 
 from __future__ import annotations
@@ -170,3 +171,7 @@ class OverrideError(ReplayError):
 
 class ScenarioError(DshError):
     """A scenario directory is malformed, or its replay did not match."""
+
+
+class SkillFileError(DshError):
+    """A ``SKILL.md`` whose front matter cannot be read or lacks what a skill needs."""

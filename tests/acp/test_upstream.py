@@ -44,6 +44,8 @@ RECORDINGS = [
     "subagent-continuable",
     "subagent-report",
     "missing-sandbox-runner",
+    "agent-instructions",
+    "skill-load",
 ]
 
 

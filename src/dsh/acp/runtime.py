@@ -19,6 +19,7 @@ from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances, untrusted_warning
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy
+from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.store import EventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolRegistry
@@ -78,12 +79,15 @@ class ReplayModels:
         self._warning: str | None = None
         self.policy: ReplayPolicy | None = None
         """What the sessions run under: the recording's mode, confined (set by :meth:`check`)."""
+        self.composition: Composition | None = None
+        """What the recording's composition adds (workspace context, fixtures; :meth:`check`)."""
 
     def check(self) -> None:
         """Load the scenario once, so a bad directory fails before serving; unless trusted,
         note the recorded commands a replay would run (logged when the first session starts)."""
         _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
         self.policy = replay_policy(self.directory, logs.primary)
+        self.composition = composition(self.directory, logs)
         self._warning = None if self.trust else untrusted_warning(self.directory)
 
     @property
@@ -95,9 +99,20 @@ class ReplayModels:
             log.warning("%s", self._warning)
             self._warning = None
         tolerances = read_tolerances(self.directory, self.drift)
+        if self.composition is not None:
+            await asyncio.to_thread(self.composition.prepare, cwd)
         model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd, tolerances=tolerances)
         self._served.append(model)
         return model
+
+    def tools(self) -> ToolRegistry:
+        """A session's tools: the standard ones as the recording's composition had them."""
+        composed = self.composition
+        if composed is None:
+            return standard_tools()
+        spill = 800 if composed.spill else None
+        base = standard_tools(spill_dir=composed.spill_dir, max_inline_bytes=spill)
+        return composed_tools(base, composed.tools())
 
     async def aclose(self) -> None:
         for model in self._served:
@@ -140,6 +155,8 @@ class Runtime:
                 approver=approver,
                 approval_policy=policy.approval,
                 runtime_context=policy.runtime_context,
+                workspace=models.composition.workspace if models.composition is not None else None,
+                titles=models.composition.titles if models.composition is not None else False,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(

@@ -22,6 +22,7 @@ from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
+from dsh.subagents import standard_tools
 from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
@@ -73,6 +74,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
         models = LiveModels(live)
     store = open_store(options.store)
+    tools = models.tools if isinstance(models, ReplayModels) else standard_tools
     return Runtime(
         store=store,
         models=models,
@@ -80,6 +82,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         profile=options.profile,
         context_window=options.context_window,
         sandbox=options.sandbox,
+        tools=tools,
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from dsh.context.skill_tool import WORKSPACE_EXTRA
 from dsh.errors import ModelError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
@@ -16,6 +17,7 @@ from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, tur
 from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
 )
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.children import start_child
@@ -362,6 +364,24 @@ class Agent:
             self._order.progressed(self.session.id)
         return event
 
+    def compact_surface(self, start: int, end: int, message: Message) -> Event:
+        """Replace the surface events ``start..end`` by ``message`` (a compaction: a
+        ``user/message`` with ``surfaceOp`` replace citing them). The model-visible history
+        keeps its appended messages (dsh does not compact); the workspace context treats
+        what it replaced as gone and shows it again."""
+        seq = self.session.next_seq
+        event = Event(
+            USER_MESSAGE,
+            seq,
+            now_ms(),
+            message,
+            {"op": "replace", "start": start, "end": end},
+            tuple(range(start, end + 1)),
+        )
+        self.session.append_event(event)
+        self.feed.event(self.session.id, event)
+        return event
+
     async def checkpoint(self) -> None:
         """Make every appended event durable."""
         await self._persister.flush(durable=True)
@@ -374,13 +394,19 @@ class Agent:
             turn=turn,
             step=step,
             allow_outside_workspace=self.config.allow_outside_workspace,
-            extras=dict(self.extras),
+            extras=self._extras(),
             files=self.files,
             sandbox=self.config.sandbox,
             approvals=self.approvals,
             agent=self,
             jobs=self.jobs.table,
         )
+
+    def _extras(self) -> dict[str, Any]:
+        extras = dict(self.extras)
+        if self.config.workspace is not None:
+            extras[WORKSPACE_EXTRA] = self.config.workspace
+        return extras
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:
         """Switch the session's file policy to ``mode`` (ACP ``session/set_mode``), logged and

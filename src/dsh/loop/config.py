@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dsh.context import WorkspaceConfig
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
 from dsh.tools.approval import ApprovalPolicy, Approver
@@ -55,6 +56,12 @@ class AgentConfig:
     """Whether each step tells the model the session's file and approval policy (the
     original's runtime-context snapshot, ``dsh.loop.runtime_context``) — when it has one:
     without a :attr:`sandbox` policy there is nothing to state and no snapshot is shown."""
+
+    workspace: WorkspaceConfig | None = None
+    """The workspace context each step tells the model (``dsh.context``): AGENTS.md /
+    CLAUDE.md instructions and the skill catalog (``None``: neither, the library default)."""
+    titles: bool = False
+    """Whether the session gets the original's fallback ``session/title`` from its first prompt."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

@@ -1,0 +1,247 @@
+"""What the original's snapshot harness composes for its scenarios, emulated for their replay.
+
+The original replays each recording with its scenario's overlay and test fixtures
+(``acp.snapshot.ts``); a port must bring the same workspace and the same model-visible
+effects. This module is that table for the recordings dsh replays, keyed by what the
+recording shows (and, for the harness's own workspace preparations, by scenario name):
+
+- every one of the original's (version-0) recordings runs with the workspace context
+  (AGENTS.md instructions, skills, the ``skill`` and ``session_event_read`` tools) with the
+  homes inside the workspace (``DSH_HOME=<cwd>/.dsh``, ``DSH_AGENTS_HOME=<cwd>/.agents``) and
+  the instruction settings its recorded baseline names (``baselineIdentity``);
+- long results spill only when the recording shows a spill (the original's spill policy is in
+  its fs and session-query overlays alone), under ``/tmp/dsh-acp-snap-<first 9 hex of
+  sha256(scenario name)>``, the harness's fixed root (emptied before the run), so a recorded
+  command naming it works;
+- ``agent-instructions``: the two ``AGENTS.md`` symlinks the fixture copy flattened into
+  text files are restored, the ``scope</system-reminder>/`` directory is created
+  (``prepareDelimiterPathWorkspace``), and the compaction fixture runs after the read of
+  ``nested/task.txt`` (a ``user/message`` replacing the visible baseline);
+- ``skill-load``: the skill the harness copies in at run time is rebuilt from the recording
+  (its catalog entry and the loaded instructions).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol, cast, runtime_checkable
+
+from dsh import jsonx
+from dsh.context import InstructionsConfig, WorkspaceConfig
+from dsh.context.tools import context_tools
+from dsh.events import Event
+from dsh.events.messages import Message, Source, user_message
+from dsh.events.payloads import blocks_of, message_of
+from dsh.events.vocabulary import SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
+from dsh.replay.files import RecordedLogs
+from dsh.store import LoadedSession
+from dsh.tools.base import ToolContext, ToolLike, ToolOutput
+from dsh.tools.builtin import ReadArgs, ReadTool
+from dsh.tools.registry import ToolRegistry
+
+SNAPSHOT_ROOT: Final = "/tmp/dsh-acp-snap-"
+COMPACTED: Final = "Earlier context was compacted for this snapshot."
+
+
+def spill_root(directory: Path) -> Path:
+    """The harness's fixed spill root of the scenario ``directory``."""
+    return Path(SNAPSHOT_ROOT + hashlib.sha256(directory.name.encode()).hexdigest()[:9])
+
+
+def _instructions(primary: LoadedSession | None) -> InstructionsConfig:
+    """The instruction settings the recording's first baseline names (else the defaults)."""
+    for event in primary.events if primary is not None else ():
+        source = (
+            event.data.get("source") if event.type == USER_MESSAGE and isinstance(event.data, dict) else None
+        )
+        identity = source.get("baselineIdentity") if isinstance(source, dict) else None
+        if isinstance(identity, str):
+            try:
+                doc: Any = jsonx.loads(identity)
+            except ValueError:
+                break
+            if not isinstance(doc, dict):
+                break
+            return InstructionsConfig(
+                max_bytes=int(doc.get("maxBytes", 65536)),
+                project_root_markers=tuple(doc.get("projectRootMarkers", (".git",))),
+                candidates=tuple(doc.get("instructionFileCandidates", ("AGENTS.md", "CLAUDE.md"))),
+                local_candidates=tuple(doc.get("localInstructionFileCandidates", ())),
+                max_source_bytes=int(doc.get("maxSourceBytes", 1_048_576)),
+            )
+    return InstructionsConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """What a replay of one scenario composes besides the standard tools."""
+
+    name: str
+    workspace: WorkspaceConfig | None
+    """``None``: one of dsh's own recordings (they never had the workspace context)."""
+    spill_dir: Path | None
+    """``None``: the standard spill (dsh's own recordings)."""
+    spill: bool = True
+    """Whether long results spill at all."""
+    titles: bool = False
+    """Whether sessions get the fallback ``session/title`` (the recording has one)."""
+    logs: RecordedLogs | None = None
+
+    def tools(self) -> list[ToolLike]:
+        """The tools to register over the standard ones (fixtures replace theirs)."""
+        if self.workspace is None:
+            return []
+        extra: list[ToolLike] = list(context_tools())
+        if self.name == "agent-instructions":
+            extra.append(CompactingRead())
+        return extra
+
+    def prepare(self, cwd: Path) -> None:
+        """The harness's workspace preparation for this scenario (run once per session cwd)."""
+        if self.spill_dir is not None and self.spill:
+            _empty(self.spill_dir)
+        if self.name == "agent-instructions":
+            for folder in (cwd, cwd / "nested"):
+                _restore_link(folder / "AGENTS.md")
+            scope = cwd / "scope</system-reminder>"
+            scope.mkdir(parents=True, exist_ok=True)  # two levels: `scope<` then `system-reminder>`
+            (scope / "AGENTS.md").write_text("Delimiter path snapshot instruction.\n")
+            (scope / "task.txt").write_text("delimiter path snapshot task\n")
+        elif self.name == "skill-load" and self.logs is not None:
+            _rebuild_skills(cwd, self.logs.primary)
+
+
+def composed_tools(base: ToolRegistry, extra: Sequence[ToolLike]) -> ToolRegistry:
+    """``base`` with ``extra`` added; an extra tool of a name ``base`` has replaces it."""
+    overrides = {t.name: t for t in extra}
+    tools: list[ToolLike] = []
+    for name in base.names():
+        found = overrides.pop(name, None) or base.get(name)
+        if found is not None:
+            tools.append(found)
+    return ToolRegistry([*tools, *overrides.values()], spill=base.spill)
+
+
+def composition(directory: Path, logs: RecordedLogs) -> Composition:
+    """The composition of the scenario in ``directory`` (from its recorded logs)."""
+    upstream = logs.versions.get("session.jsonl", 2) == 0
+    titled = logs.primary is not None and any(e.type == SESSION_TITLE for e in logs.primary.events)
+    if not upstream:
+        return Composition(directory.name, None, None, titles=titled, logs=logs)
+    workspace = WorkspaceConfig.inside(_instructions(logs.primary))
+    sessions = [logs.primary, *(loaded for _, loaded in logs.children)]
+    spilled = any(_spilled(loaded) for loaded in sessions if loaded is not None)
+    return Composition(directory.name, workspace, spill_root(directory), spilled, titled, logs)
+
+
+def _spilled(loaded: LoadedSession) -> bool:
+    for event in loaded.events:
+        message = message_of(event) if event.type == TOOL_RESULT else None
+        if message is not None and "Full formatted result stored at: " in jsonx.dumps(message).decode():
+            return True
+    return False
+
+
+def _empty(root: Path) -> None:
+    """Remove a previous run's spill files (only a directory this user owns)."""
+    with contextlib.suppress(OSError):
+        if root.is_dir() and not root.is_symlink() and root.stat().st_uid == os.getuid():
+            shutil.rmtree(root)
+
+
+def _restore_link(path: Path) -> None:
+    """A file whose whole text names an existing sibling is a flattened symlink: make it one."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 255:
+            return
+        target = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return
+    if target and "/" not in target and (path.parent / target).is_file():
+        path.unlink()
+        path.symlink_to(target)
+
+
+_INSTRUCTIONS = re.compile(r"<skill_instructions>\n(.*)\n</skill_instructions>\n</skill_content>$", re.S)
+_BASE = re.compile(r"Base directory for this skill: \{\{cwd\}\}/(\S+)\n")
+
+
+def _rebuild_skills(cwd: Path, primary: LoadedSession | None) -> None:
+    """Each skill the recording loaded but the workspace lacks, from its catalog entry and result."""
+    if primary is None:
+        return
+    described: dict[str, str] = {}
+    for event in primary.events:
+        source = (
+            event.data.get("source") if event.type == USER_MESSAGE and isinstance(event.data, dict) else None
+        )
+        if isinstance(source, dict) and source.get("kind") == "skill-catalog":
+            for entry in source.get("entries", ()):
+                if isinstance(entry, dict):
+                    described[str(entry.get("name"))] = str(entry.get("description"))
+    for event in primary.events:
+        message = message_of(event) if event.type == TOOL_RESULT else None
+        for block in blocks_of(message) if message is not None else ():
+            for inner in block.get("content", ()) if block.get("type") == "tool-result" else ():
+                text = inner.get("text", "") if isinstance(inner, dict) else ""
+                body, base = _INSTRUCTIONS.search(text), _BASE.search(text)
+                name = re.match(r'<skill_content name="([a-z0-9-]+)">', text)
+                if body is None or base is None or name is None or name.group(1) not in described:
+                    continue
+                folder = (cwd / base.group(1)).resolve()
+                if not folder.is_relative_to(cwd.resolve()) or (folder / "SKILL.md").exists():
+                    continue
+                folder.mkdir(parents=True, exist_ok=True)
+                description = jsonx.dumps(described[name.group(1)]).decode()
+                (folder / "SKILL.md").write_text(
+                    f"---\nname: {name.group(1)}\ndescription: {description}\n---\n\n{body.group(1)}\n"
+                )
+
+
+@runtime_checkable
+class _Compacts(Protocol):
+    own_events: Any
+
+    def compact_surface(self, start: int, end: int, message: Message) -> Event: ...
+
+
+class CompactingRead(ReadTool):
+    """``read``, plus the original's compaction fixture of ``agent-instructions``: after a
+    successful read of ``nested/task.txt`` the visible instruction baseline is replaced by
+    ``Earlier context was compacted for this snapshot.`` (before the result)."""
+
+    async def call(self, args: ReadArgs, ctx: ToolContext) -> ToolOutput:
+        output = await super().call(args, ctx)
+        agent: object = ctx.agent
+        if output.is_error or args.file_path != "nested/task.txt" or not isinstance(agent, _Compacts):
+            return output
+        baseline = next(
+            (
+                e.seq
+                for e in reversed(list(agent.own_events))
+                if e.type == USER_MESSAGE
+                and isinstance(e.data, dict)
+                and isinstance(e.data.get("source"), dict)
+                and e.data["source"].get("baseline") is True
+            ),
+            None,
+        )
+        if baseline is not None:
+            message = user_message(COMPACTED, source_kind="plugin")
+            message["source"] = cast(
+                Source,
+                {
+                    "kind": "plugin",
+                    "plugin": "compact",
+                    "compactionId": "workspace-context-fixture",
+                },
+            )
+            agent.compact_surface(baseline, baseline, message)
+        return output
