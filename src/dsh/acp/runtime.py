@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
+from dsh.context import WorkspaceConfig
 from dsh.errors import ReplayError
 from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
@@ -160,7 +161,13 @@ class Runtime:
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(
-            model=self.model_name, retry=models.retry, hooks=hooks, sandbox=self.sandbox, approver=approver
+            model=self.model_name,
+            retry=models.retry,
+            hooks=hooks,
+            sandbox=self.sandbox,
+            approver=approver,
+            workspace=WorkspaceConfig.from_env(),
+            titles=True,
         )
 
     async def aclose(self) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.cli.resolve import latest_top_level, resolve_id
+from dsh.context import WorkspaceConfig
+from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
@@ -56,7 +58,7 @@ class LiveSetup:
 
 def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
     """The standard tools, or only ``names`` of them (an unknown name is a one-line error)."""
-    every = standard_tools()
+    every = with_context_tools(standard_tools())
     if names is None:
         return every
     unknown = [n for n in names if n not in every]
@@ -111,6 +113,8 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             hooks=HookSet.from_environment(),
             sandbox=setup.sandbox,
             approver=setup.approver,
+            workspace=WorkspaceConfig.from_env(),
+            titles=True,
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)

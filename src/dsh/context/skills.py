@@ -23,6 +23,8 @@ from dsh.context.frontmatter import flag, split
 from dsh.errors import SkillFileError
 
 log = logging.getLogger("dsh.skills")
+_warned: set[tuple[str, str]] = set()
+"""(file, reason) already warned about: each bad file is one warning line per process."""
 
 NAME: Final = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 LEGACY_KEYS: Final = ("disableModelInvocation", "modelInvocable", "userInvocable")
@@ -105,12 +107,18 @@ def discover(cwd: Path, workspace: WorkspaceConfig) -> dict[str, Skill]:
             try:
                 skill = parse_skill(file, base)
             except SkillFileError as exc:
-                log.warning("skipping skill %s: %s", file, exc)
+                _warn(str(file), str(exc))
                 continue
             if skill is None:
                 continue
             if skill.name in found:
-                log.warning("skipping skill %s: %r is already defined", file, skill.name)
+                _warn(str(file), f"{skill.name!r} is already defined in a higher-ranked root")
                 continue
             found[skill.name] = skill
     return found
+
+
+def _warn(file: str, reason: str) -> None:
+    if (file, reason) not in _warned:
+        _warned.add((file, reason))
+        log.warning("skipping skill %s: %s", file, reason)
