@@ -158,6 +158,7 @@ class Runtime:
                 runtime_context=policy.runtime_context,
                 workspace=models.composition.workspace if models.composition is not None else None,
                 titles=models.composition.titles if models.composition is not None else False,
+                prompt_inbox=models.composition is not None and models.composition.workspace is not None,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(

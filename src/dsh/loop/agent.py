@@ -13,8 +13,16 @@ from dsh.context.skill_tool import WORKSPACE_EXTRA
 from dsh.errors import ModelError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
-from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
+from dsh.events.payloads import (
+    TurnEndReason,
+    aborted_reason,
+    error_reason,
+    inbox_spliced,
+    turn_end,
+    turn_start,
+)
 from dsh.events.vocabulary import (
+    INBOX_SPLICED,
     TURN_END,
     TURN_START,
     USER_MESSAGE,
@@ -485,13 +493,18 @@ class Agent:
     ) -> TurnResult:
         turn = self.session.last_turn() + 1
         start = self.session.next_seq
+        given = None if prompt is None else user_message(prompt) if isinstance(prompt, str) else prompt
+        if given is not None and self.config.prompt_inbox:
+            self.append(INBOX_SPLICED, inbox_spliced("next-turn", 0, [given]))
         self.append(TURN_START, turn_start(turn))
         messages: list[Message]
-        if prompt is None:  # the inbox's first next-turn message; next-step ones join at the claim
+        if given is None:  # the inbox's first next-turn message; next-step ones join at the claim
             opened = self.inbox.claim_turn()
             messages = [opened] if opened is not None else []
         else:
-            messages = [user_message(prompt) if isinstance(prompt, str) else prompt]
+            if self.config.prompt_inbox:
+                self.append(INBOX_SPLICED, inbox_spliced("next-turn", 0, [], removed_count=1))
+            messages = [given]
             self.jobs.user_turn()
         for etype, data in preamble:
             self.append(etype, data)

@@ -62,6 +62,9 @@ class AgentConfig:
     CLAUDE.md instructions and the skill catalog (``None``: neither, the library default)."""
     titles: bool = False
     """Whether the session gets the original's fallback ``session/title`` from its first prompt."""
+    prompt_inbox: bool = False
+    """Log a user prompt as the original does: an ``agent/inbox/spliced`` insert before its
+    ``turn/start`` and the claim right after (so event seqs line up with its recordings)."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

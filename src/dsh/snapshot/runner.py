@@ -111,6 +111,7 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         runtime_context=setup.runtime_context,
         workspace=setup.workspace,
         titles=setup.titles,
+        prompt_inbox=setup.workspace is not None,
     )
     return await Agent.create(
         setup.store,
