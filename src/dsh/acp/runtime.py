@@ -159,6 +159,7 @@ class Runtime:
                 workspace=models.composition.workspace if models.composition is not None else None,
                 titles=models.composition.titles if models.composition is not None else False,
                 prompt_inbox=models.composition is not None and models.composition.workspace is not None,
+                title_model=models.composition.title_model() if models.composition is not None else None,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(

@@ -42,6 +42,7 @@ from dsh.loop.setup import Closer, ToolsArg, agent_config, agent_tools, close_al
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
+from dsh.loop.titling import Titling
 from dsh.loop.waking import Activation, Waker
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
@@ -126,6 +127,7 @@ class Agent:
             max_parallel=config.max_parallel_tools,
         )
         self._steps = Steps(self, scheduler, self._order)
+        self.titling = Titling(self)
 
     # -- construction -------------------------------------------------------------------
 
@@ -523,6 +525,8 @@ class Agent:
             raise
         finally:
             await self._close_turn(turn, reason, shielded=cancelled)
+            if not cancelled:
+                await self.titling.after_turn()
         own = self.session.events[start:]
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 

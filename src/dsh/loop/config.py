@@ -8,6 +8,7 @@ from typing import Any
 from dsh.context import WorkspaceConfig
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
+from dsh.model import Model
 from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.jobs import DEFAULT_JOB_LIMIT
 from dsh.tools.sandbox import SandboxPolicy
@@ -62,6 +63,11 @@ class AgentConfig:
     CLAUDE.md instructions and the skill catalog (``None``: neither, the library default)."""
     titles: bool = False
     """Whether the session gets the original's fallback ``session/title`` from its first prompt."""
+    title_model: Model | None = None
+    """A model that titles top-level sessions from their first prompt (``dsh.loop.titling``;
+    ``None``: only the fallback title)."""
+    title_model_name: str | None = None
+    """The model id title requests name (``None``: :attr:`model`)."""
     prompt_inbox: bool = False
     """Log a user prompt as the original does: an ``agent/inbox/spliced`` insert before its
     ``turn/start`` and the claim right after (so event seqs line up with its recordings)."""

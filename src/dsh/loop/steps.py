@@ -226,6 +226,7 @@ class Steps:
                 max_tokens=self._agent.config.max_tokens,
                 delegation=self._agent.delegation,
             )
+            self._agent.titling.on_request()
             await self._agent.checkpoint()
             self._requests += 1
             settlement = await settle_model_call(

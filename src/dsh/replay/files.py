@@ -124,6 +124,8 @@ def load_replay_model(
             version=recorded.versions.get(label, 2), tolerances=tolerances, cwd=cwd, strict=strict,
         )  # fmt: skip
 
+    if titles_by_model(recorded):
+        override = None  # the override serves the title model (dsh.replay.upstream), not the session
     replaces = isinstance(override, list)
     if recorded.primary is not None:
         primary = script(
@@ -138,6 +140,15 @@ def load_replay_model(
         for label, loaded in recorded.children
     ]
     return ReplayModel(primary, children, scenario=name, cwd=cwd), recorded
+
+
+TITLE_REQUEST = "session/title-llm-request"
+
+
+def titles_by_model(recorded: RecordedLogs) -> bool:
+    """Whether the recording asked a title model (its override then scripts that model)."""
+    primary = recorded.primary
+    return primary is not None and any(e.type == TITLE_REQUEST for e in primary.events)
 
 
 def _shown(command: str, limit: int = 80) -> str:

@@ -37,10 +37,12 @@ from dsh import jsonx
 from dsh.context import InstructionsConfig, WorkspaceConfig
 from dsh.context.tools import context_tools
 from dsh.events import Event
+from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, Source, user_message
 from dsh.events.payloads import blocks_of, message_of
 from dsh.events.vocabulary import SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
-from dsh.replay.files import RecordedLogs
+from dsh.model.scripted import ScriptedModel, text_reply
+from dsh.replay.files import RecordedLogs, read_override, titles_by_model
 from dsh.store import LoadedSession
 from dsh.tools.base import ToolContext, ToolLike, ToolOutput
 from dsh.tools.builtin import ReadArgs, ReadTool
@@ -92,6 +94,9 @@ class Composition:
     """Whether long results spill at all."""
     titles: bool = False
     """Whether sessions get the fallback ``session/title`` (the recording has one)."""
+    title_scripts: tuple[tuple[Chunk, ...], ...] = ()
+    """The title model's answers when the recording asked one (its override, else the recorded title)."""
+    title_route: tuple[str, str] = ("title-replay", "title-model")
     logs: RecordedLogs | None = None
 
     def tools(self) -> list[ToolLike]:
@@ -102,6 +107,13 @@ class Composition:
         if self.name == "agent-instructions":
             extra.append(CompactingRead())
         return extra
+
+    def title_model(self) -> ScriptedModel | None:
+        """A fresh title model for one session, or ``None`` (the recording made no model title)."""
+        if not self.title_scripts:
+            return None
+        provider, model = self.title_route
+        return ScriptedModel([list(s) for s in self.title_scripts], provider=provider, model=model)
 
     def prepare(self, cwd: Path) -> None:
         """The harness's workspace preparation for this scenario (run once per session cwd)."""
@@ -138,7 +150,40 @@ def composition(directory: Path, logs: RecordedLogs) -> Composition:
     workspace = WorkspaceConfig.inside(_instructions(logs.primary))
     sessions = [logs.primary, *(loaded for _, loaded in logs.children)]
     spilled = any(_spilled(loaded) for loaded in sessions if loaded is not None)
-    return Composition(directory.name, workspace, spill_root(directory), spilled, titled, logs)
+    scripts, route = _title_scripts(directory, logs)
+    return Composition(
+        directory.name, workspace, spill_root(directory), spilled, titled, scripts, route, logs
+    )
+
+
+def _title_scripts(
+    directory: Path, logs: RecordedLogs
+) -> tuple[tuple[tuple[Chunk, ...], ...], tuple[str, str]]:
+    """The title model's answers (the override's chunk entries, else one made of the recorded
+    provider title) and its recorded route."""
+    route = ("title-replay", "title-model")
+    if not titles_by_model(logs) or logs.primary is None:
+        return (), route
+    title = None
+    for event in logs.primary.events:
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.type == "session/title-llm-request" and isinstance(data.get("route"), dict):
+            route = (str(data["route"].get("provider")), str(data["route"].get("model")))
+        source = data.get("source")
+        if event.type == SESSION_TITLE and isinstance(source, dict) and source.get("kind") == "provider":
+            title = data.get("title")
+    override = read_override(directory)
+    scripts: list[tuple[Chunk, ...]] = []
+    for entry in override if isinstance(override, list) else []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("kind") == "chunks"
+            and isinstance(entry.get("chunks"), list)
+        ):
+            scripts.append(tuple(entry["chunks"]))
+    if not scripts and isinstance(title, str):
+        scripts.append(tuple(text_reply(title)))
+    return tuple(scripts), route
 
 
 def _spilled(loaded: LoadedSession) -> bool:

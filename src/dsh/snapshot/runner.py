@@ -90,6 +90,8 @@ class AgentSetup:
     """Whether long results spill at all (as the recording's composition did)."""
     titles: bool = False
     """Whether sessions get the fallback ``session/title`` (as the recording's did)."""
+    title_model: Model | None = None
+    """The model that titles the session (the recording asked one)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -112,6 +114,7 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         workspace=setup.workspace,
         titles=setup.titles,
         prompt_inbox=setup.workspace is not None,
+        title_model=setup.title_model,
     )
     return await Agent.create(
         setup.store,
@@ -311,6 +314,7 @@ async def _prepare(
         spill_dir=composed.spill_dir,
         spill=composed.spill,
         titles=composed.titles,
+        title_model=composed.title_model(),
     )
     owns = mode == "record" and record_model is None
     return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)
