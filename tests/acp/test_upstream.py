@@ -140,7 +140,8 @@ def _logged(path: Path, session_id: str, step: dict[str, Any]) -> bool:
             return closed and any(k == "turn/end" and t >= least for k, t in turns)
         if step["op"] == "waitForTitleAfterTurnEnd":  # the original's: a title after the last turn/end
             kinds = [k for (k,) in db.execute(
-                "SELECT type FROM events WHERE session_id = ? AND type IN ('turn/end', 'session/title') ORDER BY seq",
+                "SELECT type FROM events WHERE session_id = ? AND type IN ('turn/end', 'session/title') "
+                "ORDER BY seq",
                 (session_id,),
             )]  # fmt: skip
             return "turn/end" in kinds and kinds[-1] == "session/title"

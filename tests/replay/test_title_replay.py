@@ -49,11 +49,8 @@ def _authored(upstream: Path, tmp_path: Path, *, override: bool, model_title: bo
     if model_title:
         events.append({"type": "session/title", "seq": 0, "time": 0, "data": title})
     lines = [json.dumps(header)]
-    seq = 0
-    for event in events:  # renumber (the log is unpacked: one event per line)
-        for name in ("seq",):
-            event[name] = seq
-        seq += 1
+    for seq, event in enumerate(events):  # renumber (the log is unpacked: one event per line)
+        event["seq"] = seq
         lines.append(json.dumps(event, ensure_ascii=False))
     (directory / "session.jsonl").write_text("\n".join(lines) + "\n")
     steps = json.loads((directory / "input.json").read_text())["steps"]
