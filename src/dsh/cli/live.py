@@ -16,8 +16,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.cli.questions import asker_for
 from dsh.cli.resolve import latest_top_level, resolve_id
 from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
 from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
 from dsh.hooks import HookSet
@@ -45,6 +47,8 @@ class LiveSetup:
     wait: float
     sandbox: SandboxPolicy
     approver: Approver | None = None
+    questions: QuestionAsker | None = None
+    """Who answers ``ask_user_question`` (``None``: the terminal when stdin is one, else nobody)."""
     """Who answers approval requests (``--approve`` / ``--deny`` / the terminal / nobody)."""
     model: str | None = None
     base_url: str | None = None
@@ -115,6 +119,7 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             approver=setup.approver,
             workspace=WorkspaceConfig.from_env(),
             titles=True,
+            questions=setup.questions or asker_for(),
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)

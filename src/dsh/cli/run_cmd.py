@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -94,10 +95,13 @@ def run(
 
 async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, live_agent
+    from dsh.cli.questions import NoAsker
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
 
     feed = Feed()
+    if as_json:  # the output is for a program: nobody at the terminal answers questions
+        setup = dataclasses.replace(setup, questions=NoAsker())
     async with live_agent(setup, feed) as agent:
         output = TurnOutput(feed, agent.id, as_json=as_json)
         result = await cancellable_turn(agent, prompt, output.cancelled)

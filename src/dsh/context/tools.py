@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dsh.context.event_read import SessionEventReadTool
+from dsh.context.questions import AskUserQuestionTool
 from dsh.context.skill_tool import SkillTool
 from dsh.tools.base import ToolLike
 from dsh.tools.registry import ToolRegistry
@@ -10,7 +11,7 @@ from dsh.tools.registry import ToolRegistry
 
 def context_tools() -> list[ToolLike]:
     """Fresh instances of the context tools (the original's names, schemas and texts)."""
-    return [SkillTool(), SessionEventReadTool()]
+    return [SkillTool(), SessionEventReadTool(), AskUserQuestionTool()]
 
 
 def with_context_tools(registry: ToolRegistry) -> ToolRegistry:

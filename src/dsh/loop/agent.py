@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from dsh.context.questions import QUESTIONS_EXTRA
 from dsh.context.skill_tool import WORKSPACE_EXTRA
 from dsh.errors import ModelError
 from dsh.events import Event, SessionHeader
@@ -416,6 +417,8 @@ class Agent:
         extras = dict(self.extras)
         if self.config.workspace is not None:
             extras[WORKSPACE_EXTRA] = self.config.workspace
+        if self.config.questions is not None:
+            extras[QUESTIONS_EXTRA] = self.config.questions
         return extras
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
 from dsh.model import Model
@@ -68,6 +69,8 @@ class AgentConfig:
     ``None``: only the fallback title)."""
     title_model_name: str | None = None
     """The model id title requests name (``None``: :attr:`model`)."""
+    questions: QuestionAsker | None = None
+    """Who answers ``ask_user_question`` (``None``: nobody is composed to; a subagent never asks)."""
     prompt_inbox: bool = False
     """Log a user prompt as the original does: an ``agent/inbox/spliced`` insert before its
     ``turn/start`` and the claim right after (so event seqs line up with its recordings)."""
