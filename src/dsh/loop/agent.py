@@ -56,8 +56,10 @@ from dsh.store import EventStore, LoadedSession, SessionLease
 from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
+from dsh.tools.builtin.terminal_tools import TERMINALS_EXTRA
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxMode
+from dsh.tools.terminals import TerminalTable
 
 log = logging.getLogger("dsh.loop")
 
@@ -129,6 +131,8 @@ class Agent:
         )
         self._steps = Steps(self, scheduler, self._order)
         self.titling = Titling(self)
+        self.terminals = TerminalTable()
+        """This session's persistent terminals (closed with the agent)."""
 
     # -- construction -------------------------------------------------------------------
 
@@ -324,6 +328,7 @@ class Agent:
         session's lease (idempotent); the store stays open unless :meth:`from_env` opened it."""
         self.closed = True
         await self.jobs.aclose()  # a job never outlives its agent
+        await self.terminals.aclose()  # nor a terminal
         await self._waker.stop()
         lease, self._lease = self._lease, None
         owned, self._owned = self._owned, []
@@ -419,6 +424,7 @@ class Agent:
             extras[WORKSPACE_EXTRA] = self.config.workspace
         if self.config.questions is not None:
             extras[QUESTIONS_EXTRA] = self.config.questions
+        extras[TERMINALS_EXTRA] = self.terminals
         return extras
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:

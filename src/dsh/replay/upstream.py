@@ -18,7 +18,10 @@ recording shows (and, for the harness's own workspace preparations, by scenario 
   (``prepareDelimiterPathWorkspace``), and the compaction fixture runs after the read of
   ``nested/task.txt`` (a ``user/message`` replacing the visible baseline);
 - ``skill-load``: the skill the harness copies in at run time is rebuilt from the recording
-  (its catalog entry and the loaded instructions).
+  (its catalog entry and the loaded instructions);
+- ``pty-tools``: terminal results are bounded at 64 bytes (its snapshot config). Its terminals
+  are real, confined shells: their prompt, echo and output give the texts the harness's
+  scripted backend recorded.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from dsh.replay.files import RecordedLogs, read_override, titles_by_model
 from dsh.store import LoadedSession
 from dsh.tools.base import ToolContext, ToolLike, ToolOutput
 from dsh.tools.builtin import ReadArgs, ReadTool
+from dsh.tools.builtin.terminal_tools import terminal_tools
 from dsh.tools.registry import ToolRegistry
 
 SNAPSHOT_ROOT: Final = "/tmp/dsh-acp-snap-"
@@ -106,6 +110,8 @@ class Composition:
         extra: list[ToolLike] = list(context_tools())
         if self.name == "agent-instructions":
             extra.append(CompactingRead())
+        if self.name == "pty-tools":  # its snapshot config bounds terminal results at the minimum, 64
+            extra += terminal_tools(max_result_bytes=64)
         return extra
 
     def title_model(self) -> ScriptedModel | None:
