@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,19 +11,26 @@ from dsh.context.tools import with_context_tools
 from dsh.events import Event
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.scripted import ScriptedModel
+from dsh.replay.upstream import composed_tools
 from dsh.store.memory import MemoryEventStore
+from dsh.tools import ToolLike
 from dsh.tools.registry import builtin_registry
 
 
 async def context_agent(
-    cwd: Path, replies: list[Any], *, instructions: InstructionsConfig | None = None, **config: Any
+    cwd: Path,
+    replies: list[Any],
+    *,
+    instructions: InstructionsConfig | None = None,
+    extra_tools: Sequence[ToolLike] = (),
+    **config: Any,
 ) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(replies)
     workspace = WorkspaceConfig.inside(instructions)
     agent = await Agent.create(
         MemoryEventStore(),
         model=model,
-        tools=with_context_tools(builtin_registry()),
+        tools=composed_tools(with_context_tools(builtin_registry()), extra_tools),
         config=AgentConfig(model="m", retry=NO_DELAY, workspace=workspace, titles=True, **config),
         cwd=cwd,
     )

@@ -33,12 +33,8 @@ async def test_a_confined_shell_answers_like_the_original_recording(tmp_path: Pa
         text_reply("DONE"),
     ]
     policy = SandboxPolicy(mode="workspace-write", logged=False)
-    agent, _ = await context_agent(tmp_path, replies, sandbox=policy)
-    from dsh.context.tools import context_tools
-
-    for tool in terminal_tools(max_result_bytes=64):  # the recording's bound
-        agent.tools._tools[tool.name] = tool  # type: ignore[attr-defined]
-    assert context_tools  # registered by the helper already
+    bounded = terminal_tools(max_result_bytes=64)  # the recording's bound
+    agent, _ = await context_agent(tmp_path, replies, sandbox=policy, extra_tools=bounded)
     result = await agent.run_turn("Use a terminal")
     assert result.ok
     got = _results(agent)
