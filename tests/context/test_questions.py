@@ -102,7 +102,7 @@ async def test_a_subagent_s_question_is_refused_with_the_original_s_text(tmp_pat
     asked: list[Any] = []
 
     class Tripwire:
-        async def ask(self, questions: list[Any]) -> list[Any]:
+        async def ask(self, questions: list[Any], **where: str) -> list[Any]:
             asked.append(questions)
             raise AssertionError("a delegated question reached the asker")
 

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
 from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
 from dsh.errors import ReplayError
 from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
@@ -140,7 +141,7 @@ class Runtime:
     """Each session's tool set, made afresh per session (default: the standard tools)."""
     closed: bool = field(default=False)
 
-    def config(self, approver: Approver | None = None) -> AgentConfig:
+    def config(self, approver: Approver | None = None, questions: QuestionAsker | None = None) -> AgentConfig:
         """The config of a new or loaded session: the session cwd's hooks, plus the user-level
         ones unless the sessions replay a recording (whose workspace is all it ran with); a
         replay runs under the recording's sandbox and approval policies. ``approver``
@@ -170,6 +171,7 @@ class Runtime:
             approver=approver,
             workspace=WorkspaceConfig.from_env(),
             titles=True,
+            questions=questions,
         )
 
     async def aclose(self) -> None:

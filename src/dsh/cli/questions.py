@@ -28,7 +28,7 @@ class TerminalAsker:
         self._out = prompts
         self._lock = asyncio.Lock()
 
-    async def ask(self, questions: list[Question]) -> list[Answer]:
+    async def ask(self, questions: list[Question], *, session_id: str, call_id: str) -> list[Answer]:
         async with self._lock:
             return [await self._one(q) for q in questions]
 
@@ -65,7 +65,7 @@ def pick(question: Question, text: str) -> Answer:
 class NoAsker:
     """Nobody to ask: every question is refused with :data:`NOBODY`."""
 
-    async def ask(self, questions: list[Question]) -> list[Answer]:
+    async def ask(self, questions: list[Question], *, session_id: str, call_id: str) -> list[Answer]:
         raise QuestionUnavailable(NOBODY)
 
 

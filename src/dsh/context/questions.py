@@ -65,7 +65,7 @@ class Answer:
 class QuestionAsker(Protocol):
     """Who answers a session's questions."""
 
-    async def ask(self, questions: list[Question]) -> list[Answer]:
+    async def ask(self, questions: list[Question], *, session_id: str, call_id: str) -> list[Answer]:
         """One answer per question; raises :class:`QuestionUnavailable` when nobody can answer."""
         ...
 
@@ -130,7 +130,7 @@ class AskUserQuestionTool(Tool[AskArgs]):
             for q in args.questions
         ]
         try:
-            answers = await asker.ask(questions)
+            answers = await asker.ask(questions, session_id=ctx.session_id, call_id=ctx.call_id)
         except QuestionUnavailable as exc:
             raise tool_error(str(exc), "NO_PROVIDER") from exc
         return ToolOutput.text(jsonx.dumps({"answers": [a.to_json() for a in answers]}).decode())
