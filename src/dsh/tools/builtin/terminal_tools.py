@@ -143,12 +143,11 @@ class TerminalSendTool(_TerminalTool):
         tail = f"\n[wait: {reason}]\n[session: {status}]"
         shown = viewport or "(no new output)"
         text = shown + tail
-        truncated = False
         if len(text.encode()) > self.max_result_bytes:
             room = self.max_result_bytes - len(tail.encode()) - len(TRUNCATED)
             text = _tail(shown, room) + tail + TRUNCATED
-            truncated = True
-        meta = {"viewport": viewport, "waitReason": reason, "sessionStatus": status, "truncated": truncated}
+        # ``truncated``: the backend's own cut (the original's meta); the viewport is kept whole
+        meta = {"viewport": viewport, "waitReason": reason, "sessionStatus": status, "truncated": False}
         return ToolOutput.text(text, meta=meta)
 
 
