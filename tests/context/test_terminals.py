@@ -49,7 +49,7 @@ async def test_a_confined_shell_answers_like_the_original_recording(tmp_path: Pa
         "viewport": "printf 'PTY_OK\\n'\nPTY_OK\ndsh> ",
         "waitReason": "stdin_read",
         "sessionStatus": "running",
-        "truncated": True,
+        "truncated": False,
     }
     await agent.aclose()
 
