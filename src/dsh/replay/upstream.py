@@ -260,7 +260,9 @@ def _rebuild_skills(cwd: Path, primary: LoadedSession | None) -> None:
 class _Compacts(Protocol):
     own_events: Any
 
-    def compact_surface(self, start: int, end: int, message: Message) -> Event: ...
+    def compact_surface(self, start: int, end: int, message: Message) -> Event:
+        """Replace the surface events ``start..end`` by ``message`` (``dsh.loop.Agent``'s)."""
+        ...
 
 
 class CompactingRead(ReadTool):
