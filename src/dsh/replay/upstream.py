@@ -42,8 +42,8 @@ from dsh.context.tools import context_tools
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, Source, user_message
-from dsh.events.payloads import blocks_of, message_of
-from dsh.events.vocabulary import SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
+from dsh.events.payloads import blocks_of, message_of, request_header_of
+from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
 from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.replay.files import RecordedLogs, read_override, titles_by_model
 from dsh.store import LoadedSession
@@ -102,10 +102,12 @@ class Composition:
     """The title model's answers when the recording asked one (its override, else the recorded title)."""
     title_route: tuple[str, str] = ("title-replay", "title-model")
     logs: RecordedLogs | None = None
+    context: bool = True
+    """Whether the context tools are composed (dsh's own recordings: when their header had them)."""
 
     def tools(self) -> list[ToolLike]:
         """The tools to register over the standard ones (fixtures replace theirs)."""
-        if self.workspace is None:
+        if not self.context:
             return []
         extra: list[ToolLike] = list(context_tools())
         if self.name == "agent-instructions":
@@ -151,8 +153,11 @@ def composition(directory: Path, logs: RecordedLogs) -> Composition:
     """The composition of the scenario in ``directory`` (from its recorded logs)."""
     upstream = logs.versions.get("session.jsonl", 2) == 0
     titled = logs.primary is not None and any(e.type == SESSION_TITLE for e in logs.primary.events)
-    if not upstream:
-        return Composition(directory.name, None, None, titles=titled, logs=logs)
+    if not upstream:  # one of dsh's own: it had the context (and its tools) if its log shows them
+        kinds = _injected_kinds(logs.primary)
+        shown = WorkspaceConfig.inside() if kinds & {"agent-instructions", "skill-catalog"} else None
+        tools = bool(_recorded_tools(logs.primary) & {t.name for t in context_tools()})
+        return Composition(directory.name, shown, None, titles=titled, logs=logs, context=tools)
     workspace = WorkspaceConfig.inside(_instructions(logs.primary))
     sessions = [logs.primary, *(loaded for _, loaded in logs.children)]
     spilled = any(_spilled(loaded) for loaded in sessions if loaded is not None)
@@ -190,6 +195,29 @@ def _title_scripts(
     if not scripts and isinstance(title, str):
         scripts.append(tuple(text_reply(title)))
     return tuple(scripts), route
+
+
+def _injected_kinds(loaded: LoadedSession | None) -> set[str]:
+    out: set[str] = set()
+    for event in loaded.events if loaded is not None else ():
+        source = (
+            event.data.get("source") if event.type == USER_MESSAGE and isinstance(event.data, dict) else None
+        )
+        if isinstance(source, dict) and isinstance(source.get("kind"), str):
+            out.add(source["kind"])
+    return out
+
+
+def _recorded_tools(loaded: LoadedSession | None) -> set[str]:
+    """The tool names of the recording's request headers."""
+    out: set[str] = set()
+    for event in loaded.events if loaded is not None else ():
+        header = request_header_of(event) if event.type == REQUEST_HEADER else None
+        tools = header.get("tools") if header is not None else None
+        for spec in tools if isinstance(tools, list) else ():
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+                out.add(spec["name"])
+    return out
 
 
 def _spilled(loaded: LoadedSession) -> bool:

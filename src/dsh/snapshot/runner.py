@@ -274,7 +274,7 @@ async def _prepare(
     replay_model: ReplayModel | None = None
     recorded: dict[str, LoadedSession] = {}
     model: Model
-    composed = Composition(name, None, None)
+    composed = Composition(name, None, None, context=False)  # a new recording: the standard tools
     if mode == "record":
         if record_model is not None:
             model, model_name = record_model, model_name or "deepseek-chat"
