@@ -38,7 +38,8 @@ file, session id or value involved.
     │   └── RecordFailedError       a recording's model call failed: nothing is written (+ StopRunError)
     ├── StopRunError                raised out of a model call to stop the run there (see its docstring)
     ├── ExportError                 a trace could not be delivered (an unreachable OTLP endpoint)
-    └── HttpRequestError            a local server refuses a request (``status`` attribute)
+    ├── HttpRequestError            a local server refuses a request (``status`` attribute)
+    └── SkillFileError              a SKILL.md whose front matter cannot be read (skipped, warned)
 """
 
 from __future__ import annotations
@@ -247,3 +248,7 @@ class HttpRequestError(DshError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class SkillFileError(DshError):
+    """A ``SKILL.md`` whose front matter cannot be read or lacks what a skill needs."""

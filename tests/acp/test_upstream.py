@@ -44,6 +44,8 @@ RECORDINGS = [
     "subagent-continuable",
     "subagent-report",
     "missing-sandbox-runner",
+    "agent-instructions",
+    "skill-load",
 ]
 
 
@@ -136,6 +138,13 @@ def _logged(path: Path, session_id: str, step: dict[str, Any]) -> bool:
             closed = not turns or turns[-1][0] == "turn/end"
             least: int = step.get("minimumTurn", 1)
             return closed and any(k == "turn/end" and t >= least for k, t in turns)
+        if step["op"] == "waitForTitleAfterTurnEnd":  # the original's: a title after the last turn/end
+            kinds = [k for (k,) in db.execute(
+                "SELECT type FROM events WHERE session_id = ? AND type IN ('turn/end', 'session/title') "
+                "ORDER BY seq",
+                (session_id,),
+            )]  # fmt: skip
+            return "turn/end" in kinds and kinds[-1] == "session/title"
         turns = _turns(db, session_id)
         if step["op"] == "waitForTurnStart":
             minimum: int = step.get("minimumTurn", 1)
@@ -196,7 +205,12 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 await server.wait_for(_said(step["waitForText"]))  # type: ignore[arg-type]
             elif op == "waitForFile":
                 await _until_exists(cwd / step["path"])
-            elif op in ("waitForSubagentTurnEnd", "waitForTurnStart", "waitForTurnEnd"):
+            elif op in (
+                "waitForSubagentTurnEnd",
+                "waitForTurnStart",
+                "waitForTurnEnd",
+                "waitForTitleAfterTurnEnd",
+            ):
                 assert session_id is not None
                 await _until_logged(tmp / "sessions.db", session_id, step)
                 if op == "waitForTurnEnd":

@@ -120,7 +120,12 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
         first = await server.start("session/prompt", {"sessionId": session_id, "prompt": text})
         second = await server.call("session/prompt", {"sessionId": session_id, "prompt": text})
         assert_error(second, -32602, "Invalid params: a prompt is already in flight")
-        await server.wait_for(lambda f: f.get("method") == "session/update")
+        await server.wait_for(  # the model's first chunk (the title's session_info_update comes before)
+            lambda f: (
+                f.get("method") == "session/update"
+                and f["params"]["update"]["sessionUpdate"] != "session_info_update"
+            )
+        )
         assert ready.exists()
         busy_load = await server.call(
             "session/load", {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}

@@ -82,7 +82,7 @@ def test_system_tools_stdin_and_max_steps(tmp_path: Path) -> None:
     assert seen[1].prompt == "piped prompt"  # one trailing newline of a stdin prompt is dropped (#35)
     assert len(seen) == 2 + 2, "--max-steps 2 stopped the looping turn after two model calls"
     _error_line(capped, "MAX_STEPS")
-    _error_line(unknown, "grepx", "available: bash")
+    _error_line(unknown, "grepx", "available: ask_user_question, bash")
     _error_line(both, "--tools", "--no-tools")
     _error_line(missing, "--system", "absent.txt")
 

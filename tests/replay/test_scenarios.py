@@ -51,6 +51,8 @@ STRICT = [
     "escalation-approved",  # the escalation is asked and answered from input.json's permissionAnswers
     "fs-escalation-approved",
     "missing-sandbox-runner",  # the recorded missing runner: refused in the foreground, a job's spawn failure
+    "agent-instructions",  # AGENTS.md baseline, its re-send after the compaction fixture, nested files
+    "skill-load",  # the skill catalog and the skill tool
 ]
 """The original's recordings whose tools and behaviour dsh has: they replay strictly."""
 
@@ -62,8 +64,6 @@ NOT_YET: dict[str, str] = {
     "todo-write": "the todo_write tool (issue 27)",
     "web-fetch": "the web_fetch tool, served in replay (issue 27)",
     "read-image": "the read_image tool and image attachments (issue 27)",
-    "agent-instructions": "AGENTS.md workspace instructions (issue 28)",
-    "skill-load": "skills and the skill tool (issue 28)",
 }
 """Recordings that need later work: they must fail the check, never pass it."""
 
@@ -113,8 +113,8 @@ def _insert_after_seq(lines: list[str], seq: int, data: dict[str, Any]) -> None:
 
 async def test_injected_messages_dsh_does_not_produce_are_listed(upstream: Path, tmp_path: Path) -> None:
     catalog = {
-        "content": [{"type": "text", "text": "<system-reminder>\nA skill catalog\n</system-reminder>"}],
-        "source": {"kind": "skill-catalog", "form": "catalog", "entries": []},
+        "content": [{"type": "text", "text": '<skill_content name="x">\n</skill_content>'}],
+        "source": {"kind": "skill-invocation", "name": "x", "form": "instructions"},
         "role": "user",
         "id": "9f1d1b35-5f0e-4b8e-9a53-0c6d2b7a1e11",
     }
@@ -123,7 +123,7 @@ async def test_injected_messages_dsh_does_not_produce_are_listed(upstream: Path,
     )
     result = await run_scenario(scenario, "replay")
     report = result.sessions[0]
-    assert report.not_reproduced == ["skill-catalog"]  # the runtime-context snapshot is compared now
+    assert report.not_reproduced == ["skill-invocation"]  # the runtime-context snapshot is compared now
     assert report.harness_actions is None and result.ok, result.failure_text()
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Protocol
 
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, Profile
+from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
 from dsh.errors import ReplayError
 from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
@@ -19,6 +21,7 @@ from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy, untrusted_warning
+from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.store import EventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolRegistry
@@ -78,12 +81,15 @@ class ReplayModels:
         self._warning: str | None = None
         self.policy: ReplayPolicy | None = None
         """What the sessions run under: the recording's mode, confined (set by :meth:`check`)."""
+        self.composition: Composition | None = None
+        """What the recording's composition adds (workspace context, fixtures; :meth:`check`)."""
 
     def check(self) -> None:
         """Load the scenario once, so a bad directory fails before serving; unless trusted,
         note the recorded commands a replay would run (logged when the first session starts)."""
         _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
         self.policy = replay_policy(self.directory, logs.primary)
+        self.composition = composition(self.directory, logs)
         self._warning = None if self.trust else untrusted_warning(self.directory, self.policy.sandbox)
 
     @property
@@ -95,10 +101,21 @@ class ReplayModels:
             log.warning("%s", self._warning)
             self._warning = None
         tolerances = read_tolerances(self.directory, self.drift)
+        if self.composition is not None:
+            await asyncio.to_thread(self.composition.prepare, cwd)
         model, _ = await asyncio.to_thread(load_replay_model, self.directory, cwd=cwd, tolerances=tolerances)
         model.on_note = lambda note: log.warning("%s", note)  # recorded ids already in the store: once
         self._served.append(model)
         return model
+
+    def tools(self) -> ToolRegistry:
+        """A session's tools: the standard ones as the recording's composition had them."""
+        composed = self.composition
+        if composed is None:
+            return standard_tools()
+        spill = 800 if composed.spill else None
+        base = standard_tools(spill_dir=composed.spill_dir, max_inline_bytes=spill)
+        return composed_tools(base, composed.tools())
 
     async def aclose(self) -> None:
         for model in self._served:
@@ -127,7 +144,7 @@ class Runtime:
     """At shutdown: how long background subagents still running may finish before they are stopped."""
     closed: bool = field(default=False)
 
-    def config(self, approver: Approver | None = None) -> AgentConfig:
+    def config(self, approver: Approver | None = None, questions: QuestionAsker | None = None) -> AgentConfig:
         """The config of a new or loaded session: the session cwd's hooks, plus the user-level
         ones unless the sessions replay a recording (whose workspace is all it ran with); a
         replay runs under the recording's sandbox and approval policies. ``approver``
@@ -143,10 +160,21 @@ class Runtime:
                 approver=approver,
                 approval_policy=policy.approval,
                 runtime_context=policy.runtime_context,
+                workspace=models.composition.workspace if models.composition is not None else None,
+                titles=models.composition.titles if models.composition is not None else False,
+                prompt_inbox=models.composition is not None and models.composition.workspace is not None,
+                title_model=models.composition.title_model() if models.composition is not None else None,
             )
         hooks = HookSet() if isinstance(models, ReplayModels) else HookSet.from_environment()
         return AgentConfig(
-            model=self.model_name, retry=models.retry, hooks=hooks, sandbox=self.sandbox, approver=approver
+            model=self.model_name,
+            retry=models.retry,
+            hooks=hooks,
+            sandbox=self.sandbox,
+            approver=approver,
+            workspace=WorkspaceConfig.from_env(),
+            titles=True,
+            questions=questions,
         )
 
     async def aclose(self) -> None:

@@ -18,11 +18,14 @@ from dsh.acp.runtime import LiveModels, ModelSource, ReplayModels, Runtime
 from dsh.acp.server import DshAcpAgent
 from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_stdio
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
+from dsh.context.tools import with_context_tools
 from dsh.errors import MissingCredentialError, UsageError
 from dsh.model.settings import DEFAULT_MODEL, model_name, resolve_provider
 from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
+from dsh.subagents import standard_tools
+from dsh.tools import ToolRegistry
 from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
@@ -49,6 +52,11 @@ class ServeOptions:
     ``--sandbox`` says otherwise); a replay runs under the recording's."""
     background_wait: float = 30.0
     """At shutdown (stdin EOF, SIGTERM): how long background subagents may still finish."""
+
+
+def live_tools() -> ToolRegistry:
+    """A live session's tools: the standard ones and the workspace-context tools."""
+    return with_context_tools(standard_tools())
 
 
 def build_runtime(options: ServeOptions) -> Runtime:
@@ -86,6 +94,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
             live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
             models = LiveModels(live)
     store = open_store(options.store)
+    tools = models.tools if isinstance(models, ReplayModels) else live_tools
     return Runtime(
         store=store,
         models=models,
@@ -94,6 +103,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         context_window=options.context_window,
         sandbox=options.sandbox,
         background_wait=options.background_wait,
+        tools=tools,
     )
 
 

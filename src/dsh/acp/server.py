@@ -42,7 +42,7 @@ from acp.schema import (
 from dsh import __version__
 from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
 from dsh.acp.modes import checked_mode, mode_state
-from dsh.acp.permission import AcpApprover
+from dsh.acp.permission import AcpApprover, AcpAsker
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
 from dsh.events import Event
@@ -220,6 +220,7 @@ class DshAcpAgent:
         self._loading = asyncio.Lock()
         self._closing = False
         self._approver = AcpApprover(lambda: self._conn)
+        self._asker = AcpAsker(lambda: self._conn)
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -306,7 +307,7 @@ class DshAcpAgent:
             runtime.store,
             model=model,
             tools=runtime.tools(),
-            config=runtime.config(self._approver),
+            config=runtime.config(self._approver, self._asker),
             cwd=workspace,
             feed=feed,
         )
@@ -334,7 +335,7 @@ class DshAcpAgent:
             if state is None:
                 feed = Feed()
                 model = await self.runtime.models.model_for(workspace)
-                config = self.runtime.config(self._approver)
+                config = self.runtime.config(self._approver, self._asker)
                 agent = await Agent.resume(
                     store, session_id, model=model, tools=self.runtime.tools(), config=config, feed=feed
                 )

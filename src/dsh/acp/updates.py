@@ -23,6 +23,7 @@ from acp.schema import (
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
+    SessionInfoUpdate,
     TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
@@ -49,6 +50,7 @@ from dsh.events.payloads import (
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    SESSION_TITLE,
     SUBAGENT_DESCRIPTOR,
     TOOL_RESULT,
     TURN_END,
@@ -59,7 +61,13 @@ Profile = Literal["full", "dsh-compat"]
 PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
 
 Update = (
-    AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | UsageUpdate
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | UsageUpdate
+    | SessionInfoUpdate
 )
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 ToolContent = list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]
@@ -255,6 +263,12 @@ class LiveUpdates:
         elif event.type == TOOL_RESULT:
             block = tool_result_of(event)
             return [tool_finish(block, self._delegations.get(block["toolCallId"] if block else ""))]
+        elif (
+            event.type == SESSION_TITLE
+            and isinstance(event.data, dict)
+            and isinstance(event.data.get("title"), str)
+        ):
+            return [SessionInfoUpdate(session_update="session_info_update", title=event.data["title"])]
         elif event.type == TURN_END and self._context is not None:
             used, self._context = self._context, None
             return [

@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from dsh.cli.questions import asker_for
 from dsh.cli.resolve import latest_top_level, resolve_id
+from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
+from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
@@ -50,6 +54,8 @@ class LiveSetup:
     wait: float
     sandbox: SandboxPolicy
     approver: Approver | None = None
+    questions: QuestionAsker | None = None
+    """Who answers ``ask_user_question`` (``None``: the terminal when stdin is one, else nobody)."""
     """Who answers approval requests (``--approve`` / ``--deny`` / the terminal / nobody)."""
     model: str | None = None
     base_url: str | None = None
@@ -65,7 +71,7 @@ class LiveSetup:
 
 def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
     """The standard tools, or only ``names`` of them (an unknown name is a one-line error)."""
-    every = standard_tools()
+    every = with_context_tools(standard_tools())
     if names is None:
         return every
     unknown = [n for n in names if n not in every]
@@ -130,6 +136,9 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             hooks=HookSet.from_environment(),
             sandbox=setup.sandbox,
             approver=setup.approver,
+            workspace=WorkspaceConfig.from_env(),
+            titles=True,
+            questions=setup.questions or asker_for(),
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)

@@ -117,10 +117,13 @@ async def _run(
     setup: LiveSetup, prompt: str, as_json: bool, otel_url: str | None = None
 ) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, close_background, live_agent
+    from dsh.cli.questions import NoAsker
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
 
     feed = Feed()
+    if as_json:  # the output is for a program: nobody at the terminal answers questions
+        setup = dataclasses.replace(setup, questions=NoAsker())
     async with live_agent(setup, feed) as agent:
         output = TurnOutput(feed, agent.id, as_json=as_json)
         trace = None

@@ -9,13 +9,24 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from dsh.context.questions import QUESTIONS_EXTRA
+from dsh.context.skill_tool import WORKSPACE_EXTRA
 from dsh.errors import ModelError, SessionTruncatedError, StopRunError
 from dsh.events import Event, SessionHeader
 from dsh.events.messages import Message, user_message
-from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason, turn_end, turn_start
+from dsh.events.payloads import (
+    TurnEndReason,
+    aborted_reason,
+    error_reason,
+    inbox_spliced,
+    turn_end,
+    turn_start,
+)
 from dsh.events.vocabulary import (
+    INBOX_SPLICED,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
 )
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.children import start_child
@@ -42,6 +53,7 @@ from dsh.loop.setup import (
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
+from dsh.loop.titling import Titling
 from dsh.loop.waking import Activation, Waker
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
@@ -55,8 +67,10 @@ from dsh.store.notices import report_all, warnings_to
 from dsh.store.url import open_store
 from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
+from dsh.tools.builtin.terminal_tools import TERMINALS_EXTRA
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxMode
+from dsh.tools.terminals import TerminalTable
 
 log = logging.getLogger("dsh.loop")
 
@@ -129,6 +143,9 @@ class Agent:
             max_parallel=config.max_parallel_tools,
         )
         self._steps = Steps(self, scheduler, self._order)
+        self.titling = Titling(self)
+        self.terminals = TerminalTable()
+        """This session's persistent terminals (closed with the agent)."""
 
     # -- construction -------------------------------------------------------------------
 
@@ -335,6 +352,7 @@ class Agent:
         self.closed = True
         self.abort_kind = "disposed"
         await self.jobs.aclose()  # a job never outlives its agent
+        await self.terminals.aclose()  # nor a terminal
         await self._waker.stop()
         lease, self._lease = self._lease, None
         owned, self._owned = self._owned, []
@@ -386,6 +404,24 @@ class Agent:
             self._order.progressed(self.session.id, event)
         return event
 
+    def compact_surface(self, start: int, end: int, message: Message) -> Event:
+        """Replace the surface events ``start..end`` by ``message`` (a compaction: a
+        ``user/message`` with ``surfaceOp`` replace citing them). The model-visible history
+        keeps its appended messages (dsh does not compact); the workspace context treats
+        what it replaced as gone and shows it again."""
+        seq = self.session.next_seq
+        event = Event(
+            USER_MESSAGE,
+            seq,
+            now_ms(),
+            message,
+            {"op": "replace", "start": start, "end": end},
+            tuple(range(start, end + 1)),
+        )
+        self.session.append_event(event)
+        self.feed.event(self.session.id, event)
+        return event
+
     async def checkpoint(self) -> None:
         """Make every appended event durable."""
         await self._persister.flush(durable=True)
@@ -398,7 +434,7 @@ class Agent:
             turn=turn,
             step=step,
             allow_outside_workspace=self.config.allow_outside_workspace,
-            extras=dict(self.extras),
+            extras=self._extras(),
             files=self.files,
             sandbox=self.config.sandbox,
             approvals=self.approvals,
@@ -406,6 +442,15 @@ class Agent:
             jobs=self.jobs.table,
             redaction=self.redaction,
         )
+
+    def _extras(self) -> dict[str, Any]:
+        extras = dict(self.extras)
+        if self.config.workspace is not None:
+            extras[WORKSPACE_EXTRA] = self.config.workspace
+        if self.config.questions is not None:
+            extras[QUESTIONS_EXTRA] = self.config.questions
+        extras[TERMINALS_EXTRA] = self.terminals
+        return extras
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:
         """Switch the session's file policy to ``mode`` (ACP ``session/set_mode``), logged and
@@ -490,13 +535,18 @@ class Agent:
     ) -> TurnResult:
         turn = self.session.last_turn() + 1
         start = self.session.next_seq
+        given = None if prompt is None else user_message(prompt) if isinstance(prompt, str) else prompt
+        if given is not None and self.config.prompt_inbox:
+            self.append(INBOX_SPLICED, inbox_spliced("next-turn", 0, [given]))
         self.append(TURN_START, turn_start(turn))
         messages: list[Message]
-        if prompt is None:  # the inbox's first next-turn message; next-step ones join at the claim
+        if given is None:  # the inbox's first next-turn message; next-step ones join at the claim
             opened = self.inbox.claim_turn()
             messages = [opened] if opened is not None else []
         else:
-            messages = [user_message(prompt) if isinstance(prompt, str) else prompt]
+            if self.config.prompt_inbox:
+                self.append(INBOX_SPLICED, inbox_spliced("next-turn", 0, [], removed_count=1))
+            messages = [given]
             self.jobs.user_turn()
         for etype, data in preamble:
             self.append(etype, data)
@@ -518,6 +568,8 @@ class Agent:
             raise
         finally:
             await self._close_turn(turn, reason, shielded=cancelled)
+            if not cancelled:
+                await self.titling.after_turn()
         own = self.session.events[start:]
         return TurnResult(self.session.id, turn, reason, final_assistant_text(own), usage_totals(own))
 

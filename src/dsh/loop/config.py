@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dsh.context import WorkspaceConfig
+from dsh.context.questions import QuestionAsker
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
+from dsh.model import Model
 from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.jobs import DEFAULT_JOB_LIMIT
 from dsh.tools.sandbox import SandboxPolicy
@@ -55,6 +58,22 @@ class AgentConfig:
     """Whether each step tells the model the session's file and approval policy (the
     original's runtime-context snapshot, ``dsh.loop.runtime_context``) — when it has one:
     without a :attr:`sandbox` policy there is nothing to state and no snapshot is shown."""
+
+    workspace: WorkspaceConfig | None = None
+    """The workspace context each step tells the model (``dsh.context``): AGENTS.md /
+    CLAUDE.md instructions and the skill catalog (``None``: neither, the library default)."""
+    titles: bool = False
+    """Whether the session gets the original's fallback ``session/title`` from its first prompt."""
+    title_model: Model | None = None
+    """A model that titles top-level sessions from their first prompt (``dsh.loop.titling``;
+    ``None``: only the fallback title)."""
+    title_model_name: str | None = None
+    """The model id title requests name (``None``: :attr:`model`)."""
+    questions: QuestionAsker | None = None
+    """Who answers ``ask_user_question`` (``None``: nobody is composed to; a subagent never asks)."""
+    prompt_inbox: bool = False
+    """Log a user prompt as the original does: an ``agent/inbox/spliced`` insert before its
+    ``turn/start`` and the claim right after (so event seqs line up with its recordings)."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsh.context import WorkspacePass
+from dsh.context.titles import fallback_event, has_title
 from dsh.errors import ModelError
 from dsh.events import Assembled, Event
 from dsh.events.chunks import Chunk
@@ -24,7 +26,7 @@ from dsh.events.payloads import (
     request_header_of,
     step_mark,
 )
-from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
+from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
@@ -57,6 +59,9 @@ class Steps:
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._context_text = last_snapshot_text(events)  # the snapshot on the surface
+        workspace = agent.config.workspace
+        self._workspace = WorkspacePass(workspace, agent.cwd) if workspace is not None else None
+        self._titled = not agent.config.titles or has_title(agent.session.own_events)
         self.started = sum(1 for e in agent.session.own_events if e.type == STEP_START)
         """Steps started in the session's own log so far."""
 
@@ -101,9 +106,16 @@ class Steps:
         max_tokens_hit = False
         for step in range(1, self._agent.config.max_steps + 1):
             pending = await self._claim(pending, step)
+            events = self._agent.session.events
+            instructions = self._workspace.instructions(events) if self._workspace is not None else None
+            if instructions is not None:
+                pending.append(instructions)
             snapshot = self._runtime_snapshot()
             if snapshot is not None:
                 pending.append(snapshot)
+            catalog = self._workspace.catalog(events) if self._workspace is not None else None
+            if catalog is not None:
+                pending.append(catalog)
             pending.extend(additions)
             additions = []
             self._agent.append(STEP_START, step_mark(turn, step))
@@ -112,6 +124,7 @@ class Steps:
                 for m in pending:
                     self._agent.append(USER_MESSAGE, m)
                 pending = []
+                self._fallback_title()
                 assembled = await self._model_step(turn, step)
                 if assembled.finish_kind == "max-tokens":
                     max_tokens_hit = True
@@ -134,6 +147,15 @@ class Steps:
         else:
             raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self._agent.config.max_steps} steps")
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    def _fallback_title(self) -> None:
+        """The original's fallback ``session/title`` once the first prompt is in the log."""
+        if self._titled:
+            return
+        title = fallback_event(self._agent.session.own_events)
+        if title is not None:
+            self._agent.append(SESSION_TITLE, title)
+            self._titled = True
 
     def _runtime_snapshot(self) -> Message | None:
         """The runtime-context snapshot this pre-step appends, if its text changed
@@ -206,6 +228,7 @@ class Steps:
                 delegation=self._agent.delegation,
                 parent_session=self._agent.session.header.parent_session,
             )
+            self._agent.titling.on_request()
             await self._agent.checkpoint()
             self._requests += 1
             settlement = await settle_model_call(

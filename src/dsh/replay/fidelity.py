@@ -48,6 +48,8 @@ REPRODUCED_KINDS: frozenset[str] = frozenset(
         "coordinator",
         "tool-jobs",
         "@deepseek-ai/dsh-system-prompt",
+        "agent-instructions",
+        "skill-catalog",
     }
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""

@@ -137,6 +137,8 @@ def load_replay_model(
             recorded_cwd=header.cwd,
         )  # fmt: skip
 
+    if titles_by_model(recorded):
+        override = None  # the override serves the title model (dsh.replay.upstream), not the session
     replaces = isinstance(override, list)
     if recorded.primary is not None:
         primary = script(
@@ -165,6 +167,15 @@ def recorded_model_name(loaded: LoadedSession | None) -> str | None:
             name = config.get("model") if isinstance(config, dict) else None
             return name if isinstance(name, str) and name else None
     return None
+
+
+TITLE_REQUEST = "session/title-llm-request"
+
+
+def titles_by_model(recorded: RecordedLogs) -> bool:
+    """Whether the recording asked a title model (its override then scripts that model)."""
+    primary = recorded.primary
+    return primary is not None and any(e.type == TITLE_REQUEST for e in primary.events)
 
 
 def _shown(command: str, limit: int = 80) -> str:

@@ -29,6 +29,8 @@ ViewKind = Literal["user", "assistant", "tool-result", "injected"]
 
 _HEX = "[0-9a-fA-F]"
 _UUID = re.compile(rf"\{{\{{sessionId\}}\}}|{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}")
+_EVENT_TIME = re.compile(r'(\\?"time\\?": )\d+')
+_OMITTED = re.compile(r"\(Omitted \d+ bytes\.")
 _SPILL = re.compile(r"[^\s\"'<>()\\]*/session-[0-9a-f]{12}/[0-9a-f]{12}-([A-Za-z0-9_-]+\.txt)")
 _ASSISTANT_KEYS = ("type", "text", "id", "name", "arguments")
 
@@ -111,6 +113,10 @@ class Normalizer:
             value = _WORKSPACE_ROOT.sub(r'\1"{{cwd}}"', _WORKSPACE_ROOT_JSON.sub(r'\1\\"{{cwd}}\\"', value))
         if "/session-" in value:
             value = _SPILL.sub(r"{{spillLocator:\1}}", value)
+        if "(Omitted " in value:  # the original's harness normalizes both (session-query-spill)
+            value = _OMITTED.sub("(Omitted {{eventOmittedBytes}} bytes.", value)
+        if '"time' in value:  # an event pretty-printed in a result (session_event_read)
+            value = _EVENT_TIME.sub(r"\1{{eventTime}}", value)
         if "-" in value or "{{sessionId}}" in value:
             value = _UUID.sub(self._id, value)
         return value

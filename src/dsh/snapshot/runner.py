@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from dsh.context import WorkspaceConfig
 from dsh.errors import ReplayError, ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
@@ -22,6 +23,7 @@ from dsh.replay.files import load_replay_model, read_input, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
+from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.reports import SessionReport, check_reports, session_reports
 from dsh.snapshot.steps import StepPlayer, validate_steps
@@ -30,6 +32,7 @@ from dsh.store import EventStore, LoadedSession
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.subagents.shutdown import settle_background, stop_background
+from dsh.tools import ToolLike
 from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -78,6 +81,18 @@ class AgentSetup:
     """The recording's approval policy (``None``: derived from ``sandbox``)."""
     runtime_context: bool = True
     """Whether the agent shows the runtime-context snapshot (as the recording did)."""
+    workspace: WorkspaceConfig | None = None
+    """The workspace context the recording ran with (``dsh.replay.upstream``; ``None``: none)."""
+    extra_tools: tuple[ToolLike, ...] = ()
+    """Tools the recording's composition adds over the standard ones (fixtures replace theirs)."""
+    spill_dir: Path | None = None
+    """Where long results spill (``None``: the default root)."""
+    spill: bool = True
+    """Whether long results spill at all (as the recording's composition did)."""
+    titles: bool = False
+    """Whether sessions get the fallback ``session/title`` (as the recording's did)."""
+    title_model: Model | None = None
+    """The model that titles the session (the recording asked one)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -97,11 +112,18 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         approver=setup.approver,
         approval_policy=setup.approval_policy,
         runtime_context=setup.runtime_context,
+        workspace=setup.workspace,
+        titles=setup.titles,
+        prompt_inbox=setup.workspace is not None,
+        title_model=setup.title_model,
     )
     return await Agent.create(
         setup.store,
         model=setup.model,
-        tools=standard_tools(),
+        tools=composed_tools(
+            standard_tools(spill_dir=setup.spill_dir, max_inline_bytes=800 if setup.spill else None),
+            setup.extra_tools,
+        ),
         config=config,
         cwd=setup.cwd,
         feed=setup.feed,
@@ -245,6 +267,7 @@ async def _prepare(
     replay_model: ReplayModel | None = None
     recorded: dict[str, LoadedSession] = {}
     model: Model
+    composed = Composition(name, None, None, context=False)  # a new recording: the standard tools
     if mode == "record":
         if record_model is not None:
             model, model_name = record_model, model_name or DEFAULT_MODEL
@@ -254,6 +277,8 @@ async def _prepare(
         tolerances = read_tolerances(directory, drift)
         replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
         model = replay_model
+        composed = composition(directory, logs)
+        await asyncio.to_thread(composed.prepare, cwd)
         if logs.primary is not None:
             recorded[PRIMARY] = logs.primary
         recorded.update(dict(logs.children))
@@ -277,6 +302,12 @@ async def _prepare(
         approver=answers,
         approval_policy=policy.approval,
         runtime_context=policy.runtime_context,
+        workspace=composed.workspace,
+        extra_tools=tuple(composed.tools()),
+        spill_dir=composed.spill_dir,
+        spill=composed.spill,
+        titles=composed.titles,
+        title_model=composed.title_model(),
     )
     owns = mode == "record" and record_model is None
     return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)

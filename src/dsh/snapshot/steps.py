@@ -41,7 +41,7 @@ from dsh.errors import ScenarioError
 from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text
 from dsh.events.payloads import assistant_blocks_of
-from dsh.events.vocabulary import TURN_END, TURN_START
+from dsh.events.vocabulary import SESSION_TITLE, TURN_END, TURN_START
 from dsh.hooks import reset_handler_ids
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
@@ -250,7 +250,7 @@ class StepPlayer:
             done = lambda: self._child_done(agent, n, least)  # noqa: E731
             await self._until_async(i, f"child {n} to end turn {least}", done)
         elif op == "waitForTitleAfterTurnEnd":
-            self._problem(i, "waitForTitleAfterTurnEnd: dsh records no session/title yet")
+            await self._until(i, "a session/title after the last turn/end", lambda: self._titled(agent.id))
 
     # -- conditions ---------------------------------------------------------------------
 
@@ -265,6 +265,16 @@ class StepPlayer:
 
     def _started(self, sid: str) -> int:
         return max((int(e.data.get("turn", 0)) for e in self._of(sid) if e.type == TURN_START), default=0)
+
+    def _titled(self, sid: str) -> bool:
+        """The original's condition: the last ``session/title`` comes after the last ``turn/end``."""
+        title = end = -1
+        for n, e in enumerate(self._of(sid)):
+            if e.type == SESSION_TITLE:
+                title = n
+            elif e.type == TURN_END:
+                end = n
+        return end >= 0 and title > end
 
     def _open(self, sid: str) -> bool:
         last_start = last_end = -1

@@ -34,6 +34,7 @@ from dsh.subagents.control import (
 from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput
 from dsh.tools.base import arg_text
 from dsh.tools.registry import ToolRegistry, builtin_registry
+from dsh.tools.spill import DEFAULT_MAX_INLINE_BYTES
 
 DEFAULT_MAX_DEPTH = 2
 """Top level is depth 0, a child 1, a grandchild 2; deeper delegation is refused."""
@@ -222,14 +223,20 @@ def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | N
 
 
 def standard_tools(
-    *, max_depth: int = DEFAULT_MAX_DEPTH, spill_dir: str | Path | None = None
+    *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    spill_dir: str | Path | None = None,
+    max_inline_bytes: int | None = DEFAULT_MAX_INLINE_BYTES,
 ) -> ToolRegistry:
     """The built-in tools plus the subagent tools (:func:`subagent_tools`): what ``dsh run`` uses.
 
     As in the original's composition, ``bash`` defaults to a 60 s timeout; long results
-    spill under ``spill_dir`` (default: ``$DSH_SPILL_DIR`` or the per-user temp directory).
+    spill under ``spill_dir`` (default: ``$DSH_SPILL_DIR`` or the per-user temp directory)
+    past ``max_inline_bytes`` (``None``: never).
     """
-    registry = builtin_registry(bash_default_timeout_ms=60_000, spill_dir=spill_dir)
+    registry = builtin_registry(
+        bash_default_timeout_ms=60_000, spill_dir=spill_dir, max_inline_bytes=max_inline_bytes
+    )
     for tool in subagent_tools(max_depth=max_depth):
         registry.register(tool)
     return registry
