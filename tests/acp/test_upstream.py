@@ -44,6 +44,7 @@ RECORDINGS = [
     "subagent-continuable",
     "subagent-report",
     "missing-sandbox-runner",
+    "todo-write",
 ]
 
 

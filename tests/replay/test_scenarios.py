@@ -51,6 +51,7 @@ STRICT = [
     "escalation-approved",  # the escalation is asked and answered from input.json's permissionAnswers
     "fs-escalation-approved",
     "missing-sandbox-runner",  # the recorded missing runner: refused in the foreground, a job's spawn failure
+    "todo-write",
 ]
 """The original's recordings whose tools and behaviour dsh has: they replay strictly."""
 
@@ -59,7 +60,6 @@ NOT_REPRODUCED: dict[str, str] = {}
 produce yet: they pass, and the report names the kind under ``notReproduced``."""
 
 NOT_YET: dict[str, str] = {
-    "todo-write": "the todo_write tool (issue 27)",
     "web-fetch": "the web_fetch tool, served in replay (issue 27)",
     "read-image": "the read_image tool and image attachments (issue 27)",
     "agent-instructions": "AGENTS.md workspace instructions (issue 28)",

@@ -25,6 +25,7 @@ from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
+from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
@@ -114,6 +115,7 @@ class Agent:
             append=self.append,
             make_context=self._tool_context,
             max_parallel=config.max_parallel_tools,
+            reminder=RepeatReminder() if config.repeat_reminder else None,
         )
         self._steps = Steps(self, scheduler, self._order)
 
@@ -380,6 +382,7 @@ class Agent:
             approvals=self.approvals,
             agent=self,
             jobs=self.jobs.table,
+            log=self.append,
         )
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:

@@ -55,6 +55,9 @@ class AgentConfig:
     """Whether each step tells the model the session's file and approval policy (the
     original's runtime-context snapshot, ``dsh.loop.runtime_context``) — when it has one:
     without a :attr:`sandbox` policy there is nothing to state and no snapshot is shown."""
+    repeat_reminder: bool = True
+    """Whether the model is reminded when it repeats the exact same tool call (the original's
+    repeat-tool reminder, ``dsh.loop.repeat_reminder``: at 3, 5 and 8 identical calls in a row)."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

@@ -13,6 +13,7 @@ from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
 from dsh.hooks import SessionHooks, approval_refusal
 from dsh.jsonx import JSONDecodeError, loads
 from dsh.loop.persist import Persister
+from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.registry import PreparedCall, ToolRegistry
 
@@ -87,7 +88,10 @@ class ToolScheduler:
         append: Append,
         make_context: Callable[[str, int, int], ToolContext],
         max_parallel: int = 10,
+        reminder: RepeatReminder | None = None,
     ) -> None:
+        self.reminder = reminder
+        """The agent's repeat-tool reminder (``None``: off); the steps tell it what they claim."""
         self._registry = registry
         self._persister = persister
         self._append = append
@@ -107,7 +111,10 @@ class ToolScheduler:
         prepared = [self._registry.prepare(str(c["name"]), str(c.get("arguments", ""))) for c in calls]
         n = len(calls)
         results: list[ToolOutput | None] = [None] * n
-        injected: list[list[Message]] = [[] for _ in range(n)]
+        injected: list[list[Message]] = [[] for _ in range(n)]  # PreToolUse context, then the rest
+        post_at: list[int | None] = [
+            None
+        ] * n  # where the PostToolUse context starts: a reminder goes before it
         call_seqs: list[int | None] = [None] * n
         committed = 0
         sem = asyncio.Semaphore(self._max_parallel)
@@ -126,6 +133,11 @@ class ToolScheduler:
                 turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
             )
             self._append(TOOL_RESULT, data, source_event_seqs=[seq])
+            if self.reminder is not None:
+                notice = self.reminder.observe(str(calls[i]["name"]), str(calls[i].get("arguments", "")))
+                if notice is not None:
+                    at = post_at[i]
+                    injected[i].insert(len(injected[i]) if at is None else at, notice)
 
         async def execute(i: int) -> ToolOutput:
             p = prepared[i]
@@ -145,6 +157,7 @@ class ToolScheduler:
                 if outcome != "allowed-once":
                     return approval_refusal(name, outcome)
             out = await execute(i)
+            post_at[i] = len(injected[i])
             post = await hooks.post_tool_use(turn, name, args, call_id, _result_text(out))
             injected[i].extend(post.context_messages)
             return post.blocked_result() if post.blocked else out

@@ -80,7 +80,10 @@ class Steps:
         the turn's own message at step 1, after the tools' context later)."""
         await self._in_recorded_order(pending)
         claimed = self._agent.inbox.claim_step()
-        return [*claimed, *pending] if step == 1 else [*pending, *claimed]
+        batch = [*claimed, *pending] if step == 1 else [*pending, *claimed]
+        if self._scheduler.reminder is not None:
+            self._scheduler.reminder.claimed(batch)
+        return batch
 
     async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> TurnEndReason:
         """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.

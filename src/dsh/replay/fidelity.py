@@ -48,6 +48,7 @@ REPRODUCED_KINDS: frozenset[str] = frozenset(
         "coordinator",
         "tool-jobs",
         "@deepseek-ai/dsh-system-prompt",
+        "repeat-tool-reminder",
     }
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""

@@ -4,7 +4,7 @@ the context a call runs in, what it returns, and how an ACP client shows a call.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -88,7 +88,9 @@ class ToolContext:
     session's approval service (``None``: none composed, so an escalation cannot be asked).
     ``agent`` is the agent running the call (``None`` when a tool runs outside an agent, e.g.
     in a unit test); ``extras`` is free-form data the composition root gave the agent.
-    ``jobs`` is the session's background jobs (``None``: none can be started).
+    ``jobs`` is the session's background jobs (``None``: none can be started). ``log``
+    appends an event to the session's log between the call's ``tool/call`` and its
+    ``tool/result`` (``todo_write``'s ``todo/write``; ``None``: no owning session).
     """
 
     session_id: str
@@ -104,6 +106,7 @@ class ToolContext:
     approvals: Approvals | None = None
     agent: AgentHandle | None = None
     jobs: JobTable | None = None
+    log: Callable[[str, Any], Event] | None = None
 
 
 @dataclass(frozen=True, slots=True)
