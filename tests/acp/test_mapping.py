@@ -74,7 +74,7 @@ def test_tool_titles_kinds_and_locations_come_from_the_tools() -> None:
     assert kinds == {
         "bash": "execute", "edit": "edit", "glob": "search", "interrupt_agent": "other",
         "job_kill": "other", "job_list": "other", "job_output": "other", "list_agents": "other",
-        "read": "read", "send_message": "other", "subagent": "other",
+        "read": "read", "read_image": "read", "send_message": "other", "subagent": "other",
         "subagent_fork": "other", "todo_write": "think", "write": "edit",
     }  # fmt: skip
     located = start("read", {"file_path": "sub/../a.txt", "offset": 3})

@@ -45,6 +45,7 @@ RECORDINGS = [
     "subagent-report",
     "missing-sandbox-runner",
     "todo-write",
+    "read-image",
 ]
 
 

@@ -23,7 +23,18 @@ from dsh.tools import (
 
 from .conftest import text_of
 
-BUILTINS = ["bash", "edit", "glob", "job_kill", "job_list", "job_output", "read", "todo_write", "write"]
+BUILTINS = [
+    "bash",
+    "edit",
+    "glob",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "read",
+    "read_image",
+    "todo_write",
+    "write",
+]
 
 
 class _Point(ClosedArgs):

@@ -62,7 +62,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
     if options.replay is not None:
         replay = ReplayModels(options.replay.resolve(), trust=options.trust, drift=options.drift)
         replay.check()
-        models, name = replay, options.model or DEFAULT_MODEL
+        models, name = replay, options.model or replay.recorded_model or DEFAULT_MODEL
     else:
         settings = resolve_provider(api_key=options.api_key, base_url=options.base_url, model=options.model)
         scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)

@@ -383,6 +383,9 @@ class Agent:
             agent=self,
             jobs=self.jobs.table,
             log=self.append,
+            attachments=self.store,
+            model=self.config.model,
+            image_input=self.config.takes_images(),
         )
 
     async def set_sandbox_mode(self, mode: SandboxMode) -> None:

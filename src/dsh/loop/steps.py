@@ -26,6 +26,7 @@ from dsh.events.payloads import (
 )
 from dsh.events.vocabulary import REQUEST_HEADER, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
+from dsh.loop.images import RequestImages
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
 from dsh.loop.scheduler import ToolScheduler
@@ -56,6 +57,7 @@ class Steps:
         self._header: RequestHeader | None = None
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
+        self._images = RequestImages(agent.store, agent.config.takes_images())
         self._context_text = last_snapshot_text(events)  # the snapshot on the surface
         self.started = sum(1 for e in agent.session.own_events if e.type == STEP_START)
         """Steps started in the session's own log so far."""
@@ -198,10 +200,12 @@ class Steps:
         tools = header.get("tools")
         retries = 0
         while True:
+            messages = self._history.messages(self._agent.session.events)
             request = ModelRequest(
                 session_id=self._agent.session.id,
                 model=self._agent.config.model,
-                messages=self._history.messages(self._agent.session.events),
+                messages=messages,
+                images=await self._images.for_messages(messages),
                 system=header.get("system"),
                 tools=tools if isinstance(tools, list) else (),
                 max_tokens=self._agent.config.max_tokens,

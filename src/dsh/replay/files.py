@@ -195,3 +195,13 @@ def untrusted_warning(directory: Path) -> str | None:
         f"warning: replaying {directory.name} runs {len(commands)} recorded command(s) on this machine, "
         f"unconfined, in a temporary workspace: {listed} (pass --trust if you trust this recording)"
     )
+
+
+def recorded_model_name(loaded: LoadedSession | None) -> str | None:
+    """The model the recording's primary session last asked for (its ``request/header``)."""
+    for event in reversed(loaded.events if loaded else []):
+        if event.type == "request/header":
+            config = event.data.get("header", {}).get("config", {})
+            name = config.get("model") if isinstance(config, dict) else None
+            return name if isinstance(name, str) and name else None
+    return None

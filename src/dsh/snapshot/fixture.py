@@ -20,11 +20,11 @@ from dsh.loop import NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import Drift
-from dsh.replay.files import load_replay_model, read_tolerances
+from dsh.replay.files import load_replay_model, read_tolerances, recorded_model_name
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
-from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure, recorded_model_name
+from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolLike

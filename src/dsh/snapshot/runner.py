@@ -18,7 +18,7 @@ from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
 from dsh.replay.fidelity import DRIFTS, Drift
-from dsh.replay.files import load_replay_model, read_input, read_tolerances
+from dsh.replay.files import load_replay_model, read_input, read_tolerances, recorded_model_name
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
@@ -158,16 +158,6 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
     else:
         cwd.mkdir()
     return cwd
-
-
-def recorded_model_name(loaded: LoadedSession | None) -> str | None:
-    """The model the recording's primary session last asked for (its ``request/header``)."""
-    for event in reversed(loaded.events if loaded else []):
-        if event.type == "request/header":
-            config = event.data.get("header", {}).get("config", {})
-            name = config.get("model") if isinstance(config, dict) else None
-            return name if isinstance(name, str) and name else None
-    return None
 
 
 def _record_model() -> tuple[Model, str]:

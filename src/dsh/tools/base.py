@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from dsh.errors import ToolInputError
 from dsh.events import Event, SessionHeader
+from dsh.events.attachments import AttachmentStore
 from dsh.events.messages import Block, text_block
 from dsh.events.payloads import TurnEndReason
 from dsh.tools.approval import Approvals
@@ -91,6 +92,9 @@ class ToolContext:
     ``jobs`` is the session's background jobs (``None``: none can be started). ``log``
     appends an event to the session's log between the call's ``tool/call`` and its
     ``tool/result`` (``todo_write``'s ``todo/write``; ``None``: no owning session).
+    ``attachments`` is where images are stored (the session's store; ``None``: nowhere, so
+    ``read_image`` refuses); ``model`` the model the session asks and ``image_input``
+    whether it takes images.
     """
 
     session_id: str
@@ -107,6 +111,9 @@ class ToolContext:
     agent: AgentHandle | None = None
     jobs: JobTable | None = None
     log: Callable[[str, Any], Event] | None = None
+    attachments: AttachmentStore | None = None
+    model: str = ""
+    image_input: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dsh.tools.builtin.edit import EditArgs, EditTool
 from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
 from dsh.tools.builtin.job_tools import JobKillTool, JobListTool, JobOutputTool
 from dsh.tools.builtin.read import ReadArgs, ReadTool
+from dsh.tools.builtin.read_image import ReadImageArgs, ReadImageTool
 from dsh.tools.builtin.todo import TodoArgs, TodoWriteTool
 from dsh.tools.builtin.write import WriteArgs, WriteTool
 
@@ -22,6 +23,8 @@ __all__ = [
     "JobListTool",
     "JobOutputTool",
     "ReadArgs",
+    "ReadImageArgs",
+    "ReadImageTool",
     "ReadTool",
     "TodoArgs",
     "TodoWriteTool",
@@ -40,8 +43,8 @@ def builtin_tools(
     glob_max_results: int = 100,
 ) -> list[ToolLike]:
     """Fresh instances of the built-in tools, configured by the given limits: the five file and
-    shell tools, ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs, and
-    ``todo_write``."""
+    shell tools, ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs,
+    ``todo_write`` and ``read_image``."""
     return [
         ReadTool(max_output_bytes=read_max_output_bytes),
         WriteTool(),
@@ -56,4 +59,5 @@ def builtin_tools(
         JobKillTool(),
         JobListTool(),
         TodoWriteTool(),
+        ReadImageTool(),
     ]
