@@ -75,7 +75,7 @@ def test_tool_titles_kinds_and_locations_come_from_the_tools() -> None:
         "bash": "execute", "edit": "edit", "glob": "search", "interrupt_agent": "other",
         "job_kill": "other", "job_list": "other", "job_output": "other", "list_agents": "other",
         "read": "read", "read_image": "read", "send_message": "other", "subagent": "other",
-        "subagent_fork": "other", "todo_write": "think", "write": "edit",
+        "subagent_fork": "other", "todo_write": "think", "web_fetch": "fetch", "write": "edit",
     }  # fmt: skip
     located = start("read", {"file_path": "sub/../a.txt", "offset": 3})
     assert located["locations"] == [{"path": "/w/a.txt", "line": 3}]

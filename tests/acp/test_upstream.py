@@ -46,6 +46,7 @@ RECORDINGS = [
     "missing-sandbox-runner",
     "todo-write",
     "read-image",
+    "web-fetch",
 ]
 
 

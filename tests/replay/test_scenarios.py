@@ -53,6 +53,7 @@ STRICT = [
     "missing-sandbox-runner",  # the recorded missing runner: refused in the foreground, a job's spawn failure
     "todo-write",
     "read-image",  # the recorded workspace's red.png, stored as an attachment
+    "web-fetch",  # served from the recording: web_fetch cannot re-run keylessly (no network)
 ]
 """The original's recordings whose tools and behaviour dsh has: they replay strictly."""
 
@@ -61,7 +62,6 @@ NOT_REPRODUCED: dict[str, str] = {}
 produce yet: they pass, and the report names the kind under ``notReproduced``."""
 
 NOT_YET: dict[str, str] = {
-    "web-fetch": "the web_fetch tool, served in replay (issue 27)",
     "agent-instructions": "AGENTS.md workspace instructions (issue 28)",
     "skill-load": "skills and the skill tool (issue 28)",
 }

@@ -33,6 +33,7 @@ BUILTINS = [
     "read",
     "read_image",
     "todo_write",
+    "web_fetch",
     "write",
 ]
 

@@ -47,6 +47,7 @@ from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxMode
+from dsh.tools.served import RecordedResults
 
 log = logging.getLogger("dsh.loop")
 
@@ -116,6 +117,7 @@ class Agent:
             make_context=self._tool_context,
             max_parallel=config.max_parallel_tools,
             reminder=RepeatReminder() if config.repeat_reminder else None,
+            recorded=model if isinstance(model, RecordedResults) else None,
         )
         self._steps = Steps(self, scheduler, self._order)
 

@@ -16,6 +16,7 @@ from dsh.loop.persist import Persister
 from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.registry import PreparedCall, ToolRegistry
+from dsh.tools.served import RecordedResults, reruns_in_replay
 
 Append = Callable[..., Event]
 
@@ -89,7 +90,9 @@ class ToolScheduler:
         make_context: Callable[[str, int, int], ToolContext],
         max_parallel: int = 10,
         reminder: RepeatReminder | None = None,
+        recorded: RecordedResults | None = None,
     ) -> None:
+        self._recorded = recorded
         self.reminder = reminder
         """The agent's repeat-tool reminder (``None``: off); the steps tell it what they claim."""
         self._registry = registry
@@ -143,7 +146,11 @@ class ToolScheduler:
             p = prepared[i]
             if isinstance(p, ToolOutput):
                 return p
-            return await self._registry.run(p, self._make_context(str(calls[i]["id"]), turn, step))
+            ctx = self._make_context(str(calls[i]["id"]), turn, step)
+            if self._recorded is not None and not reruns_in_replay(p.tool):
+                arguments = str(calls[i].get("arguments", ""))
+                return self._recorded.recorded_result(ctx.session_id, ctx.call_id, p.name, arguments)
+            return await self._registry.run(p, ctx)
 
         async def hooked(i: int, hooks: SessionHooks) -> ToolOutput:
             name, call_id = str(calls[i]["name"]), str(calls[i]["id"])

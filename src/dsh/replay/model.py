@@ -23,7 +23,9 @@ from dsh.replay.derive import derive, sender_of
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.placeholders import has_placeholder, request_corpus, resolve_placeholders, with_live_ids
+from dsh.replay.served import RecordedCall, recorded_calls
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
+from dsh.tools import ToolOutput
 
 
 @dataclass(slots=True)
@@ -50,6 +52,8 @@ class SessionScript:
     """Per call: how many messages from other sessions its recorded history held."""
     turns: list[int | None] = field(default_factory=list)
     """Per call: the recorded turn it belongs to."""
+    tool_calls: dict[str, RecordedCall] = field(default_factory=dict)
+    """The recorded tool calls and results by call id (served for tools that cannot re-run)."""
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -95,6 +99,7 @@ def script_for(
         received=derived.received,
         foreign=[sum(senders[: c.history]) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
+        tool_calls=recorded_calls(own),
     )
 
 
@@ -224,6 +229,39 @@ class ReplayModel:
         script.divergence = found
         self.divergences.append(found)
         raise self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+
+    # -- recorded results of tools that cannot re-run (dsh.tools.served.RecordedResults) --
+
+    def recorded_result(self, session_id: str, call_id: str, name: str, arguments: str) -> ToolOutput:
+        """The recorded result of the live call ``call_id``, once its name and arguments are
+        checked against the recorded call (a difference is this replay's divergence)."""
+        script = self._live.get(session_id)
+        recorded = script.tool_calls.get(call_id) if script is not None else None
+        if script is None or recorded is None or recorded.output is None:
+            label = script.label if script is not None else session_id
+            exc = self._fail(
+                ReplayDivergenceError(
+                    f"scenario {self.scenario}: session {label}: {name} call {call_id} cannot re-run in a "
+                    "replay and has no recorded result to serve; re-record the scenario"
+                )
+            )
+            return ToolOutput.error(str(exc), ReplayDivergenceError.code)
+        if (recorded.name, recorded.arguments) != (name, arguments):
+            found = Divergence(
+                script.label,
+                script.recorded_id,
+                script.cursor,
+                recorded.turn,
+                recorded.step,
+                f"the arguments of call {call_id} ({name}, served from the recording)",
+                f"{recorded.name} {recorded.arguments}",
+                f"{name} {arguments}",
+            )
+            script.divergence = found
+            self.divergences.append(found)
+            exc = self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+            return ToolOutput.error(str(exc).splitlines()[0], ReplayDivergenceError.code)
+        return recorded.output
 
     # -- the recorded order between sessions (dsh.model.DeliveryOrder) ------------------
 

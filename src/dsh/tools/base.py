@@ -194,6 +194,9 @@ class Tool(ABC, Generic[A]):
     """
 
     concurrency_safe: bool = False
+    reruns_in_replay: bool = True
+    """Whether a keyless replay can run the tool again (``False``: its result depends on the
+    world outside the workspace, so a replay serves the recorded one; ``dsh.tools.served``)."""
     acp_kind: ToolKind = "other"
     """What the tool does, as an ACP client shows it (``read``, ``edit``, ``execute``, ...)."""
 

@@ -11,6 +11,7 @@ from dsh.tools.builtin.read import ReadArgs, ReadTool
 from dsh.tools.builtin.read_image import ReadImageArgs, ReadImageTool
 from dsh.tools.builtin.todo import TodoArgs, TodoWriteTool
 from dsh.tools.builtin.write import WriteArgs, WriteTool
+from dsh.tools.web.tool import WebFetchArgs, WebFetchTool
 
 __all__ = [
     "BashArgs",
@@ -28,6 +29,8 @@ __all__ = [
     "ReadTool",
     "TodoArgs",
     "TodoWriteTool",
+    "WebFetchArgs",
+    "WebFetchTool",
     "WriteArgs",
     "WriteTool",
     "builtin_tools",
@@ -44,7 +47,7 @@ def builtin_tools(
 ) -> list[ToolLike]:
     """Fresh instances of the built-in tools, configured by the given limits: the five file and
     shell tools, ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs,
-    ``todo_write`` and ``read_image``."""
+    ``todo_write``, ``read_image`` and ``web_fetch``."""
     return [
         ReadTool(max_output_bytes=read_max_output_bytes),
         WriteTool(),
@@ -60,4 +63,5 @@ def builtin_tools(
         JobListTool(),
         TodoWriteTool(),
         ReadImageTool(),
+        WebFetchTool(),
     ]
