@@ -180,8 +180,10 @@ async def drive(scenario: Path, tmp: Path) -> Run:
             elif op == "newSession":
                 reply = await server.call("session/new", {"cwd": str(cwd), "mcpServers": []})
                 session_id = reply["result"]["sessionId"]
-            elif op in ("prompt", "promptExpectError"):
-                prompt = [{"type": "text", "text": step["text"]}]
+            elif op in ("prompt", "promptExpectError", "promptContent"):
+                prompt = (
+                    step["content"] if op == "promptContent" else [{"type": "text", "text": step["text"]}]
+                )
                 pending = await server.start("session/prompt", {"sessionId": session_id, "prompt": prompt})
                 reply = await _answering_permissions(server, pending, answers)
                 if ("error" in reply) != (op == "promptExpectError"):

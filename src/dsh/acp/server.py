@@ -42,13 +42,16 @@ from acp.schema import (
 from dsh import __version__
 from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover
+from dsh.acp.prompt import admit_prompt, invalid_params
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
+from dsh.errors import StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
+from dsh.loop.prompts import ImagePromptError
+from dsh.model.capabilities import accepts_images
 
 log = logging.getLogger("dsh.acp")
 
@@ -62,10 +65,6 @@ PromptBlock = (
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
 )
-
-
-def invalid_params(detail: str) -> RequestError:
-    return RequestError(-32602, f"Invalid params: {detail}")
 
 
 def turn_failed(detail: str) -> RequestError:
@@ -159,25 +158,6 @@ class AcpSession:
             self.turn.cancel()
 
 
-def admit_prompt(blocks: Sequence[PromptBlock]) -> Message:
-    """The user message for a prompt: text kept, resource links as bracketed references."""
-    content = []
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            if block.text:
-                content.append(text_block(block.text))
-        elif isinstance(block, ResourceContentBlock):
-            content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
-        else:
-            kind = getattr(block, "type", type(block).__name__)
-            raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
-    if not content:
-        raise invalid_params("the prompt is empty")
-    message = user_message("")
-    message["content"] = content
-    return message
-
-
 def _iso(ms: int) -> str:
     stamp = datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
     return stamp.replace("+00:00", "Z")
@@ -233,12 +213,20 @@ class DshAcpAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                prompt_capabilities=PromptCapabilities(
+                    image=self.images_advertised, audio=False, embedded_context=False
+                ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[],
             agent_info=Implementation(name="dsh", title="dsh", version=__version__),
         )
+
+    @property
+    def images_advertised(self) -> bool:
+        """``promptCapabilities.image``: the sessions' model takes images (as the original,
+        which advertises it only for an image-capable route)."""
+        return accepts_images(self.runtime.model_name)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         return AuthenticateResponse()
@@ -396,7 +384,14 @@ class DshAcpAgent:
         state = self._session(session_id)
         if state.busy:
             raise invalid_params("a prompt is already in flight")
-        message = admit_prompt(prompt)
+        admitted = admit_prompt(prompt, images=self.images_advertised)
+        try:
+            message = admitted if isinstance(admitted, dict) else await state.agent.prompt_message(admitted)
+        except ImagePromptError as exc:
+            raise invalid_params(str(exc)) from exc
+        except StoreError as exc:
+            log.warning("session %s: storing the prompt's images failed: %s", session_id, exc)
+            raise RequestError(-32603, "Internal error: unable to persist the prompt image batch") from exc
         if self._closing:
             raise RequestError(-32603, "Internal error: the server is shutting down")
         state.started = False

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dsh.cli.resolve import latest_top_level, resolve_id
 from dsh.errors import UsageError
+from dsh.events.messages import Message
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
@@ -135,7 +136,9 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             await model.aclose()
 
 
-async def cancellable_turn(agent: Agent, prompt: str, on_cancel: Callable[[], None]) -> TurnResult | None:
+async def cancellable_turn(
+    agent: Agent, prompt: str | Message, on_cancel: Callable[[], None]
+) -> TurnResult | None:
     """Run one turn; Ctrl-C (SIGINT) cancels it (logged as ``turn/end {aborted}``) → ``None``."""
     task: asyncio.Future[TurnResult] = asyncio.ensure_future(agent.run_turn(prompt))
     loop = asyncio.get_running_loop()

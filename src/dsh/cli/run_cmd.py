@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -29,6 +30,7 @@ from dsh.errors import UsageError
 if TYPE_CHECKING:
     from dsh.cli.live import LiveSetup
     from dsh.loop import TurnResult
+    from dsh.loop.prompts import PromptPart
 
 
 def read_prompt(prompt: str | None) -> str:
@@ -71,6 +73,16 @@ def run(
     network: NetworkOption = "off",
     approve: ApproveOption = False,
     deny: DenyOption = False,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--image",
+            metavar="FILE",
+            help="Attach an image (PNG, JPEG, WebP or GIF; repeatable) after PROMPT; the model "
+            "must take images.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
@@ -83,7 +95,11 @@ def run(
     with user_errors():
         setup = setup_from(locals())
         text = read_prompt(prompt)
-    result = run_async(lambda: _run(setup, text, as_json))
+        from dsh.tools.images import Image
+
+        parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
+    with user_errors():  # an image the model cannot take: one line, nothing stored or run
+        result = run_async(lambda: _run(setup, parts, as_json))
     if result is None:
         raise typer.Exit(130)
     if not result.ok:
@@ -92,13 +108,15 @@ def run(
         fail(f"turn {result.turn} of session {result.session_id} ended {result.reason.get('kind')}: {detail}")
 
 
-async def _run(setup: LiveSetup, prompt: str, as_json: bool) -> TurnResult | None:
+async def _run(setup: LiveSetup, parts: list[PromptPart], as_json: bool) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, live_agent
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
 
     feed = Feed()
     async with live_agent(setup, feed) as agent:
+        first = parts[0]
+        prompt = first if len(parts) == 1 and isinstance(first, str) else await agent.prompt_message(parts)
         output = TurnOutput(feed, agent.id, as_json=as_json)
         result = await cancellable_turn(agent, prompt, output.cancelled)
         if result is not None:
