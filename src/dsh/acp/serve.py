@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -22,6 +24,8 @@ from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
+from dsh.subagents import standard_tools
+from dsh.tools import ToolRegistry
 from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
@@ -59,10 +63,14 @@ def build_runtime(options: ServeOptions) -> Runtime:
     if options.model is not None and not options.model.strip():
         raise UsageError("--model must not be empty")
     models: ModelSource
+    tools: Callable[[], ToolRegistry] = standard_tools
     if options.replay is not None:
         replay = ReplayModels(options.replay.resolve(), trust=options.trust, drift=options.drift)
         replay.check()
         models, name = replay, options.model or replay.recorded_model or DEFAULT_MODEL
+        cap = replay.policy.glob_cap if replay.policy is not None else None
+        if cap is not None:  # the recording's own glob cap, so its glob results replay
+            tools = functools.partial(standard_tools, glob_max_results=cap)
     else:
         settings = resolve_provider(api_key=options.api_key, base_url=options.base_url, model=options.model)
         scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
@@ -80,6 +88,7 @@ def build_runtime(options: ServeOptions) -> Runtime:
         profile=options.profile,
         context_window=options.context_window,
         sandbox=options.sandbox,
+        tools=tools,
     )
 
 

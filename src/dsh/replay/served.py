@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -49,3 +50,20 @@ def recorded_calls(own: Sequence[Event]) -> dict[str, RecordedCall]:
             )
             calls[block["toolCallId"]] = dataclasses.replace(known, output=output)
     return calls
+
+
+_SHOWING = re.compile(r"\n\n\(Showing (\d+) of \d+ paths[,.]")
+
+
+def recorded_glob_cap(own: Sequence[Event]) -> int | None:
+    """The ``glob`` result cap a recording ran with, when one of its results was over it
+    (the shown count of the first ``(Showing K of N paths …)`` footer), so its replay runs
+    ``glob`` with the same cap; ``None``: no over-cap result recorded."""
+    for call in recorded_calls(own).values():
+        if call.name != "glob" or call.output is None or call.output.is_error:
+            continue
+        text = "".join(str(b.get("text", "")) for b in call.output.content if b.get("type") == "text")
+        found = _SHOWING.search(text)
+        if found is not None:
+            return int(found.group(1))
+    return None

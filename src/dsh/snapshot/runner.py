@@ -77,6 +77,8 @@ class AgentSetup:
     """The recording's approval policy (``None``: derived from ``sandbox``)."""
     runtime_context: bool = True
     """Whether the agent shows the runtime-context snapshot (as the recording did)."""
+    glob_cap: int = 100
+    """``glob``'s result cap (a recording's own, when its results show one)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -100,7 +102,7 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
     return await Agent.create(
         setup.store,
         model=setup.model,
-        tools=standard_tools(),
+        tools=standard_tools(glob_max_results=setup.glob_cap),
         config=config,
         cwd=setup.cwd,
         feed=setup.feed,
@@ -274,6 +276,7 @@ async def _prepare(
         approver=answers,
         approval_policy=policy.approval,
         runtime_context=policy.runtime_context,
+        glob_cap=policy.glob_cap or 100,
     )
     owns = mode == "record" and record_model is None
     return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)

@@ -222,14 +222,16 @@ def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | N
 
 
 def standard_tools(
-    *, max_depth: int = DEFAULT_MAX_DEPTH, spill_dir: str | Path | None = None
+    *, max_depth: int = DEFAULT_MAX_DEPTH, spill_dir: str | Path | None = None, glob_max_results: int = 100
 ) -> ToolRegistry:
     """The built-in tools plus the subagent tools (:func:`subagent_tools`): what ``dsh run`` uses.
 
     As in the original's composition, ``bash`` defaults to a 60 s timeout; long results
     spill under ``spill_dir`` (default: ``$DSH_SPILL_DIR`` or the per-user temp directory).
     """
-    registry = builtin_registry(bash_default_timeout_ms=60_000, spill_dir=spill_dir)
+    registry = builtin_registry(
+        bash_default_timeout_ms=60_000, spill_dir=spill_dir, glob_max_results=glob_max_results
+    )
     for tool in subagent_tools(max_depth=max_depth):
         registry.register(tool)
     return registry
