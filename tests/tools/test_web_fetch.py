@@ -17,7 +17,7 @@ import pytest
 from dsh.snapshot import run_scenario
 from dsh.tools import ToolContext
 from dsh.tools.registry import ToolRegistry
-from dsh.tools.web.fetch import FetchPolicy
+from dsh.tools.web.policy import FetchPolicy
 from dsh.tools.web.tool import WebFetchTool
 
 PAGE = """<!doctype html>

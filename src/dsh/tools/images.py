@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from PIL import Image as PILImage
-from PIL import UnidentifiedImageError
-
 from dsh.errors import UsageError
 from dsh.events.attachments import Attachment, AttachmentRef
 
@@ -125,6 +122,10 @@ def admit(data: bytes, media_type: str, *, name: str | None = None) -> Image:
         raise ImageRefused("empty")
     if len(data) > MAX_IMAGE_BYTES:
         raise ImageRefused("bytes")
+    # Imported here: Pillow loads only when an image is admitted.
+    from PIL import Image as PILImage
+    from PIL import UnidentifiedImageError
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", PILImage.DecompressionBombWarning)
         try:

@@ -21,6 +21,7 @@ import httpx
 
 from dsh.errors import ToolError
 from dsh.tools.codes import tool_error
+from dsh.tools.web.policy import FetchPolicy
 
 USER_AGENT = "deepseek-harness/0.0.1 (+https://github.com/deepseek-ai)"
 ACCEPT = "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.8"
@@ -33,18 +34,6 @@ PROVIDER_ERROR = "WEB_PROVIDER_ERROR"
 UNSUPPORTED_TYPE = "WEB_UNSUPPORTED_CONTENT_TYPE"
 TOO_LARGE = "WEB_FETCH_TOO_LARGE"
 TIMEOUT = "WEB_FETCH_TIMEOUT"
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPolicy:
-    """The limits of one fetch (the original's defaults) and whether private hosts are allowed."""
-
-    max_url_chars: int = 2048
-    max_bytes: int = 5_000_000
-    max_chars: int = 100_000
-    timeout_s: float = 30.0
-    max_redirects: int = 5
-    allow_private: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import Field
 
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput, arg_text
 from dsh.tools.codes import tool_error
 from dsh.tools.schema import ToolArgs
-from dsh.tools.web.fetch import FetchPolicy, fetch
-from dsh.tools.web.markdown import html_to_markdown
+from dsh.tools.web.policy import FetchPolicy
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_OUTPUT_CHARS = 200_000
 TRUNCATED = "\n\n(Content truncated. Fetch a more specific URL or section for the full text.)"
@@ -67,6 +68,10 @@ class WebFetchTool(Tool[WebFetchArgs]):
         raw = args.url.strip()
         if not raw:
             raise tool_error("url must be a non-empty string")
+        # Imported here: the HTTP client and the HTML parser load only when a page is fetched.
+        from dsh.tools.web.fetch import fetch
+        from dsh.tools.web.markdown import html_to_markdown
+
         page = await fetch(raw, self.policy, transport=self._transport)
         body = html_to_markdown(page.text[:MAX_OUTPUT_CHARS]) if page.html else page.text
         text, truncated = result_text(
