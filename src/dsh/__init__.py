@@ -42,6 +42,7 @@ _HOMES: dict[str, str] = {
     "ToolRegistry": "dsh.tools",
     "AgentHandle": "dsh.tools.base",
     "standard_tools": "dsh.subagents",
+    "Image": "dsh.tools.images",
     # models
     "Model": "dsh.model",
     "ModelRequest": "dsh.model",
@@ -72,6 +73,7 @@ __all__ = [
     "EventStore",
     "Feed",
     "FunctionTool",
+    "Image",
     "JsonlEventStore",
     "LoadedSession",
     "MemoryEventStore",
@@ -138,3 +140,4 @@ if TYPE_CHECKING:
     from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput, ToolRegistry
     from dsh.tools.base import AgentHandle
     from dsh.tools.function import FunctionTool, tool
+    from dsh.tools.images import Image

@@ -74,8 +74,8 @@ def test_tool_titles_kinds_and_locations_come_from_the_tools() -> None:
     assert kinds == {
         "bash": "execute", "edit": "edit", "glob": "search", "interrupt_agent": "other",
         "job_kill": "other", "job_list": "other", "job_output": "other", "list_agents": "other",
-        "read": "read", "send_message": "other", "subagent": "other",
-        "subagent_fork": "other", "write": "edit",
+        "read": "read", "read_image": "read", "send_message": "other", "subagent": "other",
+        "subagent_fork": "other", "todo_write": "think", "web_fetch": "fetch", "write": "edit",
     }  # fmt: skip
     located = start("read", {"file_path": "sub/../a.txt", "offset": 3})
     assert located["locations"] == [{"path": "/w/a.txt", "line": 3}]
@@ -194,3 +194,22 @@ def test_history_per_profile() -> None:
     ]
     assert full[0]["messageId"] == "u1" and full[1]["messageId"] == "m1"
     assert full[2]["status"] == "pending" and full[2]["title"] == "Glob *.py"
+
+
+def test_a_todo_list_is_a_plan_in_full_and_nothing_in_compat() -> None:
+    todos = {
+        "todos": [{"content": "read", "status": "completed"}, {"content": "fix", "status": "in_progress"}]
+    }
+    plan = {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "read", "priority": "medium", "status": "completed"},
+            {"content": "fix", "priority": "medium", "status": "in_progress"},
+        ],
+    }
+    [live] = LiveUpdates("full", "root", "/w").event("root", ev("todo/write", todos))
+    assert dump(live) == plan
+    assert LiveUpdates("dsh-compat", "root", "/w").event("root", ev("todo/write", todos)) == []
+    assert [dump(u) for u in history_updates([ev("todo/write", todos)], "full", "/w")] == [plan]
+    assert history_updates([ev("todo/write", todos)], "dsh-compat", "/w") == []
+    assert LiveUpdates("full", "root", "/w").event("root", ev("todo/write", {"todos": "x"})) == []

@@ -46,6 +46,9 @@ RECORDINGS = [
     "missing-sandbox-runner",
     "agent-instructions",
     "skill-load",
+    "todo-write",
+    "read-image",
+    "web-fetch",
 ]
 
 
@@ -186,8 +189,10 @@ async def drive(scenario: Path, tmp: Path) -> Run:
             elif op == "newSession":
                 reply = await server.call("session/new", {"cwd": str(cwd), "mcpServers": []})
                 session_id = reply["result"]["sessionId"]
-            elif op in ("prompt", "promptExpectError"):
-                prompt = [{"type": "text", "text": step["text"]}]
+            elif op in ("prompt", "promptExpectError", "promptContent"):
+                prompt = (
+                    step["content"] if op == "promptContent" else [{"type": "text", "text": step["text"]}]
+                )
                 pending = await server.start("session/prompt", {"sessionId": session_id, "prompt": prompt})
                 reply = await _answering_permissions(server, pending, answers)
                 if ("error" in reply) != (op == "promptExpectError"):

@@ -21,6 +21,7 @@ PUBLIC = [
     "EventStore",
     "Feed",
     "FunctionTool",
+    "Image",
     "JsonlEventStore",
     "LoadedSession",
     "MemoryEventStore",

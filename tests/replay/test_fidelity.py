@@ -138,11 +138,11 @@ async def test_a_changed_recorded_tool_schema_fails_naming_the_tool(tmp_path: Pa
 async def test_a_tool_dsh_does_not_have_is_a_divergence(tmp_path: Path) -> None:
     scenario = _copy(SNAPSHOTS / "tool-call-turn", tmp_path)
     log = scenario / "session.jsonl"
-    log.write_text(log.read_text().replace('"name":"bash","arguments', '"name":"todo_write","arguments'))
+    log.write_text(log.read_text().replace('"name":"bash","arguments', '"name":"lsp","arguments'))
     result = await run_scenario(scenario, "replay")
     assert not result.ok
-    assert "the tool result of call call_bash_1 (todo_write) differs" in result.problems[0]
-    assert '+      Error: unknown tool "todo_write"' in result.problems[0]
+    assert "the tool result of call call_bash_1 (lsp) differs" in result.problems[0]
+    assert '+      Error: unknown tool "lsp"' in result.problems[0]
 
 
 @pytest.mark.parametrize("rules", [{"scrub": "x"}, {"ignore": "system"}, {"scrub": {"(": "x"}}, {"other": 1}])

@@ -53,6 +53,9 @@ STRICT = [
     "missing-sandbox-runner",  # the recorded missing runner: refused in the foreground, a job's spawn failure
     "agent-instructions",  # AGENTS.md baseline, its re-send after the compaction fixture, nested files
     "skill-load",  # the skill catalog and the skill tool
+    "todo-write",
+    "read-image",  # the recorded workspace's red.png, stored as an attachment
+    "web-fetch",  # served from the recording: web_fetch cannot re-run keylessly (no network)
 ]
 """The original's recordings whose tools and behaviour dsh has: they replay strictly."""
 
@@ -60,11 +63,7 @@ NOT_REPRODUCED: dict[str, str] = {}
 """Recordings whose only difference is a message the original injected and dsh does not
 produce yet: they pass, and the report names the kind under ``notReproduced``."""
 
-NOT_YET: dict[str, str] = {
-    "todo-write": "the todo_write tool (issue 27)",
-    "web-fetch": "the web_fetch tool, served in replay (issue 27)",
-    "read-image": "the read_image tool and image attachments (issue 27)",
-}
+NOT_YET: dict[str, str] = {}
 """Recordings that need later work: they must fail the check, never pass it."""
 
 

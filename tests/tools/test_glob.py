@@ -73,7 +73,8 @@ async def test_no_files_found(tree: Path, registry: ToolRegistry, ctx: ToolConte
 
 
 async def test_over_the_cap_keeps_the_oldest_with_the_originals_footer(tree: Path, ctx: ToolContext) -> None:
-    output = await ToolRegistry([GlobTool(max_results=2)]).call("glob", '{"pattern": "*"}', ctx)
+    tool = GlobTool(max_results=2, sample_over_cap=False)
+    output = await ToolRegistry([tool]).call("glob", '{"pattern": "*"}', ctx)
     assert text_of(output) == (
         "b.py\na.py\n\n(Showing 2 of 7 paths. The complete result could not be saved; narrow pattern or "
         "path to see more.)"
@@ -154,3 +155,56 @@ def test_gitignore_style_patterns(pattern: str, matches: list[str], misses: list
     regex = compile_glob(pattern)
     assert [m for m in matches if not regex.fullmatch(m)] == []
     assert [m for m in misses if regex.fullmatch(m)] == []
+
+
+SAMPLING_TREE = ["archive/a.ts", "archive/b.ts", "archive/c.ts", "docs/guide.md", "src/index.ts",
+                 "test/spec.ts", "top.txt", "notes.md"]  # fmt: skip
+"""The original's fs-glob-sampling workspace, in modification-time order."""
+
+
+def _sampling_tree(root: Path) -> None:
+    for i, name in enumerate(SAMPLING_TREE, start=1):
+        path = root / "tree" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("fixture\n")
+        stamp = 946_684_800_000_000_000 + i * 1_000_000  # 2000-01-01 00:00:00.00i
+        os.utime(path, ns=(stamp, stamp))
+
+
+async def test_over_the_cap_samples_across_top_level_entries_as_the_original(tmp_path: Path) -> None:
+    _sampling_tree(tmp_path)
+    ctx = ToolContext(session_id="s", call_id="c", cwd=tmp_path)
+    output = await ToolRegistry([GlobTool(max_results=4)]).call(
+        "glob", '{"pattern": "*", "path": "tree"}', ctx
+    )
+    shown = ["tree/archive/a.ts", "tree/docs/guide.md", "tree/src/index.ts", "tree/test/spec.ts"]
+    assert text_of(output) == "\n".join(shown) + (
+        "\n\n(Showing 4 of 8 paths, sampled across 4 of the 6 top-level entries this pattern matched instead "
+        "of taken in modification-time order. Narrow path to inspect a specific subtree. The complete result "
+        "could not be saved; narrow pattern or path to see more.)"
+    )
+    assert output.meta == {"shape": "paths", "paths": shown, "truncated": True, "total": 8}
+    seven = await ToolRegistry([GlobTool(max_results=7)]).call(
+        "glob", '{"pattern": "*", "path": "tree"}', ctx
+    )
+    lines = text_of(seven).split("\n\n")
+    assert lines[0].splitlines() == [
+        "tree/archive/a.ts", "tree/archive/b.ts", "tree/docs/guide.md", "tree/src/index.ts",
+        "tree/test/spec.ts", "tree/top.txt", "tree/notes.md",
+    ]  # fmt: skip
+    assert lines[1].startswith(
+        "(Showing 7 of 8 paths, sampled across 6 of the 6 top-level entries this pattern "
+    )
+    assert "Narrow path" not in lines[1]
+
+
+async def test_when_every_path_is_its_own_entry_the_sample_is_the_oldest(tmp_path: Path) -> None:
+    for i, name in enumerate(["c.md", "a.md", "b.md"], start=1):
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, ns=(i * 10**9, i * 10**9))
+    ctx = ToolContext(session_id="s", call_id="c", cwd=tmp_path)
+    output = await ToolRegistry([GlobTool(max_results=2)]).call("glob", '{"pattern": "*.md"}', ctx)
+    assert text_of(output) == (
+        "c.md\na.md\n\n(Showing 2 of 3 paths. The complete result could not be saved; narrow pattern or path "
+        "to see more.)"
+    )

@@ -23,7 +23,19 @@ from dsh.tools import (
 
 from .conftest import text_of
 
-BUILTINS = ["bash", "edit", "glob", "job_kill", "job_list", "job_output", "read", "write"]
+BUILTINS = [
+    "bash",
+    "edit",
+    "glob",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "read",
+    "read_image",
+    "todo_write",
+    "web_fetch",
+    "write",
+]
 
 
 class _Point(ClosedArgs):
@@ -108,7 +120,7 @@ def test_builtin_specs_are_clean_json_schema() -> None:
             assert params["required"] and set(params["required"]) <= set(params["properties"])
         assert _walk(params) == []
         for prop in params["properties"].values():
-            assert set(prop) <= {"type", "description", "enum"}, prop
+            assert set(prop) <= {"type", "description", "enum", "items"}, prop  # items: todo_write's list
             assert list(prop)[:2] == ["type", "description"]
         json.dumps(spec)
 

@@ -18,7 +18,7 @@ from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
 from dsh.replay.fidelity import Drift
-from dsh.replay.files import load_replay_model, read_tolerances
+from dsh.replay.files import load_replay_model, read_tolerances, recorded_model_name
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy, untrusted_warning
 from dsh.replay.upstream import Composition, composed_tools, composition
@@ -80,6 +80,7 @@ class ReplayModels:
         self._served: list[ReplayModel] = []
         self._warning: str | None = None
         self.policy: ReplayPolicy | None = None
+        self.recorded_model: str | None = None
         """What the sessions run under: the recording's mode, confined (set by :meth:`check`)."""
         self.composition: Composition | None = None
         """What the recording's composition adds (workspace context, fixtures; :meth:`check`)."""
@@ -90,6 +91,8 @@ class ReplayModels:
         _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
         self.policy = replay_policy(self.directory, logs.primary)
         self.composition = composition(self.directory, logs)
+        self.recorded_model = recorded_model_name(logs.primary)
+        """The model the recording asked for (a session asks for it unless ``--model`` says)."""
         self._warning = None if self.trust else untrusted_warning(self.directory, self.policy.sandbox)
 
     @property

@@ -43,14 +43,16 @@ from dsh import __version__
 from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
 from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover, AcpAsker
+from dsh.acp.prompt import admit_prompt, invalid_params
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
+from dsh.errors import StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.messages import Message, text_block, user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
-from dsh.loop.prompt import is_blank
+from dsh.loop.prompts import ImagePromptError
+from dsh.model.capabilities import accepts_images
 from dsh.subagents.shutdown import running_children, settle_background, stop_background
 
 log = logging.getLogger("dsh.acp")
@@ -65,10 +67,6 @@ PromptBlock = (
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
 )
-
-
-def invalid_params(detail: str) -> RequestError:
-    return RequestError(-32602, f"Invalid params: {detail}")
 
 
 def turn_failed(detail: str) -> RequestError:
@@ -162,28 +160,6 @@ class AcpSession:
             self.turn.cancel()
 
 
-def admit_prompt(blocks: Sequence[PromptBlock]) -> Message:
-    """The user message for a prompt: text kept, resource links as bracketed references."""
-    content = []
-    said = False  # some text or a link the model can act on (dsh.loop.prompt: blank is refused)
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            if block.text:
-                content.append(text_block(block.text))
-                said = said or not is_blank(block.text)
-        elif isinstance(block, ResourceContentBlock):
-            content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
-            said = True
-        else:
-            kind = getattr(block, "type", type(block).__name__)
-            raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
-    if not said:
-        raise invalid_params("the prompt is empty (only whitespace)" if content else "the prompt is empty")
-    message = user_message("")
-    message["content"] = content
-    return message
-
-
 def _iso(ms: int) -> str:
     stamp = datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
     return stamp.replace("+00:00", "Z")
@@ -240,7 +216,9 @@ class DshAcpAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                prompt_capabilities=PromptCapabilities(
+                    image=self.images_advertised, audio=False, embedded_context=False
+                ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=list(AUTH_METHODS) if self._pending_key() else [],
@@ -251,6 +229,12 @@ class DshAcpAgent:
         """No key yet (``dsh.acp.auth``): sessions answer auth_required."""
         models = self.runtime.models
         return isinstance(models, PendingKeyModels) and not models.authenticated
+
+    @property
+    def images_advertised(self) -> bool:
+        """``promptCapabilities.image``: the sessions' model takes images (as the original,
+        which advertises it only for an image-capable route)."""
+        return accepts_images(self.runtime.model_name)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         """A no-op with a key; without one, the environment is read again (else auth_required)."""
@@ -419,7 +403,14 @@ class DshAcpAgent:
         state = self._session(session_id)
         if state.busy:
             raise invalid_params("a prompt is already in flight")
-        message = admit_prompt(prompt)
+        admitted = admit_prompt(prompt, images=self.images_advertised)
+        try:
+            message = admitted if isinstance(admitted, dict) else await state.agent.prompt_message(admitted)
+        except ImagePromptError as exc:
+            raise invalid_params(str(exc)) from exc
+        except StoreError as exc:
+            log.warning("session %s: storing the prompt's images failed: %s", session_id, exc)
+            raise RequestError(-32603, "Internal error: unable to persist the prompt image batch") from exc
         if self._closing:
             raise RequestError(-32603, "Internal error: the server is shutting down")
         state.started = False

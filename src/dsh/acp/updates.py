@@ -3,7 +3,8 @@
 Two profiles. ``full`` streams reasoning as ``agent_thought_chunk`` and text as
 ``agent_message_chunk`` as the deltas arrive, shows every tool call as ``tool_call`` /
 ``tool_call_update`` (status and result), names the child session and its kind on a
-subagent delegation, and ends each turn with ``usage_update``. ``dsh-compat`` is exactly
+subagent delegation, sends the task list as a ``plan`` at every ``todo/write``, and ends
+each turn with ``usage_update``. ``dsh-compat`` is exactly
 the original's automation subset: one ``agent_message_chunk`` per non-empty text block of
 each committed assistant message of the top-level session, nothing else.
 
@@ -20,9 +21,11 @@ from typing import Any, Final, Literal
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
+    PlanEntry,
     SessionInfoUpdate,
     TerminalToolCallContent,
     TextContentBlock,
@@ -47,6 +50,7 @@ from dsh.events.payloads import (
     tool_result_of,
     usage_of,
 )
+from dsh.events.todos import todos_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -68,6 +72,7 @@ Update = (
     | ToolCallProgress
     | UsageUpdate
     | SessionInfoUpdate
+    | AgentPlanUpdate
 )
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 ToolContent = list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]
@@ -195,6 +200,15 @@ def message_chunks(message: Message, profile: Profile, *, with_ids: bool) -> lis
     return out
 
 
+def plan_update(event: Event) -> AgentPlanUpdate | None:
+    """The ACP ``plan`` a ``todo/write`` sets (``full`` profile; the original sends none)."""
+    todos = todos_of(event)
+    if todos is None:
+        return None
+    entries = [PlanEntry(content=t["content"], priority="medium", status=t["status"]) for t in todos]
+    return AgentPlanUpdate(session_update="plan", entries=entries)
+
+
 def context_tokens(usage: Usage | None) -> int | None:
     """Tokens in context after one model call: input + cached input + output."""
     if usage is None:
@@ -269,6 +283,8 @@ class LiveUpdates:
             and isinstance(event.data.get("title"), str)
         ):
             return [SessionInfoUpdate(session_update="session_info_update", title=event.data["title"])]
+        elif (plan := plan_update(event)) is not None:
+            return [plan]
         elif event.type == TURN_END and self._context is not None:
             used, self._context = self._context, None
             return [
@@ -308,6 +324,9 @@ def history_updates(
     delegations = delegations or {}
     out: list[Update] = []
     for event in events:
+        plan = plan_update(event) if profile == "full" else None
+        if plan is not None:
+            out.append(plan)
         message = project_event(event)
         if message is None:
             continue

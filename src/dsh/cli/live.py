@@ -26,6 +26,7 @@ from dsh.context import WorkspaceConfig
 from dsh.context.questions import QuestionAsker
 from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
+from dsh.events.messages import Message
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
@@ -201,7 +202,9 @@ async def close_background(agent: Agent, within: float) -> None:
         )
 
 
-async def cancellable_turn(agent: Agent, prompt: str, on_cancel: Callable[[], None]) -> TurnResult | None:
+async def cancellable_turn(
+    agent: Agent, prompt: str | Message, on_cancel: Callable[[], None]
+) -> TurnResult | None:
     """Run one turn; Ctrl-C (SIGINT) cancels it (logged as ``turn/end {aborted}``) → ``None``."""
     task: asyncio.Future[TurnResult] = asyncio.ensure_future(agent.run_turn(prompt))
     loop = asyncio.get_running_loop()

@@ -17,6 +17,7 @@ from dsh.events.chunks import Chunk
 from dsh.events.descriptor import parse_descriptor
 from dsh.events.messages import joined_text
 from dsh.events.payloads import tool_call_of, tool_result_of, turn_end_kind
+from dsh.events.todos import todo_lines, todos_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -124,6 +125,11 @@ class LiveView:
             mark = "[red]✗[/red]" if block["isError"] else "[green]←[/green]"
             self._newline()
             self.console.print(self._prefix(session_id) + f"{mark} " + escape(_short(text)))
+        elif (todos := todos_of(event)) is not None:
+            self._newline()
+            self.console.print(self._prefix(session_id) + f"[blue]☰ todo list ({len(todos)})[/blue]")
+            for line in todo_lines(todos):
+                self.console.print(self._prefix(session_id) + "  " + escape(_short(line)))
         elif etype == HOOK_RESULT:
             detail = f", exit {data['exitCode']}" if "exitCode" in data else ""
             why = f" — {_short(str(data['stderrSummary']))}" if data.get("stderrSummary") else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -31,6 +32,7 @@ from dsh.errors import UsageError
 if TYPE_CHECKING:
     from dsh.cli.live import LiveSetup
     from dsh.loop import TurnResult
+    from dsh.loop.prompts import PromptPart
 
 
 def read_prompt(prompt: str | None) -> str:
@@ -83,6 +85,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--image",
+            metavar="FILE",
+            help="Attach an image (PNG, JPEG, WebP or GIF; repeatable) after PROMPT; the model "
+            "must take images.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run PROMPT as one agent turn against an OpenAI-compatible model (DeepSeek first).
 
@@ -100,11 +112,15 @@ def run(
             from dsh.trace.export import traces_url
 
             otel_url = traces_url(otel)
+        from dsh.tools.images import Image
+
+        parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
     if as_json and setup.approver is not None:
         from dsh.cli.approve import AnnouncedApprover
 
         setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
-    result = run_async(lambda: _run(setup, text, as_json, otel_url))
+    with user_errors():  # an image the model cannot take: one line, nothing stored or run
+        result = run_async(lambda: _run(setup, parts, as_json, otel_url))
     if result is None:
         raise typer.Exit(130)
     if not result.ok:
@@ -114,7 +130,7 @@ def run(
 
 
 async def _run(
-    setup: LiveSetup, prompt: str, as_json: bool, otel_url: str | None = None
+    setup: LiveSetup, parts: list[PromptPart], as_json: bool, otel_url: str | None = None
 ) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, close_background, live_agent
     from dsh.cli.questions import NoAsker
@@ -125,6 +141,8 @@ async def _run(
     if as_json:  # the output is for a program: nobody at the terminal answers questions
         setup = dataclasses.replace(setup, questions=NoAsker())
     async with live_agent(setup, feed) as agent:
+        first = parts[0]
+        prompt = first if len(parts) == 1 and isinstance(first, str) else await agent.prompt_message(parts)
         output = TurnOutput(feed, agent.id, as_json=as_json)
         trace = None
         if otel_url is not None:

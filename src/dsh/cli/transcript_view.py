@@ -16,6 +16,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.cli.tables import format_time, terminal_safe, usage_text
+from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
 from dsh.snapshot.transcript import Line, build_transcript
 from dsh.store.base import LoadedSession
@@ -92,6 +93,8 @@ class _Writer:
             elif kind == "message":  # relayed between agents (a subagent's report, a notice)
                 sender = terminal_safe(str(line.get("from")))
                 out += [f"- ✉ {sender}: {_one_line(str(line.get('text', '')))}", ""]
+            elif kind == "todos":  # a todo_write: the session's task list from here on
+                out += [f"- ☰ todo list: {_one_line('; '.join(todo_lines(line['todos'])), 400)}", ""]
             elif kind == "attempt-failed":
                 out += [f"- ! model call failed: {terminal_safe(str(line.get('code')))}", ""]
             elif kind == "subagent-start":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Required, TypedDict
 
+from dsh.events.attachments import AttachmentRef
 from dsh.ids import new_message_id
 
 
@@ -12,7 +13,8 @@ class Block(TypedDict, total=False):
     """A content block as logged. ``type`` names the kind: ``text`` and ``reasoning``
     carry ``text``; ``tool-call`` carries ``id``, ``name`` and ``arguments`` (the model's raw
     JSON text); ``tool-result`` carries ``toolCallId``, ``content`` and ``isError``;
-    ``image`` carries ``mediaType`` and ``data`` (base64). One lenient shape rather than a
+    ``image`` carries ``attachment`` (the stored image's reference,
+    ``dsh.events.attachments``; older dsh logs: ``mediaType`` and ``data``). One lenient shape rather than a
     union, because recorded logs are read as they are: a kind dsh does not know, or a known
     kind missing a key, is kept and passed through byte-exact, never rejected."""
 
@@ -26,6 +28,7 @@ class Block(TypedDict, total=False):
     isError: bool
     mediaType: str
     data: str
+    attachment: AttachmentRef
 
 
 class SnapshotSection(TypedDict):

@@ -29,6 +29,7 @@ RUNTIME_CONTEXT_PREFIX: Final = "Current runtime context"  # how a snapshot's (a
 SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from here on
 APPROVAL_POLICY: Final = "approval/policy"  # {policy, source?}: the approval policy from here on
 INBOX_SPLICED: Final = "agent/inbox/spliced"  # {target, start, inserted, removedCount?}: the inbox changed
+TODO_WRITE: Final = "todo/write"  # {todos: [{content, status}]}: the session's task list from here on
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -59,6 +60,7 @@ WRITTEN_TYPES: Final = frozenset(
         SANDBOX_MODE,
         APPROVAL_POLICY,
         INBOX_SPLICED,
+        TODO_WRITE,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -71,7 +73,6 @@ LEGACY_TYPES: Final = frozenset(
         "llm/retry-started",
         "tool/code-dispatch-start",
         "tool/code-dispatch",
-        "todo/write",
         "tool-workflow/run-start",
         "tool-workflow/agent-start",
         "tool-workflow/agent-end",

@@ -7,7 +7,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from dsh.context.questions import QUESTIONS_EXTRA
 from dsh.context.skill_tool import WORKSPACE_EXTRA
@@ -37,6 +37,8 @@ from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
 from dsh.loop.persist import Persister
 from dsh.loop.prompt import check_prompt
+from dsh.loop.prompts import PromptPart, prompt_message
+from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
@@ -70,6 +72,7 @@ from dsh.tools.approval import Approvals
 from dsh.tools.builtin.terminal_tools import TERMINALS_EXTRA
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.sandbox import SandboxMode
+from dsh.tools.served import RecordedResults
 from dsh.tools.terminals import TerminalTable
 
 log = logging.getLogger("dsh.loop")
@@ -141,6 +144,8 @@ class Agent:
             append=self.append,
             make_context=self._tool_context,
             max_parallel=config.max_parallel_tools,
+            reminder=RepeatReminder() if config.repeat_reminder else None,
+            recorded=model if isinstance(model, RecordedResults) else None,
         )
         self._steps = Steps(self, scheduler, self._order)
         self.titling = Titling(self)
@@ -441,6 +446,10 @@ class Agent:
             agent=self,
             jobs=self.jobs.table,
             redaction=self.redaction,
+            log=self.append,
+            attachments=self.store,
+            model=self.config.model,
+            image_input=self.config.takes_images(),
         )
 
     def _extras(self) -> dict[str, Any]:
@@ -459,9 +468,17 @@ class Agent:
 
     # -- the turn -----------------------------------------------------------------------
 
+    async def prompt_message(self, parts: Sequence[PromptPart]) -> Message:
+        """The user message for text and :class:`~dsh.tools.images.Image` parts, its images
+        stored in the session's store (``dsh.loop.prompts``); refused whole, before anything
+        is stored, for a model that takes no images or past the batch limits."""
+        return await prompt_message(
+            parts, self.store, model=self.config.model, takes_images=self.config.takes_images()
+        )
+
     async def run_turn(
         self,
-        prompt: str | Message | None = None,
+        prompt: str | Message | Sequence[PromptPart] | None = None,
         *,
         preamble: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> TurnResult:
@@ -472,13 +489,16 @@ class Agent:
         the turn with ``turn/end``, also on error and cancellation (the ``CancelledError``
         then propagates after the log is closed and checkpointed). A model failure that is
         not retried ends the turn ``error``. Work left in the inbox when the turn ends wakes
-        the agent for another turn (:meth:`wake`).
+        the agent for another turn (:meth:`wake`). A list of text and images (``[text,
+        Image.from_path(p)]``) becomes one user message with attachments
+        (:meth:`prompt_message`; refused before the turn starts).
         """
         if isinstance(prompt, str):
             check_prompt(prompt)  # EmptyPromptError before the turn starts (dsh.loop.prompt)
+        message = await self.prompt_message(prompt) if isinstance(prompt, list | tuple) else prompt
         try:
             async with self._lock:
-                return await self._run_turn(prompt, preamble)
+                return await self._run_turn(cast("str | Message | None", message), preamble)
         finally:
             if self.inbox.has_work:
                 self.wake()

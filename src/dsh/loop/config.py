@@ -10,6 +10,7 @@ from dsh.context.questions import QuestionAsker
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
 from dsh.model import Model
+from dsh.model.capabilities import accepts_images
 from dsh.tools.approval import ApprovalPolicy, Approver
 from dsh.tools.jobs import DEFAULT_JOB_LIMIT
 from dsh.tools.sandbox import SandboxPolicy
@@ -58,6 +59,16 @@ class AgentConfig:
     """Whether each step tells the model the session's file and approval policy (the
     original's runtime-context snapshot, ``dsh.loop.runtime_context``) — when it has one:
     without a :attr:`sandbox` policy there is nothing to state and no snapshot is shown."""
+    repeat_reminder: bool = True
+    image_input: bool | None = None
+    """Whether the model takes images (``read_image``, image prompts); ``None``: by its name
+    (``dsh.model.capabilities.accepts_images``)."""
+    """Whether the model is reminded when it repeats the exact same tool call (the original's
+    repeat-tool reminder, ``dsh.loop.repeat_reminder``: at 3, 5 and 8 identical calls in a row)."""
+
+    def takes_images(self) -> bool:
+        """Whether this agent's model takes images (:attr:`image_input`, else by its name)."""
+        return accepts_images(self.model) if self.image_input is None else self.image_input
 
     workspace: WorkspaceConfig | None = None
     """The workspace context each step tells the model (``dsh.context``): AGENTS.md /

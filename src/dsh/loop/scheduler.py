@@ -13,8 +13,10 @@ from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
 from dsh.hooks import SessionHooks, approval_refusal
 from dsh.jsonx import JSONDecodeError, loads
 from dsh.loop.persist import Persister
+from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.registry import PreparedCall, ToolRegistry
+from dsh.tools.served import RecordedResults, reruns_in_replay
 
 Append = Callable[..., Event]
 
@@ -87,7 +89,12 @@ class ToolScheduler:
         append: Append,
         make_context: Callable[[str, int, int], ToolContext],
         max_parallel: int = 10,
+        reminder: RepeatReminder | None = None,
+        recorded: RecordedResults | None = None,
     ) -> None:
+        self._recorded = recorded
+        self.reminder = reminder
+        """The agent's repeat-tool reminder (``None``: off); the steps tell it what they claim."""
         self._registry = registry
         self._persister = persister
         self._append = append
@@ -107,7 +114,10 @@ class ToolScheduler:
         prepared = [self._registry.prepare(str(c["name"]), str(c.get("arguments", ""))) for c in calls]
         n = len(calls)
         results: list[ToolOutput | None] = [None] * n
-        injected: list[list[Message]] = [[] for _ in range(n)]
+        injected: list[list[Message]] = [[] for _ in range(n)]  # PreToolUse context, then the rest
+        post_at: list[int | None] = [
+            None
+        ] * n  # where the PostToolUse context starts: a reminder goes before it
         call_seqs: list[int | None] = [None] * n
         committed = 0
         sem = asyncio.Semaphore(self._max_parallel)
@@ -126,12 +136,21 @@ class ToolScheduler:
                 turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
             )
             self._append(TOOL_RESULT, data, source_event_seqs=[seq])
+            if self.reminder is not None:
+                notice = self.reminder.observe(str(calls[i]["name"]), str(calls[i].get("arguments", "")))
+                if notice is not None:
+                    at = post_at[i]
+                    injected[i].insert(len(injected[i]) if at is None else at, notice)
 
         async def execute(i: int) -> ToolOutput:
             p = prepared[i]
             if isinstance(p, ToolOutput):
                 return p
-            return await self._registry.run(p, self._make_context(str(calls[i]["id"]), turn, step))
+            ctx = self._make_context(str(calls[i]["id"]), turn, step)
+            if self._recorded is not None and not reruns_in_replay(p.tool):
+                arguments = str(calls[i].get("arguments", ""))
+                return self._recorded.recorded_result(ctx.session_id, ctx.call_id, p.name, arguments)
+            return await self._registry.run(p, ctx)
 
         async def hooked(i: int, hooks: SessionHooks) -> ToolOutput:
             name, call_id = str(calls[i]["name"]), str(calls[i]["id"])
@@ -145,6 +164,7 @@ class ToolScheduler:
                 if outcome != "allowed-once":
                     return approval_refusal(name, outcome)
             out = await execute(i)
+            post_at[i] = len(injected[i])
             post = await hooks.post_tool_use(turn, name, args, call_id, _result_text(out))
             injected[i].extend(post.context_messages)
             return post.blocked_result() if post.blocked else out

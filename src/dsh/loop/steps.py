@@ -28,6 +28,7 @@ from dsh.events.payloads import (
 )
 from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
+from dsh.loop.images import RequestImages
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
 from dsh.loop.scheduler import ToolScheduler
@@ -58,6 +59,7 @@ class Steps:
         self._header: RequestHeader | None = None
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
+        self._images = RequestImages(agent.store, agent.config.takes_images())
         self._context_text = last_snapshot_text(events)  # the snapshot on the surface
         workspace = agent.config.workspace
         self._workspace = WorkspacePass(workspace, agent.cwd) if workspace is not None else None
@@ -85,7 +87,10 @@ class Steps:
         the turn's own message at step 1, after the tools' context later)."""
         await self._in_recorded_order(pending)
         claimed = self._agent.inbox.claim_step()
-        return [*claimed, *pending] if step == 1 else [*pending, *claimed]
+        batch = [*claimed, *pending] if step == 1 else [*pending, *claimed]
+        if self._scheduler.reminder is not None:
+            self._scheduler.reminder.claimed(batch)
+        return batch
 
     async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> TurnEndReason:
         """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
@@ -218,10 +223,12 @@ class Steps:
         tools = header.get("tools")
         retries = 0
         while True:
+            messages = self._history.messages(self._agent.session.events)
             request = ModelRequest(
                 session_id=self._agent.session.id,
                 model=self._agent.config.model,
-                messages=self._history.messages(self._agent.session.events),
+                messages=messages,
+                images=await self._images.for_messages(messages),
                 system=header.get("system"),
                 tools=tools if isinstance(tools, list) else (),
                 max_tokens=self._agent.config.max_tokens,

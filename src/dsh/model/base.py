@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from dsh.events.attachments import Attachment
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, ToolSpec
 
@@ -33,6 +34,9 @@ class ModelRequest:
     """The calling session's parent (its header's ``parentSession``): set for every child, also
     one started from code (``Agent.spawn`` / ``Agent.fork``) without a delegating tool call."""
     extra: dict[str, object] = field(default_factory=dict)
+    images: Mapping[str, Attachment] = field(default_factory=dict)
+    """The bytes of the image blocks in ``messages``, by attachment id (empty: the model
+    takes no images, or there are none); an image missing here is sent as a text note."""
 
 
 @runtime_checkable

@@ -10,6 +10,7 @@ parsed ``chat.completion.chunk`` into harness chunks and, at ``[DONE]``, emits e
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -17,12 +18,53 @@ from typing import Any, cast
 from dsh.errors import ModelError
 from dsh.events import chunks as ck
 from dsh.events.assembler import assemble_block
+from dsh.events.attachments import Attachment
 from dsh.events.chunks import Chunk, Usage
 from dsh.events.messages import Block, Message, ToolSpec, joined_text, text_block, tool_calls
 from dsh.model.base import ModelRequest
 from dsh.model.failures import classify_stream_error, error_text
 
 NO_OUTPUT = "(no output)"
+TOOL_IMAGES = "Attached image(s) from tool result:"
+"""The text that opens the user message carrying a tool result's images (the original's)."""
+
+
+IMAGE_OMITTED = "[image omitted: this model does not take images, or the image is no longer stored]"
+
+
+def image_ids(blocks: Sequence[Block]) -> list[str]:
+    """The attachment ids of the image blocks in ``blocks`` (tool results' content included)."""
+    out: list[str] = []
+    for block in blocks:
+        if block.get("type") == "image":
+            ref = block.get("attachment")
+            if isinstance(ref, dict) and isinstance(ref.get("attachmentId"), str):
+                out.append(ref["attachmentId"])
+        elif block.get("type") == "tool-result":
+            out.extend(image_ids([b for b in block.get("content") or () if isinstance(b, dict)]))
+    return out
+
+
+def _image_part(block: Block, images: Mapping[str, Attachment]) -> dict[str, Any]:
+    ref = block.get("attachment")
+    found = images.get(str(ref.get("attachmentId"))) if isinstance(ref, dict) else None
+    if found is None:
+        return {"type": "text", "text": IMAGE_OMITTED}
+    url = f"data:{found.media_type};base64,{base64.b64encode(found.data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_content(blocks: list[Block], images: Mapping[str, Attachment]) -> str | list[dict[str, Any]]:
+    """A user message's content: the joined text, or parts when it holds images."""
+    if not any(b.get("type") == "image" for b in blocks):
+        return joined_text(blocks)
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "text":
+            parts.append({"type": "text", "text": str(block.get("text", ""))})
+        elif block.get("type") == "image":
+            parts.append(_image_part(block, images))
+    return parts
 
 
 def _blocks(message: Message) -> list[Block]:
@@ -32,13 +74,18 @@ def _blocks(message: Message) -> list[Block]:
     return [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
+def wire_messages(
+    system: str | None, messages: Sequence[Message], images: Mapping[str, Attachment] | None = None
+) -> list[dict[str, Any]]:
     """The ``messages`` array: system first, then the logged history mapped for the wire.
 
     Tool results become ``role: "tool"`` messages (sent before any text of the same user
     message); assistant ``content`` is never null; ``reasoning_content`` is sent back for
-    every assistant message that had reasoning.
+    every assistant message that had reasoning. A user message with images is sent as
+    parts (``image_url`` data URLs from ``images``); a tool result's images follow its
+    ``tool`` messages in a user message opening with :data:`TOOL_IMAGES`, as the original.
     """
+    images = images or {}
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
@@ -51,8 +98,10 @@ def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[
             out.append({"role": "system", "content": joined_text(blocks)})
         else:
             results = [b for b in blocks if b.get("type") == "tool-result"]
+            shown: list[Block] = []
             for result in results:
                 content = [b for b in result.get("content") or () if isinstance(b, dict)]
+                shown.extend(b for b in content if b.get("type") == "image")
                 out.append(
                     {
                         "role": "tool",
@@ -60,9 +109,12 @@ def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[
                         "content": joined_text(content) or NO_OUTPUT,
                     }
                 )
+            if shown:
+                parts = [{"type": "text", "text": TOOL_IMAGES}, *(_image_part(b, images) for b in shown)]
+                out.append({"role": "user", "content": parts})
             rest = [b for b in blocks if b.get("type") != "tool-result"]
             if rest or not results:
-                out.append({"role": "user", "content": joined_text(rest)})
+                out.append({"role": "user", "content": _user_content(rest, images)})
     return out
 
 
@@ -106,7 +158,7 @@ def request_body(
     body.update(
         {
             "model": model,
-            "messages": wire_messages(request.system, request.messages),
+            "messages": wire_messages(request.system, request.messages, request.images),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -50,6 +50,7 @@ REPRODUCED_KINDS: frozenset[str] = frozenset(
         "@deepseek-ai/dsh-system-prompt",
         "agent-instructions",
         "skill-catalog",
+        "repeat-tool-reminder",
     }
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""

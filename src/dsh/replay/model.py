@@ -32,7 +32,9 @@ from dsh.replay.placeholders import (
     with_live_cwd,
     with_live_ids,
 )
+from dsh.replay.served import RecordedCall, recorded_calls
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
+from dsh.tools import ToolOutput
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -66,6 +68,8 @@ class SessionScript:
     recorded_cwd: tuple[str, ...] = ("{{cwd}}",)
     """How the recording spells its workspace (``{{cwd}}``, and a literal header ``cwd``):
     served entries name the live workspace there instead."""
+    tool_calls: dict[str, RecordedCall] = field(default_factory=dict)
+    """The recorded tool calls and results by call id (served for tools that cannot re-run)."""
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -116,6 +120,7 @@ def script_for(
         foreign=[sum(senders[: c.history]) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
         recorded_cwd=(*recorded_cwd_spellings(recorded_cwd), "{{cwd}}"),
+        tool_calls=recorded_calls(own),
     )
 
 
@@ -316,6 +321,39 @@ class ReplayModel:
         if self.accept_hint is None:
             return ReplayDivergenceError(text)
         return ReplayDivergenceAtCallError(f"{text}\n{self.accept_hint}")
+
+    # -- recorded results of tools that cannot re-run (dsh.tools.served.RecordedResults) --
+
+    def recorded_result(self, session_id: str, call_id: str, name: str, arguments: str) -> ToolOutput:
+        """The recorded result of the live call ``call_id``, once its name and arguments are
+        checked against the recorded call (a difference is this replay's divergence)."""
+        script = self._live.get(session_id)
+        recorded = script.tool_calls.get(call_id) if script is not None else None
+        if script is None or recorded is None or recorded.output is None:
+            label = script.label if script is not None else session_id
+            exc = self._fail(
+                ReplayDivergenceError(
+                    f"scenario {self.scenario}: session {label}: {name} call {call_id} cannot re-run in a "
+                    "replay and has no recorded result to serve; re-record the scenario"
+                )
+            )
+            return ToolOutput.error(str(exc), ReplayDivergenceError.code)
+        if (recorded.name, recorded.arguments) != (name, arguments):
+            found = Divergence(
+                script.label,
+                script.recorded_id,
+                script.cursor,
+                recorded.turn,
+                recorded.step,
+                f"the arguments of call {call_id} ({name}, served from the recording)",
+                f"{recorded.name} {recorded.arguments}",
+                f"{name} {arguments}",
+            )
+            script.divergence = found
+            self.divergences.append(found)
+            exc = self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+            return ToolOutput.error(str(exc).splitlines()[0], ReplayDivergenceError.code)
+        return recorded.output
 
     # -- the recorded order between sessions (dsh.model.DeliveryOrder) ------------------
 

@@ -34,6 +34,7 @@ from dsh.events.messages import Block, joined_text
 from dsh.events.payloads import approval_policy_of
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
 from dsh.replay.files import hook_commands, read_input, read_recorded, recorded_commands
+from dsh.replay.served import recorded_glob_cap
 from dsh.store import LoadedSession
 from dsh.tools.approval import APPROVAL_CONTEXT, ApprovalOutcome, ApprovalPolicy, ApprovalRequest
 from dsh.tools.sandbox import SANDBOX_MODES, SandboxMode, SandboxPolicy, mode_in_runtime_context
@@ -212,6 +213,8 @@ class ReplayPolicy:
     answers: RecordedAnswers = field(default_factory=lambda: RecordedAnswers([], ""))
     runtime_context: bool = True
     """Whether the replay shows the runtime-context snapshot (:func:`shows_runtime_context`)."""
+    glob_cap: int | None = None
+    """The recording's ``glob`` result cap, when it shows one (``dsh.replay.served.recorded_glob_cap``)."""
 
 
 def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: bool = True) -> ReplayPolicy:
@@ -223,10 +226,11 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
     shown = shows_runtime_context(primary)
     runner = recorded_missing_runner(primary, directory)
     logged = logs_recorded_mode(primary)
+    cap = recorded_glob_cap(primary.own_events) if primary is not None else None
     if confined and mode == "danger-full-access":  # confined, yet the model is shown the recorded mode
         confining = SandboxPolicy(mode="workspace-write", logged=logged, shown=mode, runner=runner)
-        return ReplayPolicy(confining, approval, answers, shown)
-    return ReplayPolicy(SandboxPolicy(mode=mode, logged=logged, runner=runner), approval, answers, shown)
+        return ReplayPolicy(confining, approval, answers, shown, cap)
+    return ReplayPolicy(SandboxPolicy(mode=mode, logged=logged, runner=runner), approval, answers, shown, cap)
 
 
 def untrusted_warning(

@@ -93,6 +93,8 @@ class AgentSetup:
     """Whether sessions get the fallback ``session/title`` (as the recording's did)."""
     title_model: Model | None = None
     """The model that titles the session (the recording asked one)."""
+    glob_cap: int = 100
+    """``glob``'s result cap (a recording's own, when its results show one)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -121,7 +123,11 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         setup.store,
         model=setup.model,
         tools=composed_tools(
-            standard_tools(spill_dir=setup.spill_dir, max_inline_bytes=800 if setup.spill else None),
+            standard_tools(
+                spill_dir=setup.spill_dir,
+                max_inline_bytes=800 if setup.spill else None,
+                glob_max_results=setup.glob_cap,
+            ),
             setup.extra_tools,
         ),
         config=config,
@@ -308,6 +314,7 @@ async def _prepare(
         spill=composed.spill,
         titles=composed.titles,
         title_model=composed.title_model(),
+        glob_cap=policy.glob_cap or 100,
     )
     owns = mode == "record" and record_model is None
     return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)

@@ -31,13 +31,14 @@ naming the step.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from dsh.errors import ScenarioError
+from dsh.errors import ScenarioError, UsageError
 from dsh.events import Event
 from dsh.events.messages import Block, Message, joined_text
 from dsh.events.payloads import assistant_blocks_of
@@ -45,7 +46,9 @@ from dsh.events.vocabulary import SESSION_TITLE, TURN_END, TURN_START
 from dsh.hooks import reset_handler_ids
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
+from dsh.loop.prompts import PromptPart, resource_link_text
 from dsh.store import EventStore
+from dsh.tools.images import Image
 
 _TEXT_OPS = frozenset({"prompt", "promptExpectError", "promptAndCancel", "promptAndWaitForAgentMessage"})
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -101,24 +104,39 @@ def validate_steps(steps: object, name: str) -> list[dict[str, Any]]:
     return steps
 
 
-def content_message(blocks: list[Any]) -> Message:
-    """A user message from ACP content blocks (text, images, resources)."""
-    content: list[Block] = []
+def content_message(blocks: list[Any]) -> Message | list[PromptPart]:
+    """What a ``promptContent`` step prompts with: ACP content blocks read as the ACP server
+    reads them (``dsh.acp.prompt`` rules: with images, text and image parts whose images the
+    agent stores; else one user message). A block that is not a valid image is refused
+    (``ScenarioError``)."""
+    if not any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
+        content: list[Block] = []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                content.append({"type": "text", "text": str(block.get("text", ""))})
+            elif kind == "resource" and isinstance(block.get("resource"), dict):
+                content.append({"type": "text", "text": str(block["resource"].get("text", ""))})
+            elif kind == "resource_link":
+                content.append({"type": "text", "text": str(block.get("uri", ""))})
+        return {"content": content, "source": {"kind": "user"}, "role": "user", "id": new_message_id()}
+    parts: list[PromptPart] = []
     for block in blocks:
         if not isinstance(block, dict):
             continue
-        kind = block.get("type")
-        if kind == "text":
-            content.append({"type": "text", "text": str(block.get("text", ""))})
-        elif kind == "image":
-            content.append(
-                cast(Block, {"type": "image", "mediaType": block.get("mimeType"), "data": block.get("data")})
-            )
-        elif kind == "resource" and isinstance(block.get("resource"), dict):
-            content.append({"type": "text", "text": str(block["resource"].get("text", ""))})
-        elif kind == "resource_link":
-            content.append({"type": "text", "text": str(block.get("uri", ""))})
-    return {"content": content, "source": {"kind": "user"}, "role": "user", "id": new_message_id()}
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "resource_link":
+            parts.append(resource_link_text(block.get("name"), block.get("uri")))
+        elif block.get("type") == "image":
+            try:
+                data = base64.b64decode(str(block.get("data", "")), validate=True)
+                parts.append(Image.from_bytes(data, str(block.get("mimeType", ""))))
+            except (ValueError, UsageError) as exc:
+                raise ScenarioError(f"promptContent image: {exc}") from exc
+    return parts
 
 
 def _wait_path(step: dict[str, Any], key: str) -> str | None:

@@ -19,6 +19,7 @@ from dsh.events.descriptor import SubagentDescriptor, find_descriptor
 from dsh.events.descriptor import child_kind as session_child_kind
 from dsh.events.messages import joined_text
 from dsh.events.payloads import assistant_blocks_of, tool_result_of, turn_end_kind
+from dsh.events.todos import todos_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -158,6 +159,8 @@ def build_transcript(
                         "text": joined_text(block["content"]),
                     }
                 )
+            elif detail and (todos := todos_of(event)) is not None:
+                lines.append({"session": sid, "type": "todos", "todos": todos})
             elif etype == TURN_END:
                 line: Line = {"session": sid, "type": "turn-end", "reason": turn_end_kind(event)}
                 if detail:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, Self, runtime_checkable
 
 from dsh.events import Event, SessionHeader
+from dsh.events.attachments import Attachment
 from dsh.events.history import HistoryMessage, history_messages
 
 
@@ -115,6 +116,10 @@ class EventStore(Protocol):
       any of those leases it raises ``SessionBusyError`` and deletes nothing; a missing
       session raises ``SessionNotFoundError``. A crash mid-delete never leaves some of them
       deleted and others not (the next open finishes a journalled file delete).
+    - ``put_attachment`` stores an attachment's bytes once by their sha256 (a second put of
+      the same bytes is a no-op); ``get_attachment`` returns them with the digest verified
+      (a mismatch is ``CorruptLogError``), ``None`` when not stored. JSONL keeps them beside
+      the logs (``<root>/attachments/<2 hex>/<64 hex>``), SQLite and PostgreSQL in a table.
     - ``close`` writes buffered events durably and releases every lease; any later call
       raises ``StoreClosedError``. ``async with store:`` closes it at the end
       (:class:`ClosingStore` gives every backend the two methods).
@@ -188,6 +193,14 @@ class EventStore(Protocol):
 
     async def delete(self, session_id: str) -> list[str]:
         """Delete ``session_id`` with its descendants; return the deleted ids, the session first."""
+        ...
+
+    async def put_attachment(self, attachment: Attachment) -> str:
+        """Store ``attachment`` once by its sha256 and return its id (``sha256:<hex>``)."""
+        ...
+
+    async def get_attachment(self, attachment_id: str) -> Attachment | None:
+        """The stored attachment, its digest verified (``None``: not stored)."""
         ...
 
     async def close(self) -> None:

@@ -35,6 +35,7 @@ from dsh.errors import (
 from dsh.events import Event
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
+from dsh.store.contract_attachments import ATTACHMENT_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
@@ -583,6 +584,7 @@ CHECKS: dict[str, ContractCheck] = {
         closing_a_store_releases_its_leases,
         *DELETE_CHECKS,
         *LINEAGE_CHECKS,
+        *ATTACHMENT_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from dsh.errors import InvalidEventError
+from dsh.errors import CorruptLogError, InvalidEventError
 from dsh.events import Event, SessionHeader
+from dsh.events.attachments import ATTACHMENT_ID, Attachment
 from dsh.events.fork import ForkOptions
 from dsh.ids import check_session_id
 from dsh.store.base import ClosingStore, EventStore, LoadedSession, SessionLease, SessionSummary
@@ -23,6 +24,13 @@ from dsh.store.buffer import AppendBuffer
 from dsh.store.deletion import delete_tree
 from dsh.store.lease import LeaseTable
 from dsh.store.rules import check_batch, check_no_cycle, check_seed
+
+
+def check_media_type(media_type: str) -> None:
+    """Refuse a media type that is not ``type/subtype`` (it is stored beside the bytes)."""
+    kind, _, sub = media_type.partition("/")
+    if not kind or not sub or len(media_type) > 100 or not media_type.isascii() or " " in media_type:
+        raise InvalidEventError(f"attachment media type {media_type!r} is not type/subtype")
 
 
 def check_read_seq(session_id: str, seq: int) -> None:
@@ -88,6 +96,14 @@ class Storage(EventStore, Protocol):
 
     async def _shutdown(self) -> None:
         """Write buffered events durably, release resources and the leases (called once)."""
+        ...
+
+    async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
+        """Store an attachment's bytes under its id, durably; an id already stored is kept."""
+        ...
+
+    async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
+        """The media type and bytes stored under the id (``None``: none)."""
         ...
 
 
@@ -186,6 +202,26 @@ class StoreFront(ClosingStore):
         await self._enter()
         await self._settle(None)
         return await delete_tree(self, session_id, self.where, self._remove)
+
+    async def put_attachment(self: Storage, attachment: Attachment) -> str:
+        """Store the attachment's bytes once by their sha256; its id."""
+        await self._enter()
+        check_media_type(attachment.media_type)
+        await self._put_blob(attachment.id, attachment.media_type, attachment.data)
+        return attachment.id
+
+    async def get_attachment(self: Storage, attachment_id: str) -> Attachment | None:
+        """The stored attachment with its digest verified, ``None`` when not stored."""
+        await self._enter()
+        if not ATTACHMENT_ID.match(attachment_id):
+            raise InvalidEventError(f"{attachment_id!r} is not an attachment id (sha256:<64 hex>)")
+        found = await self._get_blob(attachment_id)
+        if found is None:
+            return None
+        attachment = Attachment(found[0], found[1])
+        if attachment.id != attachment_id:
+            raise CorruptLogError(f"{self.where}: attachment {attachment_id} does not match its bytes")
+        return attachment
 
     async def close(self: Storage) -> None:
         """Write buffered events durably and release every lease; idempotent."""

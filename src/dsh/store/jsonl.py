@@ -42,6 +42,7 @@ from dsh.errors import (
 from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.store.base import LoadedSession, SessionSummary
+from dsh.store.blobs import read_blob, write_blob
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.front import StoreFront
@@ -416,6 +417,12 @@ class JsonlEventStore(StoreFront):
                 remove_seal(self.root / name)
         except OSError as exc:
             raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
+
+    async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
+        await run_blocking(None, write_blob, self.root, attachment_id, media_type, data)
+
+    async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
+        return await run_blocking(None, read_blob, self.root, attachment_id)
 
     async def _shutdown(self) -> None:
         """Write buffered events durably, close every append handle, release the leases."""

@@ -37,10 +37,11 @@ class _Stored:
 class MemorySpace:
     """The sessions (and session leases) a set of :class:`MemoryEventStore` handles share."""
 
-    __slots__ = ("leases", "sessions")
+    __slots__ = ("attachments", "leases", "sessions")
 
     def __init__(self) -> None:
         self.sessions: dict[str, _Stored] = {}
+        self.attachments: dict[str, tuple[str, bytes]] = {}
         self.leases: dict[str, tuple[object, LeaseHolder]] = {}
 
 
@@ -166,6 +167,12 @@ class MemoryEventStore(StoreFront):
     async def _remove(self, ids: list[str]) -> None:
         for sid in ids:
             self.space.sessions.pop(sid, None)
+
+    async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
+        self.space.attachments.setdefault(attachment_id, (media_type, data))
+
+    async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
+        return self.space.attachments.get(attachment_id)
 
     async def _shutdown(self) -> None:
         await self._leases.close()

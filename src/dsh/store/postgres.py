@@ -57,10 +57,13 @@ from dsh.store.postgres_schema import (
     APPEND,
     COPY_PREFIX,
     CREATE,
+    CREATE_ATTACHMENTS,
     CREATE_EXTRAS,
     EXISTS,
     FORK_PARENT,
+    HAS_ATTACHMENTS,
     HAS_EXTRAS,
+    INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
     INSERT_SESSION,
@@ -71,6 +74,7 @@ from dsh.store.postgres_schema import (
     NEXT_SEQ,
     NOTIFY_CHANNEL,
     SCHEMA_VERSION,
+    SELECT_ATTACHMENT,
     SELECT_EVENTS,
     SELECT_EXTRA,
     SESSION,
@@ -428,6 +432,22 @@ class PostgresEventStore(BufferedFront):
         async with self._conn() as conn:
             _, _, end = await self._session(conn, session_id)
             return await self._events(conn, session_id, seq, end)
+
+    async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(LOCK_SCHEMA, (ADVISORY_LOCK,))  # one creator of the side table
+            await conn.execute(CREATE_ATTACHMENTS)
+            await conn.execute(INSERT_ATTACHMENT, (attachment_id, media_type, data))
+
+    async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
+        async with self._conn() as conn:
+            cur = await conn.execute(HAS_ATTACHMENTS)
+            has = await cur.fetchone()
+            if has is None or not has[0]:
+                return None
+            cur = await conn.execute(SELECT_ATTACHMENT, (attachment_id,))
+            row = await cur.fetchone()
+        return None if row is None else (str(row[0]), bytes(row[1]))
 
     async def _exists_session(self, session_id: str) -> bool:
         async with self._conn() as conn:

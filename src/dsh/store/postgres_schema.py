@@ -143,6 +143,17 @@ INSERT_EXTRA: Final = "INSERT INTO session_extras (session_id, header) VALUES (%
 SELECT_EXTRA: Final = "SELECT header FROM session_extras WHERE session_id = %s"
 HAS_EXTRAS: Final = "SELECT to_regclass('session_extras') IS NOT NULL"
 LOCK_SCHEMA: Final = "SELECT pg_advisory_xact_lock(%s)"
+CREATE_ATTACHMENTS: Final = """CREATE TABLE IF NOT EXISTS attachments (
+        id text PRIMARY KEY,
+        media_type text NOT NULL,
+        data bytea NOT NULL
+    )"""
+"""Attachment bytes by ``sha256:<hex>`` id, created on first need under :data:`ADVISORY_LOCK`."""
+INSERT_ATTACHMENT: Final = (
+    "INSERT INTO attachments (id, media_type, data) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
+)
+SELECT_ATTACHMENT: Final = "SELECT media_type, data FROM attachments WHERE id = %s"
+HAS_ATTACHMENTS: Final = "SELECT to_regclass('attachments') IS NOT NULL"
 
 TRY_LEASE: Final = "SELECT pg_try_advisory_lock(%s)"
 """A session lease: a session-level advisory lock on the lease's own connection."""

@@ -51,16 +51,20 @@ from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
+    CREATE_ATTACHMENTS,
     CREATE_EXTRAS,
     EVENT_COLUMNS,
     EXTRAS_TABLE,
+    HAS_ATTACHMENTS,
     HAS_EXTRAS,
     HEADER_COLUMNS,
+    INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
     INSERT_SESSION,
     NEXT_SEQ,
     SCHEMA_VERSION,
+    SELECT_ATTACHMENT,
     SELECT_EVENTS,
     SELECT_EXTRA,
     SUMMARY,
@@ -275,6 +279,26 @@ class SqliteEventStore(BufferedFront):
 
     async def _exists_session(self, session_id: str) -> bool:
         return await self._call(self._exists_sync, session_id)
+
+    @staticmethod
+    def _put_blob_sync(conn: sqlite3.Connection, attachment_id: str, media_type: str, data: bytes) -> None:
+        with immediate(conn):
+            conn.execute(CREATE_ATTACHMENTS)
+            conn.execute(INSERT_ATTACHMENT, (attachment_id, media_type, data))
+
+    @staticmethod
+    def _get_blob_sync(conn: sqlite3.Connection, attachment_id: str) -> tuple[str, bytes] | None:
+        with snapshot(conn):
+            if conn.execute(HAS_ATTACHMENTS).fetchone() is None:
+                return None
+            row = conn.execute(SELECT_ATTACHMENT, (attachment_id,)).fetchone()
+        return None if row is None else (str(row[0]), bytes(row[1]))
+
+    async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
+        await self._call(self._put_blob_sync, attachment_id, media_type, data)
+
+    async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
+        return await self._call(self._get_blob_sync, attachment_id)
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         return await self._call(self._summaries_sync, parent)

@@ -87,6 +87,16 @@ INSERT_EXTRA: Final = f"INSERT INTO {EXTRAS_TABLE} (session_id, header) VALUES (
 SELECT_EXTRA: Final = f"SELECT header FROM {EXTRAS_TABLE} WHERE session_id = ?"
 HAS_EXTRAS: Final = f"SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '{EXTRAS_TABLE}'"
 
+CREATE_ATTACHMENTS: Final = """CREATE TABLE IF NOT EXISTS attachments (
+        id TEXT PRIMARY KEY NOT NULL,
+        media_type TEXT NOT NULL,
+        data BLOB NOT NULL
+    ) STRICT"""
+"""Attachment bytes by ``sha256:<hex>`` id, created on first need (like the extras table)."""
+INSERT_ATTACHMENT: Final = "INSERT OR IGNORE INTO attachments (id, media_type, data) VALUES (?, ?, ?)"
+SELECT_ATTACHMENT: Final = "SELECT media_type, data FROM attachments WHERE id = ?"
+HAS_ATTACHMENTS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'attachments'"
+
 Row = tuple[str, int, str, int, str | bytes, str | None, str | None, int]
 
 

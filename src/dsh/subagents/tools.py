@@ -227,6 +227,7 @@ def standard_tools(
     max_depth: int = DEFAULT_MAX_DEPTH,
     spill_dir: str | Path | None = None,
     max_inline_bytes: int | None = DEFAULT_MAX_INLINE_BYTES,
+    glob_max_results: int = 100,
 ) -> ToolRegistry:
     """The built-in tools plus the subagent tools (:func:`subagent_tools`): what ``dsh run`` uses.
 
@@ -235,7 +236,10 @@ def standard_tools(
     past ``max_inline_bytes`` (``None``: never).
     """
     registry = builtin_registry(
-        bash_default_timeout_ms=60_000, spill_dir=spill_dir, max_inline_bytes=max_inline_bytes
+        bash_default_timeout_ms=60_000,
+        spill_dir=spill_dir,
+        max_inline_bytes=max_inline_bytes,
+        glob_max_results=glob_max_results,
     )
     for tool in subagent_tools(max_depth=max_depth):
         registry.register(tool)

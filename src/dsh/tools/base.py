@@ -4,7 +4,7 @@ the context a call runs in, what it returns, and how an ACP client shows a call.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from dsh.errors import ToolInputError
 from dsh.events import Event, SessionHeader
+from dsh.events.attachments import AttachmentStore
 from dsh.events.messages import Block, text_block
 from dsh.events.payloads import TurnEndReason
 from dsh.tools.approval import Approvals
@@ -92,6 +93,12 @@ class ToolContext:
     ``jobs`` is the session's background jobs (``None``: none can be started).
     ``redaction`` holds the secret values the agent knows (its provider key): the registry
     scrubs them out of the call's result before it is logged, spilled or sent.
+    ``jobs`` is the session's background jobs (``None``: none can be started). ``log``
+    appends an event to the session's log between the call's ``tool/call`` and its
+    ``tool/result`` (``todo_write``'s ``todo/write``; ``None``: no owning session).
+    ``attachments`` is where images are stored (the session's store; ``None``: nowhere, so
+    ``read_image`` refuses); ``model`` the model the session asks and ``image_input``
+    whether it takes images.
     """
 
     session_id: str
@@ -108,6 +115,10 @@ class ToolContext:
     agent: AgentHandle | None = None
     jobs: JobTable | None = None
     redaction: Redaction = NO_REDACTION
+    log: Callable[[str, Any], Event] | None = None
+    attachments: AttachmentStore | None = None
+    model: str = ""
+    image_input: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +206,9 @@ class Tool(ABC, Generic[A]):
     """
 
     concurrency_safe: bool = False
+    reruns_in_replay: bool = True
+    """Whether a keyless replay can run the tool again (``False``: its result depends on the
+    world outside the workspace, so a replay serves the recorded one; ``dsh.tools.served``)."""
     acp_kind: ToolKind = "other"
     """What the tool does, as an ACP client shows it (``read``, ``edit``, ``execute``, ...)."""
 

@@ -25,6 +25,7 @@ FS_NOT_OBSERVED: Final = "FS_NOT_OBSERVED"
 FS_STALE_VERSION: Final = "FS_STALE_VERSION"
 FS_EDIT_NOT_FOUND: Final = "FS_EDIT_NOT_FOUND"
 FS_AMBIGUOUS_EDIT: Final = "FS_AMBIGUOUS_EDIT"
+FS_TOO_LARGE: Final = "FS_TOO_LARGE"
 
 
 def tool_error(message: str, code: str = PLAIN) -> ToolError:

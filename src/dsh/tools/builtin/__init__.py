@@ -8,7 +8,10 @@ from dsh.tools.builtin.edit import EditArgs, EditTool
 from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
 from dsh.tools.builtin.job_tools import JobKillTool, JobListTool, JobOutputTool
 from dsh.tools.builtin.read import ReadArgs, ReadTool
+from dsh.tools.builtin.read_image import ReadImageArgs, ReadImageTool
+from dsh.tools.builtin.todo import TodoArgs, TodoWriteTool
 from dsh.tools.builtin.write import WriteArgs, WriteTool
+from dsh.tools.web.tool import WebFetchArgs, WebFetchTool
 
 __all__ = [
     "BashArgs",
@@ -21,7 +24,13 @@ __all__ = [
     "JobListTool",
     "JobOutputTool",
     "ReadArgs",
+    "ReadImageArgs",
+    "ReadImageTool",
     "ReadTool",
+    "TodoArgs",
+    "TodoWriteTool",
+    "WebFetchArgs",
+    "WebFetchTool",
     "WriteArgs",
     "WriteTool",
     "builtin_tools",
@@ -37,7 +46,8 @@ def builtin_tools(
     glob_max_results: int = 100,
 ) -> list[ToolLike]:
     """Fresh instances of the built-in tools, configured by the given limits: the five file and
-    shell tools and ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs."""
+    shell tools, ``job_output``, ``job_kill``, ``job_list`` for ``bash``'s background jobs,
+    ``todo_write``, ``read_image`` and ``web_fetch``."""
     return [
         ReadTool(max_output_bytes=read_max_output_bytes),
         WriteTool(),
@@ -51,4 +61,7 @@ def builtin_tools(
         JobOutputTool(),
         JobKillTool(),
         JobListTool(),
+        TodoWriteTool(),
+        ReadImageTool(),
+        WebFetchTool(),
     ]

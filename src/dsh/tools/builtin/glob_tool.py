@@ -10,8 +10,8 @@ depth, otherwise the path relative to ``path`` (a leading ``/`` anchors); ``*``,
 ``[...]``, ``{a,b}`` and ``**`` work as in ripgrep.
 
 Answers: ``No files found``; the paths joined by ``\\n``; or, over the cap (default 100),
-the oldest ``cap`` paths and ``(Showing K of N paths. The complete result could not be
-saved; narrow pattern or path to see more.)``.
+a sample across the top-level entries with the original's footer (``glob_sample``; with
+``sample_over_cap=False`` the oldest ``cap`` paths and ``(Showing K of N paths. …)``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from pydantic import Field
 
 from dsh.tools.base import Tool, ToolContext, ToolOutput, arg_text
 from dsh.tools.builtin._base import os_failure, quoted
+from dsh.tools.builtin.glob_sample import over_cap
 from dsh.tools.codes import FS_NOT_FOUND, tool_error
 from dsh.tools.schema import ToolArgs
 from dsh.tools.workspace import ResolvedPath, resolve_path, workspace_root
 
 MAX_RESULTS: Final = 100
 SKIPPED_DIRS: Final = frozenset({".git", ".svn", ".hg", ".bzr", ".jj", ".sl"})
-RECOVERY: Final = "The complete result could not be saved; narrow pattern or path to see more."
 
 
 class GlobArgs(ToolArgs):
@@ -171,8 +171,9 @@ class GlobTool(Tool[GlobArgs]):
         pattern = arg_text(args, "pattern")
         return f"Glob {pattern}" if pattern else None
 
-    def __init__(self, *, max_results: int = MAX_RESULTS) -> None:
+    def __init__(self, *, max_results: int = MAX_RESULTS, sample_over_cap: bool = True) -> None:
         self.max_results = max_results
+        self.sample_over_cap = sample_over_cap
 
     async def call(self, args: GlobArgs, ctx: ToolContext) -> ToolOutput:
         if not args.pattern.strip():
@@ -181,13 +182,15 @@ class GlobTool(Tool[GlobArgs]):
             raise tool_error("path must be a non-empty string when given")
         matcher = compile_glob(args.pattern)
         base = resolve_path(ctx, args.path or ".", argument="path")
-        paths = await asyncio.to_thread(_search, base, matcher, workspace_root(ctx))
-        shown = paths[: self.max_results]
-        truncated = len(paths) > len(shown)
+        root = workspace_root(ctx)
+        paths = await asyncio.to_thread(_search, base, matcher, root)
+        truncated = len(paths) > self.max_results
+        if truncated:
+            search_root = await asyncio.to_thread(os.path.relpath, base.shown, root)
+            shown, text = over_cap(paths, search_root, self.max_results, sampled=self.sample_over_cap)
+        else:
+            shown, text = paths, "\n".join(paths)
         meta: dict[str, Any] = {"shape": "paths", "paths": shown, "truncated": truncated, "total": len(paths)}
         if not paths:
             return ToolOutput.text("No files found", meta=meta)
-        text = "\n".join(shown)
-        if truncated:
-            text += f"\n\n(Showing {len(shown)} of {len(paths)} paths. {RECOVERY})"
         return ToolOutput.text(text, meta=meta)
