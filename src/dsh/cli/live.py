@@ -179,14 +179,14 @@ async def close_background(agent: Agent, within: float) -> None:
 
     running = running_children([agent])
     if (running or agent.busy) and within > 0:
+        wait = asyncio.ensure_future(settle_background([agent], within))
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, wait.cancel)  # before the line that invites it
         typer.echo(
             f"dsh: waiting up to {within:g} s for {running} background subagent(s) to finish "
             "(--background-wait; Ctrl-C stops them now)",
             err=True,
         )
-        wait = asyncio.ensure_future(settle_background([agent], within))
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, wait.cancel)
         try:
             await asyncio.wait([wait])
         finally:
