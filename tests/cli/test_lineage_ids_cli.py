@@ -57,7 +57,10 @@ def _write(path: Path, sid: str, parent: str | None, created_at: int = 1) -> Pat
 
 
 def _no_sessions(dsh: Dsh) -> None:
-    assert dsh("sessions", "list", "--json").json() == []
+    listed = dsh("sessions", "list", "--json")
+    if listed.code == 1 and "no store at" in listed.stderr:
+        return  # the refused import created nothing at all (read-only commands never create one)
+    assert listed.json() == []
 
 
 def test_a_session_naming_itself_as_its_parent_is_refused_at_import(dsh: Dsh, tmp_path: Path) -> None:
