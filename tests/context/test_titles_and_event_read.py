@@ -24,7 +24,7 @@ def test_fallback_title_normalizes_and_cuts_like_the_original() -> None:
 
 async def test_the_title_comes_once_before_the_first_request(tmp_path: Path) -> None:
     agent, _ = await context_agent(tmp_path, [text_reply("a"), text_reply("b")])
-    await agent.run_turn("   ")  # nothing to title from
+    await agent.run_turn("\x1b[0m")  # not blank, yet nothing to title from (a blank one is refused)
     await agent.run_turn("Deploy the new build to staging now")
     events = agent.session.events
     titles = [e for e in events if e.type == "session/title"]

@@ -21,6 +21,7 @@ from acp.exceptions import RequestError
 from acp.schema import ImageContentBlock, ResourceContentBlock, TextContentBlock
 
 from dsh.events.messages import Message, text_block, user_message
+from dsh.loop.prompt import is_blank
 from dsh.loop.prompts import PromptPart, resource_link_text
 from dsh.tools.images import MEDIA_TYPES, ImageRefused, admit
 
@@ -63,17 +64,20 @@ def admit_prompt(blocks: Sequence[Any], *, images: bool = False) -> Message | li
                 raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
         return parts
     content = []
+    said = False  # some text or a link the model can act on (dsh.loop.prompt: blank is refused)
     for block in blocks:
         if isinstance(block, TextContentBlock):
             if block.text:
                 content.append(text_block(block.text))
+                said = said or not is_blank(block.text)
         elif isinstance(block, ResourceContentBlock):
             content.append(text_block(f"[resource_link name={block.name} uri={block.uri}]"))
+            said = True
         else:
             kind = getattr(block, "type", type(block).__name__)
             raise invalid_params(f"{kind} prompt content is not supported (see promptCapabilities)")
-    if not content:
-        raise invalid_params("the prompt is empty")
+    if not said:
+        raise invalid_params("the prompt is empty (only whitespace)" if content else "the prompt is empty")
     message = user_message("")
     message["content"] = content
     return message

@@ -114,10 +114,12 @@ class ReplayModels:
     def tools(self) -> ToolRegistry:
         """A session's tools: the standard ones as the recording's composition had them."""
         composed = self.composition
+        cap = self.policy.glob_cap if self.policy is not None else None
+        glob_cap = cap or 100  # the recording's own glob cap, so its glob results replay
         if composed is None:
-            return standard_tools()
+            return standard_tools(glob_max_results=glob_cap)
         spill = 800 if composed.spill else None
-        base = standard_tools(spill_dir=composed.spill_dir, max_inline_bytes=spill)
+        base = standard_tools(spill_dir=composed.spill_dir, max_inline_bytes=spill, glob_max_results=glob_cap)
         return composed_tools(base, composed.tools())
 
     async def aclose(self) -> None:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -73,14 +71,10 @@ def build_runtime(options: ServeOptions) -> Runtime:
     if options.model is not None and not options.model.strip():
         raise UsageError("--model must not be empty")
     models: ModelSource
-    tools: Callable[[], ToolRegistry] = standard_tools
     if options.replay is not None:
         replay = ReplayModels(options.replay.resolve(), trust=options.trust, drift=options.drift)
         replay.check()
         models, name = replay, options.model or replay.recorded_model or DEFAULT_MODEL
-        cap = replay.policy.glob_cap if replay.policy is not None else None
-        if cap is not None:  # the recording's own glob cap, so its glob results replay
-            tools = functools.partial(standard_tools, glob_max_results=cap)
     else:
         try:
             settings = resolve_provider(

@@ -33,6 +33,7 @@ from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
 from dsh.model.settings import resolve_provider
 from dsh.procfs import scrub_secret
 from dsh.store.base import EventStore
+from dsh.store.notices import warnings_to
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
 from dsh.tools.approval import Approver
@@ -95,7 +96,8 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
         sid = found
     else:
         return None
-    header = (await store.load(sid)).header
+    with warnings_to(lambda _message: None):  # the resume itself says what is wrong, once
+        header = (await store.load(sid)).header
     if header.parent_session is not None:  # --continue never finds one: it takes top-level sessions only
         raise UsageError(
             f"session {sid} is a subagent of session {header.parent_session}: it is not resumed "
