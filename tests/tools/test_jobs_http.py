@@ -286,7 +286,9 @@ async def test_a_resumed_session_never_reuses_a_job_id(tmp_path: Path) -> None:
 
     def handler(req: RecordedRequest) -> Response:
         seen = tool_texts_seen(req)
-        prompt = str(next(m for m in reversed(req.messages) if m.get("role") == "user").get("content"))
+        # the turn's own prompt (a job's completion notice may be the last user message)
+        prompts = [str(m.get("content")) for m in req.messages if m.get("role") == "user"]
+        prompt = "again" if "again" in prompts else "first"
         if prompt == "first" and not seen:
             return background("c1", "true")
         if prompt == "again" and seen == ["c1"]:
