@@ -89,3 +89,13 @@ def test_bad_input(dsh_sqlite: Dsh) -> None:
     assert_user_error(dsh_sqlite("diff", "nosuchid", run), "nosuchid")
     assert dsh_sqlite("diff", "nosuchid", run).code == 2
     assert_user_error(dsh_sqlite("diff", run, run, "--json", "--markdown"), "--json", "--markdown")
+
+
+def test_two_runs_in_different_workspaces_behave_the_same(dsh_sqlite: Dsh, upstream: Path) -> None:
+    """Each side's own workspace path is ``{{cwd}}`` (a tool result names it), as in a replay."""
+    for _ in range(2):
+        dsh_sqlite("replay", upstream / "fs-write", "--trust").ok()
+    a, b = (row["id"] for row in dsh_sqlite("sessions", "list", "--json").json())
+    assert dsh_sqlite("log", a).stdout.count("/work/notes.txt") >= 1  # the literal workspace is logged
+    result = dsh_sqlite("diff", a, b)
+    assert result.code == 0, result.stdout

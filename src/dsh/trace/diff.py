@@ -188,21 +188,19 @@ def _request(sid: str, derived: Derived, call: RecordedCall | None) -> ModelRequ
     )
 
 
-def _cwd_of(a: LoadedSession, b: LoadedSession) -> str | None:
-    """The workspace spelling B's side normalizes to ``{{cwd}}``: needed only where A's log
-    carries the token (a recording) and B's a real path."""
-    if a.header.cwd == "{{cwd}}" and b.header.cwd not in (None, "{{cwd}}"):
-        return b.header.cwd
-    return None
-
-
 def compare_sessions(label: str, a: LoadedSession, b: LoadedSession) -> Divergence | None:
     """The first difference between two sessions' model-visible behaviour, else ``None``."""
     seen_a, seen_b = _derived(a, f"{label} (A)"), _derived(b, f"{label} (B)")
     final = RecordedCall(None, None, len(seen_a.messages), None)
     extended = Derived(seen_a.entries, [*seen_a.calls, final], seen_a.messages, seen_a.received)
-    check = SessionCheck(
-        label, a.header.id, extended, version=_version(a), tolerances=Tolerances(), cwd=_cwd_of(a, b)
+    check = SessionCheck(  # each side's own workspace is {{cwd}}, as in a replay of a recording
+        label,
+        a.header.id,
+        extended,
+        version=_version(a),
+        tolerances=Tolerances(),
+        cwd=b.header.cwd,
+        recorded_cwd=a.header.cwd,
     )
     shared = min(len(seen_a.calls), len(seen_b.calls))
     for k in range(shared):
