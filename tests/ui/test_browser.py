@@ -7,41 +7,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh.loop import Feed
-from tests.ui.browser import chromium_path, serving
+from tests.ui import pages
+from tests.ui.browser import serving
 from tests.ui.conftest import Loaded
 from tests.ui.helpers import HOSTILE_ID, append_turn, replay_subagent_mixed, store_url
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = chromium_path()
-    with playwright_api.sync_playwright() as p:
-        try:
-            launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        except playwright_api.Error as exc:
-            pytest.skip(f"{executable} does not start headless: {str(exc).splitlines()[0]}")
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield tab
-    context.close()
-    assert not errors, errors
+browser, page = pages.browser, pages.page  # the shared fixtures (tests.ui.pages)
 
 
 def shot(tab: Any, artifacts: Path, name: str) -> Path:

@@ -4,7 +4,6 @@ server on 127.0.0.1 (routes) and headless Chromium (rendering)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,13 @@ from dsh.events import Event, SessionHeader
 from dsh.snapshot import ScenarioResult
 from dsh.store.url import open_store
 from dsh.ui.report import render_replay_report
-from tests.ui.browser import chromium_path, serving
+from tests.ui import pages
+from tests.ui.browser import serving
 from tests.ui.conftest import Loaded
 from tests.ui.helpers import run_in_thread, store_url
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
+browser, page = pages.browser, pages.page  # the shared fixtures (tests.ui.pages)
 
 
 def add_sessions(url: str, *headers: SessionHeader, running: str | None = None) -> None:
@@ -54,29 +55,6 @@ def test_a_unique_prefix_redirects_an_ambiguous_one_lists_the_candidates(tmp_pat
         assert 'href="/s/abc-one"' in ambiguous.text and 'href="/s/abd-two"' in ambiguous.text
         assert "xyz-three" not in ambiguous.text
         assert http.get("/s/nope").status_code == 404
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = chromium_path()
-    with playwright_api.sync_playwright() as p:
-        try:
-            launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        except playwright_api.Error as exc:
-            pytest.skip(f"{executable} does not start headless: {str(exc).splitlines()[0]}")
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield tab
-    context.close()
-    assert not errors, errors
 
 
 def test_children_are_nested_under_their_parent(page: Any, mixed_store: Loaded) -> None:
