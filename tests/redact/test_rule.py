@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import os
 import struct
 import uuid
@@ -132,3 +133,20 @@ def test_no_false_positives_on_ids_hashes_and_images() -> None:
     ]
     for text in clean:
         assert r.findings(text) == [], text[:80]
+
+
+@pytest.mark.parametrize("cuts", [(5,), (3, 9, 20), tuple(range(1, 48)), (0, 0, 12)])
+def test_pieces_redact_a_secret_split_across_pieces_as_one(cuts: tuple[int, ...]) -> None:
+    text = f"token {GITHUB} end"
+    bounds = [0, *cuts, len(text)]
+    parts = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    out = redactor().pieces(parts)
+    assert len(out) == len(parts)
+    assert "".join(out) == redactor().text(text)
+    assert not any(GITHUB[:6] in piece for piece in out)
+    assert sum(piece.count("<secret:github-token:") for piece in out) == 1
+
+
+def test_pieces_leave_clean_pieces_alone() -> None:
+    parts = ["hello ", "wor", "ld"]
+    assert redactor().pieces(parts) == parts

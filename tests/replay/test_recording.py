@@ -87,7 +87,9 @@ async def test_once_records_a_missing_scenario_then_replays_it_keylessly(tmp_pat
         finally:
             await model.aclose()
     assert first.ok and first.mode == "record", first.failure_text()
-    assert first.changed == ["session.jsonl", "transcript.expected.jsonl"]
+    # the first record keeps the recording's redaction salt in input.json (with the logs, one step)
+    assert first.changed == ["input.json", "session.jsonl", "transcript.expected.jsonl"]
+    assert json.loads((scenario / "input.json").read_text())["replay"]["salt"]
     # the server is stopped now: the second run must be keyless
     second = await run_scenario(scenario, "once")
     assert second.ok and second.mode == "replay", second.failure_text()
@@ -221,7 +223,7 @@ def test_a_custom_tool_scenario_replays_through_the_factory(tmp_path: Path) -> N
             "scenario", "record", str(scenario), "--factory", "myfactory:make", env=env, cwd=project
         )
     assert recorded.returncode == 0, recorded.stderr
-    assert "changed session.jsonl, transcript.expected.jsonl" in recorded.stdout
+    assert "changed input.json, session.jsonl, transcript.expected.jsonl" in recorded.stdout
     plain = _dsh("scenario", "replay", str(scenario), "--trust", cwd=project)
     assert plain.returncode == 1  # the standard agent has no get_weather: the check says so
     assert "get_weather" in plain.stdout

@@ -25,6 +25,7 @@ def test_run_scenario_signature_is_unchanged() -> None:
         ("step_timeout", "KEYWORD_ONLY", "10.0"),
         ("keep_failed", "KEYWORD_ONLY", "False"),
         ("sandbox", "KEYWORD_ONLY", "'recorded'"),
+        ("redact", "KEYWORD_ONLY", "RedactOptions(custom=(), enabled=True, provider_key=None)"),
     ]
     assert "default_agent_factory" in shown[2][2]
     assert inspect.signature(run_scenario).return_annotation == "ScenarioResult"

@@ -16,6 +16,7 @@ from dsh.cli.common import (
     run_async,
     user_errors,
 )
+from dsh.cli.redact_opts import NoRedactOption, RedactOption, redaction
 from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay, scenario_argument
 from dsh.procfs import scrub_secret
 
@@ -58,11 +59,14 @@ def record(
     keep_failed: Annotated[
         bool, typer.Option("--keep-failed", help="Write a failed recording beside it as NAME.failed/.")
     ] = False,
+    redact: RedactOption = None,
+    no_redact: NoRedactOption = False,
 ) -> None:
     """Run the scenario against the real provider and keep its logs and transcript.
 
     The previous recording is replaced as one step, and only when every turn completed;
-    otherwise nothing is written and the command exits 1 naming the failure.
+    otherwise nothing is written and the command exits 1 naming the failure. Secrets are
+    redacted from what is written (<secret:KIND:HASH8>; the salt goes to input.json).
     """
     from dsh.model.settings import resolve_provider
     from dsh.snapshot import run_scenario
@@ -72,6 +76,7 @@ def record(
         settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
         scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
         chosen: AgentFactory = agent_factory(factory)
+        rule = redaction(redact, no_redact, settings.api_key)
     from dsh.model.openai_compat import OpenAICompatModel
 
     async def go() -> ScenarioResult:
@@ -81,7 +86,7 @@ def record(
         try:
             return await run_scenario(
                 directory, "record", factory=chosen, record_model=live, model_name=settings.model,
-                keep_failed=keep_failed,
+                keep_failed=keep_failed, redact=rule,
             )  # fmt: skip
         finally:
             await live.aclose()
@@ -123,22 +128,30 @@ def save(
     ] = None,
     store: StoreOption = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a recording already in DIRECTORY.")] = False,
+    redact: RedactOption = None,
+    no_redact: NoRedactOption = False,
 ) -> None:
     """Turn a real session from any store into a scenario that replays strictly.
 
     Writes the session as session.jsonl, each descendant (spawn and fork children,
     grandchildren) as session.N.jsonl, an input.json of its prompts and the normalized
-    transcript; with --workspace a copy of that folder.
+    transcript; with --workspace a copy of that folder. Secrets (provider keys, token
+    shapes, secret environment values, --redact matches) become <secret:KIND:HASH8> in every
+    file, the workspace copy too; the user's store is left as it is.
     """
     from dsh.cli.resolve import resolve_id
     from dsh.snapshot.save import save_scenario
     from dsh.store.url import open_store
 
+    with user_errors():
+        rule = redaction(redact, no_redact)
+
     async def go() -> tuple[str, list[str]]:
         opened = open_store(store, create=False)
         try:
             sid = await resolve_id(opened, session_id)  # a unique prefix, as every command takes
-            return sid, await save_scenario(opened, sid, directory, workspace=workspace, force=force)
+            saved = await save_scenario(opened, sid, directory, workspace=workspace, force=force, redact=rule)
+            return sid, saved
         finally:
             await opened.close()
 

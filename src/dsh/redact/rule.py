@@ -148,6 +148,35 @@ class Redactor:
         out.append(text[at:])
         return "".join(out)
 
+    def pieces(self, parts: Sequence[str]) -> list[str]:
+        """``parts`` (consecutive pieces of one text: a stream's deltas) redacted as the whole
+        they make, piece for piece: a secret split across pieces becomes one placeholder in the
+        piece where it starts, and its rest is cut from the pieces after (which may end empty).
+        ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept."""
+        whole = "".join(parts)
+        found = self.findings(whole)
+        if not found:
+            return list(parts)
+        out: list[str] = []
+        start, first = 0, 0
+        for part in parts:
+            end = start + len(part)
+            while first < len(found) and found[first].end <= start:
+                first += 1
+            piece, cursor, i = [], start, first
+            while i < len(found) and found[i].start < end:
+                f = found[i]
+                if f.start > cursor:
+                    piece.append(whole[cursor : f.start])
+                if f.start >= start:
+                    piece.append(self.placeholder(f.kind, whole[f.start : f.end]))
+                cursor = max(cursor, min(f.end, end))
+                i += 1
+            piece.append(whole[cursor:end])
+            out.append("".join(piece))
+            start = end
+        return out
+
     def value(self, value: Any) -> Any:
         """A JSON value with every string redacted (keys are kept; nothing else changes)."""
         if isinstance(value, str):

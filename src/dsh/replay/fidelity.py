@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh import jsonx
-from dsh.errors import ScenarioError
+from dsh.errors import ScenarioError, UsageError
 from dsh.events import Event
 from dsh.events.messages import Message
 from dsh.events.payloads import HeaderConfig, message_of
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.model import ModelRequest
+from dsh.redact import Redactor
 from dsh.replay.derive import Derived
 from dsh.replay.views import Normalizer, View, ViewBuilder, pretty
 from dsh.replay.wire_request import over_the_wire
@@ -68,14 +69,19 @@ class Tolerances:
     scrub: tuple[tuple[re.Pattern[str], str], ...] = ()
     ignore: frozenset[str] = frozenset()
     drift: Drift = "strict"
+    redactor: Redactor | None = None
+    """The recording's redaction rule (``salt``, ``redact``: :mod:`dsh.redact`), applied to the
+    live side before any comparison; ``None``: the recording was not redacted."""
 
     @classmethod
     def from_scenario(cls, document: object, where: str, drift: Drift = "strict") -> Tolerances:
         """Validate the ``"replay"`` object of ``input.json`` (absent ⇒ strict, no rules)."""
         if document is None:
             return cls(drift=drift)
-        if not isinstance(document, dict) or not set(document) <= {"scrub", "ignore"}:
-            raise ScenarioError(f'{where}: "replay" must be an object with optional "scrub" and "ignore"')
+        if not isinstance(document, dict) or not set(document) <= {"scrub", "ignore", "salt", "redact"}:
+            raise ScenarioError(
+                f'{where}: "replay" must be an object with optional "scrub", "ignore", "salt" and "redact"'
+            )
         scrub_doc = document.get("scrub", {})
         if not isinstance(scrub_doc, dict) or not all(isinstance(v, str) for v in scrub_doc.values()):
             raise ScenarioError(f'{where}: "replay.scrub" must map regex strings to replacement strings')
@@ -88,11 +94,27 @@ class Tolerances:
         ignore = document.get("ignore", [])
         if not isinstance(ignore, list) or not all(isinstance(i, str) and i for i in ignore):
             raise ScenarioError(f'{where}: "replay.ignore" must be a list of "system", "tools" or tool names')
-        return cls(tuple(scrubs), frozenset(ignore), drift)
+        return cls(tuple(scrubs), frozenset(ignore), drift, _live_redactor(document, where))
 
     @property
     def declared(self) -> bool:
         return bool(self.scrub or self.ignore)
+
+
+def _live_redactor(document: dict[str, Any], where: str) -> Redactor | None:
+    """The rule a redacted recording (``replay.salt``) was written with, for the live side:
+    the same salt and regexes, the token shapes, this environment's secret values."""
+    salt, custom = document.get("salt"), document.get("redact", [])
+    if not isinstance(custom, list) or not all(isinstance(p, str) for p in custom):
+        raise ScenarioError(f'{where}: "replay.redact" must be a list of regex strings')
+    if salt is None:
+        return None
+    if not isinstance(salt, str) or not salt:
+        raise ScenarioError(f'{where}: "replay.salt" must be a non-empty string')
+    try:
+        return Redactor.for_recording(salt, custom=custom)
+    except UsageError as exc:
+        raise ScenarioError(f"{where}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +205,8 @@ class SessionCheck:
         self._calls = derived.calls
         self._v0 = version == 0
         self._cwd = cwd_spellings(cwd)
-        self._live = ViewBuilder(Normalizer(self._cwd))
+        self._redactor = tolerances.redactor
+        self._live = ViewBuilder(Normalizer(self._cwd, redactor=self._redactor))
         self._recorded_headers: dict[int, dict[str, str]] = {}
         self._live_header: tuple[object, tuple[object, ...], dict[str, str]] | None = None
         self._accepted: set[tuple[str, str, str]] = set()
@@ -273,7 +296,7 @@ class SessionCheck:
                     return f"ignore {tool}"
         if self.tolerances.scrub:
             scrubbed = ViewBuilder(Normalizer((), self.tolerances.scrub)).view(rec_raw)
-            live = ViewBuilder(Normalizer(self._cwd, self.tolerances.scrub)).view(live_raw)
+            live = ViewBuilder(Normalizer(self._cwd, self.tolerances.scrub, self._redactor)).view(live_raw)
             if scrubbed == live:
                 return "scrub"
         return None
@@ -332,7 +355,9 @@ class SessionCheck:
         if cached is not None and cached[0] is request.tools and cached[1] == key:
             live = cached[2]
         else:
-            live = self._header_parts(Normalizer(self._cwd), request.system, list(request.tools), *key[1:])
+            live = self._header_parts(
+                Normalizer(self._cwd, redactor=self._redactor), request.system, list(request.tools), *key[1:]
+            )
             self._live_header = (request.tools, key, live)
         if live == recorded:
             return None
@@ -374,23 +399,26 @@ def tool_results(
     *,
     over_wire: bool = False,
     recorded_cwd: str | None = None,
+    redactor: Redactor | None = None,
 ) -> ToolTally:
     """Compare a session's own tool results with the recorded ones, by call id
     (``over_wire``: both seen through the wire, for a recording that saw only the wire;
     ``recorded_cwd``: the recording's header ``cwd``, see :func:`recorded_cwd_spellings`)."""
     spellings = cwd_spellings(cwd)
 
-    def results(events: Sequence[Event], cwd_tokens: tuple[str, ...]) -> dict[str, str]:
+    def results(
+        events: Sequence[Event], cwd_tokens: tuple[str, ...], live: Redactor | None = None
+    ) -> dict[str, str]:
         out: dict[str, str] = {}
         for event in events:
             message = message_of(event) if event.type == TOOL_RESULT else None
             for seen in (over_the_wire(message) if over_wire else [message]) if message is not None else ():
-                view = ViewBuilder(Normalizer(cwd_tokens)).view(seen)
+                view = ViewBuilder(Normalizer(cwd_tokens, redactor=live)).view(seen)
                 out[view.key] = view.text
         return out
 
     want = results(recorded, recorded_cwd_spellings(recorded_cwd))
-    got = results(live, spellings)
+    got = results(live, spellings, redactor)
     differing = tuple(call for call, text in want.items() if got.get(call) != text)
     return ToolTally(len(want) - len(differing), len(want), differing)
 

@@ -9,6 +9,8 @@ what the model reads. Normalization makes the two sides comparable and nothing e
 - session ids (any UUID, and the original's ``{{sessionId}}`` token) → ``{{id:N}}`` by
   first appearance in the session's history, so the same id at the same place compares
   equal and a different one does not;
+- on the live side of a redacted recording, every secret → its ``<secret:KIND:HASH8>``
+  placeholder (:mod:`dsh.redact`, the recording's salt), before the rules below;
 - spill-file locators (``…/session-<12 hex>/<12 hex>-<name>.txt``, random by design) →
   ``{{spillLocator:<name>.txt}}``, as the original normalizes them.
 
@@ -24,6 +26,7 @@ from typing import Any, Literal
 
 from dsh import jsonx
 from dsh.events.messages import Message, Source
+from dsh.redact import Redactor
 
 ViewKind = Literal["user", "assistant", "tool-result", "injected"]
 
@@ -92,13 +95,19 @@ _WORKSPACE_ROOT_JSON = re.compile(r"(" + re.escape(_WORKSPACE_MARK) + r')\\"(?:(
 class Normalizer:
     """Normalizes the strings of one side of one session (ids numbered as they appear)."""
 
-    __slots__ = ("_cwd", "_cwd_json", "_ids", "scrubs")
+    __slots__ = ("_cwd", "_cwd_json", "_ids", "redactor", "scrubs")
 
-    def __init__(self, cwd_spellings: Sequence[str] = (), scrubs: Sequence[tuple[re.Pattern[str], str]] = ()):
+    def __init__(
+        self,
+        cwd_spellings: Sequence[str] = (),
+        scrubs: Sequence[tuple[re.Pattern[str], str]] = (),
+        redactor: Redactor | None = None,
+    ):
         self._cwd = sorted({c for c in cwd_spellings if c and c != "/"}, key=len, reverse=True)
         self._cwd_json = [jsonx.dumps_sorted(c)[1:-1] for c in self._cwd]
         self._ids: dict[str, str] = {}
         self.scrubs = tuple(scrubs)
+        self.redactor = redactor
 
     def _id(self, match: re.Match[str]) -> str:
         raw = match.group(0).lower()
@@ -126,6 +135,8 @@ class Normalizer:
         return list(self._ids)
 
     def text(self, value: str) -> str:
+        if self.redactor is not None:  # a live secret becomes the recording's placeholder first
+            value = self.redactor.text(value)
         value = self._builtin(value, self._cwd)
         for pattern, replacement in self.scrubs:
             value = pattern.sub(replacement, value)
@@ -147,7 +158,7 @@ class Normalizer:
         spelling; spill locators and ids never contain characters JSON escapes); declared
         scrubs are regexes over the strings themselves, so they walk the value.
         """
-        if self.scrubs:
+        if self.scrubs or self.redactor is not None:
             return jsonx.dumps_sorted(self.walk(value))
         return self._builtin(jsonx.dumps_sorted(value), self._cwd_json)
 

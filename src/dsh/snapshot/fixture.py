@@ -29,6 +29,13 @@ from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
+from dsh.snapshot.redaction import (
+    DEFAULT_REDACTION,
+    RedactOptions,
+    input_file,
+    read_input_document,
+    redact_sessions,
+)
 from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
@@ -73,7 +80,14 @@ class _RecordingModel:
 class Recording:
     """One test's binding to the scenario in ``directory`` (see the module docstring)."""
 
-    def __init__(self, directory: Path, mode: Mode, *, drift: Drift = "strict") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        mode: Mode,
+        *,
+        drift: Drift = "strict",
+        redact: RedactOptions = DEFAULT_REDACTION,
+    ) -> None:
         directory = directory.resolve()
         recover(directory)
         if mode == "refresh":
@@ -82,6 +96,7 @@ class Recording:
             mode = "replay" if (directory / PRIMARY).exists() else "record"
         self.directory = directory
         self.mode: Mode = mode
+        self.redact = redact
         self.store = MemoryEventStore()
         self.feed = Feed()
         self._tmp = tempfile.TemporaryDirectory(prefix="dsh-rec-")
@@ -162,7 +177,9 @@ class Recording:
                     f"scenario {self.directory.name}: not recorded: {failure}; nothing was written"
                 )
             self.directory.mkdir(parents=True, exist_ok=True)
-            return write_recording(self.directory, scenario_logs(sessions, roots[0], str(self.cwd)))
+            rule = self.redact.rule(read_input_document(self.directory))
+            files = scenario_logs(redact_sessions(sessions, rule.redactor), roots[0], str(self.cwd))
+            return write_recording(self.directory, {**files, **input_file(self.directory, rule)})
         finally:
             if self._live is not None:
                 await self._live.aclose()

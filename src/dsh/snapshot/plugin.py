@@ -13,6 +13,7 @@ pytest and the scenario file names; the runner is imported when a scenario runs.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +26,7 @@ from dsh.replay.layout import INPUT
 
 if TYPE_CHECKING:
     from dsh.snapshot.fixture import Recording
+    from dsh.snapshot.redaction import RedactOptions
     from dsh.snapshot.runner import AgentFactory
 
 
@@ -46,6 +48,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="warn: report where a replay diverges from its recording without failing "
         "(default: $DSH_DRIFT or strict).",
     )
+    group.addoption(
+        "--dsh-no-redact",
+        action="store_true",
+        default=False,
+        help="Debugging only: record secrets verbatim (no redaction, no scan after the record).",
+    )
+    parser.addini(
+        "dsh_redact",
+        type="linelist",
+        default=[],
+        help="Regexes whose matches a record redacts besides the built-in secrets (kept in input.json).",
+    )
     parser.addini(
         "dsh_snapshot_paths",
         type="paths",
@@ -63,6 +77,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         help="module:function building the agent for a scenario (default: dsh's standard agent).",
     )
+
+
+def _redaction(config: pytest.Config) -> RedactOptions:
+    from dsh.snapshot.redaction import NO_REDACT_WARNING, RedactOptions
+
+    enabled = not config.getoption("--dsh-no-redact")
+    if not enabled:
+        sys.stderr.write(f"dsh: WARNING: {NO_REDACT_WARNING}\n")
+    return RedactOptions(tuple(config.getini("dsh_redact")), enabled=enabled)
+
+
+def _check_clean(directory: Path, changed: list[str], redact: RedactOptions) -> None:
+    """After a record: the scan over what it wrote; a finding fails the record."""
+    from dsh.snapshot.redaction import read_input_document, recording_rule, secrets_left
+
+    if not redact.enabled or not changed:
+        return
+    custom = recording_rule(read_input_document(directory), custom=redact.custom).custom
+    left = secrets_left(directory, changed, custom)
+    if left:
+        raise ScenarioFailed(
+            f"scenario {directory.name}: the recording still holds secrets (redact them with "
+            "dsh_redact or replay.redact, then record again):\n" + "\n".join(left)
+        )
 
 
 _DRIFTED = pytest.StashKey[list[str]]()
@@ -129,12 +167,14 @@ def dsh_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
     config = request.config
     mode = snapshot_mode(config.getoption("--dsh-snapshot"))
     try:
-        recording = Recording(path, mode, drift=drift_mode(config.getoption("--dsh-drift")))
+        redact = _redaction(config)
+        recording = Recording(path, mode, drift=drift_mode(config.getoption("--dsh-drift")), redact=redact)
     except ScenarioSkipped as exc:
         pytest.skip(str(exc))
     yield recording
     passed = request.node.stash.get(_OUTCOME, False)
     changed = asyncio.run(recording.finish(passed=passed))
+    _check_clean(path, changed, redact)
     if changed:
         config.stash.setdefault(_CHANGED, []).append(f"{path}: {', '.join(changed)}")
 
@@ -211,14 +251,19 @@ class ScenarioItem(pytest.Item):
             warning = untrusted_warning(self.path.parent)
             if warning:
                 self.config.stash.setdefault(_UNTRUSTED, []).append(warning)
+        redact = _redaction(self.config)
         try:
             result = asyncio.run(
-                run_scenario(self.path.parent, mode, factory=_factory(self.config), drift=drift)
+                run_scenario(
+                    self.path.parent, mode, factory=_factory(self.config), drift=drift, redact=redact
+                )
             )
         except ScenarioSkipped as exc:
             pytest.skip(str(exc))
         if not result.ok:
             raise ScenarioFailed(result.failure_text())
+        if result.mode == "record":
+            _check_clean(self.path.parent, result.changed, redact)
         if result.changed:
             self.config.stash.setdefault(_CHANGED, []).append(
                 f"{result.scenario}: {', '.join(result.changed)}"

@@ -63,6 +63,8 @@ def session_reports(
         live = sessions.get(script.bound_to) if script.bound_to else None
         live_own = live.events[live.inherited_event_count :] if live else []
         rec_own = rec.events[rec.inherited_event_count :] if rec else []
+        redactor = script.check.tolerances.redactor if script.check else None
+        final = final_assistant_text(live_own) if live else ""
         out.append(
             SessionReport(
                 recorded_id=script.recorded_id,
@@ -71,7 +73,7 @@ def session_reports(
                 inherited_event_count=live.inherited_event_count if live else 0,
                 calls=len(script.entries),
                 consumed=script.cursor,
-                final_text=final_assistant_text(live_own) if live else "",
+                final_text=redactor.text(final) if redactor is not None else final,
                 recorded_text=final_assistant_text(rec_own) if rec else "",
                 tool_results=tool_results(
                     rec_own,
@@ -79,6 +81,7 @@ def session_reports(
                     cwd,
                     over_wire=script.wire is not None,
                     recorded_cwd=rec.header.cwd if rec else None,
+                    redactor=redactor,
                 ),
                 divergence=script.divergence,
                 not_reproduced=script.check.not_reproduced if script.check else [],

@@ -18,6 +18,7 @@ from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
+from dsh.redact import Redactor
 from dsh.replay.fidelity import DRIFTS, Drift
 from dsh.replay.files import load_replay_model, read_input, read_tolerances
 from dsh.replay.layout import PRIMARY
@@ -25,6 +26,15 @@ from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
 from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
+from dsh.snapshot.redaction import (
+    DEFAULT_REDACTION,
+    RecordingRule,
+    RedactOptions,
+    input_file,
+    read_input_document,
+    redact_lines,
+    redact_sessions,
+)
 from dsh.snapshot.reports import SessionReport, check_reports, session_reports
 from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
@@ -239,6 +249,10 @@ class _Prepared:
     setup: AgentSetup
     owns_model: bool
     """Whether the run made the model (and so closes it)."""
+    rule: RecordingRule | None
+    """How a record redacts what it writes (``None`` when replaying)."""
+    redactor: Redactor | None
+    """What the run's transcript goes through: the record's rule, or the recording's on replay."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +279,7 @@ async def _prepare(
     sliced: bool,
     drift: Drift,
     sandbox: SandboxPolicy | Literal["recorded"] | None,
+    redact: RedactOptions,
 ) -> _Prepared:
     """Read the steps, copy the workspace, load the recording (or pick the live model)."""
     name = directory.name
@@ -274,13 +289,18 @@ async def _prepare(
     recorded: dict[str, LoadedSession] = {}
     model: Model
     composed = Composition(name, None, None, context=False)  # a new recording: the standard tools
+    rule: RecordingRule | None = None
+    redactor: Redactor | None = None
     if mode == "record":
+        rule = redact.rule(await asyncio.to_thread(read_input_document, directory))
+        redactor = rule.redactor
         if record_model is not None:
             model, model_name = record_model, model_name or DEFAULT_MODEL
         else:
             model, model_name = _record_model()
     else:
         tolerances = read_tolerances(directory, drift)
+        redactor = tolerances.redactor
         replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
         model = replay_model
         composed = composition(directory, logs)
@@ -317,7 +337,9 @@ async def _prepare(
         glob_cap=policy.glob_cap or 100,
     )
     owns = mode == "record" and record_model is None
-    return _Prepared(name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns)
+    return _Prepared(
+        name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns, rule, redactor
+    )
 
 
 async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _Played:
@@ -342,7 +364,7 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
     lines: list[dict[str, Any]] = []
     for agent in player.agents:
         lines.extend(build_transcript(sessions, agent.id))
-    transcript = normalize(lines, cwd=str(prep.cwd))
+    transcript = redact_lines(normalize(lines, cwd=str(prep.cwd)), prep.redactor)
     return _Played(player.agents, problems, sessions, transcript, dumps_lines(transcript).encode())
 
 
@@ -373,7 +395,7 @@ async def _write(prep: _Prepared, played: _Played, result: ScenarioResult, *, ke
     if prep.mode == "record":
         if not played.agents:
             raise ScenarioError(f"scenario {name}: no session was started")
-        files = {**scenario_logs(played.sessions, played.agents[0].id, str(prep.cwd)), TRANSCRIPT: text}
+        files = _recorded_files(prep, played)
         failure = record_failure(played.sessions, result.problems)
         if failure is not None:
             kept = ""
@@ -409,6 +431,7 @@ async def run_scenario(
     step_timeout: float = 10.0,
     keep_failed: bool = False,
     sandbox: SandboxPolicy | Literal["recorded"] | None = "recorded",
+    redact: RedactOptions = DEFAULT_REDACTION,
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -421,6 +444,8 @@ async def run_scenario(
     ``sandbox``: the policy the scenario's commands and hooks run under: by default the
     recording's mode, confined (:mod:`dsh.replay.permissions`); ``None``: unconfined.
     Approval requests are answered from ``input.json``'s ``permissionAnswers``.
+    ``redact``: how a record redacts what it writes (:mod:`dsh.snapshot.redaction`); a replay
+    applies the recording's own rule to the live side.
 
     Four phases: prepare (steps, workspace, model, agent setup), run (play the steps, read
     the logs back), check (the recording's checks), write (record / refresh / diff).
@@ -441,6 +466,7 @@ async def run_scenario(
             sliced=sliced,
             drift=drift,
             sandbox=sandbox,
+            redact=redact,
         )
         played = await _run(prep, factory, step_timeout)
         result = _check(prep, played)
@@ -453,6 +479,16 @@ async def _settle_background(agents: list[Agent], within: float, problems: list[
     original's harness does before it closes the session."""
     if not await settle_background(agents, within):
         problems.append(f"scenario {name}: background subagents still ran {within:g} s after the end")
+
+
+def _recorded_files(prep: _Prepared, played: _Played) -> dict[str, bytes]:
+    """What a record writes, redacted by its rule: the logs, the transcript and — when the
+    rule's salt or regexes are new to it — ``input.json``."""
+    rule = prep.rule
+    assert rule is not None  # a record always has its rule
+    sessions = redact_sessions(played.sessions, rule.redactor)
+    files = {**scenario_logs(sessions, played.agents[0].id, str(prep.cwd)), TRANSCRIPT: played.text}
+    return {**files, **input_file(prep.directory, rule)}
 
 
 def _kept_logs(directory: Path) -> dict[str, bytes]:

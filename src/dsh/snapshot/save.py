@@ -12,8 +12,17 @@ from dsh.errors import ScenarioError
 from dsh.events.descriptor import find_descriptor
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import REQUEST_HEADER, USER_MESSAGE
+from dsh.redact import Redactor
 from dsh.replay.layout import INPUT, PRIMARY
 from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
+from dsh.snapshot.redaction import (
+    DEFAULT_REDACTION,
+    RedactOptions,
+    read_input_document,
+    redact_lines,
+    redact_sessions,
+    redact_tree,
+)
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
 
@@ -97,41 +106,60 @@ def session_steps(sessions: dict[str, LoadedSession], root: str) -> list[dict[st
 
 
 async def save_scenario(
-    store: EventStore, session_id: str, directory: Path, *, workspace: Path | None = None, force: bool = False
+    store: EventStore,
+    session_id: str,
+    directory: Path,
+    *,
+    workspace: Path | None = None,
+    force: bool = False,
+    redact: RedactOptions = DEFAULT_REDACTION,
 ) -> list[str]:
     """Write ``session_id`` and its descendants as a scenario in ``directory``.
 
     ``session.jsonl`` is the session (a top-level one), ``session.N.jsonl`` each descendant in
     the order the runner binds them, ``input.json`` its prompts, the normalized transcript,
     and — with ``workspace`` — a copy of that folder as ``workspace/`` (it should be the
-    workspace as it was before the run). Returns the files written.
+    workspace as it was before the run). Every file, the workspace copy's text files too, is
+    redacted by ``redact``'s rule (:mod:`dsh.snapshot.redaction`; its salt goes to ``input.json``).
+    Returns the files written.
     """
-    sessions = await _family(store, session_id)
-    root = sessions[session_id]
+    raw = await _family(store, session_id)
+    root = raw[session_id]
     if root.header.parent_session is not None:
         raise ScenarioError(
             f"session {session_id} is a child of {root.header.parent_session}; save the top-level session"
         )
-    transcript = normalize(build_transcript(sessions, session_id), cwd=root.header.cwd or None)
+    previous = await asyncio.to_thread(read_input_document, directory) if force else {}
+    rule = redact.rule(previous)
+    sessions = redact_sessions(raw, rule.redactor)
+    transcript = redact_lines(
+        normalize(build_transcript(raw, session_id), cwd=root.header.cwd or None), rule.redactor
+    )
     files = {
         **scenario_logs(sessions, session_id, root.header.cwd or ""),
         TRANSCRIPT: dumps_lines(transcript).encode(),
     }
-    steps = session_steps(sessions, session_id)
-    return await asyncio.to_thread(_write, directory, steps, files, workspace, force)
+    document = rule.input_document({"steps": session_steps(sessions, session_id)})
+    return await asyncio.to_thread(_write, directory, document, files, workspace, force, rule.redactor)
 
 
 def _write(
-    directory: Path, steps: list[dict[str, Any]], files: dict[str, bytes], workspace: Path | None, force: bool
+    directory: Path,
+    document: dict[str, Any],
+    files: dict[str, bytes],
+    workspace: Path | None,
+    force: bool,
+    redactor: Redactor | None,
 ) -> list[str]:
     if (directory / PRIMARY).exists() and not force:
         raise ScenarioError(f"{directory} already holds a recording (pass --force to replace it)")
     if workspace is not None and not workspace.is_dir():
         raise ScenarioError(f"--workspace {workspace}: not a directory")
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / INPUT).write_text(jsonx.dumps({"steps": steps}).decode() + "\n")
+    (directory / INPUT).write_text(jsonx.dumps(document).decode() + "\n")
     if workspace is not None:
         target = directory / "workspace"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(workspace, target, symlinks=True)
+        redact_tree(target, redactor)
     return [INPUT, *write_recording(directory, files)]
