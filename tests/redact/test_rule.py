@@ -150,3 +150,19 @@ def test_pieces_redact_a_secret_split_across_pieces_as_one(cuts: tuple[int, ...]
 def test_pieces_leave_clean_pieces_alone() -> None:
     parts = ["hello ", "wor", "ld"]
     assert redactor().pieces(parts) == parts
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_may_hold_never_misses_a_secret_the_rule_finds(kind: str) -> None:
+    """The cheap test a writer passes clean events through by: never ``False`` on a text
+    (or the JSON of a string) holding a secret — every shape, a secret value, a user regex."""
+    import json
+
+    rule = redactor(values={"hunter2-value-x": "env"})
+    for text in (f"x {SAMPLES[kind]} y", json.dumps({"s": f"a\n{SAMPLES[kind]}\tb"})):
+        assert rule.findings(json.loads(text)["s"] if text.startswith("{") else text)
+        assert rule.may_hold(text)
+    assert rule.may_hold(json.dumps({"v": 'quote"d hunter2-value-x'}))
+    assert rule.may_hold('"Authorization: BEARER abcdefgh12345678"')
+    assert not rule.may_hold("plain prose about light, high ground and skies")
+    assert redactor(custom=["ACME-[0-9]+"]).may_hold("anything")

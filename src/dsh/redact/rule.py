@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -74,6 +75,16 @@ def custom_shapes(patterns: Sequence[str], where: str = "redact") -> list[Shape]
     return out
 
 
+def _gates(literals: Iterable[str]) -> set[str]:
+    """Fewer strings to look for that together still find every literal: literals sharing
+    their first three characters are looked for by their longest common prefix (``xox``
+    for Slack's four; a shorter prefix, such as ``gh``, is too common in prose to gate)."""
+    groups: dict[str, list[str]] = {}
+    for literal in literals:
+        groups.setdefault(literal[:3], []).append(literal)
+    return {os.path.commonprefix(group) for group in groups.values()}  # noqa: RUF071 (strings, not paths)
+
+
 class Redactor:
     """Redacts strings and JSON values (see the module doc). Cheap to call on clean text."""
 
@@ -89,6 +100,11 @@ class Redactor:
         ordered = sorted((values or {}).items(), key=lambda kv: -len(kv[0]))
         self._values = dict(ordered)
         self._shapes = _compile([*shapes, *custom_shapes(custom)])
+        needles = {n for v in self._values for n in (v, json.dumps(v, ensure_ascii=False)[1:-1])}
+        literals = {x for s, _ in self._shapes if not s.lowered for x in s.literals}
+        self._plain = tuple(sorted(needles | _gates(literals)))
+        self._lowered = tuple(sorted({x for s, _ in self._shapes if s.lowered for x in s.literals}))
+        self._always = any(not s.literals for s, _ in self._shapes)
 
     @classmethod
     def for_recording(
@@ -105,6 +121,21 @@ class Redactor:
         if provider_key and len(provider_key) >= MIN_SECRET_VALUE:
             values[provider_key] = "provider-key"
         return cls(salt, values=values, custom=custom)
+
+    def may_hold(self, text: str) -> bool:
+        """``False`` only when neither ``text`` nor any string whose JSON encoding is inside
+        ``text`` can hold a secret (no secret value, in either spelling, and no shape's
+        literal is there; a user regex, having no literal, always may): the one cheap test
+        that lets a writer pass a clean event through without walking it."""
+        if self._always:
+            return True
+        for needle in self._plain:
+            if needle in text:
+                return True
+        if self._lowered:
+            lowered = text.lower()
+            return any(x in lowered for x in self._lowered)
+        return False
 
     def placeholder(self, kind: str, value: str) -> str:
         digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]

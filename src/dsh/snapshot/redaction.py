@@ -15,6 +15,7 @@ serving the chunks assembles exactly the redacted message.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -125,31 +126,46 @@ def recording_rule(
     return RecordingRule(salt, regexes, redactor)
 
 
+def _json_value(value: Any, redactor: Redactor) -> Any:
+    """``value`` redacted, walked only when its JSON may hold a secret (:meth:`Redactor.may_hold`)."""
+    return redactor.value(value) if redactor.may_hold(jsonx.dumps_unchecked(value).decode()) else value
+
+
 def _stream(stream: Any, redactor: Redactor) -> Any:
+    """A stream record with each block's deltas redacted as the text they make (recut), the
+    other chunks as values; each run and chunk is looked at once, through the cheap test."""
     chunks = stream.get("chunks") if isinstance(stream, dict) else None
     if not isinstance(chunks, list):
-        return redactor.value(stream)
+        return _json_value(stream, redactor)
     runs: dict[tuple[str, Any], list[int]] = {}
     for i, chunk in enumerate(chunks):
         field = _DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
         if field is not None and isinstance(chunk.get(field), str):
             runs.setdefault((field, chunk.get("index")), []).append(i)
     in_runs = {i for at in runs.values() for i in at}
-    out = [chunk if i in in_runs else redactor.value(chunk) for i, chunk in enumerate(chunks)]
+    out = [chunk if i in in_runs else _json_value(chunk, redactor) for i, chunk in enumerate(chunks)]
     for (field, _), at in runs.items():
-        for i, piece in zip(at, redactor.pieces([chunks[i][field] for i in at]), strict=True):
-            out[i] = {k: piece if k == field else redactor.value(v) for k, v in chunks[i].items()}
+        texts = [chunks[i][field] for i in at]
+        if not redactor.may_hold("".join(texts)):
+            continue
+        for i, piece in zip(at, redactor.pieces(texts), strict=True):
+            out[i] = {**chunks[i], field: piece}  # the rest of a delta: its type, index, call id, name
+    if all(map(operator.is_, out, chunks)):
+        return stream
     return {**stream, "chunks": out}
 
 
 def redact_event(event: Event, redactor: Redactor) -> Event:
     """``event`` with every secret in its data replaced (a stream's deltas recut)."""
     data = event.data
+    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
+        return event
     if isinstance(data, dict) and "stream" in data:
-        redacted = {k: _stream(v, redactor) if k == "stream" else redactor.value(v) for k, v in data.items()}
+        rest = _json_value({k: v for k, v in data.items() if k != "stream"}, redactor)
+        redacted = {k: _stream(v, redactor) if k == "stream" else rest[k] for k, v in data.items()}
     else:
-        redacted = redactor.value(data)
-    if redacted == data:
+        redacted = _json_value(data, redactor)
+    if redacted is data or redacted == data:
         return event
     return replace(event, data=redacted, data_json=None, line_json=None)
 
@@ -200,4 +216,6 @@ def secrets_left(directory: Path, names: Iterable[str], custom: Sequence[str] = 
 
 def redact_lines(lines: Iterable[dict[str, Any]], redactor: Redactor | None) -> list[dict[str, Any]]:
     """Transcript lines (or any JSON objects), redacted (``None``: unchanged)."""
-    return list(lines) if redactor is None else [redactor.value(line) for line in lines]
+    if redactor is None:
+        return list(lines)
+    return [_json_value(line, redactor) for line in lines]
