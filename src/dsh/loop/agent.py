@@ -180,7 +180,7 @@ class Agent:
         ``tools`` adds tools, ``@tool`` functions and plain typed functions to the standard
         tools (``standard_tools=False``: only these), or is a whole :class:`ToolRegistry`
         (see :func:`~dsh.loop.setup.agent_tools`). ``config`` defaults to
-        :class:`AgentConfig` with the model's own name (``OpenAICompatModel(model=...)``).
+        :class:`AgentConfig` with the model's own name (``OpenAICompatModel``'s ``model=``).
         """
         registry = agent_tools(tools, standard_tools, cls.standard_registry)
         resolved = agent_config(config, model)
@@ -218,21 +218,20 @@ class Agent:
     ) -> Self:
         """:meth:`create` with the provider and store of the environment, as ``dsh run`` finds them.
 
-        The model is an ``OpenAICompatModel`` from ``DEEPSEEK_API_KEY`` / ``DSH_API_KEY``,
+        The model is ``ProviderSettings.open_model()`` of ``DEEPSEEK_API_KEY`` / ``DSH_API_KEY``,
         ``DSH_BASE_URL`` / ``DEEPSEEK_BASE_URL`` and ``DSH_MODEL`` (``env``: instead of
-        ``os.environ``; no key: ``MissingCredentialError``); ``store`` is a store or a URL,
+        ``os.environ``; no key: ``MissingCredentialError``), the key scrubbed out of this
+        process's ``/proc/<pid>/environ``; ``store`` is a store or a URL,
         else ``$DSH_STORE``, else the default SQLite database. What it opens here, the agent
         closes in :meth:`aclose`.
         """
-        from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when it is used
-
         environ = os.environ if env is None else env
         settings = resolve_provider(env=environ, key_option=None)  # the library has no --api-key
         owned: list[Closer] = []
         if not isinstance(store, EventStore):
             store = open_store(store or environ.get("DSH_STORE"))
             owned.append(store.close)
-        model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, model=settings.model)
+        model = settings.open_model()
         owned.append(model.aclose)
         try:
             agent = await cls.create(

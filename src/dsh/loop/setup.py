@@ -60,7 +60,7 @@ def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:
     """``config`` (default :class:`AgentConfig`) with its model name filled from the model's own.
 
     The name is given once: ``AgentConfig.model`` when set, else the model's
-    ``model_name`` (``OpenAICompatModel(model=...)``); with neither, ``UsageError``.
+    ``model_name`` (``OpenAICompatModel``'s ``model=``); with neither, ``UsageError``.
     """
     config = config or AgentConfig()
     if config.model:
@@ -69,7 +69,7 @@ def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:
     if not name:
         raise UsageError(
             f"no model name for {model.provider!r}: give it to the model "
-            "(OpenAICompatModel(model=...)) or pass config=AgentConfig(model=...)"
+            "(OpenAICompatModel's model=...) or pass config=AgentConfig(model=...)"
         )
     return config.evolve(model=name)
 

@@ -102,12 +102,7 @@ class Recording:
                 settings = resolve_provider(key_option=None)  # pytest has no --api-key
             except UsageError as exc:
                 raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
-            from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording
-
-            live = OpenAICompatModel(
-                base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-            )
-            self._live = _RecordingModel(live, directory.name)
+            self._live = _RecordingModel(settings.open_model(), directory.name)
             self.model_name = settings.model
         else:
             if not (directory / PRIMARY).exists():

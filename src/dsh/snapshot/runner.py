@@ -192,17 +192,11 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
 
 
 def _record_model() -> tuple[Model, str]:
-    # Imported here, not at module top: the SDK costs ~250 ms of start-up that replay never needs.
-    from dsh.model.openai_compat import OpenAICompatModel
-
     try:
         settings = resolve_provider(key_option=None)  # a library or pytest run has no --api-key
     except UsageError as exc:
         raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
-    model = OpenAICompatModel(
-        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-    )
-    return model, settings.model
+    return settings.open_model(), settings.model
 
 
 def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -> str | None:
