@@ -52,11 +52,12 @@ from dsh.loop.setup import (
     close_all,
     repair_loaded,
 )
+from dsh.loop.state import Activation
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
 from dsh.loop.titling import Titling
-from dsh.loop.waking import Activation, Waker
+from dsh.loop.waking import Waker
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
 from dsh.session import (
@@ -71,7 +72,7 @@ from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
 from dsh.tools.builtin.terminal_tools import TERMINALS_EXTRA
 from dsh.tools.registry import ToolRegistry, builtin_registry
-from dsh.tools.sandbox import SandboxMode
+from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 from dsh.tools.served import RecordedResults
 from dsh.tools.terminals import TerminalTable
 
@@ -388,6 +389,11 @@ class Agent:
     def own_events(self) -> Sequence[Event]:
         """The session's own events: everything after its inherited prefix."""
         return self.session.own_events
+
+    @property
+    def sandbox(self) -> SandboxPolicy | None:
+        """The session's file policy (``config.sandbox``; ``None``: none)."""
+        return self.config.sandbox
 
     @property
     def cwd(self) -> Path:
