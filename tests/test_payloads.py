@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from dsh import Agent, Event, MemoryEventStore, ScriptedModel, jsonx, tool
-from dsh.errors import DshError
+from dsh.errors import DshError, EventShapeError
 from dsh.events.chunks import StreamRecord, Usage
 from dsh.events.envelope import encode_event
 from dsh.events.messages import Message
@@ -279,7 +279,9 @@ def test_approval_policy_of_reads_the_original_line() -> None:
     line = b'{"type":"approval/policy","seq":2,"time":1,"data":{"policy":"never","source":"delegation"}}'
     event = decode_event_line(line, "t")
     assert approval_policy_of(event) == "never"
-    odd = decode_event_line(b'{"type":"approval/policy","seq":2,"time":1,"data":{"policy":3}}', "t")
+    with pytest.raises(EventShapeError, match=r"data\.policy must be a string"):  # its TypedDict's shape
+        decode_event_line(b'{"type":"approval/policy","seq":2,"time":1,"data":{"policy":3}}', "t")
+    odd = Event("approval/policy", 2, 1, {"policy": 3})
     assert approval_policy_of(odd) is None
     other = decode_event_line(b'{"type":"turn/start","seq":2,"time":1,"data":{"turn":1}}', "t")
     assert approval_policy_of(other) is None

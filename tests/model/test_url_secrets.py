@@ -8,7 +8,8 @@ import pytest
 
 from dsh.errors import MissingCredentialError
 from dsh.model.openai_compat import OpenAICompatModel
-from dsh.model.settings import redact_url, resolve_provider
+from dsh.model.settings import resolve_provider
+from dsh.model.urls import redact_url
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import http_error
 

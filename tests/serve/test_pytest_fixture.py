@@ -76,7 +76,9 @@ def test_it(dsh_serve):
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*409*diverged at call 1*", "*+    something else*"])
+    result.stdout.fnmatch_lines(
+        ["*1 request(s) refused with 409*", "*diverged at call 1*", "*+    something else*"]
+    )
 
 
 def test_record_then_replay(pytester: pytest.Pytester) -> None:

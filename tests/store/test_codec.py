@@ -93,6 +93,12 @@ MINIMAL_DATA: dict[str, dict[str, Any]] = {
     "tool/call": {"turn": 1, "step": 1, "callId": "c", "name": "bash"},
     "tool/result": {"message": {"content": [{"type": "tool-result", "toolCallId": "c", "content": []}]}},
     "assistant/chunk": {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {}}},
+    "sandbox/mode": {"mode": "read-only"},
+    "approval/policy": {"policy": "ask"},
+    "approval/asked": {"id": "a", "toolName": "bash"},
+    "approval/decided": {"id": "a", "outcome": "rejected"},
+    "agent/inbox/spliced": {"target": "next-turn", "start": 0, "inserted": []},
+    "todo/write": {"todos": []},
 }
 """The least ``data`` each type needs (types not listed need only an object)."""
 

@@ -12,7 +12,7 @@ from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
 from dsh.store.sqlite import SqliteEventStore
-from dsh.subagents import SubagentTool, standard_tools, subagent_tools
+from dsh.subagents import ForkTool, SubagentTool, standard_tools, subagent_tools
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 from dsh.tools.registry import ToolRegistry, builtin_registry
@@ -285,7 +285,7 @@ def background_fork_tools() -> ToolRegistry:
     assert isinstance(spawn, SubagentTool)
     for tool in tools:
         if tool.name == "subagent_fork":
-            tool = SubagentTool("fork", background=True, children=spawn.children)
+            tool = ForkTool(background=True, children=spawn.children)
         registry.register(tool)
     return registry
 

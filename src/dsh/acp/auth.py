@@ -20,7 +20,6 @@ from dsh.errors import MissingCredentialError
 from dsh.loop import RetryPolicy
 from dsh.model import Model
 from dsh.model.settings import resolve_provider
-from dsh.procfs import scrub_secret
 
 AUTH_METHODS = [
     EnvVarAuthMethod(
@@ -83,12 +82,7 @@ class PendingKeyModels:
             settings = resolve_provider(base_url=self._base_url, model=self._model_name)
         except MissingCredentialError:
             return False
-        scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ (dsh.procfs)
-        from dsh.model.openai_compat import OpenAICompatModel  # the SDK only once it is used
-
-        self._model = OpenAICompatModel(
-            base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-        )
+        self._model = settings.open_model()  # the key scrubbed out of /proc/<dsh>/environ
         return True
 
     def require(self) -> None:

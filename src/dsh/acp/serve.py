@@ -21,7 +21,6 @@ from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
 from dsh.context.tools import with_context_tools
 from dsh.errors import MissingCredentialError, UsageError
 from dsh.model.settings import DEFAULT_MODEL, model_name, resolve_provider
-from dsh.procfs import scrub_secret
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
 from dsh.subagents import standard_tools
@@ -86,13 +85,8 @@ def build_runtime(options: ServeOptions) -> Runtime:
                 model_name(options.model),
             )
         else:
-            scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
             name = settings.model
-            # Imported here so a keyless (replay) server never pays for the HTTP client's import.
-            from dsh.model.openai_compat import OpenAICompatModel
-
-            live = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, default_model=name)
-            models = LiveModels(live)
+            models = LiveModels(settings.open_model())  # the key scrubbed out of /proc/<dsh>/environ
     store = open_store(options.store)
     tools = models.tools if isinstance(models, ReplayModels) else live_tools
     return Runtime(

@@ -31,7 +31,6 @@ from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
 from dsh.model.settings import resolve_provider
-from dsh.procfs import scrub_secret
 from dsh.store.base import EventStore
 from dsh.store.notices import warnings_to
 from dsh.store.url import open_store
@@ -121,18 +120,13 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
     if setup.model is not None and not setup.model.strip():
         raise UsageError("--model must not be empty")
     settings = resolve_provider(api_key=setup.api_key, base_url=setup.base_url, model=setup.model)
-    scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
     store = open_store(setup.store_url)
     model: OpenAICompatModel | None = None
     try:
         tools = select_tools(setup.tools)
         sid = await _target(store, setup)  # refusals (unknown id, a child, --cwd) come first
-        # Imported only now: the SDK costs ~1 s that every other command, and every refusal, skips.
-        from dsh.model.openai_compat import OpenAICompatModel
-
-        model = OpenAICompatModel(
-            base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-        )
+        # Opened only now: the SDK costs ~1 s that every other command, and every refusal, skips.
+        model = settings.open_model()  # the key scrubbed out of /proc/<dsh>/environ and cmdline
         config = AgentConfig(
             model=settings.model,
             system=DEFAULT_SYSTEM_PROMPT if setup.system is None else setup.system,

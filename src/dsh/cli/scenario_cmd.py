@@ -18,7 +18,6 @@ from dsh.cli.common import (
 )
 from dsh.cli.redact_opts import NoRedactOption, RedactOption, redaction
 from dsh.cli.replay_cmd import FactoryOption, agent_factory, replay, scenario_argument
-from dsh.procfs import scrub_secret
 
 if TYPE_CHECKING:
     from dsh.snapshot import ScenarioResult
@@ -74,15 +73,11 @@ def record(
     _directory(directory)
     with user_errors():
         settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
-        scrub_secret(settings.api_key)  # out of /proc/<dsh>/environ and cmdline (dsh.procfs)
         chosen: AgentFactory = agent_factory(factory)
         rule = redaction(redact, no_redact, settings.api_key)
-    from dsh.model.openai_compat import OpenAICompatModel
 
     async def go() -> ScenarioResult:
-        live = OpenAICompatModel(
-            base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-        )
+        live = settings.open_model()  # the key scrubbed out of /proc/<dsh>/environ and cmdline
         try:
             return await run_scenario(
                 directory, "record", factory=chosen, record_model=live, model_name=settings.model,

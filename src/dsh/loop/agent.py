@@ -52,11 +52,12 @@ from dsh.loop.setup import (
     close_all,
     repair_loaded,
 )
+from dsh.loop.state import Activation
 from dsh.loop.steps import Steps
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
 from dsh.loop.titling import Titling
-from dsh.loop.waking import Activation, Waker
+from dsh.loop.waking import Waker
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
 from dsh.session import (
@@ -71,7 +72,7 @@ from dsh.tools import FileObservations, ToolContext
 from dsh.tools.approval import Approvals
 from dsh.tools.builtin.terminal_tools import TERMINALS_EXTRA
 from dsh.tools.registry import ToolRegistry, builtin_registry
-from dsh.tools.sandbox import SandboxMode
+from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 from dsh.tools.served import RecordedResults
 from dsh.tools.terminals import TerminalTable
 
@@ -180,7 +181,7 @@ class Agent:
         ``tools`` adds tools, ``@tool`` functions and plain typed functions to the standard
         tools (``standard_tools=False``: only these), or is a whole :class:`ToolRegistry`
         (see :func:`~dsh.loop.setup.agent_tools`). ``config`` defaults to
-        :class:`AgentConfig` with the model's own name (``OpenAICompatModel(model=...)``).
+        :class:`AgentConfig` with the model's own name (``OpenAICompatModel``'s ``model=``).
         """
         registry = agent_tools(tools, standard_tools, cls.standard_registry)
         resolved = agent_config(config, model)
@@ -218,21 +219,20 @@ class Agent:
     ) -> Self:
         """:meth:`create` with the provider and store of the environment, as ``dsh run`` finds them.
 
-        The model is an ``OpenAICompatModel`` from ``DEEPSEEK_API_KEY`` / ``DSH_API_KEY``,
+        The model is ``ProviderSettings.open_model()`` of ``DEEPSEEK_API_KEY`` / ``DSH_API_KEY``,
         ``DSH_BASE_URL`` / ``DEEPSEEK_BASE_URL`` and ``DSH_MODEL`` (``env``: instead of
-        ``os.environ``; no key: ``MissingCredentialError``); ``store`` is a store or a URL,
+        ``os.environ``; no key: ``MissingCredentialError``), the key scrubbed out of this
+        process's ``/proc/<pid>/environ``; ``store`` is a store or a URL,
         else ``$DSH_STORE``, else the default SQLite database. What it opens here, the agent
         closes in :meth:`aclose`.
         """
-        from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when it is used
-
         environ = os.environ if env is None else env
         settings = resolve_provider(env=environ, key_option=None)  # the library has no --api-key
         owned: list[Closer] = []
         if not isinstance(store, EventStore):
             store = open_store(store or environ.get("DSH_STORE"))
             owned.append(store.close)
-        model = OpenAICompatModel(base_url=settings.base_url, api_key=settings.api_key, model=settings.model)
+        model = settings.open_model()
         owned.append(model.aclose)
         try:
             agent = await cls.create(
@@ -389,6 +389,11 @@ class Agent:
     def own_events(self) -> Sequence[Event]:
         """The session's own events: everything after its inherited prefix."""
         return self.session.own_events
+
+    @property
+    def sandbox(self) -> SandboxPolicy | None:
+        """The session's file policy (``config.sandbox``; ``None``: none)."""
+        return self.config.sandbox
 
     @property
     def cwd(self) -> Path:

@@ -7,18 +7,16 @@ store, model, config and feed, with ``origin: "subagent"`` and one more delegati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.loop.session_ids import recorded_session_id
+from dsh.loop.state import ParentState
 from dsh.model import Delegation
 from dsh.store import LoadedSession
 from dsh.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
-
-A = TypeVar("A", bound="Agent")
+A = TypeVar("A", bound="ParentState")
 
 
 async def start_child(

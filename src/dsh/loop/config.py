@@ -28,7 +28,7 @@ class AgentConfig:
     """How an agent calls its model and runs its tools."""
 
     model: str = ""
-    """The model id requests name; empty: the model's own (``OpenAICompatModel(model=...)``),
+    """The model id requests name; empty: the model's own (``OpenAICompatModel``'s ``model=``),
     filled in when the agent is built."""
     system: str | None = DEFAULT_SYSTEM_PROMPT
     max_tokens: int | None = None

@@ -15,22 +15,20 @@ else its configuration's (:meth:`AgentConfig.approvals_policy`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from dsh.events import Event
 from dsh.events.payloads import approval_policy, approval_policy_of, sandbox_mode
 from dsh.events.vocabulary import APPROVAL_POLICY, SANDBOX_MODE
+from dsh.loop.config import AgentConfig
+from dsh.loop.state import ApprovalLog
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.sandbox import SandboxPolicy
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
-    from dsh.loop.config import AgentConfig
 
 DELEGATION_SOURCE: Final = "delegation"
 
 
-def log_delegated_policies(child: Agent, parent_sandbox: SandboxPolicy | None) -> None:
+def log_delegated_policies(child: ApprovalLog, parent_sandbox: SandboxPolicy | None) -> None:
     """Append the original's setup events to a delegated ``child`` and apply them."""
     if parent_sandbox is not None and parent_sandbox.logged:
         child.append(SANDBOX_MODE, sandbox_mode(parent_sandbox.stated_mode, DELEGATION_SOURCE))

@@ -12,21 +12,19 @@ recording received it, so it is claimed by the same step as there.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from dsh.events.messages import JOB_NOTICE_SENDER, Message, joined_text
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.loop.inbox import senders
+from dsh.loop.state import NoticeState
 from dsh.model import DeliveryOrder
 from dsh.tools.jobs import Job, JobTable, notice, started_ids
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
 
 MAX_WAKES: Final = 3
 
 
-def _result_texts(agent: Agent) -> list[str]:
+def _result_texts(agent: NoticeState) -> list[str]:
     """The text of every tool result the session's model has seen (a resumed session's jobs
     ended with the process that ran them, a fork child's belong to its parent: their ids
     stay taken)."""
@@ -42,7 +40,7 @@ def _result_texts(agent: Agent) -> list[str]:
 class JobNotices:
     """One agent's job table and the delivery of its completion notices."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: NoticeState) -> None:
         self._agent = agent
         self.table = JobTable(
             on_settled=self._settled, started=started_ids(_result_texts(agent)), limit=agent.config.max_jobs

@@ -7,18 +7,15 @@ not the last one logged, and ACP's ``session/set_mode`` switches it mid-session.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from dsh.events.payloads import sandbox_mode
 from dsh.events.vocabulary import SANDBOX_MODE
 from dsh.loop.delegation import session_approval_policy
+from dsh.loop.state import DelegatedState, ModeState
 from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
 
-
-def log_sandbox_mode(agent: Agent) -> None:
+def log_sandbox_mode(agent: DelegatedState) -> None:
     """``sandbox/mode {mode}`` when the configured policy's mode is not the last one logged
     (a deployment default, ``SandboxPolicy.logged=False``, is not logged: the original's way).
     The mode logged is the one the session states (``SandboxPolicy.stated_mode``: a replay
@@ -31,7 +28,7 @@ def log_sandbox_mode(agent: Agent) -> None:
         agent.append(SANDBOX_MODE, sandbox_mode(sandbox.stated_mode))
 
 
-async def switch_sandbox_mode(agent: Agent, mode: SandboxMode) -> None:
+async def switch_sandbox_mode(agent: ModeState, mode: SandboxMode) -> None:
     """Switch the agent's file policy to ``mode``, logged as ``sandbox/mode`` and checkpointed:
     the next ``bash`` / ``write`` / ``edit`` call runs under it and the next step's
     runtime-context snapshot states it. The approval policy follows

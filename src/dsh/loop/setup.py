@@ -4,22 +4,19 @@ crash repair of a resumed log and the closing of what ``from_env`` opened."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from dsh.errors import UsageError
 from dsh.events import Event
 from dsh.events.vocabulary import SESSION_REPAIRED
 from dsh.ids import now_ms
 from dsh.loop.config import AgentConfig
+from dsh.loop.state import FedState
 from dsh.model import HoldsSecrets, Model, NamedModel
 from dsh.session import interrupted_turn_closers
 from dsh.tools import ToolLike, ToolRegistry
 from dsh.tools.environment import secret_values
 from dsh.tools.function import tool
 from dsh.tools.redaction import Redaction
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
 
 ToolsArg = ToolRegistry | Iterable[ToolLike | Callable[..., object]]
 """An agent's ``tools=``: a whole :class:`ToolRegistry`, or tools and functions to add."""
@@ -60,7 +57,7 @@ def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:
     """``config`` (default :class:`AgentConfig`) with its model name filled from the model's own.
 
     The name is given once: ``AgentConfig.model`` when set, else the model's
-    ``model_name`` (``OpenAICompatModel(model=...)``); with neither, ``UsageError``.
+    ``model_name`` (``OpenAICompatModel``'s ``model=``); with neither, ``UsageError``.
     """
     config = config or AgentConfig()
     if config.model:
@@ -69,7 +66,7 @@ def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:
     if not name:
         raise UsageError(
             f"no model name for {model.provider!r}: give it to the model "
-            "(OpenAICompatModel(model=...)) or pass config=AgentConfig(model=...)"
+            "(OpenAICompatModel's model=...) or pass config=AgentConfig(model=...)"
         )
     return config.evolve(model=name)
 
@@ -89,7 +86,7 @@ async def close_all(closers: Sequence[Closer]) -> None:
         raise first
 
 
-async def repair_loaded(agent: Agent, dropped_bytes: int) -> None:
+async def repair_loaded(agent: FedState, dropped_bytes: int) -> None:
     """Close the turn a crash left open in a just-resumed agent's log (``interrupted_turn_closers``,
     at the last event's time) and record a torn tail the load left out (``session/repaired
     {droppedBytes}``, ignorable); checkpoint when either happened."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh.context import WorkspacePass
 from dsh.context.titles import fallback_event, has_title
@@ -32,11 +32,9 @@ from dsh.loop.images import RequestImages
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
 from dsh.loop.scheduler import ToolScheduler
+from dsh.loop.state import TurnState
 from dsh.model import DeliveryOrder, ModelRequest, retry_delay
 from dsh.session import HistoryProjector
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
 
 
 def _last_header(events: Sequence[Event]) -> RequestHeader | None:
@@ -49,7 +47,7 @@ def _last_header(events: Sequence[Event]) -> RequestHeader | None:
 class Steps:
     """One agent's step machinery (its history projection, request header and snapshot state)."""
 
-    def __init__(self, agent: Agent, scheduler: ToolScheduler, order: DeliveryOrder | None) -> None:
+    def __init__(self, agent: TurnState, scheduler: ToolScheduler, order: DeliveryOrder | None) -> None:
         self._agent = agent
         self._scheduler = scheduler
         self._order = order

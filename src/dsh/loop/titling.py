@@ -14,17 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 from dsh import jsonx
 from dsh.context.titles import MAX_TITLE_BYTES, cut, normalize
 from dsh.events.messages import Message, Source, user_message
 from dsh.events.payloads import blocks_of
 from dsh.events.vocabulary import SESSION_TITLE, USER_MESSAGE
+from dsh.loop.state import DelegatedState
 from dsh.model import Model, ModelRequest, NamedModel
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
 
 log = logging.getLogger("dsh.titles")
 
@@ -83,7 +81,7 @@ async def _ask(model: Model, request: ModelRequest) -> str | None:
 class Titling:
     """One session's model-title work (nothing without a title model or in a child)."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: DelegatedState) -> None:
         self._agent = agent
         model = agent.config.title_model
         done = any(

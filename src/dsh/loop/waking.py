@@ -10,26 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Protocol
 
 from dsh.events import Event
 from dsh.events.payloads import turn_end_of
 from dsh.loop.result import TurnResult
-
-if TYPE_CHECKING:
-    from dsh.loop.agent import Agent
+from dsh.loop.state import WakeState
 
 log = logging.getLogger("dsh.loop")
-
-
-class Activation(Protocol):
-    """Told when an agent's woken turns run out of work (a continuable child's settlement)."""
-
-    async def before_idle(self, agent: Agent) -> None:
-        """Awaited first; work queued meanwhile keeps the agent running instead."""
-
-    def on_idle(self, agent: Agent, last: TurnResult) -> None:
-        """The agent is idle; ``last`` is how its last turn ended."""
 
 
 def closed_turn(session_id: str, own_events: Sequence[Event]) -> TurnResult:
@@ -46,7 +33,7 @@ class Waker:
     """One agent's driver of woken turns; ``run`` runs one turn for the inbox's work under ``lock``."""
 
     def __init__(
-        self, agent: Agent, lock: asyncio.Lock, run: Callable[[], Coroutine[object, object, TurnResult]]
+        self, agent: WakeState, lock: asyncio.Lock, run: Callable[[], Coroutine[object, object, TurnResult]]
     ) -> None:
         self._agent = agent
         self._lock = lock

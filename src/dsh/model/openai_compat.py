@@ -35,8 +35,8 @@ from dsh.model.failures import (
     status_message,
 )
 from dsh.model.openai_wire import StreamTranslator, request_body
-from dsh.model.settings import redact_url, url_password
 from dsh.model.sse import SseDecoder
+from dsh.model.urls import redact_url, url_password
 
 _STREAM_HEADERS = {"Accept": "text/event-stream"}
 

@@ -1,18 +1,23 @@
-"""Which OpenAI-compatible provider to talk to: flags first, then the environment.
+"""Which OpenAI-compatible provider to talk to (flags first, then the environment), and the
+one place a live model is built from it (:meth:`ProviderSettings.open_model`).
 
-A base URL may carry credentials (``https://user:pass@gateway/v1``): :func:`redact_url` is
-how it is shown, so the password never reaches a ``repr``, an error or a log.
+A base URL may carry credentials (``https://user:pass@gateway/v1``): it is shown through
+:func:`dsh.model.urls.redact_url`, so the password never reaches a ``repr``, an error or a log.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dsh.errors import MissingCredentialError
+from dsh.model.urls import is_local, redact_url
+from dsh.procfs import scrub_secret
+
+if TYPE_CHECKING:
+    from dsh.model.openai_compat import OpenAICompatModel
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
@@ -20,46 +25,6 @@ DEFAULT_MODEL = "deepseek-chat"
 
 LOCAL_API_KEY = "local"
 """The key sent to a base URL on this machine when none is configured (local servers need none)."""
-
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_local(url: str) -> bool:
-    """Whether ``url``'s host is this machine: ``localhost``, ``127.0.0.1`` or ``[::1]``."""
-    try:
-        host = urllib.parse.urlsplit(url).hostname
-    except ValueError:
-        return False
-    return host is not None and (host in _LOCAL_HOSTS or host.endswith(".localhost"))
-
-
-_USERINFO = re.compile(r"://[^/?#]*@")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with the password of its userinfo replaced by ``***`` (``https://user:***@host``).
-
-    The user name, host, path and query are kept; a URL too malformed to parse has its
-    whole userinfo masked.
-    """
-    try:
-        parts = urllib.parse.urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return _USERINFO.sub("://***@", url)
-    if password is None:
-        return url
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
-def url_password(url: str) -> str | None:
-    """The password in ``url``'s userinfo, if any (to scrub it from provider wording)."""
-    try:
-        return urllib.parse.urlsplit(url).password
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -73,6 +38,17 @@ class ProviderSettings:
 
     def __repr__(self) -> str:
         return f"ProviderSettings(base_url={redact_url(self.base_url)!r}, model={self.model!r})"
+
+    def open_model(self) -> OpenAICompatModel:
+        """The live model of these settings (its ``model_name`` is ``model``): the one place a
+        composition root builds one. The key is first overwritten in this process's
+        ``/proc/<pid>/environ`` and ``cmdline`` and the process made not dumpable
+        (:func:`dsh.procfs.scrub_secret`), so no command the agent runs can read it there."""
+        scrub_secret(self.api_key)
+        # Imported only now: the SDK costs ~250 ms of start-up that keyless commands never pay.
+        from dsh.model.openai_compat import OpenAICompatModel
+
+        return OpenAICompatModel(base_url=self.base_url, api_key=self.api_key, model=self.model)
 
 
 def resolve_provider(

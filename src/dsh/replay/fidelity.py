@@ -153,6 +153,12 @@ class Divergence:
             f"{self.call} ({where}): {self.what}{verb}"
         )
 
+    def report(self, scenario: str, hint: str | None = None) -> str:
+        """The one wording of a divergence: the headline, the diff (at most 40 lines) and,
+        when given, how to accept the change (``hint``)."""
+        text = f"{self.headline(scenario)}\n{self.diff(40)}"
+        return text if hint is None else f"{text}\n{hint}"
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "call": self.call,

@@ -32,6 +32,11 @@ class RecordedLogs:
     versions: dict[str, int] = field(default_factory=dict)
     """Each log's format version by file name (0: the original's, 2: ours)."""
 
+    def by_label(self) -> dict[str, LoadedSession]:
+        """Every recorded session by its script label (file name), the primary first."""
+        primary = {PRIMARY: self.primary} if self.primary is not None else {}
+        return {**primary, **dict(self.children)}
+
 
 def child_files(directory: Path) -> list[Path]:
     """``session.1.jsonl``, ``session.2.jsonl``, ... — contiguous from 1."""

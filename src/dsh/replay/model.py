@@ -317,10 +317,9 @@ class ReplayModel:
         raise self._fail(self._divergence_error(found))
 
     def _divergence_error(self, found: Divergence) -> ReplayDivergenceError:
-        text = f"{found.headline(self.scenario)}\n{found.diff(40)}"
         if self.accept_hint is None:
-            return ReplayDivergenceError(text)
-        return ReplayDivergenceAtCallError(f"{text}\n{self.accept_hint}")
+            return ReplayDivergenceError(found.report(self.scenario))
+        return ReplayDivergenceAtCallError(found.report(self.scenario, self.accept_hint))
 
     # -- recorded results of tools that cannot re-run (dsh.tools.served.RecordedResults) --
 
@@ -351,7 +350,7 @@ class ReplayModel:
             )
             script.divergence = found
             self.divergences.append(found)
-            exc = self._fail(ReplayDivergenceError(f"{found.headline(self.scenario)}\n{found.diff(40)}"))
+            exc = self._fail(ReplayDivergenceError(found.report(self.scenario)))
             return ToolOutput.error(str(exc).splitlines()[0], ReplayDivergenceError.code)
         return recorded.output
 

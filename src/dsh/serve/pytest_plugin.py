@@ -176,10 +176,11 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
         report = background.stop()
     if record:
         return
-    problems = [f"409: {r.get('message')}\n{r.get('diff', '')}" for r in report["refused"]]
-    problems += [f"recorded calls not served in {label}" for label in report["unconsumed"]]
-    if problems:
-        pytest.fail(f"dsh_serve replay of {directory}:\n" + "\n".join(problems), pytrace=False)
+    if not report["ok"]:  # the replay verdict (dsh.replay.verdict), as the server reports it
+        refused = f" ({len(report['refused'])} request(s) refused with 409)" if report["refused"] else ""
+        pytest.fail(
+            f"dsh_serve replay of {directory}{refused}:\n" + "\n".join(report["problems"]), pytrace=False
+        )
 
 
 @pytest.fixture

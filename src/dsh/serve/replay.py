@@ -37,6 +37,7 @@ from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
 from dsh.replay.files import read_recorded, read_tolerances
 from dsh.replay.layout import PRIMARY
+from dsh.replay.verdict import Verdict, verdict
 from dsh.replay.wire_request import ReadBody, read_body, wire_derived
 from dsh.serve.http import (
     HttpServer,
@@ -153,6 +154,8 @@ class ReplayServer:
         self.speed = speed
         self.keys = SessionKeys(session_headers)
         self.refused: list[dict[str, Any]] = []
+        self._diverged: list[Divergence | None] = []
+        """Per refusal, the divergence it refused (``None``: a refusal of another kind)."""
         self._lock = threading.Lock()  # answer() is called from the loop and from transports' threads
         self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
@@ -179,9 +182,24 @@ class ReplayServer:
     def unconsumed(self) -> list[ServedSession]:
         return [s for s in self.sessions if s.served < s.calls]
 
+    def verdict(self) -> Verdict:
+        """The replay verdict (:func:`dsh.replay.verdict.verdict`): the first divergence,
+        every other refusal, then the recorded calls no client asked for."""
+        diverged = [d for d in self._diverged if d is not None]
+        refusals = [r["message"] for r, d in zip(self.refused, self._diverged, strict=True) if d is None]
+        unconsumed = [s.label for s in self.unconsumed()]
+        return verdict(
+            self.directory.name,
+            divergences=diverged,
+            problems=refusals,
+            unconsumed=f"recorded calls not served in {', '.join(unconsumed)}" if unconsumed else None,
+        )
+
     def report(self) -> dict[str, Any]:
+        found = self.verdict()
         return {
-            "ok": not self.unconsumed() and not self.refused,
+            "ok": found.ok,
+            "problems": list(found.problems),
             "directory": str(self.directory),
             "sessions": [s.to_json() for s in self.sessions],
             "unconsumed": [s.label for s in self.unconsumed()],
@@ -229,6 +247,7 @@ class ReplayServer:
             fields["diff"] = found.diff()
             fields["divergence"] = found.to_json()
         self.refused.append({"message": reason, **fields})
+        self._diverged.append(found)
         return _conflict(reason, **fields)
 
     def _route(self, key: str | None, body: dict[str, Any]) -> ServedSession | Reply:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dsh.lazy import exports
 
 _HOMES = {
-    "SessionReport": "dsh.snapshot.reports",
+    "SessionReport": "dsh.replay.verdict",
     "AgentFactory": "dsh.snapshot.runner",
     "AgentSetup": "dsh.snapshot.runner",
     "ScenarioResult": "dsh.snapshot.runner",
@@ -35,7 +35,7 @@ __all__ = [
 __getattr__, __dir__ = exports(__name__, _HOMES)
 
 if TYPE_CHECKING:
-    from dsh.snapshot.reports import SessionReport
+    from dsh.replay.verdict import SessionReport
     from dsh.snapshot.runner import (
         AgentFactory,
         AgentSetup,

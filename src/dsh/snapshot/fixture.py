@@ -7,7 +7,9 @@ recording raises ``ReplayDivergenceAtCallError`` (a ``ReplayDivergenceError``: t
 reason, the diff, how to accept the change) out of the model call — out of the test's own
 ``run_turn`` — and every later call raises it again; in record a model call that fails (not
 retried) raises ``RecordFailedError`` (``AUTH: ...; nothing was written``). When a passed
-test ends: in replay, every script must have been consumed; in record, the sessions the
+test ends: in replay, the replay verdict the scenario runner applies
+(:func:`dsh.replay.verdict.replay_verdict`: every script consumed, the same final answers,
+tool results and harness actions — hook runs and approvals); in record, the sessions the
 test ran are written as the scenario's logs — as one step, only when every turn completed.
 """
 
@@ -28,6 +30,7 @@ from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
+from dsh.replay.verdict import replay_verdict
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -37,6 +40,7 @@ from dsh.snapshot.redaction import (
     redact_sessions,
 )
 from dsh.snapshot.runner import Mode, ScenarioSkipped, record_failure
+from dsh.store import LoadedSession
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolLike
@@ -106,18 +110,14 @@ class Recording:
         else:
             self.cwd.mkdir()
         self._replay: ReplayModel | None = None
+        self._recorded: dict[str, LoadedSession] = {}
         self._live: Any = None
         if mode == "record":
             try:
                 settings = resolve_provider(key_option=None)  # pytest has no --api-key
             except UsageError as exc:
                 raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
-            from dsh.model.openai_compat import OpenAICompatModel  # the SDK only when recording
-
-            live = OpenAICompatModel(
-                base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-            )
-            self._live = _RecordingModel(live, directory.name)
+            self._live = _RecordingModel(settings.open_model(), directory.name)
             self.model_name = settings.model
         else:
             if not (directory / PRIMARY).exists():
@@ -125,7 +125,8 @@ class Recording:
                     f"scenario {directory.name}: no recording yet; run with --dsh-snapshot=record (or once)"
                 )
             tolerances = read_tolerances(directory, drift) if (directory / "input.json").exists() else None
-            self._replay, _ = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self._replay, logs = load_replay_model(directory, cwd=self.cwd, tolerances=tolerances)
+            self._recorded = logs.by_label()
             self._replay.accept_hint = ACCEPT_HINT  # a divergence fails the test at its call
             self.model_name = self._replay.model_name or DEFAULT_MODEL
         self._agents: list[Agent] = []
@@ -158,19 +159,18 @@ class Recording:
         try:
             if not passed:  # the test's own failure (a divergence raised at its call) says it all
                 return []
-            if self._replay is not None:
-                if self._replay.divergences:
-                    first = self._replay.divergences[0]
-                    raise ReplayError(f"{first.headline(self.directory.name)}\n{first.diff(40)}")
-                self._replay.assert_consumed()
-                return []
-            roots = [s.header.id for s in await self.store.list_sessions() if s.header.parent_session is None]
-            if not roots:
-                raise ScenarioError(f"scenario {self.directory.name}: the test started no agent to record")
             sessions = {
                 sid.header.id: await self.store.load(sid.header.id)
                 for sid in await self.store.list_sessions()
             }
+            if self._replay is not None:
+                found = replay_verdict(self.directory.name, self._replay, sessions, self._recorded, self.cwd)
+                if not found.ok:
+                    raise ReplayError("\n".join(found.problems))
+                return []
+            roots = [sid for sid, loaded in sessions.items() if loaded.header.parent_session is None]
+            if not roots:
+                raise ScenarioError(f"scenario {self.directory.name}: the test started no agent to record")
             failure = record_failure(sessions, [])
             if failure is not None:
                 raise ScenarioError(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh.context import WorkspaceConfig
-from dsh.errors import ReplayError, ScenarioError, UsageError
+from dsh.errors import ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
 from dsh.model import Model
@@ -25,6 +25,7 @@ from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
 from dsh.replay.upstream import Composition, composed_tools, composition
+from dsh.replay.verdict import SessionReport, replay_verdict
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -35,7 +36,6 @@ from dsh.snapshot.redaction import (
     redact_lines,
     redact_sessions,
 )
-from dsh.snapshot.reports import SessionReport, check_reports, session_reports
 from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
@@ -202,17 +202,11 @@ def _prepare_workspace(directory: Path, tmp: Path) -> Path:
 
 
 def _record_model() -> tuple[Model, str]:
-    # Imported here, not at module top: the SDK costs ~250 ms of start-up that replay never needs.
-    from dsh.model.openai_compat import OpenAICompatModel
-
     try:
         settings = resolve_provider(key_option=None)  # a library or pytest run has no --api-key
     except UsageError as exc:
         raise ScenarioSkipped(f"record mode needs a provider: {exc}") from exc
-    model = OpenAICompatModel(
-        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-    )
-    return model, settings.model
+    return settings.open_model(), settings.model
 
 
 def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -> str | None:
@@ -305,9 +299,7 @@ async def _prepare(
         model = replay_model
         composed = composition(directory, logs)
         await asyncio.to_thread(composed.prepare, cwd)
-        if logs.primary is not None:
-            recorded[PRIMARY] = logs.primary
-        recorded.update(dict(logs.children))
+        recorded = logs.by_label()
         model_name = model_name or replay_model.model_name or DEFAULT_MODEL
     policy = replay_policy(directory, recorded.get(PRIMARY))
     answers = policy.answers
@@ -369,22 +361,17 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
 
 
 def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
-    """The result: the run's problems, and under replay the recording's checks (divergence,
-    consumption, per-session reports)."""
-    problems = played.problems
-    result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=problems)
+    """The result: the run's problems, and under replay the replay verdict
+    (:func:`dsh.replay.verdict.replay_verdict`: divergence, consumption, per-session reports)."""
+    result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=played.problems)
     replay_model = prep.replay_model
     if replay_model is not None:
         result.notes = list(replay_model.notes)
-        for divergence in replay_model.divergences[:1]:
-            problems.insert(0, f"{divergence.headline(prep.name)}\n{divergence.diff(40)}")
-        try:
-            replay_model.assert_consumed()
-        except ReplayError as exc:
-            if not replay_model.divergences:
-                problems.append(str(exc))
-        result.sessions = session_reports(replay_model, played.sessions, prep.recorded, prep.cwd)
-        check_reports(prep.name, result.sessions, problems)
+        found = replay_verdict(
+            prep.name, replay_model, played.sessions, prep.recorded, prep.cwd, problems=played.problems
+        )
+        result.problems = list(found.problems)
+        result.sessions = list(found.sessions)
     return result
 
 

@@ -13,7 +13,7 @@ when it is read, with the field named.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -22,6 +22,7 @@ from dsh import jsonx
 from dsh.errors import EventShapeError, InvalidEventError, UnsupportedFormatError
 from dsh.events import FORMAT_VERSION, Event, SessionHeader, encode_event, event_from_wire, header_from_wire
 from dsh.events.chunks import CHUNK_TYPES
+from dsh.events.shapes import PAYLOADS, json_fields
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_CHUNK,
@@ -408,6 +409,8 @@ def _settlement(data: dict[str, Any]) -> None:
     if "message" in data:
         _message(data["message"], ".message")
     _get(data, "usage", dict, "")
+    _get(data, "wireUsage", dict, "")
+    _get(data, "interrupted", bool, "")
     stream = _get(data, "stream", dict, "")
     if stream is not None:
         for key, value in stream.items():
@@ -511,7 +514,41 @@ def _compaction_summary(data: dict[str, Any]) -> None:
     _get(data, "usage", dict, "")
 
 
+def _derived(typed: Any) -> Callable[[dict[str, Any]], None]:
+    """The checker of a payload whose shape is only its TypedDict (:mod:`dsh.events.shapes`):
+    each required key present, each key's value of its declared JSON type."""
+    fields = json_fields(typed)
+
+    def check(data: dict[str, Any]) -> None:
+        for field in fields:
+            value = data.get(field.key, _MISSING)
+            if value is _MISSING:
+                if field.required:
+                    raise _Bad(f".{field.key}", "is missing")
+            elif field.types is not None and type(value) not in field.types:
+                wanted = " or ".join(_KINDS[t] for t in field.types)
+                raise _Bad(f".{field.key}", f"must be {wanted} (got {_kind(value)})")
+
+    return check
+
+
+READ_LENIENT: Final[dict[str, frozenset[str]]] = {
+    STEP_END: frozenset({"turn", "step"}),
+    USER_MESSAGE: frozenset({"role"}),
+    REQUEST_HEADER: frozenset({"header", "reason"}),
+    ASSISTANT_MESSAGE: frozenset({"turn", "step", "message"}),
+    ASSISTANT_ATTEMPT: frozenset({"turn", "step", "failure", "stream"}),
+    TOOL_CALL: frozenset({"arguments"}),
+    TOOL_RESULT: frozenset({"turn", "step"}),
+    TURN_END: frozenset({"turn"}),
+}
+"""Required keys of a payload's TypedDict (:data:`dsh.events.shapes.PAYLOADS`) that a log may
+lack and still be read: the original's version-0 logs and older dsh logs omit them, and their
+readers default them (``dsh.events.payloads``). Every other key is checked as its TypedDict
+states it (``tests/test_payload_shapes.py`` holds the hand-written checkers to that)."""
+
 _SHAPES: Final[dict[str, Any]] = {
+    **{etype: _derived(typed) for etype, typed in PAYLOADS.items()},
     TURN_START: _turn_start,
     TURN_END: _turn_end,
     STEP_START: _step,
@@ -529,7 +566,9 @@ _SHAPES: Final[dict[str, Any]] = {
     "compaction/summary": _compaction_summary,
 }
 """Per event type, the fields something reads: required ones must be there; any present must
-have the JSON type its readers use. Other fields (and other legacy types' fields) stay opaque."""
+have the JSON type its readers use. A written type without a hand-written checker (the hot
+paths and the lenient reads keep theirs) is checked as derived from its TypedDict; other
+fields (and other legacy types' fields) stay opaque."""
 
 
 def check_data_shape(etype: str, seq: int, data: object, where: str) -> None:

@@ -22,8 +22,10 @@ from dsh.events.messages import Block, Message
 from dsh.events.payloads import assistant_blocks_of
 from dsh.loop import Agent, TurnResult
 from dsh.loop.inbox import senders
+from dsh.loop.state import IdleState
 from dsh.model import DeliveryOrder
 from dsh.subagents import texts
+from dsh.tools.base import AgentHandle
 
 
 def closing_blocks(events: Sequence[Event]) -> list[Block]:
@@ -46,6 +48,14 @@ async def in_recorded_order(sender: Agent, recipient: Agent) -> None:
         await model.before_delivery(
             sender.id, recipient.id, lambda: senders(session.own_events), recipient.progress
         )
+
+
+def continuable(handle: AgentHandle) -> Agent | None:
+    """The agent behind ``handle`` when it can host continuable children (``None``: a handle
+    of another implementation). A waited-for child needs only the handle; a background one
+    joins :class:`Children`, whose settlement, delivery and resumption use the whole agent
+    (its inbox, activation, store and the replay's delivery order)."""
+    return handle if isinstance(handle, Agent) else None
 
 
 def deliver_to_parent(parent: Agent, message: Message) -> None:
@@ -135,10 +145,10 @@ class _Settlement:
     def __init__(self, child: Child) -> None:
         self.child = child
 
-    async def before_idle(self, agent: Agent) -> None:
-        await in_recorded_order(agent, self.child.parent)
+    async def before_idle(self, agent: IdleState) -> None:
+        await in_recorded_order(self.child.agent, self.child.parent)
 
-    def on_idle(self, agent: Agent, last: TurnResult) -> None:
+    def on_idle(self, agent: IdleState, last: TurnResult) -> None:
         parent = self.child.parent
         if parent.closed:
             return

@@ -11,20 +11,22 @@ after the seed, or after a continuable child's descriptor.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import user_message
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
-from dsh.loop import Agent, TurnResult
+from dsh.loop import Agent
 from dsh.loop.delegation import log_delegated_policies
 from dsh.session import final_assistant_text
 from dsh.subagents import texts
-from dsh.subagents.children import Child, Children
+from dsh.subagents.children import Child, Children, continuable
 from dsh.subagents.control import (
     InterruptAgentTool,
     ListAgentsTool,
@@ -32,7 +34,7 @@ from dsh.subagents.control import (
     with_report,
 )
 from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput
-from dsh.tools.base import arg_text
+from dsh.tools.base import A, AgentHandle, TurnOutcome, arg_text
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from dsh.tools.spill import DEFAULT_MAX_INLINE_BYTES
 
@@ -91,8 +93,9 @@ _DESCRIPTIONS: dict[Mode, str] = {
 }
 
 
-class SubagentTool(Tool[BaseModel]):
-    """One delegation tool; ``mode`` is ``spawn`` (``subagent``) or ``fork`` (``subagent_fork``).
+class SubagentTool(Tool[A], ABC):
+    """A delegation tool over the :class:`~dsh.tools.AgentHandle` of the calling agent:
+    :class:`SpawnTool` (``subagent``) or :class:`ForkTool` (``subagent_fork``).
 
     ``background`` (default: spawn yes, fork no — the original's shipped composition) adds
     ``run_in_background``; background children are kept in ``children``, which the
@@ -100,19 +103,18 @@ class SubagentTool(Tool[BaseModel]):
     """
 
     concurrency_safe = True
+    mode: Mode
 
     def __init__(
         self,
-        mode: Mode,
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
         children: Children | None = None,
         background: bool | None = None,
     ) -> None:
-        self.mode: Mode = mode
         self.max_depth = max_depth
         self.children = children or Children()
-        self.background = mode == "spawn" if background is None else background
+        self.background = self.mode == "spawn" if background is None else background
 
     @property
     def name(self) -> str:
@@ -122,63 +124,114 @@ class SubagentTool(Tool[BaseModel]):
     def description(self) -> str:
         return _DESCRIPTIONS[self.mode]
 
-    @property
-    def args_model(self) -> type[BaseModel]:
-        if self.mode == "spawn":
-            return SpawnArgs
-        return ForkBackgroundArgs if self.background else ForkArgs
-
     def acp_title(self, args: Mapping[str, Any]) -> str | None:
         label = arg_text(args, "description")
         return f"Subagent ({self.mode})" + (f": {label}" if label else "")
 
-    async def call(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+    @abstractmethod
+    def in_background(self, args: A) -> bool:
+        """Whether the call asked for a background child."""
+
+    @abstractmethod
+    def task(self, args: A) -> _Task:
+        """The child's label and prompt."""
+
+    @abstractmethod
+    async def start_child(self, parent: AgentHandle, call_id: str) -> AgentHandle:
+        """The stored child (depth = the parent's + 1), through the parent's ``fork`` /
+        ``spawn``: the fork rule of ``dsh.events.fork``, its cut persisted."""
+
+    async def call(self, args: A, ctx: ToolContext) -> ToolOutput:
         parent = ctx.agent
-        if not isinstance(parent, Agent):
+        if parent is None:
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
-        background = bool(getattr(args, "run_in_background", False))
+        background = self.in_background(args)
         if background and not self.background:
             return ToolOutput.error(
                 "run_in_background is disabled for this tool instance (enableRunInBackground: false)", None
             )
-        depth = parent.session.header.delegation_depth + 1
+        depth = parent.header.delegation_depth + 1
         if depth > self.max_depth:
             return ToolOutput.error(f"subagent depth {depth} exceeds maxDepth {self.max_depth}", None)
-        description = str(getattr(args, "description", ""))
-        prompt = str(getattr(args, "prompt", ""))
+        task = self.task(args)
         if background:
-            return await self._start_background(parent, depth, ctx.call_id, description, prompt)
-        child = await self._start_child(parent, depth, ctx.call_id)
-        log_delegated_policies(child, parent.config.sandbox)
-        descriptor = SubagentDescriptor("one-shot", self.mode, description, parent.id, ctx.call_id)
-        result = await child.run_turn(prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor.to_wire())])
+            host = continuable(parent)
+            if host is None:
+                return ToolOutput.error(
+                    f"{self.name} needs a running agent to run in the background", "NO_AGENT"
+                )
+            return await self._start_background(host, depth, ctx.call_id, task)
+        child = await self.start_child(parent, ctx.call_id)
+        log_delegated_policies(child, parent.sandbox)
+        descriptor = SubagentDescriptor("one-shot", self.mode, task.description, parent.id, ctx.call_id)
+        result = await child.run_turn(task.prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor.to_wire())])
         return _child_output(child, result)
 
-    async def _start_background(
-        self, parent: Agent, depth: int, call_id: str, label: str, prompt: str
-    ) -> ToolOutput:
+    async def _start_background(self, parent: Agent, depth: int, call_id: str, task: _Task) -> ToolOutput:
         """Create the child under its own lease, log its descriptor, queue the task, return its id."""
-        child = await self._start_child(parent, depth, call_id, tools=with_report(parent, self.children))
+        tools = with_report(parent, self.children)
+        if self.mode == "fork":
+            child = await parent.fork(call_id=call_id, tools=tools)
+        else:
+            child = await parent.spawn(call_id=call_id, tools=tools)
         try:
             await child.take_lease()
         except BaseException:
             await child.aclose()
             raise
-        descriptor = SubagentDescriptor("continuable", self.mode, label, parent.id, call_id)
+        descriptor = SubagentDescriptor("continuable", self.mode, task.description, parent.id, call_id)
         child.append(SUBAGENT_DESCRIPTOR, descriptor.to_wire())
-        log_delegated_policies(child, parent.config.sandbox)
-        self.children.start(Child(child, parent, label, depth), user_message(prompt))
+        log_delegated_policies(child, parent.sandbox)
+        self.children.start(Child(child, parent, task.description, depth), user_message(task.prompt))
         await child.checkpoint()
         return ToolOutput.text(texts.started(child.id))
 
-    async def _start_child(
-        self, parent: Agent, depth: int, call_id: str, *, tools: ToolRegistry | None = None
-    ) -> Agent:
-        """The stored child (depth ``depth`` = the parent's + 1), through the parent's
-        ``fork`` / ``spawn``: the fork rule of ``dsh.events.fork``, its cut persisted."""
-        if self.mode == "fork":
-            return await parent.fork(call_id=call_id, tools=tools)
-        return await parent.spawn(call_id=call_id, tools=tools)
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """What a delegation call asks of its child."""
+
+    description: str
+    prompt: str
+
+
+class SpawnTool(SubagentTool[SpawnArgs]):
+    """``subagent``: a fresh child that starts with no history."""
+
+    mode: Mode = "spawn"
+
+    @property
+    def args_model(self) -> type[SpawnArgs]:
+        return SpawnArgs
+
+    def task(self, args: SpawnArgs) -> _Task:
+        return _Task(args.description, args.prompt)
+
+    def in_background(self, args: SpawnArgs) -> bool:
+        return bool(args.run_in_background)
+
+    async def start_child(self, parent: AgentHandle, call_id: str) -> AgentHandle:
+        return await parent.spawn(call_id=call_id)
+
+
+class ForkTool(SubagentTool[ForkArgs]):
+    """``subagent_fork``: a child that inherits the parent's completed turns (its arguments
+    are :class:`ForkBackgroundArgs` when ``background``)."""
+
+    mode: Mode = "fork"
+
+    @property
+    def args_model(self) -> type[ForkArgs]:
+        return ForkBackgroundArgs if self.background else ForkArgs
+
+    def task(self, args: ForkArgs) -> _Task:
+        return _Task(args.description, args.prompt)
+
+    def in_background(self, args: ForkArgs) -> bool:
+        return isinstance(args, ForkBackgroundArgs) and bool(args.run_in_background)
+
+    async def start_child(self, parent: AgentHandle, call_id: str) -> AgentHandle:
+        return await parent.fork(call_id=call_id)
 
 
 _HEADLINES: dict[str, str] = {
@@ -196,13 +249,13 @@ def non_completion_text(kind: str, partial: str) -> str:
     return text
 
 
-def _child_output(child: Agent, result: TurnResult) -> ToolOutput:
+def _child_output(child: AgentHandle, result: TurnOutcome) -> ToolOutput:
     """The child's last non-empty answer from its own events (after the cut), or the error text.
 
     Only a ``completed`` turn is a success; a child that hit its token limit, failed or was
     cancelled is an error result (no code, as in the original) with its partial output.
     """
-    text = final_assistant_text(child.session.own_events)
+    text = final_assistant_text(child.own_events)
     kind = str(result.reason.get("kind", "error"))
     if kind == "completed":
         return ToolOutput.text(text)
@@ -214,8 +267,8 @@ def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | N
     :class:`Children`, ready to register."""
     children = children or Children()
     return [
-        SubagentTool("spawn", max_depth=max_depth, children=children),
-        SubagentTool("fork", max_depth=max_depth, children=children),
+        SpawnTool(max_depth=max_depth, children=children),
+        ForkTool(max_depth=max_depth, children=children),
         SendMessageTool(children),
         ListAgentsTool(children),
         InterruptAgentTool(children),

@@ -46,7 +46,8 @@ class TurnOutcome(Protocol):
 class AgentHandle(Protocol):
     """The agent a tool call runs in (``ToolContext.agent``), as far as a tool may use it.
 
-    ``dsh.loop.Agent`` is the implementation; the delegation tools use it to start children.
+    ``dsh.loop.Agent`` is the implementation; the delegation tools (``subagent``,
+    ``subagent_fork``) start, set up and run a waited-for child through it alone.
     """
 
     @property
@@ -62,6 +63,27 @@ class AgentHandle(Protocol):
     @property
     def own_events(self) -> Sequence[Event]:
         """The session's own events: everything after its inherited prefix."""
+        ...
+
+    @property
+    def sandbox(self) -> SandboxPolicy | None:
+        """The session's file policy (``None``: none), which a delegated child is given."""
+        ...
+
+    @property
+    def approvals(self) -> Approvals:
+        """The session's approval service (a delegated child's policy is logged through it)."""
+        ...
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        source_event_seqs: Sequence[int] | None = None,
+        time: int | None = None,
+    ) -> Event:
+        """Append an event to the session's log."""
         ...
 
     async def spawn(self, *, call_id: str | None = None) -> AgentHandle:

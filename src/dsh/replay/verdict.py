@@ -1,15 +1,26 @@
-"""What a replayed scenario reports per recorded session, and the checks on those reports."""
+"""The one replay verdict: what a replay must reproduce to pass, and the problems when it did not.
+
+A replay passes when no call diverged (:mod:`dsh.replay.fidelity`), every recorded call was
+served, and per recorded session the live one gave the same final answer, the same tool
+results (or a difference a declared tolerance allows) and the same harness actions — hook
+runs and approvals, which no model saw (``docs/decisions/2026-12-01-replay-divergence-check.md``).
+The scenario runner, the ``dsh_recording`` fixture and ``dsh serve replay``'s report all
+decide through :func:`verdict`; the first divergence is worded by
+:meth:`~dsh.replay.fidelity.Divergence.report`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh.errors import ReplayError
+from dsh.events.descriptor import child_kind
 from dsh.replay.fidelity import Divergence, ToolTally, harness_actions, tool_results
 from dsh.replay.model import ReplayModel
 from dsh.session import final_assistant_text
-from dsh.snapshot.transcript import child_kind
 from dsh.store import LoadedSession
 
 
@@ -53,8 +64,23 @@ class SessionReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a replay passed: its problems (the first divergence first) and its sessions."""
+
+    problems: tuple[str, ...]
+    sessions: tuple[SessionReport, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
 def session_reports(
-    model: ReplayModel, sessions: dict[str, LoadedSession], recorded: dict[str, LoadedSession], cwd: Path
+    model: ReplayModel,
+    sessions: Mapping[str, LoadedSession],
+    recorded: Mapping[str, LoadedSession],
+    cwd: Path,
 ) -> list[SessionReport]:
     """One report per recorded script: what it was bound to, consumed and reproduced."""
     out = []
@@ -69,7 +95,7 @@ def session_reports(
             SessionReport(
                 recorded_id=script.recorded_id,
                 live_id=script.bound_to,
-                kind=child_kind(rec) if rec else "primary",
+                kind=(child_kind(rec.header, rec_own) or "primary") if rec else "primary",
                 inherited_event_count=live.inherited_event_count if live else 0,
                 calls=len(script.entries),
                 consumed=script.cursor,
@@ -92,9 +118,51 @@ def session_reports(
     return out
 
 
-def check_reports(name: str, reports: list[SessionReport], problems: list[str]) -> None:
-    """Per session: the same final answer, and every recorded tool result reproduced (or a
-    difference tolerated and listed)."""
+def verdict(
+    scenario: str,
+    *,
+    divergences: Sequence[Divergence] = (),
+    problems: Sequence[str] = (),
+    unconsumed: str | None = None,
+    sessions: Sequence[SessionReport] = (),
+) -> Verdict:
+    """The verdict: the first divergence (:meth:`Divergence.report`), then the run's own
+    ``problems``, then ``unconsumed`` (recorded calls not served; said only when nothing
+    diverged, which explains it), then each session's differences (:func:`session_problems`)."""
+    found = [d.report(scenario) for d in divergences[:1]]
+    found.extend(problems)
+    if unconsumed is not None and not divergences:
+        found.append(unconsumed)
+    found.extend(session_problems(scenario, sessions))
+    return Verdict(tuple(found), tuple(sessions))
+
+
+def replay_verdict(
+    scenario: str,
+    model: ReplayModel,
+    sessions: Mapping[str, LoadedSession],
+    recorded: Mapping[str, LoadedSession],
+    cwd: Path,
+    *,
+    problems: Sequence[str] = (),
+) -> Verdict:
+    """The verdict of an in-process replay through ``model`` (the runner's, the fixture's):
+    ``sessions`` are the live logs, ``recorded`` the recorded ones by script label."""
+    try:
+        model.assert_consumed()
+        unconsumed = None
+    except ReplayError as exc:
+        unconsumed = str(exc)
+    reports = session_reports(model, sessions, recorded, cwd)
+    return verdict(
+        scenario, divergences=model.divergences, problems=problems, unconsumed=unconsumed, sessions=reports
+    )
+
+
+def session_problems(name: str, reports: Sequence[SessionReport]) -> list[str]:
+    """Per session: the same final answer, the same harness actions (hooks, approvals), and
+    every recorded tool result reproduced (or a difference tolerated and listed)."""
+    problems = []
     diverged = any(report.divergence for report in reports)
     for report in reports:
         if report.live_id and not diverged and report.final_text != report.recorded_text:
@@ -115,3 +183,4 @@ def check_reports(name: str, reports: list[SessionReport], problems: list[str]) 
                 f"scenario {name}: session {report.recorded_id}: {tally.total - tally.equal} of "
                 f"{tally.total} tool result(s) differ from the recording ({', '.join(tally.differing)})"
             )
+    return problems
