@@ -31,7 +31,7 @@ from dsh.session.timeline.items import (
     TurnStart,
 )
 from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
-from dsh.session.timeline.tree import SessionTree, TreeNode
+from dsh.session.timeline.tree import SessionTree, TreeNode, child_calls
 
 __all__ = [
     "RELAYED_SOURCES",
@@ -63,4 +63,5 @@ __all__ = [
     "TreeNode",
     "TurnEnd",
     "TurnStart",
+    "child_calls",
 ]

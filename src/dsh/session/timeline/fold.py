@@ -166,11 +166,25 @@ class Timeline:
 
     def _turn_end(self, session_id: str, state: SessionState, event: Event, inherited: bool) -> list[Item]:
         reason = read.turn_end_kind(event)
-        turn = read.int_or_none(read.data_of(event).get("turn"))
+        data = read.data_of(event)
+        turn = read.int_or_none(data.get("turn"))
+        why = data.get("reason")
+        failure = why.get("failure") if isinstance(why, dict) else None
+        failure = failure if isinstance(failure, dict) else None
         state.open_turn = None
         state.last_reason = reason
         usage, state.turn_usage = state.turn_usage, {}
-        end: list[Item] = [TurnEnd(session_id, event, turn, reason, usage, inherited)]
+        end: list[Item] = [
+            TurnEnd(
+                session_id,
+                event,
+                turn,
+                reason,
+                failure if isinstance(failure, dict) else None,
+                usage,
+                inherited,
+            )
+        ]
         if state.descriptor is not None:
             end.append(ChildEnded(session_id, event, reason))
         return end

@@ -226,12 +226,14 @@ class Todos:
 
 @dataclass(frozen=True, slots=True)
 class TurnEnd:
-    """``turn/end``: how the turn ended and the usage of every settlement in it."""
+    """``turn/end``: how the turn ended (``reason``: its kind; ``failure``: an error's code and
+    message, as logged) and the usage of every settlement in it."""
 
     session: str
     event: Event
     turn: int | None
     reason: str | None
+    failure: dict[str, Any] | None
     usage: dict[str, int]
     inherited: bool
 

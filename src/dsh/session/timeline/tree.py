@@ -104,7 +104,7 @@ class SessionTree:
             return node
 
         top = grow(sessions[root], 0)
-        return cls(top, nodes, _calls(nodes))
+        return cls(top, nodes, child_calls({sid: n.session for sid, n in nodes.items()}))
 
     @classmethod
     async def load(cls, store: TreeStore, root: str) -> SessionTree:
@@ -132,29 +132,29 @@ class SessionTree:
         return self.by_call.get((parent, call_id))
 
 
-def _calls(nodes: Mapping[str, TreeNode]) -> dict[tuple[str, str], str]:
-    """The child each delegating call started: from the child's descriptor, else (a child that
-    logged none) by creation order against its parent's own delegating calls."""
+def child_calls(sessions: Mapping[str, Loaded]) -> dict[tuple[str, str], str]:
+    """``(parent, call id) → child`` over ``sessions``: from each child's descriptor, else (a
+    child that logged none) by creation order against its parent's own delegating calls."""
     out: dict[tuple[str, str], str] = {}
-    unkeyed: dict[str, list[TreeNode]] = {}
-    for node in nodes.values():
-        parent = node.session.header.parent_session
+    unkeyed: dict[str, list[Loaded]] = {}
+    for sid, loaded in sessions.items():
+        parent = loaded.header.parent_session
         if parent is None:
             continue
-        if node.descriptor is not None and node.descriptor.call_id is not None:
-            out[(parent, node.descriptor.call_id)] = node.id
+        descriptor = find_descriptor(loaded.events[loaded.inherited_event_count :])
+        if descriptor is not None and descriptor.call_id is not None:
+            out[(parent, descriptor.call_id)] = sid
         else:
-            unkeyed.setdefault(parent, []).append(node)
+            unkeyed.setdefault(parent, []).append(loaded)
     for parent, children in unkeyed.items():
-        parent_node = nodes.get(parent)
-        if parent_node is None:
+        parent_log = sessions.get(parent)
+        if parent_log is None:
             continue
-        children.sort(key=lambda n: (n.session.header.created_at, n.id))
         calls = [
             str(data_of(e).get("callId", ""))
-            for e in parent_node.own_events
+            for e in parent_log.events[parent_log.inherited_event_count :]
             if e.type == TOOL_CALL and data_of(e).get("name") in SUBAGENT_TOOLS
         ]
-        for call_id, child in zip(calls, children, strict=False):
-            out.setdefault((parent, call_id), child.id)
+        for call_id, child in zip(calls, _order(children), strict=False):
+            out.setdefault((parent, call_id), child.header.id)
     return out
