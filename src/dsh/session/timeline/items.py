@@ -30,11 +30,14 @@ class TurnStart:
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A ``user/message`` a person typed."""
+    """A ``user/message`` a person typed: its text blocks joined, each non-empty text block,
+    and its message id."""
 
     session: str
     event: Event
     text: str
+    parts: tuple[str, ...]
+    message_id: str | None
     inherited: bool
 
 

@@ -60,7 +60,8 @@ def user_message(session: str, event: Event, inherited: bool) -> Prompt | Relaye
     blocks = [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     text = joined_text(blocks)
     if kind == "user":
-        return Prompt(session, event, text, inherited)
+        parts = tuple(str(b["text"]) for b in blocks if b.get("type") == "text" and b.get("text"))
+        return Prompt(session, event, text, parts, str_or_none(data.get("id")), inherited)
     parts = tuple(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     return Relayed(session, event, kind if isinstance(kind, str) else "", text, parts, inherited)
 
