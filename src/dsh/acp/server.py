@@ -45,14 +45,14 @@ from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover, AcpAsker
 from dsh.acp.prompt import admit_prompt, invalid_params
 from dsh.acp.runtime import Runtime
-from dsh.acp.updates import Delegation, LiveUpdates, Update, descriptor_delegation, history_updates
+from dsh.acp.updates import Delegation, LiveUpdates, Update, history_updates
 from dsh.errors import StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
 from dsh.loop import Agent, Feed, TurnResult
 from dsh.loop.prompts import ImagePromptError
 from dsh.model.capabilities import accepts_images
+from dsh.session.timeline import SessionTree, TurnStart
 from dsh.subagents.shutdown import running_children, settle_background, stop_background
 
 log = logging.getLogger("dsh.acp")
@@ -137,11 +137,12 @@ class AcpSession:
 
     def _on_event(self, session_id: str, event: Event) -> None:
         try:
-            if session_id == self.id and event.type == TURN_START:
+            items = self.live.timeline.feed(session_id, event)
+            if session_id == self.id and any(isinstance(i, TurnStart) for i in items):
                 self.started = True
                 if self.cancel_requested and self.turn is not None:
                     self.turn.cancel()
-            self.outbox.put(self.live.event(session_id, event))
+            self.outbox.put(self.live.render(session_id, items))
         except Exception:
             log.exception("could not map event %s of session %s", event.type, session_id)
 
@@ -349,17 +350,12 @@ class DshAcpAgent:
 
     async def _delegations(self, session_id: str) -> dict[str, Delegation]:
         """Call id → child session, from the stored children's ``subagent/descriptor``."""
-        store = self.runtime.store
+        tree = await SessionTree.load(self.runtime.store, session_id)
         found: dict[str, Delegation] = {}
-        for child in await store.children(session_id):
-            loaded = await store.load(child.header.id)
-            for event in loaded.events[loaded.inherited_event_count :]:
-                if event.type != SUBAGENT_DESCRIPTOR:
-                    continue
-                delegation = descriptor_delegation(event)
-                if delegation is not None and delegation[0] == session_id:
-                    found[delegation[1]] = Delegation(child.header.id, delegation[2])
-                break
+        for child in tree.root.children:
+            descriptor = child.descriptor
+            if descriptor is not None and descriptor.parent_session == session_id and descriptor.call_id:
+                found[descriptor.call_id] = Delegation(child.id, descriptor.provider or "spawn")
         return found
 
     async def list_sessions(

@@ -39,26 +39,8 @@ from acp.schema import (
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import Chunk, Usage
-from dsh.events.descriptor import parse_descriptor
-from dsh.events.history import project_event
-from dsh.events.messages import Block, Message, Source
-from dsh.events.payloads import (
-    ToolResultBlock,
-    message_of,
-    result_block,
-    tool_call_of,
-    tool_result_of,
-    usage_of,
-)
-from dsh.events.todos import todos_of
-from dsh.events.vocabulary import (
-    ASSISTANT_ATTEMPT,
-    ASSISTANT_MESSAGE,
-    SESSION_TITLE,
-    SUBAGENT_DESCRIPTOR,
-    TOOL_RESULT,
-    TURN_END,
-)
+from dsh.session import timeline as tl
+from dsh.session.timeline import Timeline
 from dsh.tools import ToolPresentation, ToolRegistry
 
 Profile = Literal["full", "dsh-compat"]
@@ -159,16 +141,16 @@ def tool_start(
     return start
 
 
-def tool_finish(block: ToolResultBlock | None, delegation: Delegation | None) -> ToolCallProgress:
-    """The update that settles a tool call from its ``tool-result`` block."""
+def tool_finish(result: tl.ToolResult, delegation: Delegation | None) -> ToolCallProgress:
+    """The update that settles a tool call from its result."""
     content: ToolContent = [delegation.content()] if delegation else []
-    for inner in block["content"] if block is not None else []:
+    for inner in result.content:
         if inner.get("type") == "text":
             content.append(_text_content(str(inner.get("text", ""))))
     update = ToolCallProgress(
         session_update="tool_call_update",
-        tool_call_id=block["toolCallId"] if block is not None else "",
-        status="failed" if block is not None and block["isError"] else "completed",
+        tool_call_id=result.call_id,
+        status="failed" if result.is_error else "completed",
         content=content,
     )
     if delegation:
@@ -176,36 +158,29 @@ def tool_finish(block: ToolResultBlock | None, delegation: Delegation | None) ->
     return update
 
 
-def message_chunks(message: Message, profile: Profile, *, with_ids: bool) -> list[Update]:
+def message_chunks(answer: tl.Answer, profile: Profile, *, with_ids: bool) -> list[Update]:
     """The updates of one assistant message's blocks (committed, or replayed on load)."""
     out: list[Update] = []
-    message_id = message.get("id") if with_ids and isinstance(message.get("id"), str) else None
-    for block in message.get("content", []):
-        kind = block.get("type") if isinstance(block, dict) else None
-        text = block.get("text") if isinstance(block, dict) else None
-        if not isinstance(text, str) or not text:
-            continue
-        if kind == "text":
+    message_id = answer.message_id if with_ids else None
+    for part in answer.parts:
+        if part.kind == "text":
             out.append(
                 AgentMessageChunk(
-                    session_update="agent_message_chunk", content=_text(text), message_id=message_id
+                    session_update="agent_message_chunk", content=_text(part.text), message_id=message_id
                 )
             )
-        elif kind == "reasoning" and profile == "full":
+        elif profile == "full":
             out.append(
                 AgentThoughtChunk(
-                    session_update="agent_thought_chunk", content=_text(text), message_id=message_id
+                    session_update="agent_thought_chunk", content=_text(part.text), message_id=message_id
                 )
             )
     return out
 
 
-def plan_update(event: Event) -> AgentPlanUpdate | None:
+def plan_update(todos: tl.Todos) -> AgentPlanUpdate:
     """The ACP ``plan`` a ``todo/write`` sets (``full`` profile; the original sends none)."""
-    todos = todos_of(event)
-    if todos is None:
-        return None
-    entries = [PlanEntry(content=t["content"], priority="medium", status=t["status"]) for t in todos]
+    entries = [PlanEntry(content=t["content"], priority="medium", status=t["status"]) for t in todos.todos]
     return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
@@ -219,12 +194,9 @@ def context_tokens(usage: Usage | None) -> int | None:
     return sum(c for c in counts if type(c) is int)
 
 
-def descriptor_delegation(event: Event) -> tuple[str, str, str] | None:
-    """``(parent session, call id, kind)`` from a ``subagent/descriptor`` event."""
-    descriptor = parse_descriptor(event)
-    if descriptor is None or descriptor.parent_session is None or descriptor.call_id is None:
-        return None
-    return descriptor.parent_session, descriptor.call_id, descriptor.provider or "spawn"
+def child_delegation(started: tl.ChildStarted) -> Delegation:
+    """The delegation a child's descriptor names (its kind: the provider, else ``spawn``)."""
+    return Delegation(started.session, started.provider or "spawn")
 
 
 class LiveUpdates:
@@ -244,64 +216,62 @@ class LiveUpdates:
         self.cwd = cwd
         self.tools = tools
         self.context_window = context_window
+        self.timeline = Timeline()
+        """The fold of the feed (the ACP session and its subagents)."""
         self._delegations: dict[str, Delegation] = {}
         self._context: int | None = None
 
     def chunk(self, session_id: str, chunk: Chunk) -> list[Update]:
-        if self.profile != "full" or session_id != self.root:
+        delta = self.timeline.chunk(session_id, chunk)
+        if self.profile != "full" or session_id != self.root or delta is None or not delta.text:
             return []
-        text = chunk.get("text")
-        if not isinstance(text, str) or not text:
-            return []
-        if chunk["type"] == "text-delta":
-            return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(text))]
-        if chunk["type"] == "reasoning-delta":
-            return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(text))]
-        return []
+        if delta.kind == "text":
+            return [AgentMessageChunk(session_update="agent_message_chunk", content=_text(delta.text))]
+        return [AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(delta.text))]
 
     def event(self, session_id: str, event: Event) -> list[Update]:
+        return self.render(session_id, self.timeline.feed(session_id, event))
+
+    def render(self, session_id: str, items: list[tl.Item]) -> list[Update]:
+        """The updates of the items one event of ``session_id`` made."""
+        return [update for item in items for update in self._item(session_id, item)]
+
+    def _item(self, session_id: str, item: tl.Item) -> list[Update]:
         if session_id != self.root:
-            return self._descendant_event(session_id, event)
+            return self._descendant(item)
         if self.profile == "dsh-compat":
-            if event.type == ASSISTANT_MESSAGE:
-                message = message_of(event)
-                return [] if message is None else message_chunks(message, self.profile, with_ids=False)
-            return []
-        if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-            used = context_tokens(usage_of(event))
-            if used is not None:
-                self._context = used
-        elif (call := tool_call_of(event)) is not None:
-            return [tool_start(call["callId"], call["name"], call["arguments"], self.cwd,
-                               status="in_progress", tools=self.tools)]  # fmt: skip
-        elif event.type == TOOL_RESULT:
-            block = tool_result_of(event)
-            return [tool_finish(block, self._delegations.get(block["toolCallId"] if block else ""))]
-        elif (
-            event.type == SESSION_TITLE
-            and isinstance(event.data, dict)
-            and isinstance(event.data.get("title"), str)
-        ):
-            return [SessionInfoUpdate(session_update="session_info_update", title=event.data["title"])]
-        elif (plan := plan_update(event)) is not None:
-            return [plan]
-        elif event.type == TURN_END and self._context is not None:
-            used, self._context = self._context, None
-            return [
-                UsageUpdate(session_update="usage_update", used=used, size=max(self.context_window, used))
-            ]
+            return message_chunks(item, self.profile, with_ids=False) if isinstance(item, tl.Answer) else []
+        match item:
+            case tl.Answer() | tl.Attempt():
+                used = context_tokens(item.usage)
+                if used is not None:
+                    self._context = used
+            case tl.ToolCall():
+                return [tool_start(item.call_id, item.name, item.arguments, self.cwd,
+                                   status="in_progress", tools=self.tools)]  # fmt: skip
+            case tl.ToolResult():
+                return [tool_finish(item, self._delegations.get(item.call_id))]
+            case tl.Title():
+                return [SessionInfoUpdate(session_update="session_info_update", title=item.title)]
+            case tl.Todos():
+                return [plan_update(item)]
+            case tl.TurnEnd() if self._context is not None:
+                used, self._context = self._context, None
+                size = max(self.context_window, used)
+                return [UsageUpdate(session_update="usage_update", used=used, size=size)]
+            case _:
+                pass
         return []
 
-    def _descendant_event(self, session_id: str, event: Event) -> list[Update]:
-        if self.profile != "full" or event.type != SUBAGENT_DESCRIPTOR:
+    def _descendant(self, item: tl.Item) -> list[Update]:
+        if self.profile != "full" or not isinstance(item, tl.ChildStarted):
             return []
-        found = descriptor_delegation(event)
-        if found is None or found[0] != self.root:
+        if item.parent != self.root or item.call_id is None:
             return []
-        call_id, delegation = found[1], Delegation(session_id, found[2])
-        self._delegations[call_id] = delegation
+        delegation = child_delegation(item)
+        self._delegations[item.call_id] = delegation
         update = ToolCallProgress(
-            session_update="tool_call_update", tool_call_id=call_id, content=[delegation.content()]
+            session_update="tool_call_update", tool_call_id=item.call_id, content=[delegation.content()]
         )
         update.field_meta = delegation.meta()
         return [update]
@@ -323,52 +293,52 @@ def history_updates(
     """
     delegations = delegations or {}
     out: list[Update] = []
+    timeline = Timeline()
     for event in events:
-        plan = plan_update(event) if profile == "full" else None
-        if plan is not None:
-            out.append(plan)
-        message = project_event(event)
-        if message is None:
-            continue
-        source: Source | dict[str, Any] = message.get("source") or {}
-        if event.type == ASSISTANT_MESSAGE:
-            out.extend(message_chunks(message, profile, with_ids=True))
-            if profile == "full":
-                out.extend(_history_tool_starts(message.get("content", []), cwd, delegations, tools))
-        elif event.type == TOOL_RESULT:
-            if profile == "full":
-                block = result_block(message)
-                out.append(tool_finish(block, delegations.get(block["toolCallId"] if block else "")))
-        elif source.get("kind") == "user":
-            out.extend(_user_chunks(message))
+        for item in timeline.feed("", event):
+            out.extend(_history_item(item, profile, cwd, delegations, tools))
     return out
 
 
+def _history_item(
+    item: tl.Item,
+    profile: Profile,
+    cwd: str,
+    delegations: Mapping[str, Delegation],
+    tools: ToolRegistry | None,
+) -> list[Update]:
+    if isinstance(item, tl.Todos):
+        return [plan_update(item)] if profile == "full" else []
+    if item.event.surface_op != "append":  # only what the model saw (``dsh.events.history``)
+        return []
+    if isinstance(item, tl.Answer):
+        chunks = message_chunks(item, profile, with_ids=True)
+        return (
+            chunks + _history_tool_starts(item.calls, cwd, delegations, tools)
+            if profile == "full"
+            else chunks
+        )
+    if isinstance(item, tl.ToolResult):
+        return [tool_finish(item, delegations.get(item.call_id))] if profile == "full" else []
+    if isinstance(item, tl.Prompt):
+        return [
+            UserMessageChunk(
+                session_update="user_message_chunk", content=_text(text), message_id=item.message_id
+            )
+            for text in item.parts
+        ]
+    return []
+
+
 def _history_tool_starts(
-    blocks: Iterable[Block], cwd: str, delegations: Mapping[str, Delegation], tools: ToolRegistry | None
+    calls: Iterable[tl.CallPart], cwd: str, delegations: Mapping[str, Delegation], tools: ToolRegistry | None
 ) -> list[Update]:
     out: list[Update] = []
-    for block in blocks:
-        if not isinstance(block, dict) or block.get("type") != "tool-call":
-            continue
-        call_id = str(block.get("id", ""))
-        name = str(block.get("name", ""))
-        start = tool_start(call_id, name, block.get("arguments"), cwd, status="pending", tools=tools)
-        delegation = delegations.get(call_id)
+    for call in calls:
+        start = tool_start(call.call_id, call.name, call.arguments, cwd, status="pending", tools=tools)
+        delegation = delegations.get(call.call_id)
         if delegation:
             start.content = [delegation.content()]
             start.field_meta = delegation.meta()
         out.append(start)
-    return out
-
-
-def _user_chunks(message: Message) -> list[Update]:
-    out: list[Update] = []
-    message_id = message.get("id") if isinstance(message.get("id"), str) else None
-    for block in message.get("content", []):
-        if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
-            text = _text(str(block["text"]))
-            out.append(
-                UserMessageChunk(session_update="user_message_chunk", content=text, message_id=message_id)
-            )
     return out

@@ -14,17 +14,9 @@ from rich.markup import escape
 from dsh.cli.tables import terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.descriptor import parse_descriptor
-from dsh.events.messages import joined_text
-from dsh.events.payloads import tool_call_of, tool_result_of, turn_end_kind
-from dsh.events.todos import todo_lines, todos_of
-from dsh.events.vocabulary import (
-    ASSISTANT_ATTEMPT,
-    ASSISTANT_MESSAGE,
-    HOOK_RESULT,
-    SUBAGENT_DESCRIPTOR,
-    TURN_END,
-)
+from dsh.events.todos import todo_lines
+from dsh.session import timeline as tl
+from dsh.session.timeline import Timeline
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -53,12 +45,19 @@ class LiveView:
     """
 
     def __init__(
-        self, console: Console, root_session: str | None = None, *, stream_text: bool = True
+        self,
+        console: Console,
+        root_session: str | None = None,
+        *,
+        stream_text: bool = True,
+        timeline: Timeline | None = None,
     ) -> None:
         self.console = console
         self.stream_text = stream_text
         self.root = root_session
         """The top-level session; ``None`` adopts the first session that is not a child."""
+        self.timeline = timeline if timeline is not None else Timeline()
+        """The fold this view renders (shared with the caller's own listeners when given)."""
         self._children: dict[str, _Child] = {}
         self._mid_line = False
         self._mode = ""
@@ -76,88 +75,85 @@ class LiveView:
         return "  " * child.depth + f"[cyan]\\[{_safe(child.label)}][/cyan] "
 
     def chunk(self, session_id: str, chunk: Chunk) -> None:
-        if self.root is None and session_id not in self._children:
-            self.root = session_id
-        if session_id != self.root:
+        delta = self.timeline.chunk(session_id, chunk)
+        if delta is not None:
+            self.delta(delta)
+
+    def delta(self, delta: tl.Delta) -> None:
+        """Stream one delta of the top-level session (a child's are not shown)."""
+        if self.root is None and delta.session not in self._children:
+            self.root = delta.session
+        if delta.session != self.root or (delta.kind == "text" and not self.stream_text):
             return
-        if chunk["type"] == "reasoning-delta":
-            if self._mode != "reasoning":
-                self._newline()
-                self._mode = "reasoning"
-            text = terminal_safe(chunk["text"], multiline=True)
-            self.console.print(text, style="dim", end="", markup=False, highlight=False)
-            self._mid_line = True
-        elif chunk["type"] == "text-delta" and self.stream_text:
-            if self._mode != "text":
-                self._newline()
-                self._mode = "text"
-            self.console.print(
-                terminal_safe(chunk["text"], multiline=True), end="", markup=False, highlight=False
-            )
-            self._mid_line = True
+        if self._mode != delta.kind:
+            self._newline()
+            self._mode = delta.kind
+        text = terminal_safe(delta.text, multiline=True)
+        style = "dim" if delta.kind == "reasoning" else None
+        self.console.print(text, style=style, end="", markup=False, highlight=False)
+        self._mid_line = True
 
     def event(self, session_id: str, event: Event) -> None:
-        etype = event.type
-        if self.root is None and etype != SUBAGENT_DESCRIPTOR:
+        self.show(session_id, self.timeline.feed(session_id, event))
+
+    def show(self, session_id: str, items: list[tl.Item]) -> None:
+        """Render the items one event of ``session_id`` made."""
+        if self.root is None and not any(isinstance(i, tl.ChildStarted) for i in items):
             self.root = session_id
-        data = event.data
-        descriptor = parse_descriptor(event)
-        if descriptor is not None:
-            parent_child = self._children.get(descriptor.parent_session or "")
-            depth = parent_child.depth + 1 if parent_child else 1
-            label = descriptor.label or session_id[:8]
-            self._children[session_id] = _Child(label, depth)
-            self._newline()
-            self.console.print(
-                "  " * (depth - 1)
-                + f"[magenta]⇢ {_safe(descriptor.provider)}[/magenta] "
-                + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
-            )
-        elif (call := tool_call_of(event)) is not None:
-            self._newline()
-            self.console.print(
-                self._prefix(session_id)
-                + f"[yellow]→ {_safe(call['name'])}[/yellow] "
-                + escape(_short(call["arguments"], 100))
-            )
-        elif (block := tool_result_of(event)) is not None:
-            text = joined_text(block["content"])
-            mark = "[red]✗[/red]" if block["isError"] else "[green]←[/green]"
-            self._newline()
-            self.console.print(self._prefix(session_id) + f"{mark} " + escape(_short(text)))
-        elif (todos := todos_of(event)) is not None:
-            self._newline()
-            self.console.print(self._prefix(session_id) + f"[blue]☰ todo list ({len(todos)})[/blue]")
-            for line in todo_lines(todos):
-                self.console.print(self._prefix(session_id) + "  " + escape(_short(line)))
-        elif etype == HOOK_RESULT:
-            detail = f", exit {data['exitCode']}" if "exitCode" in data else ""
-            why = f" — {_short(str(data['stderrSummary']))}" if data.get("stderrSummary") else ""
-            style = "red" if data.get("decision") in ("block", "deny") else "dim"
-            self._newline()
-            self.console.print(
-                self._prefix(session_id)
-                + f"[{style}]⚑ hook {_safe(data.get('point'))} ({_safe(data.get('handlerId'))}): "
-                + f"{_safe(data.get('decision'))}{detail}[/{style}]"
-                + escape(terminal_safe(why))
-            )
-        elif etype == ASSISTANT_ATTEMPT:
-            failure = data.get("failure", {})
-            self._newline()
-            self.console.print(
-                self._prefix(session_id)
-                + f"[red]! model call failed: {_safe(failure.get('code'))}[/red] "
-                + escape(_short(str(failure.get("message", ""))))
-            )
-        elif etype == ASSISTANT_MESSAGE and session_id != self.root:
-            text = joined_text(data.get("message", {}).get("content", []))
-            if text.strip():
+        for item in items:
+            self._show(session_id, item)
+
+    def _line(self, session_id: str, markup: str) -> None:
+        self._newline()
+        self.console.print(self._prefix(session_id) + markup)
+
+    def _show(self, session_id: str, item: tl.Item) -> None:
+        match item:
+            case tl.ChildStarted():
+                parent_child = self._children.get(item.parent or "")
+                depth = parent_child.depth + 1 if parent_child else 1
+                label = item.label or session_id[:8]
+                self._children[session_id] = _Child(label, depth)
                 self._newline()
-                self.console.print(self._prefix(session_id) + escape(_short(text, 400)))
-        elif etype == TURN_END and session_id in self._children:
-            self._newline()
-            kind = turn_end_kind(event)
-            self.console.print(self._prefix(session_id) + f"[magenta]⇠ {_safe(kind)}[/magenta]")
+                self.console.print(
+                    "  " * (depth - 1)
+                    + f"[magenta]⇢ {_safe(item.provider)}[/magenta] "
+                    + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
+                )
+            case tl.ToolCall():
+                self._line(
+                    session_id,
+                    f"[yellow]→ {_safe(item.name)}[/yellow] " + escape(_short(item.arguments, 100)),
+                )
+            case tl.ToolResult():
+                mark = "[red]✗[/red]" if item.is_error else "[green]←[/green]"
+                self._line(session_id, f"{mark} " + escape(_short(item.text)))
+            case tl.Todos():
+                self._line(session_id, f"[blue]☰ todo list ({len(item.todos)})[/blue]")
+                for line in todo_lines(item.todos):
+                    self.console.print(self._prefix(session_id) + "  " + escape(_short(line)))
+            case tl.Hook():
+                detail = f", exit {item.exit_code}" if item.exit_code is not None else ""
+                why = f" — {_short(str(item.stderr_summary))}" if item.stderr_summary else ""
+                style = "red" if item.decision in ("block", "deny") else "dim"
+                self._line(
+                    session_id,
+                    f"[{style}]⚑ hook {_safe(item.point)} ({_safe(item.handler)}): "
+                    + f"{_safe(item.decision)}{detail}[/{style}]"
+                    + escape(terminal_safe(why)),
+                )
+            case tl.Attempt():
+                self._line(
+                    session_id,
+                    f"[red]! model call failed: {_safe(item.code)}[/red] "
+                    + escape(_short(str(item.message or ""))),
+                )
+            case tl.Answer() if session_id != self.root and item.text.strip():
+                self._line(session_id, escape(_short(item.text, 400)))
+            case tl.ChildEnded():
+                self._line(session_id, f"[magenta]⇠ {_safe(item.reason)}[/magenta]")
+            case _:
+                pass
 
     def footer(self, session_id: str, kind: object, used: str) -> str:
         """The markup of a turn's last line: ``■ KIND · USAGE · session ID`` (all escaped)."""

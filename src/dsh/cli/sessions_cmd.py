@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what the commands run is imported when they run (see tests/
     from rich.tree import Tree
 
     from dsh.events import Event, SessionHeader
+    from dsh.session.timeline import TreeNode
     from dsh.store.base import EventStore, LoadedSession, SessionSummary
 
 T = TypeVar("T")
@@ -241,71 +242,46 @@ class _Node:
         }
 
 
-async def _node(store: EventStore, summary: SessionSummary, own: Sequence[Event] | None = None) -> _Node:
-    """A tree node: the child's kind and, for a background child, its state."""
-    from dsh.events.descriptor import find_descriptor
+async def _node(store: EventStore, node: TreeNode) -> _Node:
+    """A tree node of the CLI: the lineage node's kind and, for a background child, its state."""
     from dsh.session import open_turn
+    from dsh.store.base import SessionSummary
     from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
 
-    if summary.header.parent_session is None:
-        return _Node(summary, None)
-    if own is None:
-        own = await store.read_from(summary.header.id, summary.inherited_event_count)
-    found = find_descriptor(own)
+    loaded = node.session
+    summary = SessionSummary(loaded.header, node.cut, len(loaded.events))
     state = None
-    if found is not None and found.mode == "continuable":
-        elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, summary.header.id)
-        state = logged_state(list(own), lease_held_elsewhere=elsewhere)
-    return _Node(summary, session_kind(summary.header, own), state=state)
+    if node.kind is not None and node.descriptor is not None and node.descriptor.mode == "continuable":
+        own = node.own_events
+        elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, node.id)
+        state = logged_state(own, lease_held_elsewhere=elsewhere)
+    out = _Node(summary, node.kind, state=state)
+    out.children = [await _node(store, child) for child in node.children]
+    return out
 
 
-async def _build_subtree(store: EventStore, root_id: str) -> _Node:
-    """``root_id`` and its descendants, reading only those sessions (``children`` per level)."""
-    from dsh.store.base import SessionSummary
+async def _build_subtree(store: EventStore, root_id: str, seen: set[str] | None = None) -> _Node:
+    """``root_id`` and its descendants, reading only those sessions (the one lineage builder,
+    :class:`~dsh.session.timeline.SessionTree`)."""
+    from dsh.session.timeline import SessionTree
 
-    loaded = await store.load(root_id)
-    cut = loaded.inherited_event_count
-    summary = SessionSummary(loaded.header, cut, len(loaded.events))
-    top = await _node(store, summary, loaded.events[cut:])
-    seen = {root_id}
-
-    async def grow(node: _Node) -> None:
-        for child in _ordered(await store.children(node.summary.header.id)):
-            if child.header.id not in seen:  # a parentSession cycle is shown once
-                seen.add(child.header.id)
-                sub = await _node(store, child)
-                node.children.append(sub)
-                await grow(sub)
-
-    await grow(top)
-    return top
+    tree = await SessionTree.load(store, root_id)
+    if seen is not None:
+        seen.update(tree.nodes)
+    return await _node(store, tree.root)
 
 
 async def _build_forest(store: EventStore) -> list[_Node]:
     """Every root (no parent, or a parent not in the store) with its descendants."""
     summaries = _ordered(await store.list_sessions())
     by_id = {s.header.id: s for s in summaries}
-    kids: dict[str, list[SessionSummary]] = {}
-    for s in summaries:
-        parent = s.header.parent_session
-        if parent is not None and parent in by_id:
-            kids.setdefault(parent, []).append(s)
     roots = [s for s in summaries if s.header.parent_session not in by_id]
     seen: set[str] = set()
-
-    async def build(summary: SessionSummary) -> _Node:
-        seen.add(summary.header.id)
-        node = await _node(store, summary)
-        for child in kids.get(summary.header.id, []):
-            if child.header.id not in seen:
-                node.children.append(await build(child))
-        return node
-
-    forest = [await build(root) for root in roots]
+    forest = [await _build_subtree(store, root.header.id, seen) for root in roots]
     # Sessions on a parentSession cycle have no root; show each cycle once from its oldest member.
     for s in summaries:
         if s.header.id not in seen:
-            forest.append(await build(s))
+            forest.append(await _build_subtree(store, s.header.id, seen))
     return forest
 
 

@@ -25,9 +25,9 @@ from dsh.cli.render import LiveView
 from dsh.cli.tables import make_console, terminal_safe, usage_text
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
 from dsh.loop import Feed, TurnResult
-from dsh.session.views import usage_totals
+from dsh.session.timeline import Answer, Attempt, Timeline
+from dsh.session.timeline.state import add_usage
 
 
 def _add(into: dict[str, int], usage: dict[str, int]) -> None:
@@ -45,31 +45,38 @@ class TurnOutput:
         self.err = make_console(stderr=True, markup=True, live=True)  # never wrapped in a pipe or a log file
         self.children: dict[str, dict[str, int]] = {}
         self.view: LiveView | None = None
-        feed.on_event(self._tally)
-        if as_json:
-            feed.on_event(self._event_json)
-            feed.on_chunk(self._chunk_json)
-        else:
+        self.timeline = Timeline()
+        feed.on_event(self._event)
+        feed.on_chunk(self._chunk)
+        if not as_json:
             console = self.err if self.piped else make_console(markup=True, live=True)
-            self.view = LiveView(console, root, stream_text=not self.piped)
-            feed.on_event(self.view.event)
-            feed.on_chunk(self.view.chunk)
+            self.view = LiveView(console, root, stream_text=not self.piped, timeline=self.timeline)
+
+    def _event(self, session_id: str, event: Event) -> None:
+        items = self.timeline.feed(session_id, event)
+        if session_id != self.root:
+            for item in items:
+                if isinstance(item, Answer | Attempt):
+                    add_usage(self.children.setdefault(session_id, {}), item.usage)
+        if self.as_json:
+            write_json_line({"sessionId": session_id, **event.to_wire()})
+        elif self.view is not None:
+            self.view.show(session_id, items)
+
+    def _chunk(self, session_id: str, chunk: Chunk) -> None:
+        delta = self.timeline.chunk(session_id, chunk)
+        if delta is None:
+            return
+        if self.as_json:
+            write_json_line(
+                {"type": "delta", "sessionId": session_id, "kind": delta.kind, "text": delta.text}
+            )
+        elif self.view is not None:
+            self.view.delta(delta)
 
     def start_turn(self) -> None:
         """Forget the previous turn's children (``dsh chat`` runs many turns on one feed)."""
         self.children = {}
-
-    def _tally(self, session_id: str, event: Event) -> None:
-        if session_id != self.root and event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-            _add(self.children.setdefault(session_id, {}), usage_totals([event]))
-
-    def _event_json(self, session_id: str, event: Event) -> None:
-        write_json_line({"sessionId": session_id, **event.to_wire()})
-
-    def _chunk_json(self, session_id: str, chunk: Chunk) -> None:
-        if chunk["type"] in ("text-delta", "reasoning-delta"):
-            kind = "text" if chunk["type"] == "text-delta" else "reasoning"
-            write_json_line({"type": "delta", "sessionId": session_id, "kind": kind, "text": chunk["text"]})
 
     def total(self, own: dict[str, int]) -> dict[str, int]:
         """``own`` plus every child's usage seen on the feed."""

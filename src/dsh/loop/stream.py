@@ -13,16 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.descriptor import parse_descriptor
-from dsh.events.messages import joined_text
-from dsh.events.payloads import tool_call_of, tool_result_of, turn_end_kind
-from dsh.events.vocabulary import TURN_END
 from dsh.loop.feed import Feed
 from dsh.loop.result import TurnResult
+from dsh.session import timeline as tl
+from dsh.session.timeline import Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,52 +99,52 @@ StreamEvent = (
 )
 """Every event :meth:`Agent.stream` yields."""
 
-_DELTAS: dict[str, type[TextDelta] | type[ReasoningDelta]] = {
-    "text-delta": TextDelta,
-    "reasoning-delta": ReasoningDelta,
-}
-
 
 class _Tree:
-    """Which sessions belong to the streamed agent: itself and the children it starts."""
+    """Which sessions belong to the streamed agent (itself and the children it starts), and
+    the public events of the timeline items they make: a filter over ``Item``s."""
 
     def __init__(self, root: str) -> None:
         self.ids = {root}
         self.children: set[str] = set()
+        self.timeline = Timeline()
 
     def event(self, session_id: str, event: Event) -> StreamEvent | None:
-        data: Any = event.data
-        descriptor = parse_descriptor(event)
-        if descriptor is not None:
-            parent = descriptor.parent_session
+        for item in self.timeline.feed(session_id, event):
+            public = self._public(session_id, item)
+            if public is not None:
+                return public
+        return None
+
+    def _public(self, session_id: str, item: tl.Item) -> StreamEvent | None:
+        if isinstance(item, tl.ChildStarted):
+            parent = item.parent
             if parent is None or parent not in self.ids:
                 return None
             self.ids.add(session_id)
             self.children.add(session_id)
             return ChildStarted(
-                session_id,
-                parent,
-                descriptor.call_id or "",
-                descriptor.provider or "spawn",
-                descriptor.label or "",
+                session_id, parent, item.call_id or "", item.provider or "spawn", item.label or ""
             )
-        if session_id not in self.ids or not isinstance(data, dict):
+        if session_id not in self.ids:
             return None
-        if (call := tool_call_of(event)) is not None:
-            return ToolCallStarted(session_id, call["callId"], call["name"], call["arguments"])
-        if (block := tool_result_of(event)) is not None:
-            return ToolCallFinished(
-                session_id, block["toolCallId"], joined_text(block["content"]), block["isError"]
-            )
-        if event.type == TURN_END and session_id in self.children:
-            return ChildFinished(session_id, turn_end_kind(event) or "")
+        if isinstance(item, tl.ToolCall):
+            return ToolCallStarted(session_id, item.call_id, item.name, item.arguments)
+        if isinstance(item, tl.ToolResult):
+            return ToolCallFinished(session_id, item.call_id, item.text, item.is_error)
+        if isinstance(item, tl.ChildEnded) and session_id in self.children:
+            return ChildFinished(session_id, item.reason or "")
         return None
 
     def chunk(self, session_id: str, chunk: Chunk) -> StreamEvent | None:
-        kind = _DELTAS.get(str(chunk.get("type")))
-        if kind is None or session_id not in self.ids:
+        delta = self.timeline.chunk(session_id, chunk)
+        if delta is None or session_id not in self.ids:
             return None
-        return kind(session_id, str(chunk.get("text", "")))
+        return (
+            TextDelta(session_id, delta.text)
+            if delta.kind == "text"
+            else ReasoningDelta(session_id, delta.text)
+        )
 
 
 async def stream_turn(

@@ -2,11 +2,11 @@
 
 from dsh.session.history import HistoryProjector
 from dsh.session.log import Session
+from dsh.session.timeline.state import open_turn
 from dsh.session.views import (
     all_assistant_text,
     final_assistant_text,
     interrupted_turn_closers,
-    open_turn,
     usage_totals,
 )
 

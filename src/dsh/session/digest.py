@@ -1,41 +1,25 @@
 """What a session's events say beyond its header: title, first prompt, model, status, kind.
 
-Pure functions of one session's events, shared by ``dsh sessions list`` and the viewer.
+A view of the timeline fold (:mod:`dsh.session.timeline`), shared by ``dsh sessions list``
+and the viewer.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from dsh.events import Event, SessionHeader
-from dsh.events.descriptor import SubagentDescriptor, descriptor_kind, parse_descriptor
+from dsh.events.descriptor import descriptor_kind
 from dsh.events.messages import joined_text
-from dsh.events.payloads import request_header_of, turn_end_kind
-from dsh.events.vocabulary import (
-    REQUEST_HEADER,
-    SESSION_TITLE,
-    SUBAGENT_DESCRIPTOR,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-)
+from dsh.events.vocabulary import USER_MESSAGE
+from dsh.session.timeline import Timeline
+from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+
+__all__ = ["RUNNING_WINDOW_MS", "Derived", "Status", "derive", "digest_of", "is_prompt", "shorten", "text_of"]
 
 TITLE_LIMIT = 80
-RUNNING_WINDOW_MS = 5 * 60 * 1000
-"""An open turn whose last event is younger than this is ``running``; older is ``interrupted``."""
-
-Status = Literal["running", "completed", "interrupted", "error", "empty"]
-_END_STATUS: dict[str, Status] = {
-    "completed": "completed",
-    "max-tokens": "completed",
-    "blocked": "completed",
-    "error": "error",
-    "aborted": "interrupted",
-    "interrupted": "interrupted",
-}
 
 
 def shorten(text: str, limit: int = TITLE_LIMIT) -> str:
@@ -74,57 +58,30 @@ class Derived:
     call_id: str | None
 
 
-def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: int | None = None) -> Derived:
-    """Title, first prompt, model, last activity, status and kind of one session."""
-    title: str | None = None
-    first_own: str | None = None
-    first_any: str | None = None
-    model: str | None = None
-    open_turns = 0
-    last_reason: str | None = None
-    descriptor: SubagentDescriptor | None = None
-    for event in events:
-        data = event.data if isinstance(event.data, dict) else {}
-        etype = event.type
-        if etype == SESSION_TITLE and isinstance(data.get("title"), str):
-            title = data["title"]
-        elif is_prompt(event):
-            text = text_of(data)
-            if first_any is None:
-                first_any = text
-            if first_own is None and event.seq >= cut:
-                first_own = text
-        elif etype == REQUEST_HEADER:
-            config = (request_header_of(event) or {}).get("config")
-            if isinstance(config, dict) and isinstance(config.get("model"), str):
-                model = config["model"]
-        elif etype == TURN_START:
-            open_turns += 1
-        elif etype == TURN_END:
-            open_turns = max(open_turns - 1, 0)
-            last_reason = turn_end_kind(event)
-        elif etype == SUBAGENT_DESCRIPTOR and event.seq >= cut and descriptor is None:
-            descriptor = parse_descriptor(event)
-    prompt = first_own if first_own is not None else (first_any or "")
-    last = events[-1].time if events else None
-    status: Status
-    if open_turns:
-        now = now_ms if now_ms is not None else int(time.time() * 1000)
-        status = "running" if last is not None and now - last < RUNNING_WINDOW_MS else "interrupted"
-    elif last_reason is not None:
-        status = _END_STATUS.get(last_reason, "completed")
-    else:
-        status = "empty"
+def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
+    """The digest of a session a :class:`~dsh.session.timeline.Timeline` has folded."""
+    prompt = state.prompt
+    descriptor = state.descriptor
     return Derived(
-        title=shorten(title) if title else (shorten(prompt) if prompt else header.id),
+        title=shorten(state.title) if state.title else (shorten(prompt) if prompt else header.id),
         first_prompt=prompt,
-        model=model,
-        last_activity=last,
-        status=status,
+        model=state.model,
+        last_activity=state.last_time,
+        status=state.status(now_ms),
         kind=descriptor_kind(header, descriptor),
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
     )
+
+
+def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: int | None = None) -> Derived:
+    """Title, first prompt, model, last activity, status and kind of one session: a view of
+    the timeline fold of its events."""
+    timeline = Timeline()
+    timeline.begin(header.id, cut=cut, header=header)
+    for event in events:
+        timeline.feed(header.id, event)
+    return digest_of(header, timeline.state(header.id), now_ms=now_ms)
 
 
 def session_json(header: SessionHeader, inherited_event_count: int, event_count: int) -> dict[str, Any]:

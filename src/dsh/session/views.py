@@ -18,6 +18,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
+from dsh.session.timeline.state import open_turn
 
 
 def final_assistant_text(events: Sequence[Event]) -> str:
@@ -55,16 +56,6 @@ def usage_totals(events: Sequence[Event]) -> dict[str, int]:
                 if type(value) is int:
                     totals[key] = totals.get(key, 0) + value
     return totals
-
-
-def open_turn(events: Sequence[Event]) -> int | None:
-    """The number of a turn started but not ended at the log's end, else ``None``."""
-    for event in reversed(events):
-        if event.type == TURN_END:
-            return None
-        if event.type == TURN_START:
-            return int(event.data["turn"])
-    return None
 
 
 Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]

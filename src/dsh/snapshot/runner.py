@@ -26,6 +26,7 @@ from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
 from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.replay.verdict import SessionReport, replay_verdict
+from dsh.session.timeline import Timeline, TurnEnd
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -213,15 +214,14 @@ def record_failure(sessions: Mapping[str, LoadedSession], problems: list[str]) -
     """Why a recording must not be kept (a problem, a turn not completed), or ``None``."""
     if problems:
         return problems[0]
-    for loaded in sessions.values():
-        for event in loaded.events[loaded.inherited_event_count :]:
-            if event.type == "turn/end":
-                reason = event.data.get("reason", {})
-                if reason.get("kind") not in CLEAN_ENDS:
-                    failure = reason.get("failure") or {}
+    for sid, loaded in sessions.items():
+        timeline = Timeline()
+        for event in loaded.own_events:
+            for item in timeline.feed(sid, event):
+                if isinstance(item, TurnEnd) and item.reason not in CLEAN_ENDS:
+                    failure = item.failure or {}
                     detail = f" ({failure.get('code')}: {failure.get('message')})" if failure else ""
-                    turn = event.data.get("turn")
-                    return f"session {loaded.header.id} turn {turn} ended {reason.get('kind')}{detail}"
+                    return f"session {loaded.header.id} turn {item.turn} ended {item.reason}{detail}"
     return None
 
 

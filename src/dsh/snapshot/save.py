@@ -10,10 +10,9 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events.descriptor import find_descriptor
-from dsh.events.messages import joined_text
-from dsh.events.vocabulary import REQUEST_HEADER, USER_MESSAGE
 from dsh.redact import Redactor
 from dsh.replay.layout import INPUT, PRIMARY
+from dsh.session.timeline import Prompt, Request, Timeline
 from dsh.snapshot.recording import TRANSCRIPT, scenario_logs, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -47,19 +46,16 @@ def _prompts(loaded: LoadedSession, *, top: bool) -> list[tuple[int, list[dict[s
     logs what that process logged."""
     out: list[tuple[int, list[dict[str, Any]]]] = []
     pending = False  # the last prompt's first call is not seen yet
-    for event in loaded.events[loaded.inherited_event_count :]:
-        data = event.data
-        if (
-            event.type == USER_MESSAGE
-            and isinstance(data, dict)
-            and data.get("source", {}).get("kind") == "user"
-        ):
-            out.append((event.time, [{"op": "prompt", "text": joined_text(data.get("content", []))}]))
-            pending = True
-        elif event.type == REQUEST_HEADER and pending:
-            if top and data.get("reason") == "resume" and len(out) > 1:
-                out[-1][1].insert(0, {"op": "resumeSession"})
-            pending = False
+    timeline = Timeline()
+    for event in loaded.own_events:
+        for item in timeline.feed(loaded.header.id, event):
+            if isinstance(item, Prompt):
+                out.append((event.time, [{"op": "prompt", "text": item.text}]))
+                pending = True
+            elif isinstance(item, Request) and pending:
+                if top and item.reason == "resume" and len(out) > 1:
+                    out[-1][1].insert(0, {"op": "resumeSession"})
+                pending = False
     return out
 
 

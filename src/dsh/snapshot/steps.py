@@ -39,14 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from dsh.errors import ScenarioError, UsageError
-from dsh.events import Event
-from dsh.events.messages import Block, Message, joined_text
-from dsh.events.payloads import assistant_blocks_of
-from dsh.events.vocabulary import SESSION_TITLE, TURN_END, TURN_START
+from dsh.events.messages import Block, Message
 from dsh.hooks import reset_handler_ids
 from dsh.ids import new_message_id
 from dsh.loop import Agent, Feed, TurnResult
 from dsh.loop.prompts import PromptPart, resource_link_text
+from dsh.snapshot.progress import Progress
 from dsh.store import EventStore
 from dsh.tools.images import Image
 
@@ -169,8 +167,8 @@ class StepPlayer:
         """Children the steps started from code (``spawnChild`` / ``forkChild``), in order."""
         self.problems: list[str] = []
         self._tasks: list[tuple[int, asyncio.Task[TurnResult], str]] = []
-        self._events: dict[str, list[Event]] = {}
-        feed.on_event(lambda sid, event: self._events.setdefault(sid, []).append(event))
+        self._progress = Progress()
+        feed.on_event(self._progress.event)
 
     async def play(self, steps: list[dict[str, Any]]) -> None:
         try:
@@ -272,36 +270,18 @@ class StepPlayer:
 
     # -- conditions ---------------------------------------------------------------------
 
-    def _of(self, sid: str) -> list[Event]:
-        return self._events.get(sid, [])
-
     def _said(self, sid: str, text: str) -> bool:
-        return any(
-            (blocks := assistant_blocks_of(e)) is not None and joined_text(blocks) == text
-            for e in self._of(sid)
-        )
+        return self._progress.said(sid, text)
 
     def _started(self, sid: str) -> int:
-        return max((int(e.data.get("turn", 0)) for e in self._of(sid) if e.type == TURN_START), default=0)
+        return self._progress.started(sid)
 
     def _titled(self, sid: str) -> bool:
         """The original's condition: the last ``session/title`` comes after the last ``turn/end``."""
-        title = end = -1
-        for n, e in enumerate(self._of(sid)):
-            if e.type == SESSION_TITLE:
-                title = n
-            elif e.type == TURN_END:
-                end = n
-        return end >= 0 and title > end
+        return self._progress.titled(sid)
 
     def _open(self, sid: str) -> bool:
-        last_start = last_end = -1
-        for n, e in enumerate(self._of(sid)):
-            if e.type == TURN_START:
-                last_start = n
-            elif e.type == TURN_END:
-                last_end = n
-        return last_start > last_end
+        return self._progress.open(sid)
 
     async def _child_done(self, agent: Agent, n: int, least: int) -> bool:
         children = await self._store.children(agent.id)
@@ -309,8 +289,7 @@ class StepPlayer:
         if len(children) < n:
             return False
         sid = children[n - 1].header.id
-        ended = [int(e.data.get("turn", 0)) for e in self._of(sid) if e.type == TURN_END]
-        return not self._open(sid) and any(t >= least for t in ended)
+        return not self._open(sid) and any(t >= least for t in self._progress.ended(sid))
 
     async def _until_ready(
         self, i: int, step: dict[str, Any], agent: Agent, task: asyncio.Task[TurnResult]

@@ -14,31 +14,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh import jsonx
-from dsh.events import Event
-from dsh.events.descriptor import SubagentDescriptor, find_descriptor
 from dsh.events.descriptor import child_kind as session_child_kind
-from dsh.events.messages import joined_text
-from dsh.events.payloads import assistant_blocks_of, tool_result_of, turn_end_kind
-from dsh.events.todos import todos_of
-from dsh.events.vocabulary import (
-    ASSISTANT_ATTEMPT,
-    ASSISTANT_MESSAGE,
-    TOOL_CALL,
-    TURN_END,
-    USER_MESSAGE,
-)
-from dsh.session.views import usage_totals
+from dsh.events.descriptor import find_descriptor
+from dsh.session import timeline as tl
+from dsh.session.timeline import RELAYED_SOURCES, SUBAGENT_TOOLS, Timeline, child_calls
 from dsh.store import LoadedSession
 
-SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
-RELAYED = frozenset({"subagent-settled", "subagent-report", "coordinator"})
+__all__ = [
+    "RELAYED",
+    "SUBAGENT_TOOLS",
+    "build_transcript",
+    "child_kind",
+    "children_by_call",
+    "dumps_lines",
+    "normalize",
+]
+
+RELAYED = RELAYED_SOURCES
 """``user/message`` sources of messages one session sent another."""
 
 Line = dict[str, Any]
-
-
-def _descriptor(loaded: LoadedSession) -> SubagentDescriptor | None:
-    return find_descriptor(loaded.own_events)
 
 
 def child_kind(loaded: LoadedSession) -> str:
@@ -47,46 +42,10 @@ def child_kind(loaded: LoadedSession) -> str:
     return session_child_kind(loaded.header, loaded.own_events) or "primary"
 
 
-def _label(loaded: LoadedSession) -> str | None:
-    descriptor = _descriptor(loaded)
-    return descriptor.label if descriptor is not None else None
-
-
 def children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, str], str]:
-    """(parent id, tool call id) → child id, from delegation identity or creation order."""
-    out: dict[tuple[str, str], str] = {}
-    unkeyed: dict[str, list[LoadedSession]] = {}
-    for sid, loaded in sessions.items():
-        parent = loaded.header.parent_session
-        if parent is None:
-            continue
-        descriptor = _descriptor(loaded)
-        if descriptor is not None and descriptor.call_id is not None:
-            out[(parent, descriptor.call_id)] = sid
-        else:
-            unkeyed.setdefault(parent, []).append(loaded)
-    for parent, children in unkeyed.items():
-        children.sort(key=lambda s: (s.header.created_at, s.header.id))
-        parent_log = sessions.get(parent)
-        if parent_log is None:
-            continue
-        calls = [
-            e.data["callId"]
-            for e in parent_log.events[parent_log.inherited_event_count :]
-            if e.type == TOOL_CALL and e.data.get("name") in SUBAGENT_TOOLS
-        ]
-        for call_id, child in zip(calls, children, strict=False):
-            out.setdefault((parent, call_id), child.header.id)
-    return out
-
-
-def _arguments(raw: object) -> object:
-    if isinstance(raw, str):
-        try:
-            return jsonx.loads(raw) if raw.strip() else {}
-        except jsonx.JSONDecodeError:
-            return raw
-    return raw
+    """(parent id, tool call id) → child id, from delegation identity or creation order
+    (:func:`dsh.session.timeline.child_calls`)."""
+    return child_calls(sessions)
 
 
 def build_transcript(
@@ -98,48 +57,39 @@ def build_transcript(
     answer's text and a ``usage`` total (every settlement of that session's turn) to each
     ``turn-end``; recorded ``transcript.expected.jsonl`` files are built without it.
     """
-    by_call = children_by_call(sessions)
+    timeline = Timeline(child_calls(sessions))
     lines: list[Line] = []
     walked: set[str] = set()  # a parentSession cycle (a session its own child) is spliced once
 
     def walk(sid: str) -> None:
         walked.add(sid)
         loaded = sessions[sid]
-        turn_usage: list[Event] = []
-        for event in loaded.events[loaded.inherited_event_count :]:
-            etype, data = event.type, event.data
-            if etype in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-                turn_usage.append(event)
-            kind = data.get("source", {}).get("kind") if etype == USER_MESSAGE else None
-            if kind == "user":
-                lines.append({"session": sid, "type": "prompt", "text": joined_text(data["content"])})
-            elif kind in RELAYED:
-                text = "\n".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
-                lines.append({"session": sid, "type": "message", "from": kind, "text": text})
-            elif (blocks := assistant_blocks_of(event)) is not None:
-                reasoning = joined_text(blocks, "reasoning")
-                if detail and reasoning.strip():
-                    lines.append({"session": sid, "type": "reasoning", "text": reasoning})
-                text = joined_text(blocks)
-                if text:
-                    lines.append({"session": sid, "type": "text", "text": text})
-            elif etype == ASSISTANT_ATTEMPT:
-                code = data.get("failure", {}).get("code")
-                lines.append({"session": sid, "type": "attempt-failed", "code": code})
-            elif etype == TOOL_CALL:
-                lines.append(
-                    {
-                        "session": sid,
-                        "type": "tool-call",
-                        "name": data.get("name"),
-                        "arguments": _arguments(data.get("arguments")),
-                    }
-                )
-            elif (block := tool_result_of(event)) is not None:
-                child = by_call.get((sid, block["toolCallId"]))
+        for event in loaded.own_events:
+            for item in timeline.feed(sid, event):
+                lines.extend(render(sid, item))
+
+    def render(sid: str, item: tl.Item) -> list[Line]:
+        match item:
+            case tl.Prompt():
+                return [{"session": sid, "type": "prompt", "text": item.text}]
+            case tl.Relayed() if item.source in RELAYED:
+                return [
+                    {"session": sid, "type": "message", "from": item.source, "text": "\n".join(item.parts)}
+                ]
+            case tl.Reasoning() if detail and item.text.strip():
+                return [{"session": sid, "type": "reasoning", "text": item.text}]
+            case tl.Answer() if item.text:
+                return [{"session": sid, "type": "text", "text": item.text}]
+            case tl.Attempt():
+                return [{"session": sid, "type": "attempt-failed", "code": item.code}]
+            case tl.ToolCall():
+                return [{"session": sid, "type": "tool-call", "name": item.name, "arguments": item.parsed}]
+            case tl.ToolResult():
+                out: list[Line] = []
+                child = item.child
                 if child is not None and child in sessions and child not in walked:
                     child_log = sessions[child]
-                    lines.append(
+                    out.append(
                         {
                             "session": sid,
                             "type": "subagent-start",
@@ -149,27 +99,30 @@ def build_transcript(
                             "label": _label(child_log),
                         }
                     )
+                    lines.extend(out)
                     walk(child)
-                    lines.append({"session": sid, "type": "subagent-end", "child": child})
-                lines.append(
-                    {
-                        "session": sid,
-                        "type": "tool-result",
-                        "isError": block["isError"],
-                        "text": joined_text(block["content"]),
-                    }
+                    out = [{"session": sid, "type": "subagent-end", "child": child}]
+                out.append(
+                    {"session": sid, "type": "tool-result", "isError": item.is_error, "text": item.text}
                 )
-            elif detail and (todos := todos_of(event)) is not None:
-                lines.append({"session": sid, "type": "todos", "todos": todos})
-            elif etype == TURN_END:
-                line: Line = {"session": sid, "type": "turn-end", "reason": turn_end_kind(event)}
+                return out
+            case tl.Todos() if detail:
+                return [{"session": sid, "type": "todos", "todos": list(item.todos)}]
+            case tl.TurnEnd():
+                line: Line = {"session": sid, "type": "turn-end", "reason": item.reason}
                 if detail:
-                    line["usage"] = usage_totals(turn_usage)
-                turn_usage = []
-                lines.append(line)
+                    line["usage"] = item.usage
+                return [line]
+            case _:
+                return []
 
     walk(primary)
     return lines
+
+
+def _label(loaded: LoadedSession) -> str | None:
+    descriptor = find_descriptor(loaded.own_events)
+    return descriptor.label if descriptor is not None else None
 
 
 def normalize(lines: list[Line], *, cwd: str | None) -> list[Line]:

@@ -9,9 +9,9 @@ store; every page carries a Content-Security-Policy that allows only the viewer'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -27,7 +27,8 @@ from dsh.events import Event
 from dsh.hosts import HostPolicy
 from dsh.ids import session_id_problem
 from dsh.loop import Feed
-from dsh.session.digest import derive
+from dsh.session import timeline as tl
+from dsh.session.digest import derive, digest_of
 from dsh.store.base import EventStore, SessionSummary
 from dsh.store.prefix import ids_with_prefix
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
@@ -37,18 +38,8 @@ from dsh.ui.diff_page import compare, context
 from dsh.ui.guard import HostGuard
 from dsh.ui.report import panes
 from dsh.ui.templates import environment
-from dsh.ui.views import (
-    SORTS,
-    DeriveCache,
-    Item,
-    TranscriptBuilder,
-    children_by_call,
-    find,
-    fork_cuts,
-    lineage,
-    list_page,
-    pretty_json,
-)
+from dsh.ui.transcript import Item, TranscriptBuilder, pretty_json
+from dsh.ui.views import SORTS, DeriveCache, find, fork_cuts, lineage_tree, list_page
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -175,13 +166,12 @@ async def sessions_json(request: Request) -> Response:
 
 async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     loaded = await state.store.load(session_id)
-    root = await lineage(state.store, state.cache, session_id)
+    root, tree = await lineage_tree(state.store, session_id)
     node = find(root, session_id)
-    children = node.children if node is not None else []
     cut = loaded.inherited_event_count
-    derived = derive(loaded.header, loaded.events, cut)
-    builder = TranscriptBuilder(cut, children_by_call(children))
+    builder = TranscriptBuilder(session_id, cut, tree.by_call, loaded.header)
     items: list[Item] = [item for event in loaded.events for item in builder.feed(event)]
+    derived = digest_of(loaded.header, builder.state)
     return {
         "h": loaded.header,
         "warnings": loaded.warnings,  # a torn tail left out, events missing from a cut file
@@ -307,26 +297,22 @@ async def live(request: Request) -> Response:
     cut = loaded.inherited_event_count
     header = loaded.header
 
-    async def children_map() -> dict[str, str]:
-        out: dict[str, str] = {}
+    async def children_map() -> dict[tuple[str, str], str]:
+        out: dict[tuple[str, str], str] = {}
         for child in await state.store.children(sid):
             d = await state.cache.get(child)
             if d.call_id:
-                out[d.call_id] = child.header.id
+                out[(sid, d.call_id)] = child.header.id
         return out
 
-    builder = TranscriptBuilder(cut, await children_map())
-    seen: list[Event] = list(loaded.events[:start])
-    for event in seen:
+    builder = TranscriptBuilder(sid, cut, await children_map(), header)
+    for event in loaded.events[:start]:
         builder.feed(event)
     items_macro = _ENV.get_template("items.html").module
     render_items: Callable[[list[Item]], str] = items_macro.items  # type: ignore[attr-defined]
     render_row: Callable[[Event, int], str] = items_macro.event_row  # type: ignore[attr-defined]
 
     async def stream() -> AsyncIterator[bytes]:
-        open_turns = 0
-        for event in seen:
-            open_turns = _open_after(open_turns, event)
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         state.hub.subscribe(sid, queue)  # before the first byte: deltas sent once the page is open arrive
 
@@ -351,21 +337,16 @@ async def live(request: Request) -> Response:
                     raise value
                 assert isinstance(value, Event)
                 event = value
-                seen.append(event)
-                open_turns = _open_after(open_turns, event)
-                if event.type == "tool/result":
-                    builder.children_by_call.update(await children_map())
-                items = builder.feed(event)
-                d = derive(header, seen, cut)
+                items = await _live_items(builder, event, children_map)
                 payload = {
                     "seq": event.seq,
                     "type": event.type,
-                    "items": str(render_items(items)),
+                    "items": str(render_items([e for item in items for e in builder.render(item)])),
                     "row": str(render_row(event, cut)),
-                    "status": d.status,
+                    "status": builder.status(),
                 }
                 yield _sse("append", payload, event.seq)
-                if event.type == "turn/end" and open_turns == 0:
+                if builder.state.open_turn is None and any(isinstance(i, tl.TurnEnd) for i in items):
                     yield _sse("idle", {"next": event.seq + 1})
                     return
         finally:
@@ -381,12 +362,23 @@ async def live(request: Request) -> Response:
     )
 
 
-def _open_after(open_turns: int, event: Event) -> int:
-    if event.type == "turn/start":
-        return open_turns + 1
-    if event.type == "turn/end":
-        return max(open_turns - 1, 0)
-    return open_turns
+async def _live_items(
+    builder: TranscriptBuilder, event: Event, children: Callable[[], Awaitable[dict[tuple[str, str], str]]]
+) -> list[tl.Item]:
+    """The items of one live event: one fold step; a delegating call's result asks the store
+    for the child it started (born after the call, so not known when the page opened)."""
+    items = builder.items(event)
+    for i, item in enumerate(items):
+        if (
+            isinstance(item, tl.ToolResult)
+            and item.child is None
+            and item.call is not None
+            and item.call.delegates
+        ):
+            builder.timeline.children.update(await children())
+            child = builder.timeline.children.get((item.session, item.call_id))
+            items[i] = replace(item, child=child)
+    return items
 
 
 async def report_page(request: Request) -> Response:

@@ -1,4 +1,5 @@
-"""What the viewer shows, derived from stored events: list rows, lineage trees, transcript items.
+"""What the viewer shows, derived from stored events: list rows and lineage trees (the
+transcript is :mod:`dsh.ui.transcript`).
 
 Pure functions of the log (plus the store reads that fetch it). Nothing here renders HTML:
 templates escape every string they are given, so recorded content stays inert.
@@ -6,38 +7,14 @@ templates escape every string they are given, so recorded content stays inert.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh import jsonx
-from dsh.events import Event
-from dsh.events.messages import joined_text
-from dsh.events.payloads import (
-    assistant_blocks_of,
-    blocks_of,
-    message_of,
-    request_header_of,
-    turn_end_kind,
-    usage_of,
-)
-from dsh.events.vocabulary import (
-    ASSISTANT_ATTEMPT,
-    ASSISTANT_MESSAGE,
-    HOOK_RESULT,
-    REQUEST_HEADER,
-    SESSION_END_SEED,
-    SESSION_TITLE,
-    TOOL_CALL,
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-)
-from dsh.session.digest import Derived, derive, session_json, text_of
+from dsh.events.lineage import ancestors
+from dsh.session.digest import Derived, derive, session_json
+from dsh.session.timeline import SessionTree, TreeNode
 from dsh.store.base import EventStore, SessionSummary
-
-SUBAGENT_TOOLS = frozenset({"subagent", "subagent_fork"})
 
 
 def summary_json(summary: SessionSummary) -> dict[str, Any]:
@@ -213,32 +190,25 @@ class Node:
 
 
 async def lineage(store: EventStore, cache: DeriveCache, session_id: str) -> Node:
-    """The tree holding ``session_id``: from its oldest stored ancestor down to every descendant."""
+    """The tree holding ``session_id``: from its oldest stored ancestor down to every descendant
+    (built by :class:`~dsh.session.timeline.SessionTree`; ``cache`` is kept for the callers)."""
+    return (await lineage_tree(store, session_id))[0]
+
+
+async def lineage_tree(store: EventStore, session_id: str) -> tuple[Node, SessionTree]:
+    """:func:`lineage` and the :class:`~dsh.session.timeline.SessionTree` it renders."""
     summaries = await store.list_sessions()
-    by_id = {s.header.id: s for s in summaries}
-    root = session_id
-    seen = {root}
-    while True:
-        parent = by_id[root].header.parent_session if root in by_id else None
-        if parent is None or parent not in by_id or parent in seen:
-            break
-        seen.add(parent)
-        root = parent
-    kids: dict[str, list[SessionSummary]] = {}
-    for s in summaries:
-        if s.header.parent_session is not None:
-            kids.setdefault(s.header.parent_session, []).append(s)
-    placed: set[str] = set()
+    parents = {s.header.id: s.header.parent_session for s in summaries}
+    found = ancestors(session_id, lambda sid: parents.get(sid) if parents.get(sid) in parents else None)
+    tree = await SessionTree.load(store, found[-1] if found else session_id)
 
-    async def build(summary: SessionSummary) -> Node:
-        placed.add(summary.header.id)
-        node = Node(summary, await cache.get(summary))
-        for child in kids.get(summary.header.id, []):
-            if child.header.id not in placed:
-                node.children.append(await build(child))
-        return node
+    def node(tree_node: TreeNode) -> Node:
+        loaded = tree_node.session
+        summary = SessionSummary(loaded.header, tree_node.cut, len(loaded.events))
+        derived = derive(loaded.header, loaded.events, tree_node.cut)
+        return Node(summary, derived, [node(c) for c in tree_node.children])
 
-    return await build(by_id[root])
+    return node(tree.root), tree
 
 
 def find(node: Node, session_id: str) -> Node | None:
@@ -269,150 +239,3 @@ def fork_cuts(node: Node) -> list[Cut]:
         if c.derived.kind == "fork" and c.summary.inherited_event_count > 0
     ]
     return sorted(cuts, key=lambda c: (c.seq, c.child))
-
-
-# --------------------------------------------------------------------------- transcript
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One transcript entry; ``kind`` picks the template block, ``fields`` fill it."""
-
-    kind: str
-    seq: int
-    turn: int | None
-    inherited: bool
-    fields: dict[str, Any]
-
-
-def _pretty(raw: object) -> str:
-    if isinstance(raw, str):
-        text = raw
-        try:
-            raw = jsonx.loads(text) if text.strip() else {}
-        except jsonx.JSONDecodeError:
-            return text
-    try:
-        return jsonx.dumps_pretty(raw)
-    except TypeError:
-        return repr(raw)
-
-
-def pretty_json(value: object) -> str:
-    """``value`` as indented JSON text (strings that hold JSON are parsed first)."""
-    return _pretty(value)
-
-
-class TranscriptBuilder:
-    """Turns events into transcript items, one event at a time (the page and the live feed share it)."""
-
-    def __init__(self, cut: int, children_by_call: Mapping[str, str]) -> None:
-        self.cut = cut
-        self.children_by_call = dict(children_by_call)
-        self.tool_names: dict[str, str] = {}
-        self.turn: int | None = None
-
-    def feed(self, event: Event) -> list[Item]:
-        data: dict[str, Any] = event.data if isinstance(event.data, dict) else {}
-        etype = event.type
-        inherited = event.seq < self.cut
-        turn = data.get("turn") if isinstance(data.get("turn"), int) else self.turn
-
-        def item(kind: str, **fields: Any) -> Item:
-            return Item(kind, event.seq, turn, inherited, fields)
-
-        if etype == TURN_START:
-            self.turn = turn
-            return [item("turn-start")]
-        if etype == USER_MESSAGE:
-            source = data.get("source")
-            who = source.get("kind") if isinstance(source, dict) else None
-            return [item("prompt", text=text_of(data), source=who or "user")]
-        if etype == REQUEST_HEADER:
-            config = (request_header_of(event) or {}).get("config")
-            model = config.get("model") if isinstance(config, dict) else None
-            return [item("request", model=model, reason=data.get("reason"))]
-        if etype == ASSISTANT_MESSAGE:
-            out: list[Item] = []
-            for block in assistant_blocks_of(event) or []:
-                btype = block.get("type")
-                if btype == "reasoning" and block.get("text"):
-                    out.append(item("reasoning", text=str(block["text"])))
-                elif btype == "text" and block.get("text"):
-                    out.append(item("answer", text=str(block["text"])))
-            usage = usage_of(event)
-            if usage is not None:
-                out.append(item("usage", usage=usage, step=data.get("step")))
-            return out
-        if etype == ASSISTANT_ATTEMPT:
-            failure = data.get("failure") if isinstance(data.get("failure"), dict) else {}
-            return [
-                item(
-                    "attempt",
-                    code=failure.get("code") if isinstance(failure, dict) else None,
-                    message=failure.get("message") if isinstance(failure, dict) else None,
-                    step=data.get("step"),
-                )
-            ]
-        if etype == TOOL_CALL:
-            call_id = str(data.get("callId", ""))
-            name = str(data.get("name", ""))
-            self.tool_names[call_id] = name
-            child = self.children_by_call.get(call_id) if name in SUBAGENT_TOOLS else None
-            return [
-                item(
-                    "tool-call",
-                    name=name,
-                    call_id=call_id,
-                    arguments=_pretty(data.get("arguments")),
-                    child=child,
-                    subagent=name in SUBAGENT_TOOLS,
-                )
-            ]
-        if etype == TOOL_RESULT:
-            out = []
-            for block in blocks_of(message_of(event)):
-                if block.get("type") == "tool-result":
-                    call_id = str(block.get("toolCallId", ""))
-                    inner = block.get("content")
-                    out.append(
-                        item(
-                            "tool-result",
-                            call_id=call_id,
-                            name=self.tool_names.get(call_id),
-                            text=joined_text(inner) if isinstance(inner, list) else "",
-                            is_error=bool(block.get("isError")),
-                            child=self.children_by_call.get(call_id),
-                        )
-                    )
-            return out
-        if etype == HOOK_RESULT:
-            return [
-                item(
-                    "hook",
-                    point=data.get("point"),
-                    handler=data.get("handlerId"),
-                    decision=data.get("decision"),
-                    exit_code=data.get("exitCode"),
-                    duration=data.get("durationMs"),
-                )
-            ]
-        if etype == TURN_END:
-            self.turn = None
-            return [item("turn-end", reason=turn_end_kind(event))]
-        if etype == SESSION_END_SEED:
-            return [item("cut", seq_cut=event.seq)]
-        if etype == SESSION_TITLE:
-            return [item("title", title=str(data.get("title", "")))]
-        return []
-
-
-def children_by_call(children: Iterable[Node]) -> dict[str, str]:
-    """Tool call id → child session id, from each child's ``subagent/descriptor``."""
-    return {c.derived.call_id: c.id for c in children if c.derived.call_id}
-
-
-def transcript(events: Sequence[Event], cut: int, by_call: Mapping[str, str]) -> list[Item]:
-    """Every transcript item of a session's events."""
-    builder = TranscriptBuilder(cut, by_call)
-    return [item for event in events for item in builder.feed(event)]

@@ -1,0 +1,67 @@
+"""The read model: every front-end renders these ``Item``s, folded once from the log.
+
+``Timeline`` (the incremental fold, live or from history), ``SessionTree`` (the one
+lineage builder) and the item types. See ``dsh/session/README.md``.
+"""
+
+from dsh.session.timeline.fold import Timeline
+from dsh.session.timeline.items import (
+    RELAYED_SOURCES,
+    SUBAGENT_TOOLS,
+    Answer,
+    Approval,
+    Attempt,
+    CallPart,
+    ChildEnded,
+    ChildStarted,
+    Cut,
+    Delta,
+    Hook,
+    Item,
+    Part,
+    Prompt,
+    Reasoning,
+    Relayed,
+    Request,
+    Title,
+    Todos,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+)
+from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+from dsh.session.timeline.tree import SessionTree, TreeNode, child_calls
+
+__all__ = [
+    "RELAYED_SOURCES",
+    "RUNNING_WINDOW_MS",
+    "SUBAGENT_TOOLS",
+    "Answer",
+    "Approval",
+    "Attempt",
+    "CallPart",
+    "ChildEnded",
+    "ChildStarted",
+    "Cut",
+    "Delta",
+    "Hook",
+    "Item",
+    "Part",
+    "Prompt",
+    "Reasoning",
+    "Relayed",
+    "Request",
+    "SessionState",
+    "SessionTree",
+    "Status",
+    "Timeline",
+    "Title",
+    "Todos",
+    "ToolCall",
+    "ToolResult",
+    "TreeNode",
+    "TurnEnd",
+    "TurnStart",
+    "child_calls",
+]

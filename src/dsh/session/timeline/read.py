@@ -1,0 +1,152 @@
+"""Reading one event into items: the one place the read side digs into raw payloads.
+
+Stateless: what an item needs from the rest of the session (the paired call, the child a
+call started, whether the event is inherited) the caller — :class:`~.fold.Timeline` —
+passes in. Lenient, as every reader of a stored log is (``dsh.events.payloads``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from dsh import jsonx
+from dsh.events import Event
+from dsh.events.messages import Block, Message, joined_text
+from dsh.events.payloads import (
+    assistant_blocks_of,
+    message_of,
+    request_header_of,
+    tool_call_of,
+    tool_result_of,
+    turn_end_kind,
+    usage_of,
+)
+from dsh.events.todos import todos_of
+from dsh.session.timeline.items import Answer, Attempt, CallPart, Hook, Part, Prompt, Relayed, Request
+
+
+def data_of(event: Event) -> dict[str, Any]:
+    """The event's payload object (``{}`` when it is not one)."""
+    return event.data if isinstance(event.data, dict) else {}
+
+
+def int_or_none(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def parse_arguments(raw: object) -> tuple[Any, bool]:
+    """A call's arguments as JSON and whether they parsed (blank text is ``{}``; text that is
+    not JSON comes back as itself, ``False``)."""
+    if not isinstance(raw, str):
+        return raw, True
+    if not raw.strip():
+        return {}, True
+    try:
+        return jsonx.loads(raw), True
+    except jsonx.JSONDecodeError:
+        return raw, False
+
+
+def user_message(session: str, event: Event, inherited: bool) -> Prompt | Relayed:
+    """A ``user/message``: the user's prompt, or a message relayed from ``source``."""
+    data = data_of(event)
+    source = data.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    content = data.get("content")
+    blocks = [cast(Block, b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    text = joined_text(blocks)
+    if kind == "user":
+        parts = tuple(str(b["text"]) for b in blocks if b.get("type") == "text" and b.get("text"))
+        return Prompt(session, event, text, parts, str_or_none(data.get("id")), inherited)
+    parts = tuple(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    return Relayed(session, event, kind if isinstance(kind, str) else "", text, parts, inherited)
+
+
+def request(session: str, event: Event, inherited: bool) -> Request:
+    config = (request_header_of(event) or {}).get("config")
+    model = config.get("model") if isinstance(config, dict) else None
+    return Request(session, event, str_or_none(model), str_or_none(data_of(event).get("reason")), inherited)
+
+
+def answer(session: str, event: Event, inherited: bool) -> Answer:
+    """An ``assistant/message``: joined text, its text and reasoning blocks in order, its calls."""
+    blocks = assistant_blocks_of(event) or []
+    parts: list[Part] = []
+    calls: list[CallPart] = []
+    for block in blocks:
+        btype, text = block.get("type"), block.get("text")
+        if btype == "tool-call":
+            calls.append(
+                CallPart(str(block.get("id", "")), str(block.get("name", "")), block.get("arguments"))
+            )
+        elif isinstance(text, str) and text and btype in ("text", "reasoning"):
+            parts.append(Part("text" if btype == "text" else "reasoning", text))
+    message: Message | dict[str, Any] = message_of(event) or {}
+    return Answer(
+        session,
+        event,
+        joined_text(blocks),
+        tuple(parts),
+        tuple(calls),
+        usage_of(event),
+        str_or_none(message.get("id")),
+        int_or_none(data_of(event).get("step")),
+        inherited,
+    )
+
+
+def reasoning_text(event: Event) -> str:
+    """The joined reasoning blocks of an ``assistant/message``."""
+    return joined_text(assistant_blocks_of(event) or [], "reasoning")
+
+
+def attempt(session: str, event: Event, inherited: bool) -> Attempt:
+    data = data_of(event)
+    failure = data.get("failure")
+    failure = failure if isinstance(failure, dict) else {}
+    return Attempt(
+        session,
+        event,
+        failure.get("code"),
+        failure.get("message"),
+        usage_of(event),
+        int_or_none(data.get("step")),
+        inherited,
+    )
+
+
+def hook(session: str, event: Event, inherited: bool) -> Hook:
+    data = data_of(event)
+    return Hook(
+        session,
+        event,
+        data.get("point"),
+        data.get("handlerId"),
+        data.get("decision"),
+        data.get("exitCode"),
+        data.get("durationMs"),
+        data.get("stderrSummary"),
+        inherited,
+    )
+
+
+__all__ = [
+    "answer",
+    "attempt",
+    "data_of",
+    "hook",
+    "int_or_none",
+    "parse_arguments",
+    "reasoning_text",
+    "request",
+    "str_or_none",
+    "todos_of",
+    "tool_call_of",
+    "tool_result_of",
+    "turn_end_kind",
+    "user_message",
+]
