@@ -1,0 +1,298 @@
+"""The Anthropic Messages API (``POST /v1/messages``): Claude Code, the Claude Agent SDK and
+every ``anthropic`` SDK user.
+
+``system`` (a string or text blocks, joined) → system; each message's blocks → dsh blocks:
+``text``; ``thinking`` → ``reasoning`` with its ``signature``; ``redacted_thinking`` →
+``redacted-reasoning`` (its ``data``); ``tool_use`` → ``tool-call`` (``input`` as sorted
+JSON text); ``image`` → an image block (base64 ``mediaType``/``data``, or ``url``); each
+``tool_result`` of a user message its own tool-result message. A reply's content (streamed:
+assembled from its ``content_block_*`` events) is read with the same rule, so a recorded
+reply and the same blocks sent back compare equal. ``max_tokens`` and ``tool_choice`` are
+checked; replies are kept and replayed as the exact events; errors in Anthropic's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh import jsonx
+from dsh.events.chunks import Failure, FinishKind, Usage
+from dsh.events.messages import Block, Message, ToolSpec
+from dsh.model import ModelRequest
+from dsh.model.sse import SseEvent
+from dsh.serve.calls import Settled
+from dsh.serve.dialects.base import Call, CallRecorder, Chain, NotThisDialect, Parsed
+from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, wire_reply
+from dsh.serve.http import Reply
+
+FINISH: dict[str, FinishKind] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "max-tokens",
+    "pause_turn": "stop",
+    "refusal": "stop",
+}
+_CHAT_ROLES = frozenset({"system", "developer", "tool"})
+
+
+def anthropic_error(message: str, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's error shape: ``{"type": "error", "error": {type, message, ...}}``."""
+    return {"type": "error", "error": {"type": kind, "message": message, **fields}}
+
+
+def _arguments(value: object) -> str:
+    return jsonx.dumps_sorted(value if value is not None else {})
+
+
+def block(raw: object) -> Block:
+    """One content block as dsh logs it."""
+    if isinstance(raw, str):
+        return {"type": "text", "text": raw}
+    item: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    kind = item.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(item.get("text", ""))}
+    if kind == "thinking":
+        return {
+            "type": "reasoning",
+            "text": str(item.get("thinking", "")),
+            "signature": str(item.get("signature", "")),
+        }
+    if kind == "redacted_thinking":
+        return {"type": "redacted-reasoning", "data": str(item.get("data", ""))}
+    if kind == "tool_use":
+        return {
+            "type": "tool-call",
+            "id": str(item.get("id", "")),
+            "name": str(item.get("name", "")),
+            "arguments": _arguments(item.get("input")),
+        }
+    if kind == "image":
+        found = item.get("source")
+        source: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        if source.get("type") == "base64":
+            return {
+                "type": "image",
+                "mediaType": str(source.get("media_type", "")),
+                "data": str(source.get("data", "")),
+            }
+        return {"type": "image", "url": str(source.get("url") or source.get("file_id") or "")}
+    kept = {k: v for k, v in item.items() if k not in ("type", "cache_control")}
+    return {"type": str(kind), "text": jsonx.dumps_sorted(kept)}
+
+
+def _blocks(content: object) -> list[Block]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [block(b) for b in content] if isinstance(content, list) else []
+
+
+def _user(content: object) -> list[Message]:
+    """A user message: each ``tool_result`` its own message, the other blocks between them one."""
+    out: list[Message] = []
+    pending: list[Block] = []
+    for raw in content if isinstance(content, list) else [content]:
+        if isinstance(raw, Mapping) and raw.get("type") == "tool_result":
+            if pending:
+                out.append({"role": "user", "content": pending, "source": {"kind": "user"}})
+                pending = []
+            call_id = str(raw.get("tool_use_id", ""))
+            result: Block = {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "content": _blocks(raw.get("content")),
+                "isError": raw.get("is_error") is True,
+            }
+            out.append({"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}})
+        else:
+            pending.append(block(raw))
+    if pending or not out:
+        out.append({"role": "user", "content": pending, "source": {"kind": "user"}})
+    return out
+
+
+def to_messages(wire: list[object]) -> list[Message]:
+    out: list[Message] = []
+    for raw in wire:
+        message: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        if message.get("role") == "assistant":
+            out.append(
+                {"role": "assistant", "content": _blocks(message.get("content")), "source": {"kind": "model"}}
+            )
+        else:
+            out.extend(_user(message.get("content")))
+    return out
+
+
+def _system(system: object) -> str | None:
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n\n".join(str(b.get("text", "")) for b in system if isinstance(b, Mapping))
+    return None
+
+
+def _tools(tools: object) -> list[ToolSpec]:
+    out: list[ToolSpec] = []
+    for tool in tools if isinstance(tools, list) else ():
+        if isinstance(tool, Mapping):
+            schema = tool.get("input_schema")
+            parameters = schema if schema is not None else {k: v for k, v in tool.items() if k != "name"}
+            out.append(
+                {
+                    "name": str(tool.get("name", "")),
+                    "description": str(tool.get("description") or ""),
+                    "parameters": parameters,
+                }
+            )
+    return out
+
+
+def usage_of(usage: Mapping[str, Any]) -> Usage:
+    out: Usage = {
+        "inputTokens": int(usage.get("input_tokens") or 0),
+        "outputTokens": int(usage.get("output_tokens") or 0),
+    }
+    if usage.get("cache_read_input_tokens"):
+        out["cacheReadTokens"] = int(usage["cache_read_input_tokens"])
+    return out
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.wire = WireLog("messages")
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json: dict[int, str] = {}
+        self.done: list[int] = []
+        self.usage: dict[str, Any] = {}
+        self.stop: str | None = None
+        self.ended = False
+        self.failure: Failure | None = None
+
+    def event(self, event: SseEvent) -> None:
+        self.wire.event(event)
+        data = json_of(event.data)
+        kind = event.event or str(data.get("type", ""))
+        index = data.get("index")
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.usage.update(message.get("usage") or {})
+        elif kind == "content_block_start" and type(index) is int:
+            self.blocks[index] = dict(data.get("content_block") or {})
+        elif kind == "content_block_delta" and index in self.blocks:
+            self._delta(self.blocks[index], index, data.get("delta") or {})
+        elif kind == "content_block_stop" and index in self.blocks:
+            if index in self.json:
+                self.blocks[index]["input"] = json_of(self.json.pop(index))
+            self.done.append(index)
+        elif kind == "message_delta":
+            self.stop = (data.get("delta") or {}).get("stop_reason") or self.stop
+            self.usage.update(data.get("usage") or {})
+        elif kind == "message_stop":
+            self.ended = True
+        elif kind == "error":
+            error = data.get("error") or {}
+            self.failure = {
+                "code": str(error.get("type") or "ERROR"),
+                "message": str(error.get("message") or ""),
+            }
+
+    def _delta(self, target: dict[str, Any], index: int, delta: Mapping[str, Any]) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            target["text"] = str(target.get("text", "")) + str(delta.get("text", ""))
+        elif kind == "thinking_delta":
+            target["thinking"] = str(target.get("thinking", "")) + str(delta.get("thinking", ""))
+        elif kind == "signature_delta":
+            target["signature"] = str(target.get("signature", "")) + str(delta.get("signature", ""))
+        elif kind == "input_json_delta":
+            self.json[index] = self.json.get(index, "") + str(delta.get("partial_json", ""))
+
+    def whole(self, raw: bytes) -> None:
+        self.wire.whole(raw)
+        document = json_of(raw.decode("utf-8", "replace"))
+        content = document.get("content")
+        for i, item in enumerate(content if isinstance(content, list) else []):
+            self.blocks[i] = dict(item) if isinstance(item, Mapping) else {}
+            self.done.append(i)
+        self.usage.update(document.get("usage") or {})
+        self.stop = document.get("stop_reason")
+        self.ended = bool(document)
+
+    def settle(self) -> Settled:
+        blocks = [block(self.blocks[i]) for i in sorted(self.done)]
+        failure = self.failure
+        if failure is None and not self.ended:
+            failure = cut("the stream ended without message_stop")
+        usage = usage_of(self.usage) if self.usage else None
+        finish = FINISH.get(str(self.stop), "stop") if failure is None else None
+        return Settled(
+            block_chunks(blocks, usage, finish),
+            [],
+            failure,
+            usage,
+            dict(self.usage) if self.usage else None,
+            self.wire.record(),
+        )
+
+
+class MessagesDialect:
+    name: str = "messages"
+    paths: frozenset[str] = frozenset({"/v1/messages", "/messages"})
+    upstream_path: str = "/messages"
+    forwarded: tuple[str, ...] = (
+        "authorization",
+        "x-api-key",
+        "anthropic-version",
+        "anthropic-beta",
+        "content-type",
+        "accept",
+        "user-agent",
+    )
+
+    def shape(self, message: str, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        return anthropic_error(message, kind, fields)
+
+    def read(self, body: Mapping[str, Any], previous: Parsed | None, chain: Chain) -> Parsed | NotThisDialect:
+        wire = body.get("messages")
+        if not isinstance(wire, list):
+            what = (
+                "a Responses API body (input): POST it to /v1/responses"
+                if "input" in body
+                else "no messages list"
+            )
+            return NotThisDialect(f"not a Messages API body: {what}")
+        for message in wire:
+            if isinstance(message, Mapping) and (
+                message.get("role") in _CHAT_ROLES or "tool_calls" in message
+            ):
+                return NotThisDialect(
+                    "this is a Chat Completions body (a system, tool or tool_calls message): "
+                    "POST it to /v1/chat/completions"
+                )
+        max_tokens = body.get("max_tokens")
+        request = ModelRequest(
+            session_id="",
+            model=str(body.get("model", "")),
+            messages=to_messages(wire),
+            system=_system(body.get("system")),
+            tools=_tools(body.get("tools")),
+            max_tokens=max_tokens if type(max_tokens) is int else None,
+        )
+        checked = {"tool_choice": body["tool_choice"]} if "tool_choice" in body else {}
+        return Parsed(request, bool(body.get("stream")), checked)
+
+    def recorder(self) -> CallRecorder:
+        return _Recorder()
+
+    def visible(self, reply: Message) -> Message:
+        return {"role": "assistant", "content": list(reply.get("content") or []), "source": {"kind": "model"}}
+
+    def answer(self, call: Call, speed: float) -> Reply:
+        assert call.recorded.wire is not None
+        return wire_reply(call.recorded.wire, speed)
+
+
+MESSAGES = MessagesDialect()

@@ -1,0 +1,280 @@
+"""The OpenAI Responses API (``POST /v1/responses``): the Agents SDK's default model, Codex.
+
+A body's ``input`` items become dsh messages: consecutive ``reasoning`` (summary text, the
+``encrypted_content`` as the block's ``signature``), assistant ``message`` (one text block
+per part) and ``function_call`` items one assistant message; ``function_call_output`` a
+tool result; a user, system or developer ``message`` a user message (``input_text`` parts
+as text, ``input_image`` as an image block by URL or file id). ``previous_response_id``
+puts the history after that reply first (:data:`~dsh.serve.dialects.base.Chain`). A
+reply's ``output`` is read with the same rule, so a recorded reply and the same items sent
+back compare equal. ``instructions`` → system, ``max_output_tokens`` → ``max_tokens``,
+``tool_choice`` is checked as sent. Replies are kept and replayed as the exact events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dsh import jsonx
+from dsh.events.chunks import Failure, FinishKind, Usage
+from dsh.events.messages import Block, Message, Source, ToolSpec
+from dsh.model import ModelRequest
+from dsh.model.sse import SseEvent
+from dsh.serve.calls import Settled
+from dsh.serve.dialects.base import Call, CallRecorder, Chain, NotThisDialect, Parsed
+from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, wire_reply
+from dsh.serve.http import Reply, openai_error
+
+_TEXT_PARTS = frozenset({"output_text", "input_text", "text", "refusal"})
+
+
+def _text_of(part: Mapping[str, Any]) -> str:
+    return str(part.get("text", part.get("refusal", "")))
+
+
+def _part(part: object) -> Block:
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if not isinstance(part, Mapping):
+        return {"type": "text", "text": jsonx.dumps_sorted(part)}
+    kind = part.get("type")
+    if kind in _TEXT_PARTS:
+        return {"type": "text", "text": _text_of(part)}
+    if kind == "input_image":
+        return {"type": "image", "url": str(part.get("image_url") or part.get("file_id") or "")}
+    return {"type": str(kind), "text": jsonx.dumps_sorted({k: v for k, v in part.items() if k != "type"})}
+
+
+def _parts(content: object) -> list[Block]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [_part(p) for p in content] if isinstance(content, list) else []
+
+
+def _assistant_block(item: Mapping[str, Any]) -> list[Block]:
+    kind = item.get("type", "message")
+    if kind == "reasoning":
+        summary = item.get("summary") or item.get("content") or []
+        text = "\n\n".join(_text_of(p) for p in summary if isinstance(p, Mapping))
+        block: Block = {"type": "reasoning", "text": text}
+        if isinstance(item.get("encrypted_content"), str):
+            block["signature"] = item["encrypted_content"]
+        return [block]
+    if kind == "function_call":
+        return [
+            {
+                "type": "tool-call",
+                "id": str(item.get("call_id", "")),
+                "name": str(item.get("name", "")),
+                "arguments": str(item.get("arguments", "")),
+            }
+        ]
+    if kind == "message":
+        return _parts(item.get("content"))
+    kept = {k: v for k, v in item.items() if k not in ("id", "status")}
+    return [{"type": f"item:{kind}", "text": jsonx.dumps_sorted(kept)}]
+
+
+def _is_assistant(item: Mapping[str, Any]) -> bool:
+    """Whether an item is the model's (every kind but a message from another role and a
+    tool's output: reasoning, function calls, hosted tools' calls)."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        return bool(item.get("role") == "assistant")
+    return bool(kind != "function_call_output")
+
+
+def items_to_messages(items: Sequence[object]) -> list[Message]:
+    """``input`` (or a reply's ``output``) items as dsh messages (the module docstring's rule)."""
+    out: list[Message] = []
+    assistant: list[Block] | None = None
+    for raw in items:
+        item: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {"role": "user", "content": str(raw)}
+        if _is_assistant(item):
+            if assistant is None:
+                assistant = []
+                out.append({"role": "assistant", "content": assistant, "source": {"kind": "model"}})
+            assistant.extend(_assistant_block(item))
+            continue
+        assistant = None
+        if item.get("type") == "function_call_output":
+            call_id = str(item.get("call_id", ""))
+            result: Block = {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "content": _parts(item.get("output")),
+                "isError": False,
+            }
+            out.append({"role": "user", "content": [result], "source": {"kind": "tool", "callId": call_id}})
+        else:
+            role = str(item.get("role", "user"))
+            source: Source = {"kind": "user" if role == "user" else role}
+            out.append({"role": "user", "content": _parts(item.get("content")), "source": source})
+    return out
+
+
+def _tools(tools: object) -> list[ToolSpec]:
+    out: list[ToolSpec] = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        if tool.get("type") == "function":
+            out.append(
+                {
+                    "name": str(tool.get("name", "")),
+                    "description": str(tool.get("description") or ""),
+                    "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+                }
+            )
+        else:
+            out.append({"name": str(tool.get("type", "")), "description": "", "parameters": dict(tool)})
+    return out
+
+
+def usage_of(usage: object) -> Usage | None:
+    if not isinstance(usage, Mapping):
+        return None
+    input_details = usage.get("input_tokens_details") or {}
+    output_details = usage.get("output_tokens_details") or {}
+    cached = int(input_details.get("cached_tokens") or 0)
+    out: Usage = {
+        "inputTokens": int(usage.get("input_tokens") or 0) - cached,
+        "outputTokens": int(usage.get("output_tokens") or 0),
+    }
+    if cached:
+        out["cacheReadTokens"] = cached
+    if output_details.get("reasoning_tokens"):
+        out["reasoningTokens"] = int(output_details["reasoning_tokens"])
+    return out
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.wire = WireLog("responses")
+        self.response_id: str | None = None
+        self.items: list[object] = []
+        self.final: Mapping[str, Any] | None = None
+        self.failure: Failure | None = None
+
+    def _response(self, response: object) -> None:
+        if isinstance(response, Mapping) and isinstance(response.get("id"), str):
+            self.response_id = response["id"]
+
+    def event(self, event: SseEvent) -> None:
+        self.wire.event(event)
+        data = json_of(event.data)
+        kind = event.event or str(data.get("type", ""))
+        if kind in ("response.created", "response.in_progress"):
+            self._response(data.get("response"))
+        elif kind == "response.output_item.done":
+            self.items.append(data.get("item"))
+        elif kind in ("response.completed", "response.incomplete"):
+            self._done(data.get("response"))
+        elif kind == "response.failed":
+            response = data.get("response")
+            error = response.get("error") if isinstance(response, Mapping) else None
+            error = error if isinstance(error, Mapping) else {}
+            self.failure = {
+                "code": str(error.get("code") or "RESPONSE_FAILED"),
+                "message": str(error.get("message") or "the response failed"),
+            }
+        elif kind == "error":
+            self.failure = {
+                "code": str(data.get("code") or "ERROR"),
+                "message": str(data.get("message") or ""),
+            }
+
+    def _done(self, response: object) -> None:
+        self._response(response)
+        self.final = response if isinstance(response, Mapping) else {}
+
+    def whole(self, raw: bytes) -> None:
+        self.wire.whole(raw)
+        self._done(json_of(raw.decode("utf-8", "replace")))
+
+    def settle(self) -> Settled:
+        final = self.final
+        output = final.get("output") if final is not None else None
+        items = output if isinstance(output, list) and output else self.items
+        messages = items_to_messages(items)
+        blocks = [b for m in messages if m["role"] == "assistant" for b in m["content"]]
+        usage = usage_of(final.get("usage")) if final is not None else None
+        failure = self.failure
+        if failure is None and final is None:
+            failure = cut("the stream ended without response.completed")
+        finish: FinishKind | None = None
+        if failure is None and final is not None:
+            details = final.get("incomplete_details")
+            finish = "tool-calls" if any(b.get("type") == "tool-call" for b in blocks) else "stop"
+            if final.get("status") == "incomplete" and isinstance(details, Mapping):
+                finish = "max-tokens" if details.get("reason") == "max_output_tokens" else finish
+        raw_usage = final.get("usage") if final is not None else None
+        return Settled(
+            block_chunks(blocks, usage, finish),
+            [],
+            failure,
+            usage,
+            dict(raw_usage) if isinstance(raw_usage, Mapping) else None,
+            self.wire.record(response_id=self.response_id),
+        )
+
+
+class ResponsesDialect:
+    name: str = "responses"
+    paths: frozenset[str] = frozenset({"/v1/responses", "/responses"})
+    upstream_path: str = "/responses"
+    forwarded: tuple[str, ...] = (
+        "authorization",
+        "content-type",
+        "accept",
+        "user-agent",
+        "openai-beta",
+        "openai-organization",
+        "openai-project",
+    )
+
+    def shape(self, message: str, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        return openai_error(message, kind, fields)
+
+    def read(self, body: Mapping[str, Any], previous: Parsed | None, chain: Chain) -> Parsed | NotThisDialect:
+        raw = body.get("input")
+        if "messages" in body and raw is None:
+            return NotThisDialect(
+                "this is a Chat Completions or Messages body (messages, no input): "
+                "POST it to /v1/chat/completions or /v1/messages"
+            )
+        if raw is not None and not isinstance(raw, str | list):
+            return NotThisDialect("input must be a string or a list of items")
+        items: list[object] = [{"role": "user", "content": raw}] if isinstance(raw, str) else list(raw or [])
+        previous_id = body.get("previous_response_id")
+        prefix: Sequence[Message] = ()
+        missing = None
+        if isinstance(previous_id, str):
+            known = chain.get(previous_id)
+            prefix, missing = (known, None) if known is not None else ((), previous_id)
+        instructions = body.get("instructions")
+        max_tokens = body.get("max_output_tokens")
+        request = ModelRequest(
+            session_id="",
+            model=str(body.get("model", "")),
+            messages=[*prefix, *items_to_messages(items)],
+            system=instructions if isinstance(instructions, str) else None,
+            tools=_tools(body.get("tools")),
+            max_tokens=max_tokens if type(max_tokens) is int else None,
+        )
+        checked = {"tool_choice": body["tool_choice"]} if "tool_choice" in body else {}
+        return Parsed(request, bool(body.get("stream")), checked, missing=missing)
+
+    def recorder(self) -> CallRecorder:
+        return _Recorder()
+
+    def visible(self, reply: Message) -> Message:
+        return {"role": "assistant", "content": list(reply.get("content") or []), "source": {"kind": "model"}}
+
+    def answer(self, call: Call, speed: float) -> Reply:
+        assert call.recorded.wire is not None
+        return wire_reply(call.recorded.wire, speed)
+
+
+RESPONSES = ResponsesDialect()
