@@ -35,9 +35,10 @@ def lookup_capital(country: str) -> str:
 async def test_the_agents_sdk_on_responses(dsh_serve_client):
     client = openai.AsyncOpenAI(base_url="http://api.invalid/v1", api_key="sk-agents-key", max_retries=0,
                                 http_client=dsh_serve_client.async_http_client())
-    model = OpenAIResponsesModel(model="gpt-test", openai_client=client)
-    agent = Agent(name="geo", instructions="Answer with tools.", model=model, tools=[lookup_capital])
-    result = await Runner.run(agent, "What is the capital of France?")
+    async with client:
+        model = OpenAIResponsesModel(model="gpt-test", openai_client=client)
+        agent = Agent(name="geo", instructions="Answer with tools.", model=model, tools=[lookup_capital])
+        result = await Runner.run(agent, "What is the capital of France?")
     assert result.final_output == "The capital of France is Paris."
 
 
@@ -45,21 +46,26 @@ TOOLS = [{"name": "lookup_capital", "description": "The capital city of a countr
           "input_schema": {"type": "object", "properties": {"country": {"type": "string"}}}}]
 
 
-@pytest.mark.dsh_serve(directory=str(HERE / "claude"))
-def test_an_anthropic_tool_loop(dsh_serve_client):
-    client = anthropic.Anthropic(base_url="http://api.invalid", api_key="sk-ant-key", max_retries=0,
-                                 http_client=dsh_serve_client.http_client())
-    messages = [{"role": "user", "content": "What is the capital of France?"}]
+def _loop(client, messages):
     while True:
         with client.messages.stream(model="claude-test", max_tokens=2048, tools=TOOLS, messages=messages,
                                     thinking={"type": "enabled", "budget_tokens": 1024}) as stream:
             reply = stream.get_final_message()
         messages.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
         if reply.stop_reason != "tool_use":
-            break
+            return reply
         use = next(b for b in reply.content if b.type == "tool_use")
         result = {"type": "tool_result", "tool_use_id": use.id, "content": "Paris"}
         messages.append({"role": "user", "content": [result]})
+
+
+@pytest.mark.dsh_serve(directory=str(HERE / "claude"))
+def test_an_anthropic_tool_loop(dsh_serve_client):
+    client = anthropic.Anthropic(base_url="http://api.invalid", api_key="sk-ant-key", max_retries=0,
+                                 http_client=dsh_serve_client.http_client())
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    with client:
+        reply = _loop(client, messages)
     assert reply.content[0].signature == "sig-XYZ=="
     assert reply.content[-1].text == "The capital of France is Paris."
 '''

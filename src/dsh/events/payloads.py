@@ -527,6 +527,13 @@ def wire_of(event: Event) -> WireRecord | None:
     return cast(WireRecord, wire)
 
 
+def wire_usage_of(event: Event) -> dict[str, Any] | None:
+    """The provider's own usage object an ``assistant/message`` logged (``wireUsage``)."""
+    data = _data(event, ASSISTANT_MESSAGE)
+    usage = data.get("wireUsage") if data is not None else None
+    return usage if isinstance(usage, dict) else None
+
+
 def header_dialect(header: RequestHeader | None) -> str | None:
     """The wire dialect a request header notes (``None``: none, Chat Completions)."""
     config = header.get("config") if header is not None else None

@@ -10,7 +10,7 @@ from typing import Any
 from dsh.events import Event
 from dsh.events.chunks import Chunk, Failure, Usage
 from dsh.events.messages import Message
-from dsh.events.payloads import WireRecord, message_of, stream_of, wire_of
+from dsh.events.payloads import WireRecord, message_of, stream_of, wire_of, wire_usage_of
 
 
 @dataclass(slots=True)
@@ -48,11 +48,7 @@ def recorded_replies(events: Sequence[Event], calls: int) -> list[RecordedReply]
         stream = stream_of(event)
         if stream is None:
             continue
-        usage = event.data.get("wireUsage") if isinstance(event.data, dict) else None
-        message = message_of(event)
-        found.append(
-            RecordedReply(stream["dt"], usage if isinstance(usage, dict) else None, wire_of(event), message)
-        )
+        found.append(RecordedReply(stream["dt"], wire_usage_of(event), wire_of(event), message_of(event)))
     if len(found) == calls:
         return found
     return [RecordedReply((), None, None, None) for _ in range(calls)]

@@ -25,120 +25,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsh import jsonx
-from dsh.errors import ScenarioError
 from dsh.events.messages import Message
-from dsh.events.payloads import header_dialect
 from dsh.hosts import HostPolicy
 from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
-from dsh.replay.derive import Derived, derive
-from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.files import read_recorded, read_tolerances
-from dsh.replay.layout import PRIMARY
-from dsh.replay.wire_request import wire_derived
-from dsh.serve.calls import RecordedReply, recorded_replies
-from dsh.serve.dialects import SUPPORTED, Call, Dialect, NotThisDialect, Parsed, by_name, dialect_for
+from dsh.replay.fidelity import Divergence, Tolerances
+from dsh.serve.dialects import SUPPORTED, Call, Dialect, NotThisDialect, Parsed, dialect_for
 from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, new_token, refusal
 from dsh.serve.keys import SessionKeys
-from dsh.serve.recorder import CLIENT_EVENT
-from dsh.store import LoadedSession
-
-
-@dataclass(slots=True)
-class ServedSession:
-    """One recorded session and how far the replay has consumed it."""
-
-    label: str
-    recorded_id: str
-    client_key: str | None
-    derived: Derived
-    replies: list[RecordedReply]
-    check: SessionCheck
-    dialect: Dialect
-    served: int = 0
-    divergences: list[dict[str, Any]] = field(default_factory=list)
-    last: Parsed | None = None
-    """The last request this session answered, as read (the next read reuses its equal part)."""
-
-    @property
-    def calls(self) -> int:
-        return len(self.derived.entries)
-
-    def names(self) -> set[str]:
-        names = {self.label, self.recorded_id, self.label.removesuffix(".jsonl")}
-        if self.client_key:
-            names.add(self.client_key)
-        return names
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session": self.label,
-            "recordedId": self.recorded_id,
-            "clientKey": self.client_key,
-            "dialect": self.dialect.name,
-            "calls": self.calls,
-            "served": self.served,
-            "divergences": self.divergences,
-        }
-
-
-def _client_key(events: Sequence[Any]) -> str | None:
-    for event in events[:4]:
-        if event.type == CLIENT_EVENT and isinstance(event.data, dict):
-            key = event.data.get("session")
-            return str(key) if key is not None else None
-    return None
-
-
-def load_sessions(directory: Path, tolerances: Tolerances | None = None) -> list[ServedSession]:
-    """Every recorded session of ``directory`` (primary first), ready to serve."""
-    if not directory.is_dir():
-        raise ScenarioError(f"dsh serve replay: {directory} is not a directory")
-    recorded = read_recorded(directory)
-    if recorded.primary is None:
-        raise ScenarioError(f"dsh serve replay: {directory / PRIMARY} is missing (record first)")
-    rules = tolerances if tolerances is not None else read_tolerances(directory)
-    logs: list[tuple[str, LoadedSession]] = [(PRIMARY, recorded.primary), *recorded.children]
-    out = []
-    for label, loaded in logs:
-        cut = loaded.inherited_event_count
-        where = f"{directory.name}/{label}"
-        raw = derive(loaded.events[cut:], where, inherited=loaded.events[:cut])
-        noted = next((d for c in raw.calls if (d := header_dialect(c.header)) is not None), None)
-        dialect = by_name(noted)
-        # Chat Completions recordings are seen through its wire (what it cannot carry is lost on
-        # both sides); the other dialects logged their requests as read, so both sides already match.
-        wired = wire_derived(raw) if noted is None else raw
-        version = recorded.versions.get(label, 2)
-        check = SessionCheck(label, loaded.header.id, wired, version=version, tolerances=rules, cwd=None)
-        replies = recorded_replies(loaded.events[cut:], len(wired.entries))
-        out.append(
-            ServedSession(label, loaded.header.id, _client_key(loaded.events), wired, replies, check, dialect)
-        )
-    return out
-
-
-def _own_fields(session: ServedSession, k: int, parsed: Parsed) -> tuple[str, str, str] | None:
-    """What differs in the dialect's own request fields at call ``k``: (what, recorded, live)."""
-    wire = session.replies[k].wire
-    if wire is None:
-        return None
-    if bool(wire.get("streamed")) != parsed.streamed and int(wire.get("status", 200)) == 200:
-        said = ("streamed", "not streamed")
-        return ("stream", said[not wire.get("streamed")], said[not parsed.streamed])
-    recorded = wire.get("request") or {}
-    for name in sorted(set(recorded) | set(parsed.checked)):
-        if recorded.get(name) != parsed.checked.get(name):
-            return (
-                name,
-                jsonx.dumps_sorted(recorded.get(name)),
-                jsonx.dumps_sorted(parsed.checked.get(name)),
-            )
-    return None
+from dsh.serve.sessions import ServedSession, load_sessions, own_fields
 
 
 class ReplayServer:
@@ -303,7 +200,7 @@ class ReplayServer:
                 again = dialect.read(body, session.last, self.chain)
                 live = again if isinstance(again, Parsed) else unread
             found = session.check.check(session.served, live.request)
-            differs = _own_fields(session, session.served, live) if found is None else None
+            differs = own_fields(session, session.served, live) if found is None else None
             if (found is None or found.tolerated_by is not None) and differs is None:
                 if found is not None:
                     session.divergences.append(found.to_json())
