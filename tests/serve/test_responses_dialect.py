@@ -15,10 +15,13 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from starlette.testclient import TestClient
 
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
 from dsh.serve.transport import ReplayTransport
+from dsh.store.url import open_store
+from dsh.ui.app import create_app
 from tests.serve.dialect_upstreams import Upstream, responses_script
 
 KEY = "sk-responses-secret-0123456789"
@@ -186,4 +189,9 @@ def test_the_recording_is_a_dsh_session_log_without_the_key(
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert len(json.loads(done.stdout)) == 1
+    (imported,) = json.loads(done.stdout)
+    app = create_app(lambda: open_store(store), label=store)
+    with TestClient(app) as ui:
+        html = ui.get(f"/s/{imported['id']}").text
+    assert "The capital of France is Paris." in html and "tool call · lookup_capital" in html
+    assert "<summary>reasoning</summary>" in html and "Thinking." in html
