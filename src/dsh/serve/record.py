@@ -181,6 +181,7 @@ class RecordServer:
         key = self.keys.of(request.headers)
         session = self._session(key.session, key.parent, parsed.request.messages)
         headers = {h: request.headers[h] for h in dialect.forwarded if h in request.headers}
+        headers["accept-encoding"] = "identity"  # the raw bytes relayed are the bytes recorded
         assert self._client is not None
         upstream = self._client.build_request(
             "POST", self.upstream + dialect.upstream_path, content=request.body, headers=headers
