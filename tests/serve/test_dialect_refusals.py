@@ -129,3 +129,25 @@ async def test_codex_session_headers_name_the_session(tmp_path: Path) -> None:
         ) as client:
             with pytest.raises(openai.ConflictError, match="no recorded session is named 'conv-c'"):
                 await client.responses.create(model="m", input="the same prompt")
+
+
+async def test_anthropic_auth_headers_are_forwarded_and_never_recorded(tmp_path: Path) -> None:
+    directory = tmp_path / "auth"
+    sent = {
+        "x-api-key": "sk-ant-header-secret",
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "b1",
+        "x-unrelated": "not-forwarded",
+    }
+    body = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}
+    async with (
+        Upstream(messages_script) as upstream,
+        RecordServer(upstream.base_url, directory) as proxy,
+        httpx2.AsyncClient(base_url=proxy.base_url + "/") as http,
+    ):
+        reply = await http.post("messages", json=body, headers=sent)
+    assert reply.status_code == 200 and reply.json()["stop_reason"] == "end_turn"
+    headers = upstream.requests[0][0]
+    assert {k: headers.get(k) for k in sent} == {**sent, "x-unrelated": None}
+    for path in directory.iterdir():
+        assert "sk-ant-header-secret" not in path.read_text()
