@@ -7,10 +7,13 @@ dialect's own SSE shape). Replay is ``ReplayServer.answer`` on the bodies a clie
 the part dsh controls: routing, the divergence check (the whole history every call), the
 recorded answer (Chat Completions rebuilt from its chunks, the other dialects their exact
 recorded events). ``events kept`` checks every replayed call carries every recorded event,
-names and data, in order. Repeats are interleaved; medians reported; the target is each
-dialect within 10% of the Chat Completions figure per call.
+names and data, in order. Repeats are interleaved; medians (and minima) reported; the target is each
+dialect within 10% of the Chat Completions figure per call. ``sdk`` is the same replay
+through each dialect's own SDK in-process (``ReplayTransport``; sync ``openai`` /
+``anthropic`` clients, every event iterated): dsh's work plus the SDK's own parsing, which
+differs per SDK and is not dsh's to tune.
 
-    .venv/bin/python -m bench.serve_dialects_bench [--turns 20] [--repeats 7]
+    .venv/bin/python -m bench.serve_dialects_bench [--turns 20] [--repeats 41] [--sdk-repeats 7]
 """
 
 from __future__ import annotations
@@ -175,38 +178,86 @@ def _replay(directory: Path, dialect: str, raw: list[bytes], recorded: list[byte
     return elapsed, kept
 
 
+def _sdk_call(dialect: str, client: Any, body: dict[str, Any]) -> int:
+    """One streamed call through the dialect's own SDK; the number of events it saw."""
+    kwargs = {k: v for k, v in body.items() if k != "stream"}
+    if dialect == "chat":
+        return sum(1 for _ in client.chat.completions.create(**kwargs, stream=True))
+    if dialect == "responses":
+        return sum(1 for _ in client.responses.create(**kwargs, stream=True))
+    return sum(1 for _ in client.messages.create(**kwargs, stream=True))
+
+
+def _replay_sdk(directory: Path, dialect: str, bodies: list[dict[str, Any]]) -> float:
+    """Per call through the SDK in-process (``ReplayTransport``): dsh's work plus the SDK's parse."""
+    import anthropic
+    import openai
+
+    from dsh.serve.transport import ReplayTransport
+
+    server = ReplayServer(directory)
+    http = httpx2.Client(transport=ReplayTransport(server))
+    client: Any = (
+        anthropic.Anthropic(base_url="http://replay.invalid", api_key="x", http_client=http, max_retries=0)
+        if dialect == "messages"
+        else openai.OpenAI(base_url="http://replay.invalid/v1", api_key="x", http_client=http, max_retries=0)
+    )
+    start = time.perf_counter()
+    for body in bodies:
+        _sdk_call(dialect, client, body)
+    elapsed = (time.perf_counter() - start) / len(bodies)
+    client.close()
+    if not server.report()["ok"]:
+        raise SystemExit(f"{dialect}: the SDK replay was refused: {server.report()['refused']}")
+    return elapsed
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=41)
+    parser.add_argument("--sdk-repeats", type=int, default=7)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         setups = {}
+        parsed: dict[str, list[dict[str, Any]]] = {}
         for dialect in PATHS:
             bodies = _bodies(dialect, args.turns)
             directory = Path(tmp) / dialect
             recorded = asyncio.run(_record(directory, dialect, bodies))
             setups[dialect] = (directory, [json.dumps(b).encode() for b in bodies], recorded)
+            parsed[dialect] = bodies
         times: dict[str, list[float]] = {d: [] for d in PATHS}
         kept = dict.fromkeys(PATHS, True)
+        sdk: dict[str, list[float]] = {d: [] for d in PATHS}
         for _ in range(args.repeats):
             for dialect, (directory, raw, recorded) in setups.items():
                 elapsed, ok = _replay(directory, dialect, raw, recorded)
                 times[dialect].append(elapsed)
                 kept[dialect] = kept[dialect] and ok
+        for _ in range(args.sdk_repeats):
+            for dialect, (directory, _, _) in setups.items():
+                sdk[dialect].append(_replay_sdk(directory, dialect, parsed[dialect]))
     chat = statistics.median(times["chat"])
     figures = {
         d: {
             "per_call_ms": round(statistics.median(t) * 1000, 3),
             "vs_chat": round(statistics.median(t) / chat, 3),
             "events_kept": kept[d],
+            "min_ms": round(min(t) * 1000, 3),
+            "min_vs_chat": round(min(t) / min(times["chat"]), 3),
             "within_10pct": statistics.median(t) <= chat * 1.10,
         }
         for d, t in times.items()
     }
+    sdk_chat = statistics.median(sdk["chat"])
+    for d, t in sdk.items():
+        figures[d]["sdk_per_call_ms"] = round(statistics.median(t) * 1000, 3)
+        figures[d]["sdk_vs_chat"] = round(statistics.median(t) / sdk_chat, 3)
     result = {
         "turns": args.turns,
         "repeats": args.repeats,
+        "sdk_repeats": args.sdk_repeats,
         "deltas_per_call": len(DELTAS),
         "figures": figures,
     }

@@ -41,7 +41,9 @@ TOOLS: list[Any] = [
 ASK = "What is the capital of France?"
 
 
-async def _conversation(client: Any, *, instructions: str = "Answer with tools.") -> list[Any]:
+async def _conversation(
+    client: Any, *, instructions: str = "Answer with tools.", output: str = "Paris"
+) -> list[Any]:
     """A streamed call that asks for the tool, its result sent back by ``previous_response_id``
     (streamed), then a whole follow-up on the same chain: every event and body, dumped."""
     seen: list[Any] = []
@@ -53,7 +55,7 @@ async def _conversation(client: Any, *, instructions: str = "Answer with tools."
         seen.append(event.model_dump())
         done = event.response if event.type == "response.completed" else done
     call = next(item for item in done.output if item.type == "function_call")
-    result = [{"type": "function_call_output", "call_id": call.call_id, "output": "Paris"}]
+    result = [{"type": "function_call_output", "call_id": call.call_id, "output": output}]
     second = await client.responses.create(
         model="gpt-test",
         instructions=instructions,
@@ -130,6 +132,21 @@ async def test_a_changed_request_is_a_conflict_sent_once(recorded: tuple[Path, l
     assert len(refused) == 1 and refused[0]["what"] == "the system prompt"
     assert caught.value.response.headers["x-should-retry"] == "false"
     assert "-Answer with tools.\n+Answer WITHOUT tools." in refused[0]["diff"]
+
+
+async def test_a_changed_tool_result_later_in_the_chain_is_a_conflict(
+    recorded: tuple[Path, list[Any], Upstream],
+) -> None:
+    directory, _, _ = recorded
+    async with (
+        ReplayServer(directory) as server,
+        openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0) as client,
+    ):
+        with pytest.raises(openai.ConflictError):
+            await _conversation(client, output="Rome")
+        report = server.report()
+    assert report["refused"][0]["call"] == 2 and "lookup_capital" in report["refused"][0]["what"]
+    assert "-      Paris\n+      Rome" in report["refused"][0]["diff"]
 
 
 async def test_tool_choice_and_streaming_are_checked(recorded: tuple[Path, list[Any], Upstream]) -> None:

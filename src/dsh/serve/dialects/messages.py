@@ -23,7 +23,7 @@ from dsh.model.sse import SseEvent
 from dsh.serve.calls import Settled
 from dsh.serve.dialects.base import Call, CallRecorder, Chain, NotThisDialect, Parsed
 from dsh.serve.dialects.messages_blocks import block, system_of, to_messages, tools_of, usage_of
-from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, wire_reply
+from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, reusing, wire_reply
 from dsh.serve.http import Reply
 
 FINISH: dict[str, FinishKind] = {
@@ -164,7 +164,7 @@ class MessagesDialect:
             max_tokens=max_tokens if type(max_tokens) is int else None,
         )
         checked = {"tool_choice": body["tool_choice"]} if "tool_choice" in body else {}
-        return Parsed(request, bool(body.get("stream")), checked)
+        return Parsed(reusing(previous, request), bool(body.get("stream")), checked)
 
     def recorder(self) -> CallRecorder:
         return _Recorder()

@@ -23,7 +23,7 @@ from dsh.model.sse import SseEvent
 from dsh.serve.calls import Settled
 from dsh.serve.dialects.base import Call, CallRecorder, Chain, NotThisDialect, Parsed
 from dsh.serve.dialects.responses_items import items_to_messages, tools_of, usage_of
-from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, wire_reply
+from dsh.serve.dialects.wire import WireLog, block_chunks, cut, json_of, reusing, wire_reply
 from dsh.serve.http import Reply, openai_error
 
 
@@ -142,7 +142,7 @@ class ResponsesDialect:
             max_tokens=max_tokens if type(max_tokens) is int else None,
         )
         checked = {"tool_choice": body["tool_choice"]} if "tool_choice" in body else {}
-        return Parsed(request, bool(body.get("stream")), checked, missing=missing)
+        return Parsed(reusing(previous, request), bool(body.get("stream")), checked, missing=missing)
 
     def recorder(self) -> CallRecorder:
         return _Recorder()

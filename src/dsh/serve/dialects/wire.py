@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from dsh import jsonx
 from dsh.events.chunks import Chunk, Failure, FinishKind, Usage
 from dsh.events.messages import Block
 from dsh.events.payloads import WireRecord
+from dsh.model import ModelRequest
 from dsh.model.sse import SseEvent
+from dsh.serve.dialects.base import Parsed
 from dsh.serve.http import Reply
 
 SSE = "text/event-stream; charset=utf-8"
@@ -93,6 +96,22 @@ def wire_reply(wire: WireRecord, speed: float) -> Reply:
     return Reply(
         200, content_type=SSE, paced=[(gaps[i] if i < len(gaps) else 0.0, p) for i, p in enumerate(pieces)]
     )
+
+
+def reusing(previous: Parsed | None, request: ModelRequest) -> ModelRequest:
+    """``request`` with the messages it starts with and the tools equal to ``previous``'s
+    given as ``previous``'s own objects: the check skips what it compared at the last call
+    (the same objects, in order), so a long session costs only what each request adds."""
+    if previous is None:
+        return request
+    old = previous.request
+    messages = list(request.messages)
+    for i, (new, was) in enumerate(zip(messages, old.messages, strict=False)):
+        if new != was:
+            break
+        messages[i] = was
+    tools = old.tools if request.tools == old.tools else request.tools
+    return replace(request, messages=messages, tools=tools)
 
 
 def json_of(data: str) -> dict[str, Any]:
