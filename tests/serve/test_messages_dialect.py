@@ -14,6 +14,7 @@ import anthropic
 import httpx2
 import pytest
 
+from dsh.http1 import Request
 from dsh.serve.record import RecordServer
 from dsh.serve.replay import ReplayServer
 from dsh.serve.transport import ReplayTransport
@@ -160,3 +161,19 @@ def test_the_recording_keeps_thinking_signatures_and_no_key(
     assert replies[0]["message"]["content"][1]["arguments"] == '{"country":"France"}'
     assert replies[0]["usage"] == {"inputTokens": 25, "outputTokens": 17, "cacheReadTokens": 3}
     assert [e["type"] for e in events].count("tool/result") == 1
+
+
+def test_replay_paces_the_recorded_events(recorded: tuple[Path, list[Any], Upstream]) -> None:
+    directory, _, upstream = recorded
+    body = upstream.requests[0][1]
+    events = [json.loads(line) for line in (directory / "session.jsonl").read_text().splitlines()[1:]]
+    wire = next(e["data"]["wire"] for e in events if "wire" in e["data"])
+    assert len(wire["dt"]) == len(wire["events"]) - 1 and sum(wire["dt"]) > 0
+    reply = ReplayServer(directory, speed=4).answer(
+        Request("POST", "/v1/messages", {}, json.dumps(body).encode())
+    )
+    assert reply.paced is not None
+    assert [round(p, 4) for p, _ in reply.paced] == [0.0, *(round(d / 1000 / 4, 4) for d in wire["dt"])]
+    assert [piece.split(b"\n", 1)[0] for _, piece in reply.paced] == [
+        f"event: {n}".encode() for n, _ in wire["events"]
+    ]
