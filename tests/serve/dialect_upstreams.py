@@ -26,6 +26,8 @@ class Upstream:
     def __init__(self, script: Callable[[dict[str, Any]], tuple[list[Event], dict[str, Any]]]) -> None:
         self.script = script
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.targets: list[str] = []
+        """Each request's path and query, as received."""
         self.cut = False
         self.http = HttpServer(self._handle, name="scripted upstream")
 
@@ -52,6 +54,7 @@ class Upstream:
     async def _handle(self, request: Request) -> Reply:
         body = json.loads(request.body)
         self.requests.append((dict(request.headers), body))
+        self.targets.append(request.path + (f"?{request.query}" if request.query else ""))
         events, whole = self.script(body)
         if not body.get("stream"):
             return Reply(200, json.dumps(whole).encode())

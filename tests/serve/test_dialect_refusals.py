@@ -131,7 +131,7 @@ async def test_codex_session_headers_name_the_session(tmp_path: Path) -> None:
                 await client.responses.create(model="m", input="the same prompt")
 
 
-async def test_anthropic_auth_headers_are_forwarded_and_never_recorded(tmp_path: Path) -> None:
+async def test_anthropic_auth_headers_and_the_query_are_forwarded_and_never_recorded(tmp_path: Path) -> None:
     directory = tmp_path / "auth"
     sent = {
         "x-api-key": "sk-ant-header-secret",
@@ -145,8 +145,9 @@ async def test_anthropic_auth_headers_are_forwarded_and_never_recorded(tmp_path:
         RecordServer(upstream.base_url, directory) as proxy,
         httpx2.AsyncClient(base_url=proxy.base_url + "/") as http,
     ):
-        reply = await http.post("messages", json=body, headers=sent)
+        reply = await http.post("messages?beta=true", json=body, headers=sent)
     assert reply.status_code == 200 and reply.json()["stop_reason"] == "end_turn"
+    assert upstream.targets == ["/v1/messages?beta=true"]  # Claude Code's query goes along
     headers = upstream.requests[0][0]
     assert {k: headers.get(k) for k in sent} == {**sent, "x-unrelated": None}
     for path in directory.iterdir():

@@ -184,7 +184,10 @@ class RecordServer:
         headers["accept-encoding"] = "identity"  # the raw bytes relayed are the bytes recorded
         assert self._client is not None
         upstream = self._client.build_request(
-            "POST", self.upstream + dialect.upstream_path, content=request.body, headers=headers
+            "POST",
+            self.upstream + dialect.upstream_path + (f"?{request.query}" if request.query else ""),
+            content=request.body,
+            headers=headers,
         )
         try:
             response = await self._client.send(upstream, stream=True)
