@@ -83,6 +83,8 @@ class Request:
     headers: dict[str, str]
     """Names lower-cased."""
     body: bytes
+    query: str = ""
+    """The query string (after ``?``, without it; ``""``: none)."""
 
 
 async def read_request(reader: asyncio.StreamReader, limits: Limits = DEFAULT_LIMITS) -> Request | None:
@@ -113,7 +115,8 @@ async def read_request(reader: asyncio.StreamReader, limits: Limits = DEFAULT_LI
         raise HttpRequestError(431, f"the request head is over {limits.max_head} bytes")
     method, target, headers = _parse_head(head_bytes.lstrip(b"\r\n").decode("latin-1"))
     body = await _read_body(reader, headers, limits)
-    return Request(method, target.split("?")[0], headers, body)
+    path, _, query = target.partition("?")
+    return Request(method, path, headers, body, query)
 
 
 def _parse_head(text: str) -> tuple[str, str, dict[str, str]]:

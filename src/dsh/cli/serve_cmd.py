@@ -1,4 +1,5 @@
-"""``dsh serve replay`` / ``dsh serve record``: the OpenAI-compatible record/replay server."""
+"""``dsh serve replay`` / ``dsh serve record``: the record/replay server for Chat Completions,
+Responses and Messages API clients."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 serve_app = typer.Typer(
     cls=HelpGroup,
-    help="Record and replay any OpenAI-compatible client over HTTP (127.0.0.1).",
+    help="Record and replay any Chat Completions, Responses or Messages API client over HTTP (127.0.0.1).",
     no_args_is_help=True,
 )
 
@@ -148,7 +149,8 @@ def record_cmd(
     max_body: MaxBodyOption = "32M",
     header_timeout: HeaderTimeoutOption = 30.0,
 ) -> None:
-    """Proxy /v1/chat/completions to the upstream with the client's key and record each session.
+    """Proxy /v1/chat/completions, /v1/responses and /v1/messages to the upstream (/v1/X to
+    UPSTREAM/X) with the client's key and record each session.
 
     Refuses a directory that is not empty unless --force. Prints the base URL, then a
     per-run control token for /_dsh/report and /_dsh/shutdown (X-Dsh-Token header).

@@ -14,7 +14,9 @@ class Block(TypedDict, total=False):
     carry ``text``; ``tool-call`` carries ``id``, ``name`` and ``arguments`` (the model's raw
     JSON text); ``tool-result`` carries ``toolCallId``, ``content`` and ``isError``;
     ``image`` carries ``attachment`` (the stored image's reference,
-    ``dsh.events.attachments``; older dsh logs: ``mediaType`` and ``data``). One lenient shape rather than a
+    ``dsh.events.attachments``; older dsh logs, and ``dsh serve`` recordings: ``mediaType``
+    and ``data``, or ``url``); a ``reasoning`` block may carry the provider's ``signature``
+    (Anthropic thinking, an OpenAI reasoning item's encrypted content). One lenient shape rather than a
     union, because recorded logs are read as they are: a kind dsh does not know, or a known
     kind missing a key, is kept and passed through byte-exact, never rejected."""
 
@@ -29,6 +31,8 @@ class Block(TypedDict, total=False):
     mediaType: str
     data: str
     attachment: AttachmentRef
+    signature: str
+    url: str
 
 
 class SnapshotSection(TypedDict):

@@ -56,6 +56,25 @@ class AssistantMessageData(TypedDict):
     usage: NotRequired[Usage]
     wireUsage: NotRequired[dict[str, Any]]
     stream: NotRequired[StreamRecord]
+    wire: NotRequired[WireRecord]
+
+
+class WireRecord(TypedDict):
+    """A proxied call's reply exactly as its wire dialect sent it (``dsh serve record``):
+    ``events`` are ``[name, data]`` pairs as received (an SSE event's name, ``""`` for none,
+    and its raw ``data``; a whole JSON body is one pair with the name ``""``), ``dt`` the ms
+    gap before each event after the first."""
+
+    dialect: str
+    status: int
+    streamed: bool
+    events: list[list[str]]
+    dt: list[int]
+    responseId: NotRequired[str]
+    """The id a later request names to continue from this reply (``previous_response_id``)."""
+    request: NotRequired[dict[str, Any]]
+    """The dialect's own request fields the divergence check compares besides the header
+    (``tool_choice``), as sent."""
 
 
 class ToolResultData(TypedDict):
@@ -75,6 +94,8 @@ class HeaderConfig(TypedDict, total=False):
     provider: str
     model: str
     maxTokens: int
+    dialect: str
+    """The wire dialect a ``dsh serve`` recording was made in (absent: Chat Completions)."""
 
 
 class RequestHeader(TypedDict, total=False):
@@ -104,6 +125,7 @@ class AssistantAttemptData(TypedDict):
     failure: Failure
     stream: StreamRecord
     usage: NotRequired[Usage]
+    wire: NotRequired[WireRecord]
 
 
 class AbortCause(TypedDict):
@@ -216,6 +238,7 @@ def assistant_message_data(
     usage: Usage | None = None,
     wire_usage: dict[str, Any] | None = None,
     interrupted: bool = False,
+    wire: WireRecord | None = None,
 ) -> AssistantMessageData:
     """The ``assistant/message`` payload, in the logged key order (optional keys only when set;
     ``stream=None``: a message that made no call)."""
@@ -228,6 +251,8 @@ def assistant_message_data(
         data["wireUsage"] = wire_usage
     if stream is not None:
         data["stream"] = stream
+    if wire is not None:
+        data["wire"] = wire
     return cast("AssistantMessageData", data)
 
 
@@ -249,13 +274,21 @@ def tool_result_data(
 
 
 def header_body(
-    provider: str, model: str, max_tokens: int | None, system: str | None, tools: list[ToolSpec] | None
+    provider: str,
+    model: str,
+    max_tokens: int | None,
+    system: str | None,
+    tools: list[ToolSpec] | None,
+    *,
+    dialect: str | None = None,
 ) -> RequestHeader:
-    """A request header in the logged key order (``maxTokens``, ``system`` and ``tools`` only
-    when given)."""
+    """A request header in the logged key order (``maxTokens``, ``dialect``, ``system`` and
+    ``tools`` only when given)."""
     config: HeaderConfig = {"provider": provider, "model": model}
     if max_tokens is not None:
         config["maxTokens"] = max_tokens
+    if dialect is not None:
+        config["dialect"] = dialect
     header: RequestHeader = {"config": config}
     if system is not None:
         header["system"] = system
@@ -270,12 +303,21 @@ def request_header(header: RequestHeader, reason: str) -> RequestHeaderData:
 
 
 def assistant_attempt_data(
-    turn: int, step: int, failure: Failure, stream: StreamRecord, *, usage: Usage | None = None
+    turn: int,
+    step: int,
+    failure: Failure,
+    stream: StreamRecord,
+    *,
+    usage: Usage | None = None,
+    wire: WireRecord | None = None,
 ) -> AssistantAttemptData:
-    """The ``assistant/attempt`` payload, in the logged key order (``usage`` last, when sent)."""
+    """The ``assistant/attempt`` payload, in the logged key order (``usage``, then ``wire``,
+    last, when sent)."""
     data: AssistantAttemptData = {"turn": turn, "step": step, "failure": failure, "stream": stream}
     if usage is not None:
         data["usage"] = usage
+    if wire is not None:
+        data["wire"] = wire
     return data
 
 
@@ -472,3 +514,28 @@ def stream_of(event: Event) -> StreamRecord | None:
     elif not all(type(d) is int for d in dt):
         dt = [d for d in dt if type(d) is int]
     return {"chunks": chunks, "dt": dt}
+
+
+def wire_of(event: Event) -> WireRecord | None:
+    """The exact wire reply an ``assistant/message`` or ``assistant/attempt`` logged (``None``:
+    none, as for every call but a ``dsh serve`` recording in another dialect than Chat
+    Completions). The logged lists themselves: read them, never mutate them."""
+    data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
+    wire = data.get("wire") if data is not None else None
+    if not isinstance(wire, dict) or not isinstance(wire.get("events"), list):
+        return None
+    return cast(WireRecord, wire)
+
+
+def wire_usage_of(event: Event) -> dict[str, Any] | None:
+    """The provider's own usage object an ``assistant/message`` logged (``wireUsage``)."""
+    data = _data(event, ASSISTANT_MESSAGE)
+    usage = data.get("wireUsage") if data is not None else None
+    return usage if isinstance(usage, dict) else None
+
+
+def header_dialect(header: RequestHeader | None) -> str | None:
+    """The wire dialect a request header notes (``None``: none, Chat Completions)."""
+    config = header.get("config") if header is not None else None
+    dialect = config.get("dialect") if isinstance(config, dict) else None
+    return dialect if isinstance(dialect, str) else None

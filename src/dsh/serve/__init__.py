@@ -12,8 +12,8 @@ from dsh.lazy import exports
 
 _HOMES = {
     "ReplayServer": "dsh.serve.replay",
-    "ServedSession": "dsh.serve.replay",
-    "load_sessions": "dsh.serve.replay",
+    "ServedSession": "dsh.serve.sessions",
+    "load_sessions": "dsh.serve.sessions",
     "RedirectTransport": "dsh.serve.transport",
     "ReplayTransport": "dsh.serve.transport",
 }
@@ -23,5 +23,6 @@ __all__ = ["RedirectTransport", "ReplayServer", "ReplayTransport", "ServedSessio
 __getattr__, __dir__ = exports(__name__, _HOMES)
 
 if TYPE_CHECKING:
-    from dsh.serve.replay import ReplayServer, ServedSession, load_sessions
+    from dsh.serve.replay import ReplayServer
+    from dsh.serve.sessions import ServedSession, load_sessions
     from dsh.serve.transport import RedirectTransport, ReplayTransport

@@ -40,6 +40,7 @@ from dsh.http1 import (
 )
 
 __all__ = [
+    "ErrorShape",
     "HttpServer",
     "Paced",
     "Reply",
@@ -48,6 +49,7 @@ __all__ = [
     "json_body",
     "json_reply",
     "new_token",
+    "openai_error",
     "paced",
     "refusal",
 ]
@@ -80,9 +82,26 @@ def json_reply(status: int, document: Any) -> Reply:
     return Reply(status, jsonx.dumps(document))
 
 
-def refusal(status: int, message: str, *, kind: str = "invalid_request_error", **fields: Any) -> Reply:
-    """A JSON error reply the client must not retry (``x-should-retry: false``)."""
-    document = {"error": {"message": message, "type": kind, **fields}}
+ErrorShape = Callable[[str, str, dict[str, Any]], dict[str, Any]]
+"""A wire dialect's error document: ``(message, kind, extra fields) -> body``."""
+
+
+def openai_error(message: str, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's error shape (Chat Completions, Responses): ``{"error": {message, type, ...}}``."""
+    return {"error": {"message": message, "type": kind, **fields}}
+
+
+def refusal(
+    status: int,
+    message: str,
+    *,
+    kind: str = "invalid_request_error",
+    shape: ErrorShape = openai_error,
+    **fields: Any,
+) -> Reply:
+    """A JSON error reply in ``shape`` (default OpenAI's) the client must not retry
+    (``x-should-retry: false``)."""
+    document = shape(message, kind, fields)
     return Reply(status, jsonx.dumps(document), headers=[NO_RETRY], refused=message)
 
 
@@ -115,14 +134,14 @@ def control_reply(
     return refusal(405, f"dsh serve: {request.method} {request.path} not allowed")
 
 
-def json_body(request: Request, who: str) -> dict[str, Any] | Reply:
-    """The request's JSON object body, or the 400 reply saying it is not one."""
+def json_body(request: Request, who: str, shape: ErrorShape = openai_error) -> dict[str, Any] | Reply:
+    """The request's JSON object body, or the 400 reply (in ``shape``) saying it is not one."""
     try:
         body = jsonx.loads(request.body) if request.body else None
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        return refusal(400, f"{who}: the body is not a JSON object")
+        return refusal(400, f"{who}: the body is not a JSON object", shape=shape)
     return body
 
 

@@ -7,12 +7,19 @@ In order, the first that a request carries wins:
    ``x-claude-code-parent-agent-id``, else the ``X-Claude-Code-Session-Id`` of the CLI
    session that runs it (the main conversation).
 3. Claude Code's ``X-Claude-Code-Session-Id`` alone (the main conversation): the session.
+4. Codex's ``session_id`` (else its older ``conversation_id``): the conversation; with Codex's
+   ``x-openai-subagent`` (``review``, ``compact``, ...) the session is ``<id>/<subagent>``
+   and its parent the conversation.
 
 The Claude Code names are the ones its client sets on every model request (read from the
 ``@anthropic-ai/claude-code`` 2.1.197 build: ``X-Claude-Code-Session-Id`` always, the agent
 and parent-agent ids only inside an agent). The OpenAI Agents SDK sends no session or agent
-header (only ``User-Agent: Agents/Python …``): pass ``X-Dsh-Session`` in its
-``ModelSettings(extra_headers=...)``. ``X-Dsh-Parent`` still overrides any inferred parent.
+header (only ``User-Agent: Agents/Python …``). The Codex names are the ones its Responses
+client sets (openai/codex, ``codex-rs/codex-api/src/requests/headers.rs``
+``build_conversation_headers``: ``session_id``; ``requests/responses.rs``:
+``x-openai-subagent``; ``conversation_id`` as older builds and their tests send it): pass
+``X-Dsh-Session`` in its ``ModelSettings(extra_headers=...)``. ``X-Dsh-Parent`` still
+overrides any inferred parent.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ PARENT_HEADER = "x-dsh-parent"
 CLAUDE_CODE_SESSION = "x-claude-code-session-id"
 CLAUDE_CODE_AGENT = "x-claude-code-agent-id"
 CLAUDE_CODE_PARENT = "x-claude-code-parent-agent-id"
+CODEX_SESSION = ("session_id", "conversation_id")
+CODEX_SUBAGENT = "x-openai-subagent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,4 +59,10 @@ class SessionKeys:
         agent = headers.get(CLAUDE_CODE_AGENT)
         if agent:
             return ClientKey(agent, parent or headers.get(CLAUDE_CODE_PARENT) or cli_session)
-        return ClientKey(cli_session, parent)
+        if cli_session is not None:
+            return ClientKey(cli_session, parent)
+        codex = next((headers[n] for n in CODEX_SESSION if headers.get(n)), None)
+        subagent = headers.get(CODEX_SUBAGENT)
+        if codex is not None and subagent:
+            return ClientKey(f"{codex}/{subagent}", parent or codex)
+        return ClientKey(codex, parent)

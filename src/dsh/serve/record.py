@@ -1,13 +1,14 @@
-"""``dsh serve record``: a proxy that forwards Chat Completions to an upstream and records.
+"""``dsh serve record``: a proxy that forwards each dialect to an upstream and records.
 
-Each ``POST /v1/chat/completions`` is forwarded to ``UPSTREAM/chat/completions`` with the
-client's ``Authorization`` header (passed through, never stored or logged); the upstream's
-bytes go back to the client unchanged while the SSE is translated into dsh chunks
-(``dsh.model.openai_wire.StreamTranslator``) with their timing. A request joins a client
-session by its session headers (:mod:`dsh.serve.keys`: ``X-Dsh-Session`` / ``X-Dsh-Parent``,
-Claude Code's session and agent ids), else
-the known session whose history it extends (the longest), else it starts a new session.
-After every call the whole directory is rewritten atomically (:func:`write_directory`).
+A ``POST /v1/X`` of a dialect dsh serve speaks (:mod:`dsh.serve.dialects`: Chat
+Completions, the Responses API, the Messages API) is forwarded to ``UPSTREAM/X`` with the
+client's own auth headers (``Authorization``; Anthropic's ``x-api-key``,
+``anthropic-version``, ``anthropic-beta``: passed through, never stored or logged); the
+upstream's bytes go back to the client unchanged while its dialect's recorder turns them
+into dsh chunks with their timing (and, but for Chat Completions, keeps the exact events). A
+request joins a client session by its session headers (:mod:`dsh.serve.keys`), else the
+known session whose history it extends (the longest), else it starts a new session. After
+every call the whole directory is rewritten atomically (:func:`write_directory`).
 
 A directory that is not empty (an earlier recording) is refused unless ``replace``
 (``--force``): then the old recording stays whole while this one is made, and at
@@ -19,23 +20,21 @@ directory and renamed into place by :func:`dsh.snapshot.recording.write_recordin
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx2
 
-from dsh import jsonx
-from dsh.errors import ModelError, UsageError
-from dsh.events.chunks import Chunk, Failure, Usage
+from dsh.errors import UsageError
+from dsh.events.chunks import Failure
 from dsh.events.messages import Message
 from dsh.hosts import HostPolicy
 from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
-from dsh.model import ModelRequest
-from dsh.model.openai_wire import StreamTranslator
 from dsh.model.sse import SseDecoder
-from dsh.replay.wire_request import request_from_body
+from dsh.serve.calls import Settled
+from dsh.serve.dialects import SUPPORTED, CallRecorder, Dialect, NotThisDialect, Parsed, dialect_for
+from dsh.serve.dialects.wire import WireLog
 from dsh.serve.http import (
     HttpServer,
     Reply,
@@ -47,60 +46,8 @@ from dsh.serve.http import (
     refusal,
 )
 from dsh.serve.keys import SessionKeys
-from dsh.serve.recorder import RecordedSession, Settled, directory_files, new_session, write_directory
-from dsh.serve.replay import CHAT_PATHS
+from dsh.serve.recorder import RecordedSession, directory_files, new_session, write_directory
 from dsh.snapshot.recording import recover, write_recording
-
-FORWARDED = ("authorization", "content-type", "accept", "user-agent")
-
-
-class _Timer:
-    """Gaps in ms between consecutive chunks, as the loop records them."""
-
-    def __init__(self) -> None:
-        self.chunks: list[Chunk] = []
-        self.dt: list[int] = []
-        self._last = 0
-
-    def add(self, chunks: Sequence[Chunk]) -> None:
-        for chunk in chunks:
-            now = time.monotonic_ns()
-            if self.chunks:
-                self.dt.append((now - self._last) // 1_000_000)
-            self._last = now
-            self.chunks.append(chunk)
-
-
-def _usage(chunks: Sequence[Chunk]) -> Usage | None:
-    found = [c["usage"] for c in chunks if c["type"] == "usage"]
-    return found[-1].copy() if found else None
-
-
-def _settle(timer: _Timer, failure: Failure | None, translator: StreamTranslator) -> Settled:
-    wire = translator.usage
-    return Settled(timer.chunks, timer.dt, failure, _usage(timer.chunks), dict(wire) if wire else None)
-
-
-def completion_chunks(document: Any) -> Settled:
-    """A non-streamed ``chat.completion`` as the chunks the same reply would have streamed."""
-    timer = _Timer()
-    translator = StreamTranslator()
-    try:
-        choices = document.get("choices") if isinstance(document, dict) else None
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        message = choice.get("message") or {}
-        delta: dict[str, Any] = {k: message[k] for k in ("reasoning_content", "content") if message.get(k)}
-        calls = message.get("tool_calls") or []
-        if calls:
-            delta["tool_calls"] = [{**call, "index": i} for i, call in enumerate(calls)]
-        frame = {"choices": [{"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}]}
-        if isinstance(document, dict) and document.get("usage") is not None:
-            frame["usage"] = document["usage"]
-        timer.add(translator.feed(frame))
-        timer.add(translator.end())
-    except ModelError as exc:
-        return _settle(timer, {"code": exc.code, "message": str(exc)}, translator)
-    return _settle(timer, None, translator)
 
 
 def replaces_recording(directory: Path, replace: bool) -> bool:
@@ -147,6 +94,8 @@ class RecordServer:
         self.keys = SessionKeys(session_headers)
         self.sessions: list[RecordedSession] = []
         self._by_key: dict[str, RecordedSession] = {}
+        self.chain: dict[str, list[Message]] = {}
+        """Each recorded reply's id → the history after it (``previous_response_id``)."""
         self._timeout = timeout
         self._client: httpx2.AsyncClient | None = None
         self._write_lock = asyncio.Lock()
@@ -216,73 +165,85 @@ class RecordServer:
         control = control_reply(request, self.report, self.stopped, self.token)
         if control is not None:
             return control
-        if request.path not in CHAT_PATHS or request.method != "POST":
-            return refusal(404, f"dsh serve record: no route for {request.path[:100]}")
-        body = json_body(request, "dsh serve record")
+        dialect = dialect_for(request.path)
+        if dialect is None or request.method != "POST":
+            return refusal(
+                404,
+                f"dsh serve record: no route for {request.method} {request.path[:100]} "
+                f"(supported: {SUPPORTED})",
+            )
+        body = json_body(request, "dsh serve record", dialect.shape)
         if isinstance(body, Reply):
             return body
-        live = request_from_body(body)
+        parsed = dialect.read(body, None, self.chain)
+        if isinstance(parsed, NotThisDialect):
+            return refusal(400, f"dsh serve record: {request.path}: {parsed.message}", shape=dialect.shape)
         key = self.keys.of(request.headers)
-        session = self._session(key.session, key.parent, live.messages)
-        headers = {h: request.headers[h] for h in FORWARDED if h in request.headers}
+        session = self._session(key.session, key.parent, parsed.request.messages)
+        headers = {h: request.headers[h] for h in dialect.forwarded if h in request.headers}
+        headers["accept-encoding"] = "identity"  # the raw bytes relayed are the bytes recorded
         assert self._client is not None
         upstream = self._client.build_request(
-            "POST", self.upstream + "/chat/completions", content=request.body, headers=headers
+            "POST",
+            self.upstream + dialect.upstream_path + (f"?{request.query}" if request.query else ""),
+            content=request.body,
+            headers=headers,
         )
         try:
             response = await self._client.send(upstream, stream=True)
         except httpx2.HTTPError as exc:
             message = f"dsh serve record: cannot reach the upstream {self.upstream}: {type(exc).__name__}"
-            await self._settled(session, live, Settled([], [], {"code": "CONNECTION", "message": message}))
-            return json_reply(502, {"error": {"message": message, "type": "server_error"}})
+            await self._settled(
+                session, dialect, parsed, Settled([], [], {"code": "CONNECTION", "message": message})
+            )
+            return json_reply(502, dialect.shape(message, "server_error", {}))
         content_type = response.headers.get("content-type", "application/json")
-        if response.status_code != 200 or "event-stream" not in content_type:
-            try:
-                raw = await response.aread()
-            finally:
-                await response.aclose()
-            if response.status_code == 200:
-                try:
-                    settled = completion_chunks(jsonx.loads(raw))
-                except ValueError:
-                    settled = Settled([], [], {"code": "MALFORMED_RESPONSE", "message": "not JSON"})
-            else:
-                text = raw.decode("utf-8", "replace")[:400]
-                settled = Settled([], [], {"code": f"HTTP_{response.status_code}", "message": text})
-            await self._settled(session, live, settled)
-            return Reply(response.status_code, raw, content_type)
-        return Reply(200, content_type=content_type, stream=self._relay(response, session, live))
+        if response.status_code == 200 and "event-stream" in content_type:
+            stream = self._relay(response, session, dialect, parsed)
+            return Reply(200, content_type=content_type, stream=stream)
+        try:
+            raw = await response.aread()
+        finally:
+            await response.aclose()
+        if response.status_code == 200:
+            recorder = dialect.recorder()
+            recorder.whole(raw)
+            settled = recorder.settle()
+        else:
+            text = raw.decode("utf-8", "replace")
+            failure: Failure = {"code": f"HTTP_{response.status_code}", "message": text[:400]}
+            wire = None
+            if dialect.name != "chat":
+                log = WireLog(dialect.name)
+                log.whole(raw)
+                wire = log.record(response.status_code)
+            settled = Settled([], [], failure, wire=wire)
+        await self._settled(session, dialect, parsed, settled)
+        return Reply(response.status_code, raw, content_type)
 
-    async def _settled(self, session: RecordedSession, live: ModelRequest, settled: Settled) -> None:
-        session.add_call(live, settled)
+    async def _settled(
+        self, session: RecordedSession, dialect: Dialect, parsed: Parsed, settled: Settled
+    ) -> None:
+        if settled.wire is not None and parsed.checked:
+            settled.wire["request"] = parsed.checked
+        session.add_call(parsed.request, settled, dialect)
+        response_id = settled.wire.get("responseId") if settled.wire is not None else None
+        if response_id and settled.failure is None:
+            self.chain[response_id] = list(session.history)
         await self._write()
 
     async def _relay(
-        self, response: httpx2.Response, session: RecordedSession, live: ModelRequest
+        self, response: httpx2.Response, session: RecordedSession, dialect: Dialect, parsed: Parsed
     ) -> AsyncIterator[bytes]:
-        timer = _Timer()
-        translator = StreamTranslator()
+        recorder: CallRecorder = dialect.recorder()
         decoder = SseDecoder()
-        failure: Failure | None = {
-            "code": "STREAM_CLOSED",
-            "message": "the stream ended without [DONE]",
-        }
         try:
             async for raw in response.aiter_raw():
                 yield raw
-                if failure is not None and failure["code"] != "STREAM_CLOSED":
-                    continue
-                try:
-                    for event in decoder.feed(raw):
-                        if event.data == "[DONE]":
-                            timer.add(translator.end())
-                            failure = None
-                        elif event.data:
-                            timer.add(translator.feed(jsonx.loads(event.data)))
-                except ModelError as exc:
-                    failure = {"code": exc.code, "message": str(exc)}
-                except ValueError as exc:
-                    failure = {"code": "MALFORMED_RESPONSE", "message": f"not JSON: {exc}"}
+                for event in decoder.feed(raw):
+                    recorder.event(event)
+            for event in decoder.close():
+                recorder.event(event)
         finally:
             await response.aclose()
-            await asyncio.shield(self._settled(session, live, _settle(timer, failure, translator)))
+            await asyncio.shield(self._settled(session, dialect, parsed, recorder.settle()))

@@ -1,28 +1,32 @@
 """Client sessions as dsh version-2 logs: each proxied request and its response, as events.
 
-One :class:`RecordedSession` per client session. For each request it appends what the
+One :class:`RecordedSession` per client session, written through :class:`dsh.session.Session`
+with the event vocabulary (:mod:`dsh.events.vocabulary`, :mod:`dsh.events.payloads`).
+:meth:`RecordedSession.add_call` is the one place a proxied call becomes events: what the
 request adds to the history (user prompts → ``user/message``, opening a turn; tool results
 → ``tool/result`` of the previous step; assistant messages the client wrote itself →
 ``assistant/message`` without a stream, which makes no call), a ``request/header`` when
-system prompt, tools, model or ``max_tokens`` changed, then ``step/start``, the settlement
-(``assistant/message`` with the exact timed ``stream``, or ``assistant/attempt`` with the
-failure), ``tool/call`` per call and ``step/end``. :func:`write_directory` writes every
-session atomically: ``session.jsonl`` (the first session), ``session.N.jsonl`` (the rest,
-by creation) and ``input.json`` (the first session's prompts).
+system prompt, tools, model or ``max_tokens`` changed (``config.dialect`` noting a dialect
+other than Chat Completions), then ``step/start``, the settlement (``assistant/message`` with
+the exact timed ``stream`` — and, but for Chat Completions, the exact ``wire`` events — or
+``assistant/attempt`` with the failure), ``tool/call`` per call and ``step/end``.
+:func:`write_directory` writes every session atomically: ``session.jsonl`` (the first
+session), ``session.N.jsonl`` (the rest, by creation) and ``input.json`` (the first
+session's prompts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dsh import jsonx
 from dsh.events import Event
-from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
+from dsh.events.chunks import StreamRecord
 from dsh.events.header import SessionHeader
-from dsh.events.messages import Block, Message, Source
+from dsh.events.messages import Message, Source, joined_text
 from dsh.events.payloads import (
     RequestHeader,
     assistant_attempt_data,
@@ -35,25 +39,31 @@ from dsh.events.payloads import (
     turn_end,
     turn_start,
 )
+from dsh.events.vocabulary import (
+    ASSISTANT_ATTEMPT,
+    ASSISTANT_MESSAGE,
+    REQUEST_HEADER,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from dsh.ids import new_message_id, new_session_id, now_ms
 from dsh.model import ModelRequest
 from dsh.replay.wire_request import WIRE_PROVIDER as PROVIDER
+from dsh.serve.calls import Settled
+from dsh.serve.dialects import CHAT, Dialect
+from dsh.session import Session
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log, write_file_atomic
 
+__all__ = ["CLIENT_EVENT", "RecordedSession", "Settled", "directory_files", "new_session", "write_directory"]
+
 CLIENT_EVENT = "serve/client"
-
-
-@dataclass(slots=True)
-class Settled:
-    """What one proxied call produced: its chunks and gaps, and a failure if it failed."""
-
-    chunks: list[Chunk]
-    dt: list[int]
-    failure: Failure | None = None
-    usage: Usage | None = None
-    wire_usage: dict[str, Any] | None = None
-    """The provider's own usage object, kept so a replay shows the client the same one."""
+"""The ignorable event a keyed recording starts with: ``{session}`` (the client's key)."""
 
 
 def _comparable(message: Message) -> Any:
@@ -69,8 +79,7 @@ class RecordedSession:
     """One client session's log, built request by request."""
 
     key: str | None
-    header: SessionHeader
-    events: list[Event] = field(default_factory=list)
+    log: Session
     history: list[Message] = field(default_factory=list)
     """The dsh history so far as the client's wire shows it (for continuity routing)."""
     turn: int = 0
@@ -78,12 +87,13 @@ class RecordedSession:
     open_turn: bool = False
     last_header: RequestHeader | None = None
 
-    def append(
-        self, etype: str, data: Mapping[str, Any], *, surface: bool = False, ignorable: bool = False
-    ) -> None:
-        self.events.append(
-            Event(etype, len(self.events), now_ms(), data, "append" if surface else None, None, ignorable)
-        )
+    @property
+    def header(self) -> SessionHeader:
+        return self.log.header
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.log.events
 
     def extends(self, messages: Sequence[Message]) -> int:
         """How many known messages ``messages`` starts with, or -1 when it does not extend them."""
@@ -96,17 +106,13 @@ class RecordedSession:
 
     def _start_turn(self) -> None:
         if self.open_turn:
-            self.append("turn/end", turn_end(self.turn, {"kind": "completed"}))
+            self.log.append(TURN_END, turn_end(self.turn, {"kind": "completed"}))
         self.turn += 1
         self.step = 0
         self.open_turn = True
-        self.append("turn/start", turn_start(self.turn))
+        self.log.append(TURN_START, turn_start(self.turn))
 
-    def add_call(self, request: ModelRequest, settled: Settled) -> None:
-        """Append one request (its new history and header) and what the call produced."""
-        if not self.events and self.key is not None:
-            self.append(CLIENT_EVENT, {"session": self.key}, ignorable=True)
-        fresh = list(request.messages[len(self.history) :])
+    def _history(self, fresh: Sequence[Message]) -> None:
         for message in fresh:
             source: Source | dict[str, Any] = message.get("source") or {}
             if message.get("role") == "assistant":
@@ -117,72 +123,72 @@ class RecordedSession:
                     "source": {"kind": "model", "provider": "client"},
                     "id": new_message_id(),
                 }
-                self.append("assistant/message", assistant_message_data(self.turn, self.step, stored, None),
-                            surface=True)  # fmt: skip
+                self.log.append(ASSISTANT_MESSAGE, assistant_message_data(self.turn, self.step, stored, None))
             elif source.get("kind") == "tool" and self.open_turn:
                 stored = {**message, "id": new_message_id()}
-                self.append("tool/result", tool_result_data(self.turn, self.step, stored), surface=True)
+                self.log.append(TOOL_RESULT, tool_result_data(self.turn, self.step, stored))
             else:
                 if source.get("kind") in ("user", "tool") or not self.open_turn:
                     self._start_turn()
-                self.append("user/message", {**message, "id": new_message_id()}, surface=True)
-        header = header_body(PROVIDER, request.model, request.max_tokens, request.system, list(request.tools))
+                self.log.append(USER_MESSAGE, {**message, "id": new_message_id()})
+
+    def add_call(self, request: ModelRequest, settled: Settled, dialect: Dialect = CHAT) -> None:
+        """Append one request (its new history and header) and what the call produced: the one
+        place a proxied request and its reply become events (redact them here)."""
+        if not self.events and self.key is not None:
+            self.log.append_event(Event(CLIENT_EVENT, 0, now_ms(), {"session": self.key}, ignorable=True))
+        self._history(request.messages[len(self.history) :])
+        noted = None if dialect.name == CHAT.name else dialect.name
+        header = header_body(
+            PROVIDER, request.model, request.max_tokens, request.system, list(request.tools), dialect=noted
+        )
         if header != self.last_header:
             reason = "initial" if self.last_header is None else "change"
-            self.append("request/header", request_header(header, reason))
+            self.log.append(REQUEST_HEADER, request_header(header, reason))
             self.last_header = header
         if not self.open_turn:
             self._start_turn()
         self.step += 1
         turn, step = self.turn, self.step
-        self.append("step/start", step_mark(turn, step))
+        self.log.append(STEP_START, step_mark(turn, step))
         stream: StreamRecord = {"chunks": settled.chunks, "dt": settled.dt}
         self.history = list(request.messages)
         if settled.failure is not None:
-            self.append("assistant/attempt", assistant_attempt_data(turn, step, settled.failure, stream))
+            attempt = assistant_attempt_data(turn, step, settled.failure, stream, wire=settled.wire)
+            self.log.append(ASSISTANT_ATTEMPT, attempt)
         else:
             blocks = [c["block"] for c in settled.chunks if c["type"] == "block-end"]
-            reply: Message = {"role": "assistant", "content": blocks,
-                       "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
-                       "id": new_message_id()}  # fmt: skip
+            reply: Message = {
+                "role": "assistant",
+                "content": blocks,
+                "source": {"kind": "model", "provider": PROVIDER, "model": request.model},
+                "id": new_message_id(),
+            }
             data = assistant_message_data(
-                turn, step, reply, stream, usage=settled.usage, wire_usage=settled.wire_usage
+                turn,
+                step,
+                reply,
+                stream,
+                usage=settled.usage,
+                wire_usage=settled.wire_usage,
+                wire=settled.wire,
             )
-            self.append("assistant/message", data, surface=True)
+            self.log.append(ASSISTANT_MESSAGE, data)
             for block in blocks:
                 if block.get("type") == "tool-call":
                     call = tool_call(
                         turn, step, block.get("id", ""), block.get("name", ""), block.get("arguments", "")
                     )
-                    self.append("tool/call", call)
-            self.history.append({"role": "assistant", "content": _wire_visible(blocks)})
-        self.append("step/end", step_mark(turn, step))
+                    self.log.append(TOOL_CALL, call)
+            self.history.append(dialect.visible(reply))
+        self.log.append(STEP_END, step_mark(turn, step))
 
     def closed(self) -> list[Event]:
         """The events with the open turn closed (``turn/end completed``), for writing."""
         if not self.open_turn:
             return list(self.events)
-        end = Event("turn/end", len(self.events), now_ms(), turn_end(self.turn, {"kind": "completed"}))
+        end = Event(TURN_END, len(self.events), now_ms(), turn_end(self.turn, {"kind": "completed"}))
         return [*self.events, end]
-
-
-def _wire_visible(blocks: list[Block]) -> list[Block]:
-    """An assistant reply as the wire parse of the client's next request will show it."""
-    out: list[Block] = [b for b in blocks if b.get("type") == "reasoning" and b.get("text")]
-    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-    if text:
-        out.append({"type": "text", "text": text})
-    out.extend(
-        {
-            "type": "tool-call",
-            "id": b.get("id", ""),
-            "name": b.get("name", ""),
-            "arguments": b.get("arguments", ""),
-        }
-        for b in blocks
-        if b.get("type") == "tool-call"
-    )
-    return out
 
 
 def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSession:
@@ -193,7 +199,7 @@ def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSess
         origin="subagent" if parent is not None else None,
         delegation_depth=parent.header.delegation_depth + 1 if parent is not None else 0,
     )
-    return RecordedSession(key, header)
+    return RecordedSession(key, Session(header))
 
 
 def directory_files(sessions: Sequence[RecordedSession]) -> dict[str, bytes]:
@@ -207,9 +213,8 @@ def directory_files(sessions: Sequence[RecordedSession]) -> dict[str, bytes]:
     if kept:
         steps: list[dict[str, Any]] = [{"op": "newSession"}]
         for event in kept[0].events:
-            if event.type == "user/message" and (event.data.get("source") or {}).get("kind") == "user":
-                text = "".join(str(b.get("text", "")) for b in event.data.get("content") or ())
-                steps.append({"op": "prompt", "text": text})
+            if event.type == USER_MESSAGE and (event.data.get("source") or {}).get("kind") == "user":
+                steps.append({"op": "prompt", "text": joined_text(event.data.get("content") or ())})
         files["input.json"] = jsonx.dumps({"steps": steps}) + b"\n"
     return files
 

@@ -1,16 +1,19 @@
-"""``dsh serve replay``: recorded sessions served to any OpenAI-compatible client, checked.
+"""``dsh serve replay``: recorded sessions served to any client of the dialects it speaks, checked.
 
-Each incoming ``/v1/chat/completions`` request is routed to a recorded session — by a
+Each incoming request of a dialect (:mod:`dsh.serve.dialects`: ``/v1/chat/completions``,
+``/v1/responses``, ``/v1/messages``) is read by that dialect and routed to a recorded session — by a
 session header (:mod:`dsh.serve.keys`: ``X-Dsh-Session``, any ``--session-header``, Claude
 Code's agent and session ids; naming the recorded client key, the log file name or the
 recorded session id), else by the history it extends (a session
 already in progress whose next call matches), else by first-call order (the first session
 not started yet whose first call matches) — then checked with the faithful-replay rules
 (:class:`~dsh.replay.fidelity.SessionCheck`, both sides seen through the wire) and answered
-with that call's recorded chunks: SSE exactly as recorded (one event per recorded delta,
-the recorded gaps at ``speed`` 1, none at 0, divided by N), or one JSON completion when the
-client did not ask to stream. A request that matches nothing, diverges or finds its script
-exhausted gets HTTP 409 with a JSON body naming the session, the call and the diff.
+with that call's recorded reply (the dialect's ``answer``: Chat Completions rebuilt from the
+recorded chunks, the other dialects their exact recorded events; the recorded gaps at
+``speed`` 1, none at 0, divided by N). A request that matches nothing, diverges (its
+dialect's own fields too: ``tool_choice``, streaming, the dialect itself) or finds its
+script exhausted gets HTTP 409 in the dialect's error shape naming the session, the call and
+the diff.
 
 :meth:`ReplayServer.answer` is the one home of all of that and never waits (pacing is in
 the reply): the HTTP server calls it, and so does the in-process
@@ -20,115 +23,20 @@ the reply): the HTTP server calls it, and so does the in-process
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh import jsonx
-from dsh.errors import ScenarioError
-from dsh.events.payloads import stream_of
+from dsh.events.messages import Message
 from dsh.hosts import HostPolicy
 from dsh.http1 import DEFAULT_LIMITS, Limits, Log, stderr_log
-from dsh.replay.derive import Derived, derive
-from dsh.replay.entries import Entry
-from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.files import read_recorded, read_tolerances
-from dsh.replay.layout import PRIMARY
+from dsh.replay.fidelity import Divergence, Tolerances
 from dsh.replay.verdict import Verdict, verdict
-from dsh.replay.wire_request import ReadBody, read_body, wire_derived
-from dsh.serve.http import (
-    HttpServer,
-    Reply,
-    Request,
-    control_reply,
-    json_body,
-    json_reply,
-    new_token,
-    refusal,
-)
+from dsh.serve.dialects import SUPPORTED, Call, Dialect, NotThisDialect, Parsed, dialect_for
+from dsh.serve.http import HttpServer, Reply, Request, control_reply, json_body, new_token, refusal
 from dsh.serve.keys import SessionKeys
-from dsh.serve.wire_out import completion, sse_events
-from dsh.store import LoadedSession
-
-_HTTP_CODE = re.compile(r"HTTP_(\d{3})")
-CLIENT_EVENT = "serve/client"
-"""The ignorable event ``dsh serve record`` writes first: ``{session, parent?}`` (client keys)."""
-CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
-
-
-@dataclass(slots=True)
-class ServedSession:
-    """One recorded session and how far the replay has consumed it."""
-
-    label: str
-    recorded_id: str
-    client_key: str | None
-    derived: Derived
-    timing: list[tuple[list[int], dict[str, Any] | None]]
-    check: SessionCheck
-    served: int = 0
-    divergences: list[dict[str, Any]] = field(default_factory=list)
-    last: ReadBody | None = None
-    """The last request this session answered, as read (the next read reuses its equal part)."""
-
-    @property
-    def calls(self) -> int:
-        return len(self.derived.entries)
-
-    def names(self) -> set[str]:
-        names = {self.label, self.recorded_id, self.label.removesuffix(".jsonl")}
-        if self.client_key:
-            names.add(self.client_key)
-        return names
-
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.label, "recordedId": self.recorded_id, "clientKey": self.client_key,
-                "calls": self.calls, "served": self.served, "divergences": self.divergences}  # fmt: skip
-
-
-def _timing(events: Sequence[Any], calls: int) -> list[tuple[list[int], dict[str, Any] | None]]:
-    """Per call: the recorded gaps and the provider's usage object (``dsh serve record`` keeps it)."""
-    found = [(stream["dt"], e.data.get("wireUsage")) for e in events if (stream := stream_of(e)) is not None]
-    return found if len(found) == calls else [([], None) for _ in range(calls)]
-
-
-def _client_key(events: Sequence[Any]) -> str | None:
-    for event in events[:4]:
-        if event.type == CLIENT_EVENT and isinstance(event.data, dict):
-            key = event.data.get("session")
-            return str(key) if key is not None else None
-    return None
-
-
-def load_sessions(directory: Path, tolerances: Tolerances | None = None) -> list[ServedSession]:
-    """Every recorded session of ``directory`` (primary first), ready to serve."""
-    if not directory.is_dir():
-        raise ScenarioError(f"dsh serve replay: {directory} is not a directory")
-    recorded = read_recorded(directory)
-    if recorded.primary is None:
-        raise ScenarioError(f"dsh serve replay: {directory / PRIMARY} is missing (record first)")
-    rules = tolerances if tolerances is not None else read_tolerances(directory)
-    logs: list[tuple[str, LoadedSession]] = [(PRIMARY, recorded.primary), *recorded.children]
-    out = []
-    for label, loaded in logs:
-        cut = loaded.inherited_event_count
-        where = f"{directory.name}/{label}"
-        raw = derive(loaded.events[cut:], where, inherited=loaded.events[:cut])
-        wired = wire_derived(raw)
-        version = recorded.versions.get(label, 2)
-        check = SessionCheck(label, loaded.header.id, wired, version=version, tolerances=rules, cwd=None)
-        out.append(
-            ServedSession(label, loaded.header.id, _client_key(loaded.events), wired,
-                          _timing(loaded.events[cut:], len(wired.entries)), check)
-        )  # fmt: skip
-    return out
-
-
-def _conflict(reason: str, **fields: Any) -> Reply:
-    return refusal(409, reason, kind="dsh_replay_divergence", **fields)
+from dsh.serve.sessions import ServedSession, load_sessions, own_fields
 
 
 class ReplayServer:
@@ -156,6 +64,8 @@ class ReplayServer:
         self.refused: list[dict[str, Any]] = []
         self._diverged: list[Divergence | None] = []
         """Per refusal, the divergence it refused (``None``: a refusal of another kind)."""
+        self.chain: dict[str, list[Message]] = {}
+        """Each served reply's id → the history after it (``previous_response_id``)."""
         self._lock = threading.Lock()  # answer() is called from the loop and from transports' threads
         self.http = HttpServer(self.handle, port=port, hosts=HostPolicy(allow_hosts), limits=limits, log=log)
         self.stopped = asyncio.Event()
@@ -221,22 +131,40 @@ class ReplayServer:
         control = control_reply(request, self.report, self.stopped, self.token)
         if control is not None:
             return control
-        if request.path not in CHAT_PATHS:
-            return refusal(404, f"dsh serve: no route for {request.path[:100]}")
+        dialect = dialect_for(request.path)
+        if dialect is None:
+            return refusal(404, f"dsh serve: no route for {request.path[:100]} (supported: {SUPPORTED})")
         if request.method != "POST":
-            return refusal(405, f"dsh serve: {request.method} not allowed")
-        body = json_body(request, "dsh serve")
+            return refusal(405, f"dsh serve: {request.method} not allowed", shape=dialect.shape)
+        body = json_body(request, "dsh serve", dialect.shape)
         if isinstance(body, Reply):
             return body
-        routed = self._route(self.keys.of(request.headers).session, body)
+        first = dialect.read(body, None, self.chain)
+        if isinstance(first, NotThisDialect):
+            return refusal(400, f"dsh serve: {request.path}: {first.message}", shape=dialect.shape)
+        if first.missing is not None:
+            return self._refuse(
+                dialect,
+                f"dsh serve: previous_response_id {first.missing!r} names no reply this replay has served",
+                None,
+                None,
+            )
+        routed = self._route(dialect, self.keys.of(request.headers).session, body, first)
         if isinstance(routed, Reply):
             return routed
-        session = routed
+        session, parsed = routed
         k = session.served
         session.served += 1
-        return self._answer(session, k, body)
+        return self._answer(session, k, parsed, body)
 
-    def _refuse(self, reason: str, found: Divergence | None, session: ServedSession | None) -> Reply:
+    def _refuse(
+        self,
+        dialect: Dialect,
+        reason: str,
+        found: Divergence | None,
+        session: ServedSession | None,
+        own: tuple[str, str, str] | None = None,
+    ) -> Reply:
         fields: dict[str, Any] = {}
         if session is not None:
             fields["session"] = session.label
@@ -246,76 +174,78 @@ class ReplayServer:
             fields["what"] = found.what
             fields["diff"] = found.diff()
             fields["divergence"] = found.to_json()
+        elif own is not None:
+            fields["what"] = own[0]
+            fields["diff"] = f"--- recorded\n+++ live\n-{own[1]}\n+{own[2]}"
         self.refused.append({"message": reason, **fields})
         self._diverged.append(found)
-        return _conflict(reason, **fields)
+        return refusal(409, reason, kind="dsh_replay_divergence", shape=dialect.shape, **fields)
 
-    def _route(self, key: str | None, body: dict[str, Any]) -> ServedSession | Reply:
+    def _candidates(self, dialect: Dialect, key: str | None) -> list[ServedSession] | Reply:
         if key is not None:
             named = [s for s in self.sessions if key in s.names()]
             if not named:
-                return self._refuse(f"dsh serve: no recorded session is named {key!r}", None, None)
+                return self._refuse(dialect, f"dsh serve: no recorded session is named {key!r}", None, None)
             open_ = [s for s in named if s.served < s.calls]
             if not open_:
                 return self._refuse(
+                    dialect,
                     f"dsh serve: the script of session {named[0].label} is exhausted "
-                    f"({named[0].calls} recorded calls served)", None, named[0]
-                )  # fmt: skip
-            candidates = open_[:1]
-        else:
-            started = [s for s in self.sessions if 0 < s.served < s.calls]
-            fresh = [s for s in self.sessions if s.served == 0 and s.calls]
-            candidates = started + fresh
-            if not candidates:
-                return self._refuse("dsh serve: every recorded script is exhausted", None, None)
-        first: tuple[ServedSession, Divergence] | None = None
-        unread: ReadBody | None = None  # the body read without a previous request, once
+                    f"({named[0].calls} recorded calls served)",
+                    None,
+                    named[0],
+                )
+            return open_[:1]
+        started = [s for s in self.sessions if 0 < s.served < s.calls]
+        fresh = [s for s in self.sessions if s.served == 0 and s.calls]
+        if not started and not fresh:
+            return self._refuse(dialect, "dsh serve: every recorded script is exhausted", None, None)
+        return started + fresh
+
+    def _route(
+        self, dialect: Dialect, key: str | None, body: Mapping[str, Any], unread: Parsed
+    ) -> tuple[ServedSession, Parsed] | Reply:
+        candidates = self._candidates(dialect, key)
+        if isinstance(candidates, Reply):
+            return candidates
+        first: tuple[ServedSession, Divergence | None, tuple[str, str, str] | None] | None = None
         for session in candidates:
+            if session.dialect is not dialect:
+                if first is None:
+                    first = (session, None, ("the dialect", session.dialect.name, dialect.name))
+                continue
+            live = unread
             if session.last is not None:
-                live = read_body(body, session.last)
-            else:
-                live = unread = unread or read_body(body)
+                again = dialect.read(body, session.last, self.chain)
+                live = again if isinstance(again, Parsed) else unread
             found = session.check.check(session.served, live.request)
-            if found is None or found.tolerated_by is not None:
+            differs = own_fields(session, session.served, live) if found is None else None
+            if (found is None or found.tolerated_by is not None) and differs is None:
                 if found is not None:
                     session.divergences.append(found.to_json())
                 session.last = live
-                return session
+                return session, live
             if first is None:
-                first = (session, found)
+                first = (session, found, differs)
         assert first is not None
-        session, found = first
-        return self._refuse(found.headline(self.directory.name), found, session)
-
-    def _answer(self, session: ServedSession, k: int, body: dict[str, Any]) -> Reply:
-        entry: Entry = session.derived.entries[k]
-        model = str(body.get("model", ""))
-        completion_id = f"chatcmpl-dsh-{session.label.removesuffix('.jsonl')}-{k + 1}"
-        failure = (entry.code, entry.message) if entry.kind != "chunks" else None
-        status = _HTTP_CODE.fullmatch(failure[0]) if failure is not None and not entry.chunks else None
-        if failure is not None and status is not None:  # a recorded HTTP error: the same status and body
-            text = failure[1]
-            try:
-                jsonx.loads(text)
-            except ValueError:
-                return json_reply(int(status.group(1)), {"error": {"message": text, "code": failure[0]}})
-            return Reply(int(status.group(1)), text.encode())
-        if not body.get("stream"):
-            if failure is not None:
-                return json_reply(
-                    500, {"error": {"message": failure[1], "type": "server_error", "code": failure[0]}}
-                )
-            done = completion(entry.chunks, model=model, completion_id=completion_id)
-            if session.timing[k][1] is not None:
-                done["usage"] = session.timing[k][1]
-            return json_reply(200, done)
-        gaps, usage = session.timing[k]
-        events = sse_events(
-            entry.chunks, gaps, model=model, completion_id=completion_id, failure=failure, usage=usage
+        session, found, own = first
+        if found is not None:
+            return self._refuse(dialect, found.headline(self.directory.name), found, session)
+        assert own is not None
+        what, recorded, live_value = own
+        reason = (
+            f"dsh serve: {self.directory.name}/{session.label} call {session.served + 1}: "
+            f"{what} differs (recorded {recorded}, live {live_value})"
         )
-        sse = "text/event-stream; charset=utf-8"
-        if self.speed == 0:  # no pacing: the same SSE events in one write, with a length
-            return Reply(200, b"".join(b"data: " + e.payload + b"\n\n" for e in events), sse)
-        speed = self.speed
-        paced = [(e.gap_ms / 1000 / speed, b"data: " + e.payload + b"\n\n") for e in events]
-        return Reply(200, content_type=sse, paced=paced)
+        return self._refuse(dialect, reason, None, session, own)
+
+    def _answer(self, session: ServedSession, k: int, parsed: Parsed, body: Mapping[str, Any]) -> Reply:
+        entry = session.derived.entries[k]
+        recorded = session.replies[k]
+        failure = (entry.code, entry.message) if entry.kind != "chunks" else None
+        reply_id = f"chatcmpl-dsh-{session.label.removesuffix('.jsonl')}-{k + 1}"
+        call = Call(parsed, body, recorded, entry.chunks, failure, reply_id)
+        response_id = recorded.wire.get("responseId") if recorded.wire is not None else None
+        if response_id and recorded.message is not None:
+            self.chain[response_id] = [*parsed.request.messages, session.dialect.visible(recorded.message)]
+        return session.dialect.answer(call, self.speed)

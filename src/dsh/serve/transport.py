@@ -43,7 +43,9 @@ class ReplayTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
 def _request(request: httpx2.Request, body: bytes) -> Request:
     headers = {name.lower(): value for name, value in request.headers.items()}
-    return Request(request.method, request.url.path, headers, body)
+    return Request(
+        request.method, request.url.path, headers, body, request.url.query.decode("ascii", "replace")
+    )
 
 
 def _response(reply: Reply, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream | None) -> httpx2.Response:
