@@ -105,7 +105,7 @@ class McpConnection:
         argv = confine(self.place.sandbox, [spec.command, *spec.args], self.place.workspace, cwd)
         env = {**tool_environment(self.place.session_id), **spec.env}
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by _stop
         async with stdio_client(params, errlog=self._stderr) as (read, write):
             yield read, write
 

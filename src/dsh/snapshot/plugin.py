@@ -46,6 +46,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="warn: report where a replay diverges from its recording without failing "
         "(default: $DSH_DRIFT or strict).",
     )
+    group.addoption(
+        "--dsh-live-mcp",
+        action="store_true",
+        default=False,
+        help="Replay scenarios with their MCP servers running (the workspace's .mcp.json) "
+        "instead of serving the recorded MCP results.",
+    )
     parser.addini(
         "dsh_snapshot_paths",
         type="paths",
@@ -213,7 +220,13 @@ class ScenarioItem(pytest.Item):
                 self.config.stash.setdefault(_UNTRUSTED, []).append(warning)
         try:
             result = asyncio.run(
-                run_scenario(self.path.parent, mode, factory=_factory(self.config), drift=drift)
+                run_scenario(
+                    self.path.parent,
+                    mode,
+                    factory=_factory(self.config),
+                    drift=drift,
+                    live_mcp=bool(self.config.getoption("--dsh-live-mcp")),
+                )
             )
         except ScenarioSkipped as exc:
             pytest.skip(str(exc))
