@@ -19,7 +19,8 @@ from dsh.model.scripted import Call, text_reply, tool_calls_reply
 
 calls = [Call("c1", "mcp__calc__add", {"a": 2, "b": 3})]
 model = ScriptedModel([tool_calls_reply(calls), text_reply("done")], model="m")
-runtime = Runtime(store=open_store(sys.argv[1]), models=LiveModels(model), model_name="m", tools=standard_tools)
+store = open_store(sys.argv[1])
+runtime = Runtime(store=store, models=LiveModels(model), model_name="m", tools=standard_tools)
 asyncio.run(serve_stdio(runtime))
 """
 
