@@ -26,7 +26,8 @@ from typing import IO, Any
 
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dsh.errors import McpServerError, ToolError
 from dsh.mcp.config import HttpServer, McpServerSpec, StdioServer
@@ -98,7 +99,8 @@ class McpConnection:
                 async with sse_client(spec.url, headers=dict(spec.headers)) as (read, write):
                     yield read, write
             else:
-                async with streamablehttp_client(spec.url, headers=dict(spec.headers)) as (read, write, _):
+                client = create_mcp_http_client(headers=dict(spec.headers))
+                async with client, streamable_http_client(spec.url, http_client=client) as (read, write, _):
                     yield read, write
             return
         cwd = (self.place.workspace / spec.cwd) if spec.cwd else self.place.workspace

@@ -37,6 +37,12 @@ def secret(name: str) -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
 def fail(why: str) -> str:
     """Raise an error (an isError result)."""
     raise ValueError(why)
