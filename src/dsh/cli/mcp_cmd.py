@@ -10,7 +10,7 @@ import typer
 from dsh.cli.common import run_async, user_errors
 
 mcp_app = typer.Typer(
-    help="Record an MCP server's JSON-RPC exchange through a proxy, and serve it again without the server.",
+    help="Record an MCP server's exchange; serve it again without the server.",
     no_args_is_help=True,
 )
 
@@ -24,7 +24,7 @@ def record_command(
         list[str], typer.Argument(metavar="-- COMMAND ARGS…", help="The real server, after --.")
     ],
 ) -> None:
-    """Run COMMAND as the MCP server of whatever client launched this, recording every message.
+    """Proxy the stdio MCP server COMMAND, recording every message.
 
     Point the client at `dsh mcp record DIR -- COMMAND ARGS…` instead of `COMMAND ARGS…`; then
     `dsh mcp replay DIR` answers the same requests with no server.
@@ -46,9 +46,9 @@ def replay_command(
         ),
     ] = None,
 ) -> None:
-    """Serve the newest recording in DIR over stdio, as the recorded server would have answered.
+    """Serve a recording over stdio without the server.
 
-    A request that differs from the recorded one gets a JSON-RPC error naming the difference
+    The newest recording in DIR answers as the recorded server did. A request that differs from the recorded one gets a JSON-RPC error naming the difference
     (tools/call: an error result). When the client closes stdin, the report (what was served,
     what differed, what was recorded but never asked) goes to stderr.
     """
