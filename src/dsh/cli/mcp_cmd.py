@@ -48,8 +48,9 @@ def replay_command(
 ) -> None:
     """Serve a recording over stdio without the server.
 
-    The newest recording in DIR answers as the recorded server did. A request that differs from the recorded one gets a JSON-RPC error naming the difference
-    (tools/call: an error result). When the client closes stdin, the report (what was served,
+    The newest recording in DIR answers as the recorded server did. A request that differs
+    from the recorded one gets a JSON-RPC error naming the difference (tools/call: an error
+    result). When the client closes stdin, the report (what was served,
     what differed, what was recorded but never asked) goes to stderr.
     """
     from dsh import jsonx
