@@ -69,3 +69,17 @@ def test_run_calls_the_workspace_server_once_and_the_scenario_replays_without_it
     live = dsh(tmp_path, "replay", str(saved), "--trust", "--json", "--live-mcp", store=tmp_path / "l.db")
     assert live.returncode == 0, live.stdout + live.stderr
     assert calls.read_text() == "2+3\n2+3\n", "--live-mcp called the server again"
+
+
+def test_a_bad_mcp_config_is_one_line_naming_the_file_and_server(tmp_path: Path) -> None:
+    bad = write_config(tmp_path / "bad.json", calc={"command": ""})
+    out = dsh(tmp_path, "run", "hi", "--mcp-config", str(bad), "--base-url", "http://127.0.0.1:9",
+              store=tmp_path / "s.db", DSH_API_KEY=KEY)  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"{bad}: server 'calc': 'command' must be a non-empty string")
+    )
+    missing = dsh(tmp_path, "chat", "--mcp-config", str(tmp_path / "nope.json"), store=tmp_path / "s.db")
+    assert missing.returncode == 2 and f"{tmp_path / 'nope.json'}: no such MCP config file" in missing.stderr

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from dsh.mcp import HttpServer, McpServerSpec, StdioServer, open_servers, parse_config
 from dsh.store.memory import MemoryEventStore
 from dsh.tools import ToolContext, ToolLike, ToolOutput, ToolRegistry
+from dsh.tools.sandbox import SandboxPolicy
 from dsh.tools.spill import SpillPolicy
 
 from .conftest import CALC
@@ -159,10 +161,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_calc() -> Iterator[str]:
+@contextmanager
+def _served(transport: str) -> Iterator[int]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(CALC), "http", str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, str(CALC), transport, str(port)], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -170,19 +172,41 @@ def http_calc() -> Iterator[str]:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         proc.terminate()
         proc.wait(10)
 
 
-async def test_a_streamable_http_server(tmp_path: Path, http_calc: str) -> None:
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_an_http_or_sse_server(tmp_path: Path, transport: str) -> None:
     notices: list[str] = []
-    session = Session(tmp_path, [HttpServer("web", http_calc)], notices)
+    with _served(transport) as port:
+        url = f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
+        await _call_web(tmp_path, HttpServer("web", url, "sse" if transport == "sse" else "http"), notices)
+
+
+async def _call_web(tmp_path: Path, spec: HttpServer, notices: list[str]) -> None:
+    session = Session(tmp_path, [spec], notices)
     try:
         registry = await session.registry()
         assert notices == []
         assert text(await registry.call("mcp__web__add", '{"a": 20, "b": 22}', session.ctx())) == "42"
-        assert os.environ.get("CALC_CALLS") is None
     finally:
         await session.servers.aclose()
+
+
+async def test_a_stdio_server_runs_under_the_sessions_sandbox_like_bash(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "ws", Path.home() / f".dsh-mcp-sandbox-probe-{os.getpid()}"
+    workspace.mkdir()
+    servers = open_servers([calc()], "sess-1", workspace, SandboxPolicy(mode="workspace-write"))
+    try:
+        registry = ToolRegistry(list[ToolLike](await servers.tools()))
+        ctx = ToolContext(session_id="sess-1", call_id="c1", cwd=workspace)
+        inside = await registry.call("mcp__calc__touch", json.dumps({"path": str(workspace / "in.txt")}), ctx)
+        assert text(inside) == "written" and (workspace / "in.txt").exists()
+        denied = await registry.call("mcp__calc__touch", json.dumps({"path": str(outside)}), ctx)
+        assert denied.is_error and not outside.exists(), "no write outside the workspace"
+    finally:
+        await servers.aclose()
+        outside.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """A FastMCP stdio (or Streamable HTTP) server for the tests: add, fail, crash, hang, huge, image, structured.
 
 Each call of ``add`` appends a line to ``$CALC_CALLS`` when set (how tests count calls).
-``python calc.py`` serves stdio; ``python calc.py http PORT`` serves Streamable HTTP on 127.0.0.1.
+``python calc.py`` serves stdio; ``python calc.py http|sse PORT`` Streamable HTTP or SSE on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -43,6 +43,14 @@ def pid() -> int:
 
 
 @server.tool()
+def touch(path: str) -> str:
+    """Write a file (how the sandbox tests see where the server may write)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("x")
+    return "written"
+
+
+@server.tool()
 def fail(why: str) -> str:
     """Raise an error (an isError result)."""
     raise ValueError(why)
@@ -81,4 +89,5 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    server.run("streamable-http" if len(sys.argv) > 1 and sys.argv[1] == "http" else "stdio")
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    server.run({"http": "streamable-http", "sse": "sse"}.get(transport, "stdio"))  # type: ignore[arg-type]
