@@ -30,7 +30,9 @@ class ToolCaller(Protocol):
 
     async def call_tool(
         self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext
-    ) -> ToolOutput: ...
+    ) -> ToolOutput:
+        """Call ``tool`` of ``server`` with ``arguments``; a server failure raises ``McpServerError``."""
+        ...
 
 
 def tool_name(server: str, tool: str) -> str:
