@@ -9,6 +9,7 @@ file, session id or value involved.
 
     DshError
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
+    │   ├── McpConfigError          a malformed ``.mcp.json`` / ``--mcp-config`` file or ACP ``mcpServers``
     │   ├── MissingCredentialError  no API key / base URL configured
     │   ├── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
     │   └── InvalidSessionIdError   a malformed session id (too long, a path separator, a control character)
@@ -26,7 +27,8 @@ file, session id or value involved.
     │   └── StoreClosedError
     ├── ModelError                  a classified model-call failure (``code`` attribute)
     ├── ToolError                   a tool body failed; becomes an error result
-    │   └── ToolInputError          arguments failed validation
+    │   ├── ToolInputError          arguments failed validation
+    │   └── McpServerError          an MCP server failed to start, died, hung or refused a call
     ├── ReplayError                 a recorded run cannot be served
     │   ├── UnrecordedSessionError
     │   ├── ScriptExhaustedError
@@ -175,6 +177,16 @@ class ToolInputError(ToolError):
     """Tool arguments failed validation."""
 
     code = "INVALID_ARGUMENTS"
+
+
+class McpConfigError(UsageError):
+    """An MCP server configuration that cannot be used (the file and server named)."""
+
+
+class McpServerError(ToolError):
+    """An MCP server failed to start, died, timed out or answered a call with a protocol error."""
+
+    code = "MCP_SERVER_ERROR"
 
 
 class ReplayError(DshError):

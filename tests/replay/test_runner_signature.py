@@ -1,4 +1,5 @@
-"""``run_scenario``'s public signature stays as it was when it was split into phases."""
+"""``run_scenario``'s public signature stays as it was when it was split into phases (new
+parameters only keyword-only with a default)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def test_run_scenario_signature_is_unchanged() -> None:
         ("keep_failed", "KEYWORD_ONLY", "False"),
         ("sandbox", "KEYWORD_ONLY", "'recorded'"),
         ("redact", "KEYWORD_ONLY", "RedactOptions(custom=(), enabled=True, provider_key=None)"),
+        ("live_mcp", "KEYWORD_ONLY", "False"),  # added (issue 30), keyword-only with a default
     ]
     assert "default_agent_factory" in shown[2][2]
     assert inspect.signature(run_scenario).return_annotation == "ScenarioResult"

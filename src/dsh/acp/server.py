@@ -41,6 +41,8 @@ from acp.schema import (
 
 from dsh import __version__
 from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
+from dsh.acp.mcp import CAPABILITIES as MCP_CAPABILITIES
+from dsh.acp.mcp import acp_servers
 from dsh.acp.modes import checked_mode, mode_state
 from dsh.acp.permission import AcpApprover, AcpAsker
 from dsh.acp.prompt import admit_prompt, invalid_params
@@ -49,8 +51,9 @@ from dsh.acp.updates import Delegation, LiveUpdates, Update, history_updates
 from dsh.errors import StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.loop import Agent, Feed, TurnResult
+from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.prompts import ImagePromptError
+from dsh.mcp import McpServerSpec
 from dsh.model.capabilities import accepts_images
 from dsh.session.timeline import SessionTree, TurnStart
 from dsh.subagents.shutdown import running_children, settle_background, stop_background
@@ -170,16 +173,11 @@ def _same_dir(stored: str | None, wanted: str) -> bool:
     return stored is not None and os.path.normpath(stored) == os.path.normpath(wanted)
 
 
-def _check_workspace(cwd: str, mcp_servers: Sequence[Any] | None, extra_dirs: Sequence[str] | None) -> Path:
+def _check_workspace(cwd: str, extra_dirs: Sequence[str] | None) -> Path:
     if not os.path.isabs(cwd):
         raise invalid_params(f"cwd must be an absolute path: {cwd}")
     if extra_dirs:
         raise invalid_params("additionalDirectories is not supported")
-    if mcp_servers:
-        # Rejecting them would lock out every editor user with an MCP server configured;
-        # the model simply does not see their tools (README, known limitations).
-        names = ", ".join(str(getattr(server, "name", "?")) for server in mcp_servers)
-        log.warning("ignoring %d MCP server(s) the client offered: %s", len(mcp_servers), names)
     path = Path(cwd)
     if not path.is_dir():
         raise invalid_params(f"cwd is not a directory: {cwd}")
@@ -221,6 +219,7 @@ class DshAcpAgent:
                     image=self.images_advertised, audio=False, embedded_context=False
                 ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                mcp_capabilities=MCP_CAPABILITIES,
             ),
             auth_methods=list(AUTH_METHODS) if self._pending_key() else [],
             agent_info=Implementation(name="dsh", title="dsh", version=__version__),
@@ -275,6 +274,14 @@ class DshAcpAgent:
             raise invalid_params(f"unknown session {session_id} (use session/new or session/load)")
         return state
 
+    @staticmethod
+    def _with_servers(config: AgentConfig, servers: tuple[McpServerSpec, ...]) -> AgentConfig:
+        """The session's config with the client's MCP servers (after the workspace's own, a
+        client's server of the same name replacing it); their failures go to the log."""
+        merged = {s.name: s for s in (*config.mcp_servers, *servers)}
+        notice = config.mcp_notice or (lambda line: log.warning("%s", line))
+        return config.evolve(mcp_servers=tuple(merged.values()), mcp_notice=notice)
+
     async def new_session(
         self,
         cwd: str,
@@ -282,7 +289,8 @@ class DshAcpAgent:
         mcp_servers: list[Any] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        workspace = _check_workspace(cwd, mcp_servers, additional_directories)
+        workspace = _check_workspace(cwd, additional_directories)
+        servers = acp_servers(mcp_servers, "session/new")
         if self._closing:
             raise RequestError(-32603, "Internal error: the server is shutting down")
         runtime = self.runtime
@@ -292,7 +300,7 @@ class DshAcpAgent:
             runtime.store,
             model=model,
             tools=runtime.tools(),
-            config=runtime.config(self._approver, self._asker),
+            config=self._with_servers(runtime.config(self._approver, self._asker), servers),
             cwd=workspace,
             feed=feed,
         )
@@ -310,7 +318,8 @@ class DshAcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        workspace = _check_workspace(cwd, mcp_servers, additional_directories)
+        workspace = _check_workspace(cwd, additional_directories)
+        servers = acp_servers(mcp_servers, "session/load")
         store = self.runtime.store
         async with self._loading:
             state = self._sessions.get(session_id)
@@ -320,7 +329,7 @@ class DshAcpAgent:
             if state is None:
                 feed = Feed()
                 model = await self.runtime.models.model_for(workspace)
-                config = self.runtime.config(self._approver, self._asker)
+                config = self._with_servers(self.runtime.config(self._approver, self._asker), servers)
                 agent = await Agent.resume(
                     store, session_id, model=model, tools=self.runtime.tools(), config=config, feed=feed
                 )

@@ -106,6 +106,16 @@ ToolsOption = Annotated[
         show_default=False,
     ),
 ]
+McpConfigOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers to offer, in .mcp.json's format (repeatable; added to the workspace's "
+        ".mcp.json, a later server of the same name wins).",
+        show_default=False,
+    ),
+]
 NoToolsOption = Annotated[bool, typer.Option("--no-tools", help="Offer the model no tools at all.")]
 MaxStepsOption = Annotated[
     int | None,
@@ -179,10 +189,12 @@ def live_setup(
     no_tools: bool,
     max_steps: int | None,
     background: str | None,
+    mcp_config: list[Path] | None,
 ) -> LiveSetup:
     """Every shared option checked (``UsageError`` naming the option) and gathered."""
     from dsh.cli.approve import approver_for
     from dsh.cli.live import LiveSetup
+    from dsh.mcp import workspace_servers
 
     workspace = (cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
@@ -210,6 +222,7 @@ def live_setup(
         tools=tool_names(tools, no_tools),
         max_steps=max_steps,
         background_wait=background_wait(background),
+        mcp_servers=workspace_servers(workspace, tuple(mcp_config or ())),
     )
 
 

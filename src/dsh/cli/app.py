@@ -15,6 +15,7 @@ from dsh.cli.diff_cmd import diff_cmd
 from dsh.cli.export_cmd import export_cmd
 from dsh.cli.list_cmd import list_cmd
 from dsh.cli.log_cmd import log_app
+from dsh.cli.mcp_cmd import mcp_app
 from dsh.cli.otel_cmd import export_app
 from dsh.cli.replay_cmd import demo, replay
 from dsh.cli.run_cmd import run
@@ -71,6 +72,7 @@ app.command(name="demo")(demo)
 app.command(name="acp")(acp)
 app.command(name="ui")(ui)
 app.add_typer(serve_app, name="serve")
+app.add_typer(mcp_app, name="mcp")
 app.add_typer(export_app, name="export")
 app.command(name="diff")(diff_cmd)
 app.command(name="sandbox")(sandbox)

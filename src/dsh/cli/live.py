@@ -30,6 +30,7 @@ from dsh.events.messages import Message
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
+from dsh.mcp.config import McpServerSpec
 from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
 from dsh.store.notices import warnings_to
@@ -68,6 +69,8 @@ class LiveSetup:
     max_steps: int | None = None
     background_wait: float = 30.0
     """At exit: how long background subagents still running may finish before they are stopped."""
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+    """The workspace's ``.mcp.json`` servers and those of each ``--mcp-config FILE``."""
 
 
 def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
@@ -136,6 +139,8 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             workspace=WorkspaceConfig.from_env(),
             titles=True,
             questions=setup.questions or asker_for(),
+            mcp_servers=setup.mcp_servers,
+            mcp_notice=lambda line: typer.echo(line, err=True),
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)

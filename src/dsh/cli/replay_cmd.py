@@ -48,13 +48,16 @@ async def _replay(
     feed: Feed,
     drift: Drift = "strict",
     factory: AgentFactory | None = None,
+    live_mcp: bool = False,
 ) -> ScenarioResult:
     from dsh.snapshot import run_scenario
     from dsh.snapshot.runner import default_agent_factory
 
     factory = factory or default_agent_factory
     try:
-        result = await run_scenario(directory, "replay", store=store, feed=feed, drift=drift, factory=factory)
+        result = await run_scenario(
+            directory, "replay", store=store, feed=feed, drift=drift, factory=factory, live_mcp=live_mcp
+        )
     finally:
         await store.close()
     for note in result.notes:  # said once: recorded ids already in the target store
@@ -119,6 +122,14 @@ def replay(
         ),
     ] = False,
     factory: FactoryOption = None,
+    live_mcp: Annotated[
+        bool,
+        typer.Option(
+            "--live-mcp",
+            help="Start the workspace's .mcp.json servers and call them, instead of serving the "
+            "recorded MCP results (the default: no server is started).",
+        ),
+    ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -165,7 +176,9 @@ def replay(
         view = LiveView(console)
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
-    result = run_async(lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen))
+    result = run_async(
+        lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp)
+    )
     report = _report(result, console)
     if html is not None:
         _write_html(html, result)

@@ -17,6 +17,7 @@ from dsh.cli.agent_options import (
     CwdOption,
     DenyOption,
     MaxStepsOption,
+    McpConfigOption,
     NetworkOption,
     NoToolsOption,
     ResumeOption,
@@ -67,6 +68,7 @@ def run(
     tools: ToolsOption = None,
     no_tools: NoToolsOption = False,
     max_steps: MaxStepsOption = None,
+    mcp_config: McpConfigOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per line (events, deltas, result).")
     ] = False,

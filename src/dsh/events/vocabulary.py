@@ -30,6 +30,9 @@ SANDBOX_MODE: Final = "sandbox/mode"  # {mode, source?}: the file policy from he
 APPROVAL_POLICY: Final = "approval/policy"  # {policy, source?}: the approval policy from here on
 INBOX_SPLICED: Final = "agent/inbox/spliced"  # {target, start, inserted, removedCount?}: the inbox changed
 TODO_WRITE: Final = "todo/write"  # {todos: [{content, status}]}: the session's task list from here on
+MCP_MESSAGE: Final = (
+    "mcp/message"  # {direction: toServer|toClient, message}: one JSON-RPC message `dsh mcp record` passed
+)
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -61,6 +64,7 @@ WRITTEN_TYPES: Final = frozenset(
         APPROVAL_POLICY,
         INBOX_SPLICED,
         TODO_WRITE,
+        MCP_MESSAGE,
     }
 )
 """The version-2 vocabulary dsh writes."""

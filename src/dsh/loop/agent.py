@@ -35,6 +35,7 @@ from dsh.loop.delegation import session_approval_policy
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
+from dsh.loop.mcp_tools import session_mcp
 from dsh.loop.persist import Persister
 from dsh.loop.prompt import check_prompt
 from dsh.loop.prompts import PromptPart, prompt_message
@@ -114,6 +115,13 @@ class Agent:
         self.session = session
         self.store = store
         self.model = model
+        tools, self.mcp = session_mcp(
+            config,
+            tools,
+            session.id,
+            Path(session.header.cwd or os.getcwd()),
+            delegated=delegation is not None,
+        )
         self.tools = tools
         self.config = config
         self.feed = feed or Feed()
@@ -358,6 +366,8 @@ class Agent:
         self.abort_kind = "disposed"
         await self.jobs.aclose()  # a job never outlives its agent
         await self.terminals.aclose()  # nor a terminal
+        if self.mcp is not None:
+            await self.mcp.aclose()  # nor an MCP server
         await self._waker.stop()
         lease, self._lease = self._lease, None
         owned, self._owned = self._owned, []
@@ -576,6 +586,8 @@ class Agent:
         for etype, data in preamble:
             self.append(etype, data)
         log_sandbox_mode(self)
+        if self.mcp is not None:  # before the first model call: its servers' tools are offered
+            await self.mcp.ready()
         reason = error_reason("UNKNOWN", "")
         cancelled = False
         try:

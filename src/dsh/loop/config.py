@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -9,6 +10,7 @@ from dsh.context import WorkspaceConfig
 from dsh.context.questions import QuestionAsker
 from dsh.hooks import HookSet
 from dsh.loop.retry import RetryPolicy
+from dsh.mcp.config import McpServerSpec
 from dsh.model import Model
 from dsh.model.capabilities import accepts_images
 from dsh.tools.approval import ApprovalPolicy, Approver
@@ -85,6 +87,14 @@ class AgentConfig:
     prompt_inbox: bool = False
     """Log a user prompt as the original does: an ``agent/inbox/spliced`` insert before its
     ``turn/start`` and the claim right after (so event seqs line up with its recordings)."""
+
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+    """The session's MCP servers (``dsh.mcp``): started when its first turn starts, their tools
+    offered as ``mcp__<server>__<tool>``, shared by its children, stopped with the agent."""
+    live_mcp: bool = False
+    """In a replay: call the MCP servers for real instead of serving their recorded results."""
+    mcp_notice: Callable[[str], None] | None = None
+    """Where a server's failure line goes (``None``: the ``dsh.mcp`` logger); the CLI: stderr."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

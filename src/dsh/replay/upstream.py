@@ -44,6 +44,7 @@ from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, Source, user_message
 from dsh.events.payloads import blocks_of, message_of, request_header_of
 from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
+from dsh.mcp import recorded_tools
 from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.replay.files import RecordedLogs, read_override, titles_by_model
 from dsh.store import LoadedSession
@@ -105,16 +106,24 @@ class Composition:
     context: bool = True
     """Whether the context tools are composed (dsh's own recordings: when their header had them)."""
 
-    def tools(self) -> list[ToolLike]:
-        """The tools to register over the standard ones (fixtures replace theirs)."""
+    def tools(self, *, live_mcp: bool = False) -> list[ToolLike]:
+        """The tools to register over the standard ones (fixtures replace theirs); the
+        recording's MCP tools, served from it, unless ``live_mcp`` (its servers then run)."""
+        served: list[ToolLike] = [] if live_mcp else list(recorded_tools(self._recorded_specs()))
         if not self.context:
-            return []
-        extra: list[ToolLike] = list(context_tools())
+            return served
+        extra: list[ToolLike] = [*context_tools(), *served]
         if self.name == "agent-instructions":
             extra.append(CompactingRead())
         if self.name == "pty-tools":  # its snapshot config bounds terminal results at the minimum, 64
             extra += terminal_tools(max_result_bytes=64)
         return extra
+
+    def _recorded_specs(self) -> list[dict[str, Any]]:
+        """Every tool spec of the recording's request headers (its children's too)."""
+        logs = self.logs
+        sessions = [] if logs is None else [logs.primary, *(loaded for _, loaded in logs.children)]
+        return [spec for loaded in sessions for spec in _recorded_specs(loaded)]
 
     def title_model(self) -> ScriptedModel | None:
         """A fresh title model for one session, or ``None`` (the recording made no model title)."""
@@ -208,16 +217,19 @@ def _injected_kinds(loaded: LoadedSession | None) -> set[str]:
     return out
 
 
-def _recorded_tools(loaded: LoadedSession | None) -> set[str]:
-    """The tool names of the recording's request headers."""
-    out: set[str] = set()
+def _recorded_specs(loaded: LoadedSession | None) -> list[dict[str, Any]]:
+    """The tool specs of the recording's request headers, in order."""
+    out: list[dict[str, Any]] = []
     for event in loaded.events if loaded is not None else ():
         header = request_header_of(event) if event.type == REQUEST_HEADER else None
         tools = header.get("tools") if header is not None else None
-        for spec in tools if isinstance(tools, list) else ():
-            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-                out.add(spec["name"])
+        out += [spec for spec in (tools if isinstance(tools, list) else ()) if isinstance(spec, dict)]
     return out
+
+
+def _recorded_tools(loaded: LoadedSession | None) -> set[str]:
+    """The tool names of the recording's request headers."""
+    return {spec["name"] for spec in _recorded_specs(loaded) if isinstance(spec.get("name"), str)}
 
 
 def _spilled(loaded: LoadedSession) -> bool:

@@ -60,6 +60,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="Regexes whose matches a record redacts besides the built-in secrets (kept in input.json).",
     )
+    group.addoption(
+        "--dsh-live-mcp",
+        action="store_true",
+        default=False,
+        help="Replay scenarios with their MCP servers running (the workspace's .mcp.json) "
+        "instead of serving the recorded MCP results.",
+    )
     parser.addini(
         "dsh_snapshot_paths",
         type="paths",
@@ -255,7 +262,12 @@ class ScenarioItem(pytest.Item):
         try:
             result = asyncio.run(
                 run_scenario(
-                    self.path.parent, mode, factory=_factory(self.config), drift=drift, redact=redact
+                    self.path.parent,
+                    mode,
+                    factory=_factory(self.config),
+                    drift=drift,
+                    redact=redact,
+                    live_mcp=bool(self.config.getoption("--dsh-live-mcp")),
                 )
             )
         except ScenarioSkipped as exc:

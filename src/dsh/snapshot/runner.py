@@ -16,6 +16,7 @@ from dsh.context import WorkspaceConfig
 from dsh.errors import ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
+from dsh.mcp import McpServerSpec, workspace_servers
 from dsh.model import Model
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.redact import Redactor
@@ -106,6 +107,10 @@ class AgentSetup:
     """The model that titles the session (the recording asked one)."""
     glob_cap: int = 100
     """``glob``'s result cap (a recording's own, when its results show one)."""
+    mcp_servers: tuple[McpServerSpec, ...] = ()
+    """The MCP servers a live-MCP replay (or a recording) starts: the workspace's ``.mcp.json``."""
+    live_mcp: bool = False
+    """Whether MCP calls run for real in a replay (``--live-mcp``) instead of being served."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -129,6 +134,8 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         titles=setup.titles,
         prompt_inbox=setup.workspace is not None,
         title_model=setup.title_model,
+        mcp_servers=setup.mcp_servers,
+        live_mcp=setup.live_mcp,
     )
     return await Agent.create(
         setup.store,
@@ -274,6 +281,7 @@ async def _prepare(
     drift: Drift,
     sandbox: SandboxPolicy | Literal["recorded"] | None,
     redact: RedactOptions,
+    live_mcp: bool = False,
 ) -> _Prepared:
     """Read the steps, copy the workspace, load the recording (or pick the live model)."""
     name = directory.name
@@ -321,12 +329,14 @@ async def _prepare(
         approval_policy=policy.approval,
         runtime_context=policy.runtime_context,
         workspace=composed.workspace,
-        extra_tools=tuple(composed.tools()),
+        extra_tools=tuple(composed.tools(live_mcp=live_mcp)),
         spill_dir=composed.spill_dir,
         spill=composed.spill,
         titles=composed.titles,
         title_model=composed.title_model(),
         glob_cap=policy.glob_cap or 100,
+        mcp_servers=workspace_servers(cwd) if live_mcp or mode == "record" else (),
+        live_mcp=live_mcp,
     )
     owns = mode == "record" and record_model is None
     return _Prepared(
@@ -419,6 +429,7 @@ async def run_scenario(
     keep_failed: bool = False,
     sandbox: SandboxPolicy | Literal["recorded"] | None = "recorded",
     redact: RedactOptions = DEFAULT_REDACTION,
+    live_mcp: bool = False,
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -430,6 +441,8 @@ async def run_scenario(
     otherwise nothing is written (``keep_failed``: the failed run goes to ``NAME.failed/``).
     ``sandbox``: the policy the scenario's commands and hooks run under: by default the
     recording's mode, confined (:mod:`dsh.replay.permissions`); ``None``: unconfined.
+    MCP servers are not started in a replay (their calls are served from the recording)
+    unless ``live_mcp``, which starts the workspace's ``.mcp.json`` servers and calls them.
     Approval requests are answered from ``input.json``'s ``permissionAnswers``.
     ``redact``: how a record redacts what it writes (:mod:`dsh.snapshot.redaction`); a replay
     applies the recording's own rule to the live side.
@@ -454,6 +467,7 @@ async def run_scenario(
             drift=drift,
             sandbox=sandbox,
             redact=redact,
+            live_mcp=live_mcp,
         )
         played = await _run(prep, factory, step_timeout)
         result = _check(prep, played)

@@ -1,6 +1,6 @@
 """Which tools re-run in a replay and which are served: the seam between a replay and the tools.
 
-A tool whose result depends on the world outside the workspace (``web_fetch``; later MCP
+A tool whose result depends on the world outside the workspace (``web_fetch``, MCP
 tools) cannot re-run keylessly: it sets ``Tool.reruns_in_replay = False``. When the agent's
 model is a replay that knows recorded results (:class:`RecordedResults`), such a call is not
 run at all: the replay serves the recorded result of the same call id, after checking the

@@ -1,0 +1,71 @@
+"""``dsh mcp record DIR -- COMMAND`` / ``dsh mcp replay DIR`` driven by the SDK's own stdio
+client: the proxy passes the exchange through and records it; the replay (no server) answers
+the same session equally, refuses a changed call with a difference naming it, and reports
+the recorded calls left unasked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.stdio import stdio_client
+
+from mcp import ClientSession, McpError, StdioServerParameters
+
+from .conftest import copy_calc
+
+
+def _dsh(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "dsh.cli", *args])
+
+
+async def _session(params: StdioServerParameters, b: int = 3) -> dict[str, Any]:
+    """One client session: initialize, list the tools, call add(2, b)."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        tools = await session.list_tools()
+        added = await session.call_tool("add", {"a": 2, "b": b})
+        return {
+            "server": init.serverInfo.name,
+            "tools": [t.model_dump() for t in tools.tools],
+            "add": added.model_dump(),
+        }
+
+
+async def test_record_then_replay_answers_the_sdk_client_equally_and_refuses_a_changed_call(
+    tmp_path: Path,
+) -> None:
+    recording, server = tmp_path / "rec", copy_calc(tmp_path / "servers")
+    recorded = await _session(_dsh("mcp", "record", str(recording), "--", sys.executable, str(server)))
+    assert recorded["server"] == "calc" and recorded["add"]["content"][0]["text"] == "5"
+    assert "add" in [t["name"] for t in recorded["tools"]]
+    server.unlink()  # no real server from here on
+
+    report = tmp_path / "report.json"
+    replayed = await _session(_dsh("mcp", "replay", str(recording), "--report", str(report)))
+    assert replayed == recorded, "the replay answers as the server did"
+    assert json.loads(report.read_text()) == {
+        "served": ["initialize", "tools/list", 'tools/call add {"a":2,"b":3}'],
+        "differed": [],
+        "unconsumed": [],
+    }
+
+    changed = await _session(_dsh("mcp", "replay", str(recording), "--report", str(report)), b=4)
+    assert changed["add"]["isError"] is True
+    text = changed["add"]["content"][0]["text"]
+    assert "tools/call differs from the recording" in text
+    assert "params.arguments.b: recorded 3, live 4" in text
+    assert json.loads(report.read_text())["unconsumed"] == ['tools/call add {"a":2,"b":3}']
+
+
+async def test_replay_refuses_a_request_the_recording_lacks_with_a_json_rpc_error(tmp_path: Path) -> None:
+    recording, server = tmp_path / "rec", copy_calc(tmp_path / "servers")
+    await _session(_dsh("mcp", "record", str(recording), "--", sys.executable, str(server)))
+    replay = stdio_client(_dsh("mcp", "replay", str(recording)))
+    async with replay as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        with pytest.raises(McpError, match="prompts/list: no recorded request of this method left"):
+            await session.list_prompts()
