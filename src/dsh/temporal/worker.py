@@ -21,6 +21,9 @@ from dsh.temporal.workflow import TurnWorkflow
 
 GRACEFUL_SHUTDOWN: Final = timedelta(seconds=30)
 """How long a stopping worker lets its running activities finish before it cancels them."""
+STICKY_TIMEOUT: Final = timedelta(seconds=2)
+"""How long a workflow task waits for the worker that ran the workflow last (its cache)
+before any worker of the queue takes it: a dead worker's turns move on after this."""
 
 
 class Worker:
@@ -76,6 +79,7 @@ class Worker:
             max_concurrent_activities=self._max_activities,
             max_concurrent_workflow_tasks=self._max_workflow_tasks,
             graceful_shutdown_timeout=self._graceful,
+            sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         )
         async with worker:
             await (stop or asyncio.Event()).wait()
