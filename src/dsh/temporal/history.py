@@ -7,7 +7,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
 
 
-def _payload_bytes(message: ProtoMessage) -> int:
+def message_payload_bytes(message: ProtoMessage) -> int:
+    """The bytes of the payloads (data and metadata) anywhere inside one protobuf message."""
     if isinstance(message, Payload):
         return len(message.data) + sum(len(k) + len(v) for k, v in message.metadata.items())
     total = 0
@@ -15,14 +16,14 @@ def _payload_bytes(message: ProtoMessage) -> int:
         if field.message_type is None:
             continue
         if isinstance(value, ProtoMessage):
-            total += _payload_bytes(value)
+            total += message_payload_bytes(value)
             continue
         items = value.values() if field.message_type.GetOptions().map_entry else value
-        total += sum(_payload_bytes(v) for v in items if isinstance(v, ProtoMessage))
+        total += sum(message_payload_bytes(v) for v in items if isinstance(v, ProtoMessage))
     return total
 
 
 def payload_bytes(history: WorkflowHistory) -> int:
     """The bytes of the payloads (data and metadata) of every event of ``history``: what the
     workflow carried in inputs, results, signals and failures."""
-    return sum(_payload_bytes(event) for event in history.events)
+    return sum(message_payload_bytes(event) for event in history.events)
