@@ -147,3 +147,14 @@ async def test_a_spawned_subagent_runs_as_a_child_workflow_and_the_history_repla
     replayer = Replayer(workflows=[TurnWorkflow])
     for handle in (submitted.handle, client.get_workflow_handle(workflow_id(child))):
         await replayer.replay_workflow(await handle.fetch_history())  # raises on nondeterminism
+
+
+def test_sigterm_stops_a_worker_gracefully(workers: Workers) -> None:
+    workers.start(1)
+    proc = workers.procs[-1]
+    proc.terminate()
+    assert proc.wait(30) == 0
+    assert proc.stderr is not None
+    rest = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert rest.strip().splitlines()[-1] == "dsh: worker stopped"

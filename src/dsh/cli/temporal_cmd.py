@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
-from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, fail, run_async, user_errors
+from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, run_async, user_errors
+from dsh.cli.tables import terminal_safe
 from dsh.errors import TemporalError
 
 if TYPE_CHECKING:
@@ -124,7 +127,7 @@ async def _worker(
         try:
             await runner.run(stop)
         except TemporalError as exc:
-            fail(str(exc), 2)
+            _exit_now(str(exc), 2)
         typer.echo("dsh: worker stopped", err=True)
     finally:
         try:
@@ -140,7 +143,16 @@ async def _connected(address: str) -> Client:
     try:
         return await connect(address)
     except TemporalError as exc:
-        fail(str(exc), 2)
+        _exit_now(str(exc), 2)
+
+
+def _exit_now(message: str, code: int) -> NoReturn:
+    """One error line, then exit at once: after a failed connect the Temporal core's threads
+    may still call into Python, which aborts an interpreter that is finalizing."""
+    typer.echo(f"dsh: error: {terminal_safe(message)}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def run_on_temporal(
