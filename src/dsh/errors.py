@@ -21,6 +21,7 @@ file, session id or value involved.
     │   ├── SessionExistsError
     │   ├── SeqConflictError        two writers raced on the same session
     │   ├── SessionBusyError        another writer holds the session's lease
+    │   │   └── SessionRunningError  a Temporal workflow is running the session's turn
     │   ├── CorruptLogError         committed corruption (path and line/seq named)
     │   │   └── SessionTruncatedError  events dsh appended durably are missing (the seqs named)
     │   ├── UnsupportedFormatError  a log/database version or owner we do not read
@@ -41,6 +42,9 @@ file, session id or value involved.
     ├── StopRunError                raised out of a model call to stop the run there (see its docstring)
     ├── ExportError                 a trace could not be delivered (an unreachable OTLP endpoint)
     ├── HttpRequestError            a local server refuses a request (``status`` attribute)
+    ├── TemporalError               the Temporal integration cannot run (``dsh.temporal``)
+    │   ├── TemporalUnreachableError  no Temporal server answers at the address given
+    │   └── StoreNotSharedError     a worker's store differs from the task queue's other workers'
     └── SkillFileError              a SKILL.md whose front matter cannot be read (skipped, warned)
 """
 
@@ -140,6 +144,16 @@ class SessionBusyError(StoreError):
         else:
             holder = f"pid {pid} on {host} since {since}"
         super().__init__(f"session {session_id} is busy (held by {holder})")
+
+
+class SessionRunningError(SessionBusyError):
+    """A Temporal turn workflow (``dsh-session-<id>``) is running the session: it is busy."""
+
+    def __init__(self, session_id: str, workflow_id: str) -> None:
+        self.session_id = session_id
+        self.pid = self.host = self.since = None
+        self.workflow_id = workflow_id
+        StoreError.__init__(self, f"session {session_id} is busy (held by Temporal workflow {workflow_id})")
 
 
 class CorruptLogError(StoreError):
@@ -264,3 +278,15 @@ class HttpRequestError(DshError):
 
 class SkillFileError(DshError):
     """A ``SKILL.md`` whose front matter cannot be read or lacks what a skill needs."""
+
+
+class TemporalError(DshError):
+    """The Temporal integration (``dsh.temporal``) cannot do what was asked."""
+
+
+class TemporalUnreachableError(TemporalError):
+    """No Temporal server answers at the address given (the address is named)."""
+
+
+class StoreNotSharedError(TemporalError):
+    """A worker's store is not the one the task queue's other workers share (both named)."""

@@ -25,6 +25,7 @@ from dsh.cli.scenario_cmd import scenario_app
 from dsh.cli.serve_cmd import serve_app
 from dsh.cli.sessions_cmd import sessions_app
 from dsh.cli.tail_cmd import tail
+from dsh.cli.temporal_cmd import temporal_app, worker
 from dsh.cli.tidy_cmd import prune_cmd, rm_cmd
 from dsh.cli.ui_cmd import ui
 
@@ -76,6 +77,8 @@ app.add_typer(mcp_app, name="mcp")
 app.add_typer(export_app, name="export")
 app.command(name="diff")(diff_cmd)
 app.command(name="sandbox")(sandbox)
+app.command(name="worker")(worker)
+app.add_typer(temporal_app, name="temporal")
 sessions_app.command(name="list")(list_cmd)
 scenario_app.command(name="scan")(scan_cmd)
 sessions_app.command(name="export")(export_cmd)

@@ -87,6 +87,19 @@ def run(
             show_default=False,
         ),
     ] = None,
+    temporal: Annotated[
+        str | None,
+        typer.Option(
+            "--temporal",
+            metavar="HOST:PORT",
+            help="Run the turn on this Temporal server's workers (dsh worker) instead of here; "
+            "--store must be theirs.",
+            show_default=False,
+        ),
+    ] = None,
+    task_queue: Annotated[
+        str, typer.Option("--task-queue", metavar="Q", help="With --temporal: the workers' task queue.")
+    ] = "dsh",
     image: Annotated[
         list[Path] | None,
         typer.Option(
@@ -117,12 +130,42 @@ def run(
         from dsh.tools.images import Image
 
         parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
+    if temporal is not None:
+        _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image)
+        from dsh.cli.temporal_cmd import run_on_temporal
+
+        on_workers = run_on_temporal(
+            text,
+            address=temporal,
+            queue=task_queue,
+            store_url=store,
+            resume=resume,
+            cwd=setup.workspace,
+            as_json=as_json,
+        )
+        _report(on_workers)
+        return
     if as_json and setup.approver is not None:
         from dsh.cli.approve import AnnouncedApprover
 
         setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
     with user_errors():  # an image the model cannot take: one line, nothing stored or run
         result = run_async(lambda: _run(setup, parts, as_json, otel_url))
+    _report(result)
+
+
+def _check_temporal_options(*given: object) -> None:
+    """The model, tools and images are the workers' (``dsh worker``): refused with --temporal."""
+    if any(value not in (None, False, []) for value in given):
+        fail(
+            "--temporal runs the turn on the workers: --model, --base-url, --api-key, --system, "
+            "--tools, --no-tools and --image are theirs (give them to dsh worker)",
+            2,
+        )
+
+
+def _report(result: TurnResult | None) -> None:
+    """Exit 130 for a cancelled turn, or the one line of a turn that did not end well."""
     if result is None:
         raise typer.Exit(130)
     if not result.ok:

@@ -55,6 +55,7 @@ from dsh.loop.setup import (
 )
 from dsh.loop.state import Activation
 from dsh.loop.steps import Steps
+from dsh.loop.stepwise import StepwiseTurn
 from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
 from dsh.loop.titling import Titling
@@ -558,6 +559,11 @@ class Agent:
         if isinstance(prompt, str):
             check_prompt(prompt)  # raised here, not at the first iteration
         return stream_turn(self.feed, self.id, lambda: self.run_turn(prompt))
+
+    def stepwise(self) -> StepwiseTurn:
+        """This agent's turn machinery one piece at a time, for an external driver
+        (``dsh.temporal``): each piece idempotent against the log (``dsh.loop.stepwise``)."""
+        return StepwiseTurn(self, self._steps)
 
     def run_sync(self, prompt: str | Message) -> TurnResult:
         """:meth:`run_turn` from synchronous code (see :func:`dsh.loop.sync.run_sync`)."""

@@ -49,7 +49,8 @@ class Steps:
 
     def __init__(self, agent: TurnState, scheduler: ToolScheduler, order: DeliveryOrder | None) -> None:
         self._agent = agent
-        self._scheduler = scheduler
+        self.scheduler = scheduler
+        """The agent's tool scheduler (one call at a time for a stepwise driver)."""
         self._order = order
         events = agent.session.events
         self._history = HistoryProjector()
@@ -86,8 +87,8 @@ class Steps:
         await self._in_recorded_order(pending)
         claimed = self._agent.inbox.claim_step()
         batch = [*claimed, *pending] if step == 1 else [*pending, *claimed]
-        if self._scheduler.reminder is not None:
-            self._scheduler.reminder.claimed(batch)
+        if self.scheduler.reminder is not None:
+            self.scheduler.reminder.claimed(batch)
         return batch
 
     async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> TurnEndReason:
@@ -108,32 +109,19 @@ class Steps:
             additions = list(submitted.context_messages)
         max_tokens_hit = False
         for step in range(1, self._agent.config.max_steps + 1):
-            pending = await self._claim(pending, step)
-            events = self._agent.session.events
-            instructions = self._workspace.instructions(events) if self._workspace is not None else None
-            if instructions is not None:
-                pending.append(instructions)
-            snapshot = self._runtime_snapshot()
-            if snapshot is not None:
-                pending.append(snapshot)
-            catalog = self._workspace.catalog(events) if self._workspace is not None else None
-            if catalog is not None:
-                pending.append(catalog)
-            pending.extend(additions)
+            pending = await self._pre_step(pending, additions, step)
             additions = []
             self._agent.append(STEP_START, step_mark(turn, step))
             self.started += 1
             try:
-                for m in pending:
-                    self._agent.append(USER_MESSAGE, m)
+                self._enter(pending)
                 pending = []
-                self._fallback_title()
-                assembled = await self._model_step(turn, step)
+                assembled = await self.model_step(turn, step)
                 if assembled.finish_kind == "max-tokens":
                     max_tokens_hit = True
                 calls = assembled.tool_calls
                 if calls:
-                    ran = await self._scheduler.run(calls, turn=turn, step=step, hooks=hooks)
+                    ran = await self.scheduler.run(calls, turn=turn, step=step, hooks=hooks)
                     pending = ran.next_step
             finally:
                 self._agent.append(STEP_END, step_mark(turn, step))
@@ -150,6 +138,36 @@ class Steps:
         else:
             raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self._agent.config.max_steps} steps")
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+
+    async def _pre_step(self, pending: list[Message], additions: list[Message], step: int) -> list[Message]:
+        """What a step shows the model before its call: the claim, then the workspace
+        instructions, the runtime-context snapshot, the skill catalog and ``additions``."""
+        pending = await self._claim(pending, step)
+        events = self._agent.session.events
+        instructions = self._workspace.instructions(events) if self._workspace is not None else None
+        if instructions is not None:
+            pending.append(instructions)
+        snapshot = self._runtime_snapshot()
+        if snapshot is not None:
+            pending.append(snapshot)
+        catalog = self._workspace.catalog(events) if self._workspace is not None else None
+        if catalog is not None:
+            pending.append(catalog)
+        return [*pending, *additions]
+
+    def _enter(self, pending: list[Message]) -> None:
+        """Log the step's entering messages, then the fallback title once the first prompt is in."""
+        for m in pending:
+            self._agent.append(USER_MESSAGE, m)
+        self._fallback_title()
+
+    async def open_step(self, turn: int, step: int, pending: list[Message]) -> None:
+        """One step's opening as :meth:`run` logs it: ``step/start`` and what the step shows the
+        model (``pending`` first), for a driver that runs the steps one at a time (``stepwise``)."""
+        pending = await self._pre_step(pending, [], step)
+        self._agent.append(STEP_START, step_mark(turn, step))
+        self.started += 1
+        self._enter(pending)
 
     def _fallback_title(self) -> None:
         """The original's fallback ``session/title`` once the first prompt is in the log."""
@@ -209,9 +227,13 @@ class Steps:
         self._header, self._header_key = header, key
         return header
 
-    async def _model_step(self, turn: int, step: int) -> Assembled:
+    async def model_step(self, turn: int, step: int, *, resumed: bool = True) -> Assembled:
+        """The step's model call, retried as :attr:`AgentConfig.retry` says, its settlement
+        logged; the request header first when it changed (and at this agent's first request
+        unless ``resumed=False``: a stepwise driver's agent lives for one step only)."""
         header = self._request_header()
-        if self._requests == 0 or (header is not self._last_header and header != self._last_header):
+        first = self._requests == 0 and (resumed or self._last_header is None)
+        if first or (header is not self._last_header and header != self._last_header):
             if self._requests == 0:
                 reason = "initial" if self._last_header is None else "resume"
             else:

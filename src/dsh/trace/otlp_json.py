@@ -30,7 +30,7 @@ def _hex_ids(node: Any) -> Any:
 
 def otlp_document(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """The OTLP/JSON ``ExportTraceServiceRequest`` of ``spans``."""
-    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped, unused-ignore]  # typed when types-protobuf is in (temporal extra)
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     body = MessageToDict(encode_spans(spans), use_integers_for_enums=True)

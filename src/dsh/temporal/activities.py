@@ -1,0 +1,180 @@
+"""The turn's activities: each opens the stored session, does one piece, logs it, returns a reference.
+
+Every activity heartbeats while it works (a killed worker is noticed after
+``HEARTBEAT_TIMEOUT``) and is idempotent against the log (``dsh.loop.stepwise``): a retry on
+another worker first reads what the session holds and repeats nothing that is logged.
+Failures a retry cannot mend (a session held by another runner, a missing session or
+prompt) are raised non-retryable with their one-line message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from dsh.errors import DshError, SessionBusyError, SessionNotFoundError, UsageError
+from dsh.events.descriptor import SubagentDescriptor
+from dsh.events.messages import Message, user_message
+from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
+from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
+from dsh.model import Delegation
+from dsh.temporal.approvals import SignalApprover
+from dsh.temporal.children import finish_child, start_child
+from dsh.temporal.recipe import AgentRecipe
+from dsh.temporal.refs import (
+    Call,
+    CallInput,
+    ChildFinished,
+    ChildStarted,
+    Delegated,
+    Ending,
+    EndInput,
+    StepInput,
+    StepSettled,
+    TurnBegun,
+    TurnInput,
+    TurnOutcome,
+)
+from dsh.tools.approval import Approver
+
+HEARTBEAT_EVERY: Final = 1.0
+T = TypeVar("T")
+
+
+async def heartbeating(work: Awaitable[T]) -> T:
+    """``work``, with a heartbeat every :data:`HEARTBEAT_EVERY` seconds until it is done;
+    dsh's refusals that a retry cannot mend become non-retryable errors."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY)
+
+    beater = asyncio.create_task(beat())
+    try:
+        return await work
+    except (SessionBusyError, SessionNotFoundError, UsageError) as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+    except DshError as exc:
+        raise ApplicationError(str(exc), type=type(exc).__name__) from exc
+    finally:
+        beater.cancel()
+
+
+def reason_of(ending: Ending) -> TurnEndReason:
+    """The logged ``turn/end`` reason of ``ending``."""
+    if ending.kind == "error":
+        return error_reason(ending.code or "UNKNOWN", ending.message or "")
+    if ending.kind == "aborted":
+        return aborted_reason(ending.by or "user")
+    return {"kind": ending.kind}
+
+
+def ending_of(reason: TurnEndReason) -> Ending:
+    """``reason`` as an :class:`Ending` (what a workflow carries)."""
+    failure = reason.get("failure")
+    cause = reason.get("reason")
+    code, message = (failure["code"], failure["message"]) if failure else (None, None)
+    return Ending(reason["kind"], code, message, cause["kind"] if cause else None)
+
+
+def _delegation(delegated: Delegated | None) -> Delegation | None:
+    return None if delegated is None else Delegation(delegated.parent_session, delegated.call_id)
+
+
+class TurnActivities:
+    """The activities of :class:`~dsh.temporal.workflow.TurnWorkflow` over one worker's recipe."""
+
+    def __init__(self, recipe: AgentRecipe, client: Client | None = None) -> None:
+        self._recipe = recipe
+        self._client = client
+
+    def _approver(self) -> Callable[[str], Approver] | None:
+        client = self._client
+        return None if client is None else (lambda session_id: SignalApprover(client, session_id))
+
+    async def _prompt(self, attachment_id: str) -> Message:
+        stored = await self._recipe.store.get_attachment(attachment_id)
+        if stored is None:
+            raise SessionNotFoundError(f"the turn's prompt {attachment_id} is not in the store")
+        return user_message(stored.data.decode("utf-8"))
+
+    @activity.defn(name="dsh.begin_turn")
+    async def begin_turn(self, turn: TurnInput) -> TurnBegun:
+        """Open the turn (a delegated child's descriptor first)."""
+        return await heartbeating(self._begin(turn))
+
+    async def _begin(self, turn: TurnInput) -> TurnBegun:
+        preamble = []
+        if turn.delegated is not None:
+            d = turn.delegated
+            descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
+            preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
+        async with self._recipe.agent(turn.session_id, delegation=_delegation(turn.delegated)) as agent:
+            number = await agent.stepwise().begin(turn.from_seq, preamble)
+            return TurnBegun(number, agent.config.max_steps)
+
+    @activity.defn(name="dsh.model_step")
+    async def model_step(self, step: StepInput) -> StepSettled:
+        """One model step, unless its settlement is logged."""
+        return await heartbeating(self._step(step))
+
+    async def _step(self, step: StepInput) -> StepSettled:
+        prompt = await self._prompt(step.prompt) if step.prompt is not None else None
+        delegation = _delegation(step.delegated)
+        async with self._recipe.agent(step.session_id, delegation=delegation) as agent:
+            out = await agent.stepwise().model_step(step.turn, step.step, step.from_seq, prompt)
+        calls = tuple(Call(c.call_id, c.name) for c in out.calls)
+        failure = out.failure
+        if failure is None:
+            return StepSettled(calls, out.max_tokens)
+        return StepSettled(calls, out.max_tokens, failure["code"], failure["message"])
+
+    @activity.defn(name="dsh.tool_call")
+    async def tool_call(self, call: CallInput) -> bool:
+        """One tool call, unless its result is logged; ``True`` when it ran now."""
+        return await heartbeating(self._tool(call))
+
+    async def _tool(self, call: CallInput) -> bool:
+        delegation = _delegation(call.delegated)
+        async with self._recipe.agent(
+            call.session_id, delegation=delegation, approver=self._approver()
+        ) as agent:
+            return await agent.stepwise().tool_call(call.turn, call.step, call.from_seq, call.call_id)
+
+    @activity.defn(name="dsh.end_turn")
+    async def end_turn(self, end: EndInput) -> TurnOutcome:
+        """Close the turn with its ending, unless its ``turn/end`` is logged."""
+        return await heartbeating(self._end(end))
+
+    async def _end(self, end: EndInput) -> TurnOutcome:
+        async with self._recipe.agent(end.session_id, delegation=_delegation(end.delegated)) as agent:
+            result = await agent.stepwise().end(end.turn, end.from_seq, reason_of(end.ending))
+        return TurnOutcome(end.session_id, end.turn, ending_of(result.reason))
+
+    @activity.defn(name="dsh.start_child")
+    async def start_child(self, call: CallInput) -> ChildStarted | None:
+        """A foreground ``subagent`` call's child session, stored for a child workflow
+        (``None``: the call runs as an ordinary tool call)."""
+        return await heartbeating(start_child(self._recipe, call))
+
+    @activity.defn(name="dsh.finish_child")
+    async def finish_child(self, finished: ChildFinished) -> bool:
+        """The parent's call settled with its child's answer."""
+        return await heartbeating(finish_child(self._recipe, finished))
+
+    def all(self) -> list[Callable[..., Awaitable[object]]]:
+        """Every activity, for a worker."""
+        return [
+            self.begin_turn,
+            self.model_step,
+            self.tool_call,
+            self.end_turn,
+            self.start_child,
+            self.finish_child,
+        ]

@@ -1,0 +1,36 @@
+"""Approvals as signals: an activity's approval request is answered by the workflow's ``approve`` signal.
+
+The asking activity logs the request as usual (``approval/asked``, which a client tailing
+the store sees), then polls its workflow's ``decision`` query for the call's answer while
+it keeps heartbeating; the answer is logged as ``approval/decided``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final, cast
+
+from temporalio.client import Client
+
+from dsh.temporal.workflow import TurnWorkflow, workflow_id
+from dsh.tools.approval import OUTCOMES, ApprovalOutcome, ApprovalRequest
+
+POLL_S: Final = 0.5
+
+
+class SignalApprover:
+    """Waits for the ``approve`` signal of the session's turn workflow."""
+
+    def __init__(self, client: Client, session_id: str) -> None:
+        self._client = client
+        self._workflow_id = workflow_id(session_id)
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalOutcome:
+        if request.call_id is None:
+            return "unavailable"
+        handle = self._client.get_workflow_handle(self._workflow_id)
+        while True:
+            answer = await handle.query(TurnWorkflow.decision, request.call_id)
+            if answer is not None:
+                return cast("ApprovalOutcome", answer) if answer in OUTCOMES else "unavailable"
+            await asyncio.sleep(POLL_S)

@@ -1,0 +1,141 @@
+"""What workflows and activities pass each other: references into the dsh store, never conversations.
+
+Every value here is a few ids and numbers: the session id, the seq the turn starts after
+(``from_seq``: the session's next seq when the turn was submitted), turn and step numbers,
+a tool call's id, the prompt's attachment id. The events themselves go to the store inside
+the activities, so a workflow history stays the same size whatever the conversation holds.
+These are plain frozen dataclasses (stdlib only): Temporal's JSON converter carries them,
+and the workflow sandbox may import them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Delegated:
+    """A child turn's delegation: the parent session, its tool call and the child's label."""
+
+    parent_session: str
+    call_id: str
+    label: str
+    mode: str = "spawn"
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """A turn run's input: ``prompt`` is the attachment id of the prompt's text in the store."""
+
+    session_id: str
+    from_seq: int
+    prompt: str
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class TurnBegun:
+    """The opened turn's number and the step budget (``AgentConfig.max_steps``)."""
+
+    turn: int
+    max_steps: int
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """One model step; ``prompt`` only at step 1 (the attachment id of the turn's message)."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    step: int
+    prompt: str | None = None
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call a step settled: its id and tool name."""
+
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class StepSettled:
+    """A settled step: its calls (none: the turn may end), the token limit, or a failure."""
+
+    calls: tuple[Call, ...]
+    max_tokens: bool = False
+    failure_code: str | None = None
+    failure_message: str | None = None
+
+
+@dataclass(frozen=True)
+class CallInput:
+    """One tool call of step ``step`` (the call's arguments are in the logged step)."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    step: int
+    call_id: str
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a turn ends: a ``turn/end`` reason kind with its failure or abort cause."""
+
+    kind: str
+    code: str | None = None
+    message: str | None = None
+    by: str | None = None
+
+
+@dataclass(frozen=True)
+class EndInput:
+    """Close turn ``turn`` with ``ending``."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    ending: Ending
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """A finished turn run: the session, the turn and how it ended (its text is in the store)."""
+
+    session_id: str
+    turn: int
+    ending: Ending
+
+
+@dataclass(frozen=True)
+class ChildStarted:
+    """A spawned child session ready for its turn: its id, its first seq and its prompt."""
+
+    session_id: str
+    from_seq: int
+    prompt: str
+    delegated: Delegated
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """An answer to a tool's approval request, sent as a signal: the call and the outcome
+    (``allowed-once``, ``rejected``, ... as ``dsh.tools.approval``)."""
+
+    call_id: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class ChildFinished:
+    """A spawned child's turn ended: settle the parent's call ``call`` with the child's answer."""
+
+    call: CallInput
+    child_session: str
+    ending: Ending

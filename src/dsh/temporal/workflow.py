@@ -1,0 +1,160 @@
+"""The turn workflow: the loop's decisions, deterministic, with every effect an activity.
+
+A run opens the turn, then per step asks for one model step and runs its tool calls one
+by one (a foreground ``subagent`` call as a child workflow), until a step settles without
+calls, hits the token limit, fails or the step budget runs out; then it closes the turn.
+Everything it passes is a reference (:mod:`dsh.temporal.refs`). ``cancel`` (a signal, or
+Temporal's own cancellation) stops the activity running and ends the turn ``aborted``;
+``approve`` answers a tool's approval request, which the activity reads with the
+``decision`` query. This module imports only the refs and names activities by string, so
+Temporal's workflow sandbox has nothing else to load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, Final, TypeVar, cast
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from dsh.temporal.refs import (
+        ApprovalDecision,
+        Call,
+        CallInput,
+        ChildFinished,
+        ChildStarted,
+        Ending,
+        EndInput,
+        StepInput,
+        StepSettled,
+        TurnBegun,
+        TurnInput,
+        TurnOutcome,
+    )
+
+WORKFLOW_NAME: Final = "dsh-turn"
+HEARTBEAT_TIMEOUT: Final = timedelta(seconds=3)
+"""A worker that stops heartbeating for this long is taken for dead: its activity is retried."""
+START_TO_CLOSE: Final = timedelta(minutes=30)
+RETRIES: Final = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=5),
+    maximum_attempts=20,
+    non_retryable_error_types=["SessionBusyError", "SessionNotFoundError", "UsageError"],
+)
+
+T = TypeVar("T")
+
+
+def workflow_id(session_id: str) -> str:
+    """The one workflow id of a session's turn runs: two runners of a session cannot exist."""
+    return f"dsh-session-{session_id}"
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class TurnWorkflow:
+    """One turn of one session (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self._decisions: dict[str, str] = {}
+
+    @workflow.signal
+    def cancel(self) -> None:
+        """Stop the turn: the running activity is cancelled, the turn ends ``aborted``."""
+        self._cancelled = True
+
+    @workflow.signal
+    def approve(self, decision: ApprovalDecision) -> None:
+        """Answer the approval request of tool call ``decision.call_id``."""
+        self._decisions[decision.call_id] = decision.outcome
+
+    @workflow.query
+    def decision(self, call_id: str) -> str | None:
+        """The answer given for ``call_id`` so far (``None``: none yet)."""
+        return self._decisions.get(call_id)
+
+    async def _act(self, name: str, arg: Any, result_type: type[T]) -> T:
+        handle = workflow.start_activity(
+            name,
+            arg,
+            result_type=result_type,
+            start_to_close_timeout=START_TO_CLOSE,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=RETRIES,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        await workflow.wait_condition(lambda: self._cancelled or handle.done())
+        if not handle.done():
+            handle.cancel()
+        return cast("T", await handle)
+
+    @workflow.run
+    async def run(self, turn_input: TurnInput) -> TurnOutcome:
+        sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        begun = await self._act("dsh.begin_turn", turn_input, TurnBegun)
+        try:
+            ending = await self._steps(turn_input, begun)
+        except (ActivityError, ChildWorkflowError) as exc:
+            ending = self._aborted(delegated is not None) if self._cancelled else _failed(exc)
+        except asyncio.CancelledError:  # Temporal's own cancellation of this run
+            ending = self._aborted(delegated is not None)
+        self._cancelled = False  # the closing activity must run
+        closing = EndInput(sid, start, begun.turn, ending, delegated)
+        return await self._act("dsh.end_turn", closing, TurnOutcome)
+
+    def _aborted(self, delegated: bool) -> Ending:
+        return Ending("aborted", by="parent" if delegated else "user")
+
+    async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
+        sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        for step in range(1, begun.max_steps + 1):
+            prompt = turn_input.prompt if step == 1 else None
+            settled = await self._act(
+                "dsh.model_step", StepInput(sid, start, begun.turn, step, prompt, delegated), StepSettled
+            )
+            if settled.failure_code is not None:
+                return Ending("error", settled.failure_code, settled.failure_message)
+            if settled.max_tokens:
+                return Ending("max-tokens")
+            if not settled.calls:
+                return Ending("completed")
+            for call in settled.calls:
+                await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
+        return Ending("error", "MAX_STEPS", f"turn {begun.turn} exceeded {begun.max_steps} steps")
+
+    async def _call(self, call_input: CallInput, call: Call) -> None:
+        if call.name == "subagent":
+            child = await self._act("dsh.start_child", call_input, ChildStarted | None)  # type: ignore[arg-type]
+            if child is not None:
+                ending = await self._child(child)
+                finished = ChildFinished(call_input, child.session_id, ending)
+                await self._act("dsh.finish_child", finished, bool)
+                return
+        await self._act("dsh.tool_call", call_input, bool)
+
+    async def _child(self, child: ChildStarted) -> Ending:
+        """Run the child's turn as a child workflow; a cancel of this turn cancels it."""
+        handle = await workflow.start_child_workflow(
+            TurnWorkflow.run,
+            TurnInput(child.session_id, child.from_seq, child.prompt, child.delegated),
+            id=workflow_id(child.session_id),
+        )
+        await workflow.wait_condition(lambda: self._cancelled or handle.done())
+        if not handle.done():
+            handle.cancel()
+        outcome = await handle
+        return outcome.ending
+
+
+def _failed(exc: BaseException) -> Ending:
+    """The ending of a turn whose activity failed for good: its innermost cause, one line."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    message = str(exc).split("\n", 1)[0] or type(exc).__name__
+    return Ending("error", "WORKER", message)
