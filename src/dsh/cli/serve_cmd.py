@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dsh.cli.common import HelpGroup, fail, run_async, write_json_line
+from dsh.cli.common import HelpGroup, fail, run_async, user_errors, write_json_line
+from dsh.cli.redact_opts import NoRedactOption, RedactOption, redaction
 
 if TYPE_CHECKING:
     from dsh.http1 import Limits
@@ -148,14 +149,19 @@ def record_cmd(
     allow_host: AllowHostOption = None,
     max_body: MaxBodyOption = "32M",
     header_timeout: HeaderTimeoutOption = 30.0,
+    redact: RedactOption = None,
+    no_redact: NoRedactOption = False,
 ) -> None:
     """Proxy /v1/chat/completions, /v1/responses and /v1/messages to the upstream (/v1/X to
     UPSTREAM/X) with the client's key and record each session.
 
     Refuses a directory that is not empty unless --force. Prints the base URL, then a
-    per-run control token for /_dsh/report and /_dsh/shutdown (X-Dsh-Token header).
+    per-run control token for /_dsh/report and /_dsh/shutdown (X-Dsh-Token header). The
+    client's key is never recorded; secrets in what it sends or receives are redacted.
     """
     limits = _limits("record", max_body, header_timeout)
+    with user_errors():
+        rule = redaction(redact, no_redact)
     hosts = _check_hosts("record", allow_host)
     from dsh.serve.record import RecordServer
     from dsh.serve.run import serve_until_stopped
@@ -163,7 +169,7 @@ def record_cmd(
     async def main() -> RecordServer:
         server = RecordServer(
             upstream, directory, port=port, session_headers=session_header or (), allow_hosts=hosts,
-            limits=limits, replace=force,
+            limits=limits, replace=force, redact=rule,
         )  # fmt: skip
         await serve_until_stopped(server, f"dsh serve record: recording into {directory}")
         return server

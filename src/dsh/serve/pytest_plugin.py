@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # registered for every pytest run: the servers are imported w
     from dsh.serve.record import RecordServer
     from dsh.serve.replay import ReplayServer
     from dsh.serve.transport import RedirectTransport, ReplayTransport
+    from dsh.snapshot.redaction import RedactOptions
 
 UPSTREAM_ENV = "DSH_SERVE_UPSTREAM"
 
@@ -147,6 +149,36 @@ class ServeClient:
         return httpx2.AsyncClient(transport=self.transport(), **kwargs)
 
 
+def _redaction(config: pytest.Config) -> RedactOptions:
+    """The snapshot plugin's ``--dsh-no-redact`` and ``dsh_redact`` (when it is loaded)."""
+    from dsh.snapshot.redaction import NO_REDACT_WARNING, RedactOptions
+
+    try:
+        enabled = not config.getoption("--dsh-no-redact")
+        custom = tuple(config.getini("dsh_redact"))
+    except (ValueError, KeyError):  # the snapshot plugin disabled: the defaults
+        enabled, custom = True, ()
+    if not enabled:
+        sys.stderr.write(f"dsh: WARNING: {NO_REDACT_WARNING}\n")
+    return RedactOptions(custom, enabled=enabled)
+
+
+def _check_clean(directory: Path, redact: RedactOptions) -> None:
+    """After a record: ``dsh scenario scan`` over what it wrote; a finding fails the test."""
+    from dsh.snapshot.redaction import secrets_left
+
+    if not redact.enabled or not directory.is_dir():
+        return
+    names = sorted(
+        p.name for p in directory.iterdir() if p.name.startswith("session") or p.name == "input.json"
+    )
+    left = secrets_left(directory, names, redact.custom)
+    if left:
+        pytest.fail(
+            f"dsh_serve: the recording {directory} still holds secrets:\n" + "\n".join(left), pytrace=False
+        )
+
+
 @pytest.fixture
 def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
     """This test's record/replay server as a :class:`ServeClient`."""
@@ -164,7 +196,8 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
         if not upstream:
             pytest.skip(f"dsh_serve: recording needs an upstream (marker upstream= or ${UPSTREAM_ENV})")
         # record mode re-records: an earlier recording is replaced whole when the test ends
-        background = BackgroundServer(RecordServer(str(upstream), directory, replace=True))
+        redact = _redaction(request.config)
+        background = BackgroundServer(RecordServer(str(upstream), directory, replace=True, redact=redact))
         background.start()
     else:
         if not (directory / "session.jsonl").exists():
@@ -175,6 +208,7 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
     finally:
         report = background.stop()
     if record:
+        _check_clean(directory, redact)
         return
     if not report["ok"]:  # the replay verdict (dsh.replay.verdict), as the server reports it
         refused = f" ({len(report['refused'])} request(s) refused with 409)" if report["refused"] else ""

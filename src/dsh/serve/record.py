@@ -48,6 +48,7 @@ from dsh.serve.http import (
 from dsh.serve.keys import SessionKeys
 from dsh.serve.recorder import RecordedSession, directory_files, new_session, write_directory
 from dsh.snapshot.recording import recover, write_recording
+from dsh.snapshot.redaction import DEFAULT_REDACTION, RedactOptions, read_input_document
 
 
 def replaces_recording(directory: Path, replace: bool) -> bool:
@@ -85,8 +86,11 @@ class RecordServer:
         token: str | None = None,
         log: Log = stderr_log,
         replace: bool = False,
+        redact: RedactOptions = DEFAULT_REDACTION,
     ) -> None:
         self._replacing = replaces_recording(directory, replace)
+        self.rule = redact.rule(read_input_document(directory) if directory.is_dir() else {})
+        """How the recording is redacted (a salt an earlier recording here kept is reused)."""
         self.token = token or new_token()
         """The per-run token the control routes need (``X-Dsh-Token``)."""
         self.upstream = upstream.rstrip("/")
@@ -137,8 +141,8 @@ class RecordServer:
     async def _write(self, *, final: bool = False) -> None:
         async with self._write_lock:
             if not self._replacing:
-                await asyncio.to_thread(write_directory, self.directory, list(self.sessions))
-            elif final and (files := directory_files(self.sessions)):
+                await asyncio.to_thread(write_directory, self.directory, list(self.sessions), self.rule)
+            elif final and (files := directory_files(self.sessions, self.rule)):
                 await asyncio.to_thread(write_recording, self.directory, files)
 
     def _session(

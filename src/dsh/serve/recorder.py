@@ -57,6 +57,7 @@ from dsh.replay.wire_request import WIRE_PROVIDER as PROVIDER
 from dsh.serve.calls import Settled
 from dsh.serve.dialects import CHAT, Dialect
 from dsh.session import Session
+from dsh.snapshot.redaction import RecordingRule, redact_session
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log, write_file_atomic
 
@@ -202,28 +203,32 @@ def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSess
     return RecordedSession(key, Session(header))
 
 
-def directory_files(sessions: Sequence[RecordedSession]) -> dict[str, bytes]:
-    """The files of a recorded directory: every session with events (first → ``session.jsonl``,
-    the rest ``session.N.jsonl``) and ``input.json`` (the first session's prompts)."""
+def directory_files(sessions: Sequence[RecordedSession], rule: RecordingRule) -> dict[str, bytes]:
+    """The files of a recorded directory, redacted by ``rule`` (``dsh.snapshot.redaction``: the
+    sessions in memory stay as the client sent them, for routing): every session with events
+    (first → ``session.jsonl``, the rest ``session.N.jsonl``) and ``input.json`` (the first
+    session's prompts, and the rule's salt and regexes)."""
     files: dict[str, bytes] = {}
-    kept = [s for s in sessions if s.events]
-    for n, session in enumerate(kept):
+    kept = [
+        redact_session(LoadedSession(s.header, 0, s.closed()), rule.redactor) for s in sessions if s.events
+    ]
+    for n, loaded in enumerate(kept):
         name = "session.jsonl" if n == 0 else f"session.{n}.jsonl"
-        files[name] = encode_log(LoadedSession(session.header, 0, session.closed()))
+        files[name] = encode_log(loaded)
     if kept:
         steps: list[dict[str, Any]] = [{"op": "newSession"}]
         for event in kept[0].events:
             if event.type == USER_MESSAGE and (event.data.get("source") or {}).get("kind") == "user":
                 steps.append({"op": "prompt", "text": joined_text(event.data.get("content") or ())})
-        files["input.json"] = jsonx.dumps({"steps": steps}) + b"\n"
+        files["input.json"] = jsonx.dumps(rule.input_document({"steps": steps})) + b"\n"
     return files
 
 
-def write_directory(directory: Path, sessions: Sequence[RecordedSession]) -> list[Path]:
+def write_directory(directory: Path, sessions: Sequence[RecordedSession], rule: RecordingRule) -> list[Path]:
     """Write :func:`directory_files` into ``directory``, each file atomically."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, data in directory_files(sessions).items():
+    for name, data in directory_files(sessions, rule).items():
         write_file_atomic(directory / name, data)
         written.append(directory / name)
     return written
