@@ -6,12 +6,17 @@ the recorded calls left unasked."""
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession, McpError, StdioServerParameters
 
@@ -69,3 +74,33 @@ async def test_replay_refuses_a_request_the_recording_lacks_with_a_json_rpc_erro
         await session.initialize()
         with pytest.raises(McpError, match="prompts/list: no recorded request of this method left"):
             await session.list_prompts()
+
+
+async def test_replay_serves_streamable_http_clients_too(tmp_path: Path) -> None:
+    recording, server = tmp_path / "rec", copy_calc(tmp_path / "servers")
+    recorded = await _session(_dsh("mcp", "record", str(recording), "--", sys.executable, str(server)))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    report = tmp_path / "report.json"
+    argv = [sys.executable, "-m", "dsh.cli", "mcp", "replay", str(recording), "--http", str(port)]
+    proc = subprocess.Popen([*argv, "--report", str(report)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            added = await session.call_tool("add", {"a": 2, "b": 3})
+        assert [t.model_dump() for t in tools.tools] == recorded["tools"]
+        assert added.model_dump() == recorded["add"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    assert "3 request(s) served from the recording" in stderr
+    assert json.loads(report.read_text())["unconsumed"] == []

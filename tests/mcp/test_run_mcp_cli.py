@@ -83,3 +83,22 @@ def test_a_bad_mcp_config_is_one_line_naming_the_file_and_server(tmp_path: Path)
     )
     missing = dsh(tmp_path, "chat", "--mcp-config", str(tmp_path / "nope.json"), store=tmp_path / "s.db")
     assert missing.returncode == 2 and f"{tmp_path / 'nope.json'}: no such MCP config file" in missing.stderr
+
+
+def _crashing(req: RecordedRequest) -> Response:
+    if any(m.get("role") == "tool" for m in req.messages):
+        return stream_reply(text="It crashed.")
+    return stream_reply(tool_calls=[WireToolCall.split("call_crash", "mcp__calc__crash", "{}")])
+
+
+def test_a_server_dying_mid_call_is_one_tool_error_and_one_line_never_a_crashed_turn(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", calc=calc_entry(copy_calc(tmp_path / "servers")))
+    with OpenAICompatServer(handler=_crashing) as model:
+        out = dsh(tmp_path, "run", "crash it", "--mcp-config", str(config), "--base-url", model.base_url,
+                  store=tmp_path / "s.db", DSH_API_KEY=KEY)  # fmt: skip
+        sent = [m for m in model.requests[1].messages if m.get("role") == "tool"]
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "It crashed.\n"
+    line = "dsh: mcp server 'calc' exited during the call of 'crash' (stderr: calc: crashing on purpose)"
+    assert out.stderr.count(line) == 1, out.stderr
+    assert sent[0]["content"] == "Error: " + line.removeprefix("dsh: ")

@@ -45,6 +45,17 @@ def replay_command(
             "--report", metavar="FILE", help="Also write the report as JSON to FILE.", show_default=False
         ),
     ] = None,
+    http: Annotated[
+        int | None,
+        typer.Option(
+            "--http",
+            metavar="PORT",
+            min=0,
+            max=65535,
+            help="Serve Streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio (until Ctrl-C).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve a recording over stdio without the server.
 
@@ -57,7 +68,13 @@ def replay_command(
     from dsh.mcp.replay_stdio import serve_replay
 
     with user_errors():
-        result = run_async(lambda: serve_replay(directory))
+        if http is None:
+            result = run_async(lambda: serve_replay(directory))
+        else:
+            from dsh.mcp.replay_http import serve_replay_http
+
+            port = http
+            result = run_async(lambda: serve_replay_http(directory, port))
     for line in result.lines():
         typer.echo(line, err=True)
     if report is not None:

@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dsh.errors import McpServerError, ToolError
-from dsh.mcp.config import HttpServer, McpServerSpec, StdioServer
+from dsh.mcp.config import HttpServer, McpServerSpec
 from dsh.tools.environment import tool_environment
 from dsh.tools.sandbox import SandboxPolicy, confine
 from mcp import ClientSession, McpError, StdioServerParameters
@@ -205,7 +205,3 @@ class McpConnection:
         """Stop the server (stdio: its stdin closed, then SIGTERM/SIGKILL by the SDK)."""
         async with self._lock:
             await self._stop()
-
-
-def is_stdio(spec: McpServerSpec) -> bool:
-    return isinstance(spec, StdioServer)

@@ -15,13 +15,12 @@ asked (the unconsumed requests).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.mcp.exchange import Exchange, RecordedRequest
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Message = dict[str, Any]
 DIFFERS = -32602
 NOT_RECORDED = -32601
 
@@ -77,50 +76,45 @@ class ReplayReport:
 
 
 class ExchangeReplayer:
-    """Answers a client's messages from ``exchange``, through ``send``."""
+    """Answers a client's messages from ``exchange`` (the transport sends what :meth:`handle` returns)."""
 
-    def __init__(self, exchange: Exchange, send: Send) -> None:
-        self.exchange, self.send = exchange, send
+    def __init__(self, exchange: Exchange) -> None:
+        self.exchange = exchange
         self.report = ReplayReport()
 
     def _candidates(self, method: str) -> list[RecordedRequest]:
         return [r for r in self.exchange.requests if r.method == method and not r.consumed]
 
-    async def handle(self, message: dict[str, Any]) -> None:
-        """One client message (a request is answered; anything else is read and dropped)."""
+    def handle(self, message: Message) -> list[Message]:
+        """The messages that answer one client message, in order (a request gets its
+        notifications and response; anything else: nothing)."""
         if "method" not in message or "id" not in message:
-            return
+            return []
         method, params, live_id = str(message["method"]), message.get("params"), message["id"]
         candidates = self._candidates(method)
         for recorded in candidates:
             if recorded.response is not None and difference(_bare(recorded.params), _bare(params)) is None:
                 recorded.consumed = True
                 self.report.served.append(recorded.label())
-                for note in recorded.during:
-                    await self.send(note)
-                await self.send({**recorded.response, "id": live_id})
-                for note in recorded.after:
-                    await self.send(note)
-                return
+                return [*recorded.during, {**recorded.response, "id": live_id}, *recorded.after]
         if not candidates:
             why = f"{method}: no recorded request of this method left"
             self.report.differed.append(why)
-            await self._refuse(live_id, method, NOT_RECORDED, why)
-            return
+            return [_refusal(live_id, method, NOT_RECORDED, why)]
         found = difference(_bare(candidates[0].params), _bare(params)) or "no recorded response"
         why = f"{method} differs from the recording ({candidates[0].label()}): {found}"
         self.report.differed.append(why)
-        await self._refuse(live_id, method, DIFFERS, why)
-
-    async def _refuse(self, live_id: Any, method: str, code: int, why: str) -> None:
-        text = f"dsh mcp replay: {why}"
-        if method == "tools/call":
-            result = {"content": [{"type": "text", "text": text}], "isError": True}
-            await self.send({"jsonrpc": "2.0", "id": live_id, "result": result})
-        else:
-            await self.send({"jsonrpc": "2.0", "id": live_id, "error": {"code": code, "message": text}})
+        return [_refusal(live_id, method, DIFFERS, why)]
 
     def finish(self) -> ReplayReport:
         """The report, with the recorded requests never served."""
         self.report.unconsumed = [r.label() for r in self.exchange.requests if not r.consumed]
         return self.report
+
+
+def _refusal(live_id: Any, method: str, code: int, why: str) -> Message:
+    text = f"dsh mcp replay: {why}"
+    if method == "tools/call":
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        return {"jsonrpc": "2.0", "id": live_id, "result": result}
+    return {"jsonrpc": "2.0", "id": live_id, "error": {"code": code, "message": text}}

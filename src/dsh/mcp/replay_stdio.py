@@ -19,7 +19,7 @@ async def _send(message: dict[str, Any]) -> None:
 
 async def serve_replay(directory: Path) -> ReplayReport:
     """Answer this process's stdin from the newest recording in ``directory`` until it closes."""
-    replayer = ExchangeReplayer(await latest_exchange(directory), _send)
+    replayer = ExchangeReplayer(await latest_exchange(directory))
     reader = await stdin_reader()
     while line := await reader.readline():
         try:
@@ -28,5 +28,6 @@ async def serve_replay(directory: Path) -> ReplayReport:
             await _send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
             continue
         if isinstance(message, dict):
-            await replayer.handle(message)
+            for answer in replayer.handle(message):
+                await _send(answer)
     return replayer.finish()

@@ -19,7 +19,7 @@ from dsh.errors import McpServerError, UsageError
 from dsh.mcp.config import McpServerSpec
 from dsh.mcp.connection import McpConnection, ServerPlace
 from dsh.mcp.results import tool_output
-from dsh.mcp.tool import McpTool, elapsed_ms
+from dsh.mcp.tool import McpTool
 from dsh.tools import ToolContext, ToolOutput
 
 Notice = Callable[[str], None]
@@ -91,7 +91,9 @@ class McpServers:
         except McpServerError as exc:
             self.notice(f"dsh: {exc}")
             raise
-        return await tool_output(result, ctx, server=server, tool=tool, duration_ms=elapsed_ms(started))
+        return await tool_output(
+            result, ctx, server=server, tool=tool, duration_ms=int((time.monotonic() - started) * 1000)
+        )
 
     async def aclose(self) -> None:
         """Stop every server (idempotent)."""

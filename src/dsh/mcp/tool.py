@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from typing import Any, ClassVar, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -114,7 +113,3 @@ class McpTool(Tool[BaseModel]):
             )
         arguments = args.model_dump(by_alias=True, exclude_unset=True)
         return await self.caller.call_tool(self.server, self.tool, arguments, ctx)
-
-
-def elapsed_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
