@@ -104,3 +104,28 @@ async def test_replay_serves_streamable_http_clients_too(tmp_path: Path) -> None
         _, stderr = proc.communicate(timeout=20)
     assert "3 request(s) served from the recording" in stderr
     assert json.loads(report.read_text())["unconsumed"] == []
+
+
+TOKEN = "ghp_" + "M1c2p3R4e5c6o7r8d9S0e1c2r3e4t5T6o7k8"
+
+
+async def _fail(params: StdioServerParameters, why: str) -> dict[str, Any]:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return (await session.call_tool("fail", {"why": why})).model_dump()
+
+
+async def test_a_recorded_exchange_holds_no_secret_and_replays_the_same_one(tmp_path: Path) -> None:
+    """The recording is redacted (issue 31): a token in a call's arguments and in the server's
+    answer is a placeholder on disk; the replay matches the same token live and refuses another."""
+    recording, server = tmp_path / "rec", copy_calc(tmp_path / "servers")
+    live = await _fail(_dsh("mcp", "record", str(recording), "--", sys.executable, str(server)), TOKEN)
+    assert TOKEN in json.dumps(live), "the client itself gets the server's real answer"
+    on_disk = "".join(p.read_text() for p in recording.iterdir())
+    assert TOKEN not in on_disk and "<secret:github-token:" in on_disk
+    assert json.loads((recording / "input.json").read_text())["replay"]["salt"]
+    server.unlink()
+    same = await _fail(_dsh("mcp", "replay", str(recording)), TOKEN)
+    assert "differs from the recording" not in json.dumps(same)
+    other = await _fail(_dsh("mcp", "replay", str(recording)), TOKEN[:-4] + "zzzz")
+    assert "differs from the recording" in json.dumps(other) and TOKEN[:-4] not in json.dumps(other)

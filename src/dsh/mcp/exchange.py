@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from dsh.errors import UsageError
 from dsh.events.vocabulary import MCP_MESSAGE
+from dsh.redact import Redactor
+from dsh.redact.settings import settings_in
 from dsh.store.url import open_store
 
 Direction = Literal["toServer", "toClient"]
@@ -50,6 +52,8 @@ class Exchange:
     """A recording's requests in order."""
 
     requests: list[RecordedRequest]
+    redactor: Redactor | None = None
+    """The recording's redaction rule, for the live side (``None``: recorded verbatim)."""
 
 
 def exchange_of(messages: list[tuple[Direction, dict[str, Any]]]) -> Exchange:
@@ -99,4 +103,6 @@ async def latest_exchange(directory: Path) -> Exchange:
         if event.type == MCP_MESSAGE and isinstance(data, dict) and isinstance(data.get("message"), dict):
             direction: Direction = "toServer" if data.get("direction") == "toServer" else "toClient"
             messages.append((direction, data["message"]))
-    return exchange_of(messages)
+    found = exchange_of(messages)
+    found.redactor = await asyncio.to_thread(lambda: settings_in(directory).live())
+    return found

@@ -4,10 +4,11 @@ Any MCP client launches it as its server. It starts ``COMMAND`` (the real server
 proxy's own environment and working directory: it is the client's server, not a tool of a
 dsh session), passes every newline-delimited JSON-RPC message through unchanged in both
 directions, and appends each one as an ``mcp/message`` event to a new session in the
-JSONL store ``DIR`` (``dsh.mcp.exchange``) before forwarding it. A line that is not a JSON
-object is forwarded but not recorded. The server's stderr is the proxy's. The proxy ends
-when the client closes its stdin (the server's stdin is closed, it gets 2 s, then SIGTERM)
-or when the server exits; its exit code is the server's.
+JSONL store ``DIR`` (``dsh.mcp.exchange``) before forwarding it, its secrets redacted
+(``dsh.redact``: the salt is kept in ``DIR/input.json``; the client gets the real bytes).
+A line that is not a JSON object is forwarded but not recorded. The server's stderr is the
+proxy's. The proxy ends when the client closes its stdin (the server's stdin is closed, it
+gets 2 s, then SIGTERM) or when the server exits; its exit code is the server's.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from typing import Any
 
 from dsh.errors import UsageError
 from dsh.events import Event, SessionHeader
+from dsh.events.redaction import redact_event
 from dsh.events.vocabulary import MCP_MESSAGE
 from dsh.ids import new_session_id, now_ms
 from dsh.jsonx import JSONDecodeError, loads
 from dsh.mcp.exchange import Direction
+from dsh.redact import Redactor
+from dsh.redact.settings import keep_settings, settings_in
 from dsh.store.base import EventStore
 from dsh.store.url import open_store
 
@@ -42,8 +46,8 @@ async def stdin_reader() -> asyncio.StreamReader:
 class Recorder:
     """Appends the messages of one recording, in the order they are passed."""
 
-    def __init__(self, store: EventStore, session_id: str) -> None:
-        self.store, self.session_id = store, session_id
+    def __init__(self, store: EventStore, session_id: str, redactor: Redactor) -> None:
+        self.store, self.session_id, self.redactor = store, session_id, redactor
         self._seq = 0
         self._lock = asyncio.Lock()
 
@@ -56,7 +60,7 @@ class Recorder:
             return
         async with self._lock:
             event = Event(MCP_MESSAGE, self._seq, now_ms(), {"direction": direction, "message": message})
-            await self.store.append(self.session_id, [event])
+            await self.store.append(self.session_id, [redact_event(event, self.redactor)])
             self._seq += 1
 
 
@@ -72,11 +76,13 @@ async def record(directory: Path, argv: list[str]) -> int:
     if not argv:
         raise UsageError("dsh mcp record DIR -- COMMAND ARGS…: no COMMAND given")
     await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
+    kept, redactor = settings_in(directory).for_record()  # the secrets out of what is recorded
+    await asyncio.to_thread(keep_settings, directory, kept)
     store = open_store(f"jsonl:{directory}")
     try:
         header = SessionHeader(id=new_session_id(), created_at=now_ms(), cwd=os.getcwd())
         await store.create(header)
-        recorder = Recorder(store, header.id)
+        recorder = Recorder(store, header.id, redactor)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT

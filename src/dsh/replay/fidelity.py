@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh import jsonx
-from dsh.errors import ScenarioError, UsageError
+from dsh.errors import ScenarioError
 from dsh.events import Event
 from dsh.events.messages import Message
 from dsh.events.payloads import HeaderConfig, message_of
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.model import ModelRequest
 from dsh.redact import Redactor
+from dsh.redact.settings import Settings
 from dsh.replay.derive import Derived
 from dsh.replay.views import Normalizer, View, ViewBuilder, pretty
 from dsh.replay.wire_request import over_the_wire
@@ -94,27 +95,11 @@ class Tolerances:
         ignore = document.get("ignore", [])
         if not isinstance(ignore, list) or not all(isinstance(i, str) and i for i in ignore):
             raise ScenarioError(f'{where}: "replay.ignore" must be a list of "system", "tools" or tool names')
-        return cls(tuple(scrubs), frozenset(ignore), drift, _live_redactor(document, where))
+        return cls(tuple(scrubs), frozenset(ignore), drift, Settings.of(document, where).live())
 
     @property
     def declared(self) -> bool:
         return bool(self.scrub or self.ignore)
-
-
-def _live_redactor(document: dict[str, Any], where: str) -> Redactor | None:
-    """The rule a redacted recording (``replay.salt``) was written with, for the live side:
-    the same salt and regexes, the token shapes, this environment's secret values."""
-    salt, custom = document.get("salt"), document.get("redact", [])
-    if not isinstance(custom, list) or not all(isinstance(p, str) for p in custom):
-        raise ScenarioError(f'{where}: "replay.redact" must be a list of regex strings')
-    if salt is None:
-        return None
-    if not isinstance(salt, str) or not salt:
-        raise ScenarioError(f'{where}: "replay.salt" must be a non-empty string')
-    try:
-        return Redactor.for_recording(salt, custom=custom)
-    except UsageError as exc:
-        raise ScenarioError(f"{where}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ serving the chunks assembles exactly the redacted message.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,13 +22,12 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import ScenarioError
-from dsh.events import Event
-from dsh.redact import Redactor, new_salt
+from dsh.events.redaction import json_value, redact_event
+from dsh.redact import Redactor
 from dsh.redact.scan import scan
+from dsh.redact.settings import Settings
 from dsh.replay.layout import INPUT
 from dsh.store import LoadedSession
-
-_DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,63 +109,13 @@ def recording_rule(
     environ: Mapping[str, str] | None = None,
 ) -> RecordingRule:
     """The rule a recording is written with: ``document`` is its ``input.json`` (its salt and
-    ``replay.redact`` regexes are kept), ``custom`` more regexes (``--redact``)."""
-    found = document.get("replay")
-    replay: Mapping[str, Any] = found if isinstance(found, dict) else {}
-    listed = replay.get("redact", [])
-    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-        raise ScenarioError(f'{INPUT}: "replay.redact" must be a list of regex strings')
-    regexes = tuple(dict.fromkeys([*listed, *custom]))
+    ``replay.redact`` regexes are kept, :class:`dsh.redact.settings.Settings`), ``custom`` more
+    regexes (``--redact``)."""
+    settings = Settings.of(document.get("replay"), INPUT)
     if not enabled:
-        return RecordingRule(None, regexes, None)
-    salt = replay.get("salt")
-    salt = salt if isinstance(salt, str) and salt else new_salt()
-    redactor = Redactor.for_recording(salt, provider_key=provider_key, environ=environ, custom=regexes)
-    return RecordingRule(salt, regexes, redactor)
-
-
-def _json_value(value: Any, redactor: Redactor) -> Any:
-    """``value`` redacted, walked only when its JSON may hold a secret (:meth:`Redactor.may_hold`)."""
-    return redactor.value(value) if redactor.may_hold(jsonx.dumps_unchecked(value).decode()) else value
-
-
-def _stream(stream: Any, redactor: Redactor) -> Any:
-    """A stream record with each block's deltas redacted as the text they make (recut), the
-    other chunks as values; each run and chunk is looked at once, through the cheap test."""
-    chunks = stream.get("chunks") if isinstance(stream, dict) else None
-    if not isinstance(chunks, list):
-        return _json_value(stream, redactor)
-    runs: dict[tuple[str, Any], list[int]] = {}
-    for i, chunk in enumerate(chunks):
-        field = _DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
-        if field is not None and isinstance(chunk.get(field), str):
-            runs.setdefault((field, chunk.get("index")), []).append(i)
-    in_runs = {i for at in runs.values() for i in at}
-    out = [chunk if i in in_runs else _json_value(chunk, redactor) for i, chunk in enumerate(chunks)]
-    for (field, _), at in runs.items():
-        texts = [chunks[i][field] for i in at]
-        if not redactor.may_hold("".join(texts)):
-            continue
-        for i, piece in zip(at, redactor.pieces(texts), strict=True):
-            out[i] = {**chunks[i], field: piece}  # the rest of a delta: its type, index, call id, name
-    if all(map(operator.is_, out, chunks)):
-        return stream
-    return {**stream, "chunks": out}
-
-
-def redact_event(event: Event, redactor: Redactor) -> Event:
-    """``event`` with every secret in its data replaced (a stream's deltas recut)."""
-    data = event.data
-    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
-        return event
-    if isinstance(data, dict) and "stream" in data:
-        rest = _json_value({k: v for k, v in data.items() if k != "stream"}, redactor)
-        redacted = {k: _stream(v, redactor) if k == "stream" else rest[k] for k, v in data.items()}
-    else:
-        redacted = _json_value(data, redactor)
-    if redacted is data or redacted == data:
-        return event
-    return replace(event, data=redacted, data_json=None, line_json=None)
+        return RecordingRule(None, tuple(dict.fromkeys([*settings.regexes, *custom])), None)
+    kept, redactor = settings.for_record(custom=custom, provider_key=provider_key, environ=environ)
+    return RecordingRule(kept.salt, kept.regexes, redactor)
 
 
 def redact_session(loaded: LoadedSession, redactor: Redactor | None) -> LoadedSession:
@@ -218,4 +166,4 @@ def redact_lines(lines: Iterable[dict[str, Any]], redactor: Redactor | None) -> 
     """Transcript lines (or any JSON objects), redacted (``None``: unchanged)."""
     if redactor is None:
         return list(lines)
-    return [_json_value(line, redactor) for line in lines]
+    return [json_value(line, redactor) for line in lines]
