@@ -26,7 +26,7 @@ from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import StreamRecord
 from dsh.events.header import SessionHeader
-from dsh.events.messages import Message, Source, joined_text
+from dsh.events.messages import Message, Source
 from dsh.events.payloads import (
     RequestHeader,
     assistant_attempt_data,
@@ -57,6 +57,7 @@ from dsh.replay.wire_request import WIRE_PROVIDER as PROVIDER
 from dsh.serve.calls import Settled
 from dsh.serve.dialects import CHAT, Dialect
 from dsh.session import Session
+from dsh.session.timeline import Prompt, Timeline
 from dsh.snapshot.redaction import RecordingRule, redact_session
 from dsh.store import LoadedSession
 from dsh.store.logfile import encode_log, write_file_atomic
@@ -217,9 +218,10 @@ def directory_files(sessions: Sequence[RecordedSession], rule: RecordingRule) ->
         files[name] = encode_log(loaded)
     if kept:
         steps: list[dict[str, Any]] = [{"op": "newSession"}]
+        timeline = Timeline()
         for event in kept[0].events:
-            if event.type == USER_MESSAGE and (event.data.get("source") or {}).get("kind") == "user":
-                steps.append({"op": "prompt", "text": joined_text(event.data.get("content") or ())})
+            prompts = [i for i in timeline.feed(kept[0].header.id, event) if isinstance(i, Prompt)]
+            steps += [{"op": "prompt", "text": prompt.text} for prompt in prompts]
         files["input.json"] = jsonx.dumps(rule.input_document({"steps": steps})) + b"\n"
     return files
 

@@ -63,7 +63,7 @@ class Call:
 class CallRecorder(Protocol):
     """Turns one upstream reply into :class:`Settled` as its bytes go by."""
 
-    def event(self, event: SseEvent) -> None:
+    def event(self, sse: SseEvent) -> None:
         """One SSE event of a streamed reply."""
         ...
 

@@ -38,15 +38,15 @@ class _Recorder:
         self.translator = StreamTranslator()
         self.failure: Failure | None = {"code": "STREAM_CLOSED", "message": "the stream ended without [DONE]"}
 
-    def event(self, event: SseEvent) -> None:
+    def event(self, sse: SseEvent) -> None:
         if self.failure is not None and self.failure["code"] != "STREAM_CLOSED":
             return
         try:
-            if event.data == "[DONE]":
+            if sse.data == "[DONE]":
                 self.timer.add(self.translator.end())
                 self.failure = None
-            elif event.data:
-                self.timer.add(self.translator.feed(jsonx.loads(event.data)))
+            elif sse.data:
+                self.timer.add(self.translator.feed(jsonx.loads(sse.data)))
         except ModelError as exc:
             self.failure = {"code": exc.code, "message": str(exc)}
         except ValueError as exc:
@@ -159,11 +159,11 @@ class ChatDialect:
             usage=call.recorded.wire_usage,
         )
         if speed == 0:  # no pacing: the same SSE events in one write, with a length
-            return Reply(200, b"".join(b"data: " + e.payload + b"\n\n" for e in events), SSE)
+            return Reply(200, b"".join(b"data: " + piece.payload + b"\n\n" for piece in events), SSE)
         return Reply(
             200,
             content_type=SSE,
-            paced=[(e.gap_ms / 1000 / speed, b"data: " + e.payload + b"\n\n") for e in events],
+            paced=[(piece.gap_ms / 1000 / speed, b"data: " + piece.payload + b"\n\n") for piece in events],
         )
 
 

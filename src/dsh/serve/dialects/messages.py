@@ -53,10 +53,10 @@ class _Recorder:
         self.ended = False
         self.failure: Failure | None = None
 
-    def event(self, event: SseEvent) -> None:
-        self.wire.event(event)
-        data = json_of(event.data)
-        kind = event.event or str(data.get("type", ""))
+    def event(self, sse: SseEvent) -> None:
+        self.wire.event(sse)
+        data = json_of(sse.data)
+        kind = sse.event or str(data.get("type", ""))
         index = data.get("index")
         if kind == "message_start":
             message = data.get("message") or {}

@@ -39,10 +39,10 @@ class _Recorder:
         if isinstance(response, Mapping) and isinstance(response.get("id"), str):
             self.response_id = response["id"]
 
-    def event(self, event: SseEvent) -> None:
-        self.wire.event(event)
-        data = json_of(event.data)
-        kind = event.event or str(data.get("type", ""))
+    def event(self, sse: SseEvent) -> None:
+        self.wire.event(sse)
+        data = json_of(sse.data)
+        kind = sse.event or str(data.get("type", ""))
         if kind in ("response.created", "response.in_progress"):
             self._response(data.get("response"))
         elif kind == "response.output_item.done":

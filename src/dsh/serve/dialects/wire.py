@@ -52,11 +52,11 @@ class WireLog:
         self.streamed = True
         self._last = 0
 
-    def event(self, event: SseEvent) -> None:
+    def event(self, sse: SseEvent) -> None:
         if self.events:
             self.dt.append(_ms_since(self._last))
         self._last = time.monotonic_ns()
-        self.events.append([event.event, event.data])
+        self.events.append([sse.event, sse.data])
 
     def whole(self, raw: bytes) -> None:
         self.streamed = False
