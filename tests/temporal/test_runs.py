@@ -96,6 +96,9 @@ def test_no_server_is_one_line_and_exit_2(workers: Workers, tmp_path: Path) -> N
             == f"dsh: error: no Temporal server reachable at {nowhere} (start one: dsh temporal dev)\n"
         )
     assert not (tmp_path / "s.db").exists()  # nothing was stored
+    theirs = dsh(workers, "run", "hi", "--model", "m", *on(workers))
+    assert theirs.returncode == 2
+    assert theirs.stderr.startswith("dsh: error: --temporal runs the turn on the workers: --model")
 
 
 def test_a_worker_on_a_store_of_its_own_is_refused_on_a_postgres_queue(

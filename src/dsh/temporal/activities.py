@@ -104,7 +104,8 @@ class TurnActivities:
     async def _prompt(self, attachment_id: str) -> Message:
         stored = await self._recipe.store.get_attachment(attachment_id)
         if stored is None:
-            raise SessionNotFoundError(f"the turn's prompt {attachment_id} is not in the store")
+            message = f"the turn's prompt {attachment_id} is not in the store (was it submitted to another?)"
+            raise ApplicationError(message, type="PromptNotFound", non_retryable=True)
         return user_message(stored.data.decode("utf-8"))
 
     @activity.defn(name="dsh.begin_turn")
