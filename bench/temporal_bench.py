@@ -137,16 +137,19 @@ async def history_figures(address: str, base_url: str, root: Path, calls: int) -
 
 
 def _start_workers(
-    n: int, address: str, queue: str, store: str, env: dict[str, str]
+    n: int, address: str, queue: str, store: str, env: dict[str, str], logs: Path
 ) -> list[subprocess.Popen[bytes]]:
+    """``n`` ``dsh worker`` processes, each logging to its own file (never an undrained pipe)."""
     procs = []
-    for _ in range(n):
+    for i in range(n):
         argv = [sys.executable, "-m", "dsh.cli", "worker", "--temporal", address, "--task-queue", queue]
         argv += ["--store", store, "--sandbox", "danger-full-access"]
-        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    for proc in procs:
-        assert proc.stderr is not None
-        assert b"worker polling" in proc.stderr.readline()
+        with (logs / f"{queue}-{i}.log").open("wb") as sink:
+            procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=sink))
+    for i, proc in enumerate(procs):
+        while b"worker polling" not in (logs / f"{queue}-{i}.log").read_bytes():
+            assert proc.poll() is None, "a worker exited"
+            time.sleep(0.05)
     return procs
 
 
@@ -163,7 +166,7 @@ async def throughput(
         server.handler = _tool_turn(2)
         url = f"sqlite:{root / f'tp{n}.db'}"
         queue = f"bench-{n}-{os.urandom(3).hex()}"
-        procs = _start_workers(n, address, queue, url, env)
+        procs = _start_workers(n, address, queue, url, env, root)
         store = open_store(url)
         try:
             client = await connect(address)
@@ -181,8 +184,6 @@ async def throughput(
                 proc.terminate()
             for proc in procs:
                 proc.wait(30)
-                if proc.stderr is not None:
-                    proc.stderr.close()
         print(f"| {n} | {wall:.2f} | {turns / wall:.2f} |")
 
 

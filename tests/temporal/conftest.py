@@ -106,32 +106,42 @@ def dsh_env(home: Path, base_url: str) -> dict[str, str]:
 
 @dataclass
 class Workers:
-    """``dsh worker`` subprocesses on one task queue over one store."""
+    """``dsh worker`` subprocesses on one task queue over one store; each one's stderr goes to
+    a file under ``logs`` (a pipe nobody drains would block a worker that logs a lot)."""
 
     address: str
     store: str
     queue: str
     env: dict[str, str]
+    logs: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     waiting: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def log(self, proc: subprocess.Popen[bytes]) -> str:
+        return (self.logs / f"worker-{proc.pid}.log").read_text()
 
     def start(self, n: int = 1, *, wait: bool = True) -> None:
         """Start ``n`` workers; ``wait``: until each polls (else :meth:`ready` waits later)."""
         for _ in range(n):
             argv = [sys.executable, "-m", "dsh.cli", "worker", "--temporal", self.address]
             argv += ["--task-queue", self.queue, "--store", self.store, "--sandbox", "danger-full-access"]
-            proc = subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            path = self.logs / f"starting-{len(self.procs)}.log"
+            with path.open("wb") as sink:
+                proc = subprocess.Popen(argv, env=self.env, stdout=subprocess.DEVNULL, stderr=sink)
+            path.rename(self.logs / f"worker-{proc.pid}.log")
             self.procs.append(proc)
             self.waiting.append(proc)
         if wait:
             self.ready()
 
-    def ready(self) -> None:
+    def ready(self, within: float = 60.0) -> None:
         """Wait until every started worker says it polls."""
+        deadline = time.monotonic() + within
         for proc in self.waiting:
-            assert proc.stderr is not None
-            line = proc.stderr.readline().decode()
-            assert "worker polling" in line, line
+            while "worker polling" not in self.log(proc):
+                assert proc.poll() is None, self.log(proc)
+                assert time.monotonic() < deadline, "a worker did not start"
+                time.sleep(0.05)
         self.waiting.clear()
 
     def live(self) -> list[int]:
@@ -139,13 +149,7 @@ class Workers:
 
     def kill(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
-        proc = next(p for p in self.procs if p.pid == pid)
-        proc.wait(10)
-        self._close(proc)
-
-    def _close(self, proc: subprocess.Popen[bytes]) -> None:
-        if proc.stderr is not None:
-            proc.stderr.close()
+        next(p for p in self.procs if p.pid == pid).wait(10)
 
     def stop_all(self) -> None:
         for proc in self.procs:
@@ -157,18 +161,16 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-            self._close(proc)
 
 
 @pytest.fixture(scope="session")
 def workers(
     temporal_address: str, pg_store: str, model: Model, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Workers]:
-    """Two workers over the module's PostgreSQL store (tests may kill one and start another)."""
+    """Two workers over the session's PostgreSQL store (tests may kill one and start another)."""
     home = tmp_path_factory.mktemp("home")
-    pool = Workers(
-        temporal_address, pg_store, f"q-{os.urandom(4).hex()}", dsh_env(home, model.server.base_url)
-    )
+    queue = f"q-{os.urandom(4).hex()}"
+    pool = Workers(temporal_address, pg_store, queue, dsh_env(home, model.server.base_url), home)
     pool.start(2)
     try:
         yield pool

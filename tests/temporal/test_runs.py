@@ -12,12 +12,15 @@ import pytest
 from temporalio.worker import Replayer
 
 from dsh.errors import SessionRunningError
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
+from dsh.events.vocabulary import APPROVAL_ASKED, APPROVAL_DECIDED, SUBAGENT_DESCRIPTOR
+from dsh.loop import AgentConfig
+from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
 from dsh.store.url import open_store
-from dsh.temporal import TurnWorkflow, connect, submit_turn, workflow_id
+from dsh.temporal import TurnWorkflow, Worker, connect, submit_turn, workflow_id
 from dsh.temporal.children import child_id
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
+from dsh.tools.sandbox import SandboxPolicy
 from tests.temporal.conftest import Model, Workers, free_port
 from tests.temporal.helpers import bash_call, by_count, last_end, results, slow_reply
 
@@ -93,6 +96,9 @@ def test_no_server_is_one_line_and_exit_2(workers: Workers, tmp_path: Path) -> N
             == f"dsh: error: no Temporal server reachable at {nowhere} (start one: dsh temporal dev)\n"
         )
     assert not (tmp_path / "s.db").exists()  # nothing was stored
+    theirs = dsh(workers, "run", "hi", "--model", "m", *on(workers))
+    assert theirs.returncode == 2
+    assert theirs.stderr.startswith("dsh: error: --temporal runs the turn on the workers: --model")
 
 
 def test_a_worker_on_a_store_of_its_own_is_refused_on_a_postgres_queue(
@@ -154,7 +160,43 @@ def test_sigterm_stops_a_worker_gracefully(workers: Workers) -> None:
     proc = workers.procs[-1]
     proc.terminate()
     assert proc.wait(30) == 0
-    assert proc.stderr is not None
-    rest = proc.stderr.read().decode()
-    proc.stderr.close()
-    assert rest.strip().splitlines()[-1] == "dsh: worker stopped"
+    assert workers.log(proc).strip().splitlines()[-1] == "dsh: worker stopped"
+
+
+async def test_an_approval_request_is_answered_by_the_approve_signal(
+    temporal_address: str, pg_store: str, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    arguments = (
+        '{"command": "echo ok > approved.txt", "description": "write", '
+        '"sandbox_permissions": "danger-full-access", "justification": "it must write a file"}'
+    )
+    model.script = by_count(
+        lambda: stream_reply(tool_calls=[WireToolCall.split("a1", "bash", arguments, 2)]),
+        lambda: stream_reply(text="written"),
+    )
+    queue = f"approvals-{tmp_path.name}"
+    worker_model = OpenAICompatModel(base_url=model.server.base_url, api_key="test", default_model="scripted")
+    config = AgentConfig(model="scripted", sandbox=SandboxPolicy(mode="read-only"))
+    worker = Worker(temporal_address, task_queue=queue, store=store, model=worker_model, config=config)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        client = await connect(temporal_address)
+        submitted = await submit_turn(client, "write it", task_queue=queue, store=store, cwd=tmp_path)
+        for _ in range(200):  # the request is logged durably, then waits for the signal
+            if any(e.type == APPROVAL_ASKED for e in (await store.load(submitted.session_id)).events):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the approval request never reached the store")
+        assert not (tmp_path / "approved.txt").exists()
+        await submitted.approve("a1")
+        result = await asyncio.wait_for(submitted.result(store), 60)
+    finally:
+        stop.set()
+        await running
+        await worker_model.aclose()
+    assert result.text == "written"
+    assert (tmp_path / "approved.txt").read_text() == "ok\n"
+    decided = [e for e in (await store.load(submitted.session_id)).events if e.type == APPROVAL_DECIDED]
+    assert [e.data["outcome"] for e in decided] == ["allowed-once"]

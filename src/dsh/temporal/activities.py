@@ -3,8 +3,11 @@
 Every activity heartbeats while it works (a killed worker is noticed after
 ``HEARTBEAT_TIMEOUT``) and is idempotent against the log (``dsh.loop.stepwise``): a retry on
 another worker first reads what the session holds and repeats nothing that is logged.
-Failures a retry cannot mend (a session held by another runner, a missing session or
-prompt) are raised non-retryable with their one-line message.
+Failures a retry cannot mend (a missing session or prompt, bad input) are raised
+non-retryable with their one-line message. A busy session is retried: its holder is most
+often an earlier attempt of the same activity, still running on a worker that was slow to
+heartbeat (Temporal already retried it elsewhere); the lease keeps the two from writing at
+once, and the later attempt then finds the earlier one's work in the log.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from dsh.errors import DshError, SessionBusyError, SessionNotFoundError, UsageError
+from dsh.errors import DshError, SessionNotFoundError, UsageError
 from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
@@ -58,7 +61,7 @@ async def heartbeating(work: Awaitable[T]) -> T:
     beater = asyncio.create_task(beat())
     try:
         return await work
-    except (SessionBusyError, SessionNotFoundError, UsageError) as exc:
+    except (SessionNotFoundError, UsageError) as exc:
         raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
     except DshError as exc:
         raise ApplicationError(str(exc), type=type(exc).__name__) from exc
@@ -101,7 +104,8 @@ class TurnActivities:
     async def _prompt(self, attachment_id: str) -> Message:
         stored = await self._recipe.store.get_attachment(attachment_id)
         if stored is None:
-            raise SessionNotFoundError(f"the turn's prompt {attachment_id} is not in the store")
+            message = f"the turn's prompt {attachment_id} is not in the store (was it submitted to another?)"
+            raise ApplicationError(message, type="PromptNotFound", non_retryable=True)
         return user_message(stored.data.decode("utf-8"))
 
     @activity.defn(name="dsh.begin_turn")

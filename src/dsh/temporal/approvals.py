@@ -1,13 +1,14 @@
 """Approvals as signals: an activity's approval request is answered by the workflow's ``approve`` signal.
 
-The asking activity logs the request as usual (``approval/asked``, which a client tailing
-the store sees), then polls its workflow's ``decision`` query for the call's answer while
+The asking activity logs the request as usual (``approval/asked``) and checkpoints it, so a
+client tailing the store sees it, then polls its workflow's ``decision`` query for the call's answer while
 it keeps heartbeating; the answer is logged as ``approval/decided``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Final, cast
 
 from temporalio.client import Client
@@ -24,10 +25,14 @@ class SignalApprover:
     def __init__(self, client: Client, session_id: str) -> None:
         self._client = client
         self._workflow_id = workflow_id(session_id)
+        self.checkpoint: Callable[[], Awaitable[None]] | None = None
+        """Makes the logged request durable before waiting (the asking agent's ``checkpoint``)."""
 
     async def decide(self, request: ApprovalRequest) -> ApprovalOutcome:
         if request.call_id is None:
             return "unavailable"
+        if self.checkpoint is not None:
+            await self.checkpoint()
         handle = self._client.get_workflow_handle(self._workflow_id)
         while True:
             answer = await handle.query(TurnWorkflow.decision, request.call_id)

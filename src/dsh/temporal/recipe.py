@@ -13,6 +13,7 @@ from dsh.loop.setup import ToolsArg, agent_config, agent_tools
 from dsh.model import Delegation, Model
 from dsh.store import EventStore
 from dsh.subagents import Agent
+from dsh.temporal.approvals import SignalApprover
 from dsh.tools.approval import Approver
 from dsh.tools.registry import ToolRegistry
 
@@ -72,6 +73,8 @@ class AgentRecipe:
                 config=config,
                 delegation=delegation,
             )
+            if isinstance(agent.config.approver, SignalApprover):
+                agent.config.approver.checkpoint = agent.checkpoint
             try:
                 yield agent
             finally:

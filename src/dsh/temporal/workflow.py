@@ -45,7 +45,7 @@ RETRIES: Final = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=5),
     maximum_attempts=20,
-    non_retryable_error_types=["SessionBusyError", "SessionNotFoundError", "UsageError"],
+    non_retryable_error_types=["SessionNotFoundError", "UsageError"],
 )
 
 T = TypeVar("T")
