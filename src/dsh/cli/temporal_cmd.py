@@ -87,20 +87,15 @@ async def _worker(
     from dsh.context import WorkspaceConfig
     from dsh.loop import AgentConfig
     from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
-    from dsh.model.openai_compat import OpenAICompatModel
     from dsh.model.settings import resolve_provider
-    from dsh.procfs import scrub_secret
     from dsh.store.url import open_store
     from dsh.temporal import Worker
 
     model_name, base_url, api_key = provider
     settings = resolve_provider(api_key=api_key, base_url=base_url, model=model_name)
-    scrub_secret(settings.api_key)
+    model = settings.open_model()  # the key scrubbed out of /proc/<dsh>/environ and cmdline first
     client = await _connected(address)
     store = open_store(store_url)
-    model = OpenAICompatModel(
-        base_url=settings.base_url, api_key=settings.api_key, default_model=settings.model
-    )
     try:
         config = AgentConfig(
             model=settings.model,
