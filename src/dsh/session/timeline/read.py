@@ -22,7 +22,17 @@ from dsh.events.payloads import (
     usage_of,
 )
 from dsh.events.todos import todos_of
-from dsh.session.timeline.items import Answer, Attempt, CallPart, Hook, Part, Prompt, Relayed, Request
+from dsh.session.timeline.items import (
+    Answer,
+    Approval,
+    Attempt,
+    CallPart,
+    Hook,
+    Part,
+    Prompt,
+    Relayed,
+    Request,
+)
 
 
 def data_of(event: Event) -> dict[str, Any]:
@@ -134,8 +144,26 @@ def hook(session: str, event: Event, inherited: bool) -> Hook:
     )
 
 
+def approval_asked(session: str, event: Event, inherited: bool) -> Approval:
+    """An ``approval/asked``: the request id, the tool, its call and the reason when known."""
+    data = data_of(event)
+    return Approval(
+        session, event, str(data.get("id", "")), str_or_none(data.get("toolName")),
+        str_or_none(data.get("callId")), str_or_none(data.get("reason")), None, inherited,
+    )  # fmt: skip
+
+
+def approval_decided(session: str, event: Event, inherited: bool) -> Approval:
+    """An ``approval/decided`` on its own (the fold pairs it with its question)."""
+    data = data_of(event)
+    outcome = str_or_none(data.get("outcome")) or ""
+    return Approval(session, event, str(data.get("id", "")), None, None, None, outcome, inherited)
+
+
 __all__ = [
     "answer",
+    "approval_asked",
+    "approval_decided",
     "attempt",
     "data_of",
     "hook",
