@@ -26,6 +26,7 @@ from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_END_SEED,
     SESSION_TITLE,
+    STEP_START,
     SUBAGENT_DESCRIPTOR,
     TODO_WRITE,
     TOOL_CALL,
@@ -196,6 +197,8 @@ class Timeline:
             if header.model is not None:
                 state.model = header.model
             return [header]
+        if etype == STEP_START:
+            return [read.step(session_id, event, inherited)]
         if etype == HOOK_RESULT:
             return [read.hook(session_id, event, inherited)]
         if etype == SESSION_TITLE:

@@ -29,6 +29,17 @@ class TurnStart:
 
 
 @dataclass(frozen=True, slots=True)
+class Step:
+    """``step/start``: a model call of turn ``turn`` begins (``step``: its number in the turn)."""
+
+    session: str
+    event: Event
+    turn: int | None
+    step: int | None
+    inherited: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A ``user/message`` a person typed: its text blocks joined, each non-empty text block,
     and its message id."""
@@ -104,6 +115,7 @@ class Answer:
     calls: tuple[CallPart, ...]
     usage: Usage | None
     message_id: str | None
+    turn: int | None
     step: int | None
     inherited: bool
 
@@ -261,6 +273,7 @@ class Title:
 
 Item = (
     TurnStart
+    | Step
     | Prompt
     | Relayed
     | Request
@@ -278,7 +291,7 @@ Item = (
     | Cut
     | Title
 )
-"""One thing a front-end shows; other events (policies, inbox splices, step marks) make none."""
+"""One thing a front-end shows; other events (policies, inbox splices, step ends) make none."""
 
 
 @dataclass(frozen=True, slots=True)

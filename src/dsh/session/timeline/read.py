@@ -32,6 +32,7 @@ from dsh.session.timeline.items import (
     Prompt,
     Relayed,
     Request,
+    Step,
 )
 
 
@@ -104,6 +105,7 @@ def answer(session: str, event: Event, inherited: bool) -> Answer:
         tuple(calls),
         usage_of(event),
         str_or_none(message.get("id")),
+        int_or_none(data_of(event).get("turn")),
         int_or_none(data_of(event).get("step")),
         inherited,
     )
@@ -160,6 +162,11 @@ def approval_decided(session: str, event: Event, inherited: bool) -> Approval:
     return Approval(session, event, str(data.get("id", "")), None, None, None, outcome, inherited)
 
 
+def step(session: str, event: Event, inherited: bool) -> Step:
+    data = data_of(event)
+    return Step(session, event, int_or_none(data.get("turn")), int_or_none(data.get("step")), inherited)
+
+
 __all__ = [
     "answer",
     "approval_asked",
@@ -171,6 +178,7 @@ __all__ = [
     "parse_arguments",
     "reasoning_text",
     "request",
+    "step",
     "str_or_none",
     "todos_of",
     "tool_call_of",
