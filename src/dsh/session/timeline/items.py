@@ -67,11 +67,12 @@ class Relayed:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """``request/header``: the model (``None``: not logged) and why the header was logged."""
+    """``request/header``: the model and provider (``None``: not logged) and why it was logged."""
 
     session: str
     event: Event
     model: str | None
+    provider: str | None
     reason: str | None
     inherited: bool
 
@@ -117,6 +118,8 @@ class Answer:
     message_id: str | None
     turn: int | None
     step: int | None
+    interrupted: bool
+    """The call was cancelled and this is its partial message."""
     inherited: bool
 
 

@@ -79,8 +79,9 @@ def user_message(session: str, event: Event, inherited: bool) -> Prompt | Relaye
 
 def request(session: str, event: Event, inherited: bool) -> Request:
     config = (request_header_of(event) or {}).get("config")
-    model = config.get("model") if isinstance(config, dict) else None
-    return Request(session, event, str_or_none(model), str_or_none(data_of(event).get("reason")), inherited)
+    config = config if isinstance(config, dict) else {}
+    model, provider = str_or_none(config.get("model")), str_or_none(config.get("provider"))
+    return Request(session, event, model, provider, str_or_none(data_of(event).get("reason")), inherited)
 
 
 def answer(session: str, event: Event, inherited: bool) -> Answer:
@@ -107,6 +108,7 @@ def answer(session: str, event: Event, inherited: bool) -> Answer:
         str_or_none(message.get("id")),
         int_or_none(data_of(event).get("turn")),
         int_or_none(data_of(event).get("step")),
+        data_of(event).get("interrupted") is True,
         inherited,
     )
 
