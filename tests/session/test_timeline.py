@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dsh.events import Event
+from dsh.session import open_turn
 from dsh.session.timeline import (
     Answer,
     Approval,
@@ -15,6 +16,7 @@ from dsh.session.timeline import (
     Reasoning,
     Relayed,
     SessionTree,
+    Step,
     Timeline,
     Title,
     ToolCall,
@@ -159,3 +161,27 @@ def test_a_relayed_message_is_not_a_prompt() -> None:
     )
     (item,) = Timeline().feed("p", event)
     assert isinstance(item, Relayed) and item.source == "subagent-report" and item.parts == ("a", "b")
+
+
+def test_the_log_end_rule_and_the_fold_agree_on_the_open_turn() -> None:
+    """``open_turn(events)`` (read from the log's end) is the fold's rule, at every prefix."""
+    events = parent_log()
+    nested = [Event("turn/start", 0, T0, {"turn": 1}), Event("turn/start", 1, T0, {"turn": 2}),
+              Event("turn/end", 2, T0, {"turn": 2})]  # fmt: skip
+    for log in (events, nested):
+        for n in range(len(log) + 1):
+            timeline, _ = _fold(log[:n])
+            assert open_turn(log[:n]) == timeline.state("p").open_turn, n
+
+
+def test_a_step_and_an_interrupted_answer() -> None:
+    step = Event("step/start", 0, T0, {"turn": 3, "step": 2})
+    message = {"role": "assistant", "content": [{"type": "text", "text": "par"}]}
+    cut_short = Event(
+        "assistant/message", 1, T0, {"turn": 3, "step": 2, "interrupted": True, "message": message}
+    )
+    timeline = Timeline()
+    (started,) = timeline.feed("p", step)
+    (answer,) = timeline.feed("p", cut_short)
+    assert isinstance(started, Step) and (started.turn, started.step) == (3, 2)
+    assert isinstance(answer, Answer) and answer.interrupted and (answer.turn, answer.text) == (3, "par")

@@ -11,16 +11,14 @@ then each child with the child of the same subagent call position in its parent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dsh.events.messages import joined_text
-from dsh.events.payloads import assistant_blocks_of, tool_call_of, tool_result_of, usage_of
-from dsh.events.vocabulary import ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TOOL_RESULT
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived, RecordedCall, derive
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.snapshot.transcript import SUBAGENT_TOOLS, children_by_call
+from dsh.session import timeline as tl
+from dsh.session.timeline import Timeline, child_calls
 from dsh.store import LoadedSession
 
 Tree = tuple[str, Mapping[str, LoadedSession]]
@@ -119,49 +117,33 @@ def step_rows(loaded: LoadedSession) -> tuple[StepRow, ...]:
     rows: list[StepRow] = []
     started = None
     tools: dict[str, int] = {}
+    timeline = Timeline()
     for event in loaded.own_events:
-        if event.type == STEP_START:
-            started = event.time
-        elif event.type == ASSISTANT_MESSAGE:
-            blocks = assistant_blocks_of(event) or []
-            usage = usage_of(event) or {}
-            data = event.data if isinstance(event.data, dict) else {}
-            begin = started if started is not None else event.time
-            rows.append(
-                StepRow(
-                    len(rows) + 1,
-                    data.get("turn"),
-                    data.get("step"),
-                    tuple(str(b.get("name", "")) for b in blocks if b.get("type") == "tool-call"),
-                    (),
-                    _short(joined_text(blocks)),
-                    int(usage.get("inputTokens", 0)) + int(usage.get("cacheReadTokens", 0)),
-                    int(usage.get("outputTokens", 0)),
-                    max(0, event.time - begin),
+        for item in timeline.feed(loaded.header.id, event):
+            if isinstance(item, tl.Step):
+                started = event.time
+            elif isinstance(item, tl.Answer):
+                usage = item.usage or {}
+                begin = started if started is not None else event.time
+                rows.append(
+                    StepRow(
+                        len(rows) + 1,
+                        item.turn,
+                        item.step,
+                        tuple(c.name for c in item.calls),
+                        (),
+                        _short(item.text),
+                        int(usage.get("inputTokens", 0)) + int(usage.get("cacheReadTokens", 0)),
+                        int(usage.get("outputTokens", 0)),
+                        max(0, event.time - begin),
+                    )
                 )
-            )
-            started = event.time
-        elif event.type == TOOL_CALL and rows:
-            call = tool_call_of(event)
-            if call is not None:
-                tools[call["callId"]] = len(rows) - 1
-        elif event.type == TOOL_RESULT:
-            block = tool_result_of(event)
-            at = tools.get(block["toolCallId"]) if block is not None else None
-            if block is not None and at is not None:
-                row = rows[at]
-                shown = ("error: " if block["isError"] else "") + _short(joined_text(block["content"]), 40)
-                rows[at] = StepRow(
-                    row.call,
-                    row.turn,
-                    row.step,
-                    row.tools,
-                    (*row.results, shown),
-                    row.text,
-                    row.input_tokens,
-                    row.output_tokens,
-                    row.duration_ms,
-                )
+                started = event.time
+            elif isinstance(item, tl.ToolCall) and rows:
+                tools[item.call_id] = len(rows) - 1
+            elif isinstance(item, tl.ToolResult) and (at := tools.get(item.call_id)) is not None:
+                shown = ("error: " if item.is_error else "") + _short(item.text, 40)
+                rows[at] = replace(rows[at], results=(*rows[at].results, shown))
     return tuple(rows)
 
 
@@ -229,11 +211,12 @@ def _children(tree: Tree, sid: str) -> list[str]:
     _, sessions = tree
     order = {}
     parent = sessions[sid]
+    timeline = Timeline()
     for i, event in enumerate(parent.own_events):
-        call = tool_call_of(event) if event.type == TOOL_CALL else None
-        if call is not None and call["name"] in SUBAGENT_TOOLS:
-            order[call["callId"]] = i
-    by_call = {call: child for (p, call), child in children_by_call(sessions).items() if p == sid}
+        for item in timeline.feed(sid, event):
+            if isinstance(item, tl.ToolCall) and item.delegates:
+                order[item.call_id] = i
+    by_call = {call: child for (p, call), child in child_calls(sessions).items() if p == sid}
     keyed = [by_call[c] for c in sorted(by_call, key=lambda c: order.get(c, len(order)))]
     rest = sorted(
         (

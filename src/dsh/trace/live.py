@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 
 from dsh.errors import DshError
 from dsh.events import Event
-from dsh.events.vocabulary import TURN_END
+from dsh.session.timeline import Timeline, TurnEnd
 from dsh.store.base import EventStore
 from dsh.store.deletion import descendants
 from dsh.trace.export import send
@@ -46,10 +46,11 @@ class LiveTrace:
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[int]] = set()
         self._warned = False
+        self._timeline = Timeline()
 
     def on_event(self, session_id: str, event: Event) -> None:
         """A :class:`~dsh.loop.Feed` event listener: a turn's end schedules an export."""
-        if event.type == TURN_END:
+        if any(isinstance(item, TurnEnd) for item in self._timeline.feed(session_id, event)):
             task = asyncio.get_running_loop().create_task(self.flush())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -20,28 +20,11 @@ from typing import Literal
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.descriptor import child_kind, find_descriptor
-from dsh.events.messages import joined_text
 from dsh.events.payloads import (
-    TurnEndReason,
     assistant_blocks_of,
-    failure_of,
-    request_header_of,
-    tool_call_of,
-    tool_result_of,
-    turn_end_of,
-    usage_of,
 )
-from dsh.events.vocabulary import (
-    ASSISTANT_ATTEMPT,
-    ASSISTANT_MESSAGE,
-    REQUEST_HEADER,
-    STEP_START,
-    TOOL_CALL,
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-)
-from dsh.snapshot.transcript import children_by_call
+from dsh.session import timeline as tl
+from dsh.session.timeline import Timeline, child_calls
 from dsh.store import LoadedSession
 
 SpanKind = Literal["internal", "client"]
@@ -100,6 +83,10 @@ def provider_name(provider: str | None) -> str:
     return provider or "unknown"
 
 
+_Open = tuple[Event, dict[str, Attribute]]
+"""A tool call without its result yet: its event and its span's attributes."""
+
+
 @dataclass(slots=True)
 class _Call:
     """A model call being read: from its step's start to its settlement."""
@@ -156,40 +143,47 @@ class _SessionPlanner:
         }
 
     def plan(self) -> list[PlannedSpan]:
-        events = self.loaded.events
-        for event in events[: self.loaded.inherited_event_count]:
-            self._header(event)  # a fork child's inherited header is in force at its cut
+        cut = self.loaded.inherited_event_count
+        timeline = Timeline()
+        timeline.begin(self.sid, cut=cut)
+        for event in self.loaded.events[:cut]:
+            for item in timeline.feed(self.sid, event):
+                if isinstance(item, tl.Request):
+                    self._header(item)  # a fork child's inherited header is in force at its cut
         own = self.loaded.own_events
         last_ms = max((e.time for e in own), default=self.loaded.header.created_at)
-        turn: tuple[Event, list[PlannedSpan]] | None = None
+        turn: tuple[tl.TurnStart, list[PlannedSpan]] | None = None
         call: _Call | None = None
         tools: dict[str, tuple[Event, dict[str, Attribute]]] = {}
         for event in own:
-            self._header(event)
-            if event.type == TURN_START:
-                turn = (event, [])
-            elif turn is None:
-                continue
-            elif event.type == STEP_START:
-                call = self._open_call(event)
-            elif event.type == ASSISTANT_ATTEMPT and call is not None:
-                failure = failure_of(event) or {"code": "", "message": ""}
-                found: dict[str, Attribute] = {
-                    "error.type": failure["code"] or "error",
-                    "dsh.error.message": failure["message"],
-                }
-                call.attempts.append(SpanEvent("dsh.model.attempt_failed", event.time, found))
-            elif event.type == ASSISTANT_MESSAGE and call is not None:
-                turn[1].append(self._chat(call, event))
-                call = None
-            elif event.type == TOOL_CALL:
-                self._tool_call(event, tools)
-            elif event.type == TOOL_RESULT:
-                self._tool_result(event, tools, turn[1])
-            elif event.type == TURN_END:
-                turn[1].extend(self._open_tools(tools, event.time))
-                self._turn(turn[0], event, turn[1], last_ms)
-                turn, call = None, None
+            for item in timeline.feed(self.sid, event):
+                if isinstance(item, tl.Request):
+                    self._header(item)
+                elif isinstance(item, tl.TurnStart):
+                    turn = (item, [])
+                elif turn is None:
+                    continue
+                elif isinstance(item, tl.Step):
+                    call = _Call(
+                        span_id_of(self.sid, event.seq, "chat"), event.time, item.turn or 0, item.step or 0
+                    )
+                elif isinstance(item, tl.Attempt) and call is not None:
+                    found: dict[str, Attribute] = {
+                        "error.type": str(item.code or "") or "error",
+                        "dsh.error.message": str(item.message) if item.message is not None else "",
+                    }
+                    call.attempts.append(SpanEvent("dsh.model.attempt_failed", event.time, found))
+                elif isinstance(item, tl.Answer) and call is not None:
+                    turn[1].append(self._chat(call, item))
+                    call = None
+                elif isinstance(item, tl.ToolCall):
+                    self._tool_call(item, tools)
+                elif isinstance(item, tl.ToolResult):
+                    self._tool_result(item, tools, turn[1])
+                elif isinstance(item, tl.TurnEnd):
+                    turn[1].extend(self._open_tools(tools, event.time))
+                    self._turn(turn[0], item, turn[1], last_ms)
+                    turn, call = None, None
         if turn is not None:  # the log ends inside a turn
             if call is not None:
                 turn[1].append(self._chat(call, None, last_ms))
@@ -197,47 +191,36 @@ class _SessionPlanner:
             self._turn(turn[0], None, turn[1], last_ms)
         return self.spans
 
-    def _header(self, event: Event) -> None:
-        if event.type != REQUEST_HEADER:
-            return
-        header = request_header_of(event) or {}
-        config = header.get("config") or {}
-        self._model = str(config.get("model") or self._model)
-        if config.get("provider"):
-            self._provider = provider_name(str(config.get("provider")))
+    def _header(self, request: tl.Request) -> None:
+        self._model = request.model or self._model
+        if request.provider:
+            self._provider = provider_name(request.provider)
 
-    def _open_call(self, event: Event) -> _Call:
-        data = event.data if isinstance(event.data, dict) else {}
-        turn, step = int(data.get("turn", 0) or 0), int(data.get("step", 0) or 0)
-        return _Call(span_id_of(self.sid, event.seq, "chat"), event.time, turn, step)
-
-    def _chat(self, call: _Call, settled: Event | None, last_ms: int = 0) -> PlannedSpan:
+    def _chat(self, call: _Call, answer: tl.Answer | None, last_ms: int = 0) -> PlannedSpan:
         attrs = self._base("chat")
         attrs["gen_ai.request.model"] = self._model
         attrs["gen_ai.response.model"] = self._model
         attrs["dsh.turn"], attrs["dsh.step"] = call.turn, call.step
         error = None
-        if settled is not None:
-            usage = usage_of(settled) or {}
+        if answer is not None:
+            usage = answer.usage or {}
             attrs["gen_ai.usage.input_tokens"] = int(usage.get("inputTokens", 0)) + int(
                 usage.get("cacheReadTokens", 0)
             )
             attrs["gen_ai.usage.output_tokens"] = int(usage.get("outputTokens", 0))
             if "cacheReadTokens" in usage:
                 attrs["gen_ai.usage.cache_read.input_tokens"] = int(usage["cacheReadTokens"])
-            blocks = assistant_blocks_of(settled) or []
-            calls = any(b.get("type") == "tool-call" for b in blocks)
-            interrupted = isinstance(settled.data, dict) and settled.data.get("interrupted") is True
             attrs["gen_ai.response.finish_reasons"] = (
-                ("cancelled",) if interrupted else ("tool_calls",) if calls else ("stop",)
+                ("cancelled",) if answer.interrupted else ("tool_calls",) if answer.calls else ("stop",)
             )
             if self.options.content:
+                blocks = assistant_blocks_of(answer.event) or []
                 attrs["gen_ai.output.messages"] = jsonx.dumps_sorted(
                     [{"role": "assistant", "parts": [_part(b) for b in blocks]}]
                 )
         elif call.attempts:
             error = "every attempt of this model call failed"
-        end = settled.time if settled is not None else max(last_ms, call.start_ms)
+        end = answer.event.time if answer is not None else max(last_ms, call.start_ms)
         return PlannedSpan(
             f"chat {self._model}".strip(),
             self.trace_id,
@@ -249,36 +232,35 @@ class _SessionPlanner:
             attrs,
             tuple(call.attempts),
             error,
-            open=settled is None,
+            open=answer is None,
         )
 
-    def _tool_call(self, event: Event, tools: dict[str, tuple[Event, dict[str, Attribute]]]) -> None:
-        data = tool_call_of(event)
-        if data is None:
-            return
+    def _tool_call(self, call: tl.ToolCall, tools: dict[str, tuple[Event, dict[str, Attribute]]]) -> None:
         attrs = self._base("execute_tool")
-        attrs["gen_ai.tool.name"] = data["name"]
-        attrs["gen_ai.tool.call.id"] = data["callId"]
+        attrs["gen_ai.tool.name"] = call.name
+        attrs["gen_ai.tool.call.id"] = call.call_id
         attrs["gen_ai.tool.type"] = "function"
         if self.options.content:
-            attrs["gen_ai.tool.call.arguments"] = data["arguments"]
-        self.tool_spans[data["callId"]] = span_id_of(self.sid, event.seq, "tool")
-        tools[data["callId"]] = (event, attrs)
+            attrs["gen_ai.tool.call.arguments"] = call.arguments
+        self.tool_spans[call.call_id] = span_id_of(self.sid, call.event.seq, "tool")
+        tools[call.call_id] = (call.event, attrs)
 
     def _tool_result(
-        self, event: Event, tools: dict[str, tuple[Event, dict[str, Attribute]]], out: list[PlannedSpan]
+        self,
+        result: tl.ToolResult,
+        tools: dict[str, tuple[Event, dict[str, Attribute]]],
+        out: list[PlannedSpan],
     ) -> None:
-        block = tool_result_of(event)
-        if block is None or block["toolCallId"] not in tools:
+        if result.call_id not in tools:
             return
-        started, attrs = tools.pop(block["toolCallId"])
+        started, attrs = tools.pop(result.call_id)
         if self.options.content:
-            attrs["gen_ai.tool.call.result"] = joined_text(block["content"])
+            attrs["gen_ai.tool.call.result"] = result.text
         error = None
-        if block["isError"]:
+        if result.is_error:
             attrs["error.type"] = "tool_error"
-            error = joined_text(block["content"])[:200] or "the tool reported an error"
-        out.append(self._tool_span(started, attrs, event.time, error, open_=False))
+            error = result.text[:200] or "the tool reported an error"
+        out.append(self._tool_span(started, attrs, result.event.time, error, open_=False))
 
     def _tool_span(
         self, started: Event, attrs: dict[str, Attribute], end_ms: int, error: str | None, *, open_: bool
@@ -306,25 +288,26 @@ class _SessionPlanner:
         tools.clear()
         return out
 
-    def _turn(self, start: Event, end: Event | None, inner: list[PlannedSpan], last_ms: int) -> None:
-        turn_id = span_id_of(self.sid, start.seq, "turn")
+    def _turn(
+        self, start: tl.TurnStart, end: tl.TurnEnd | None, inner: list[PlannedSpan], last_ms: int
+    ) -> None:
+        turn_id = span_id_of(self.sid, start.event.seq, "turn")
         attrs = self._base("invoke_agent")
         attrs["gen_ai.agent.name"] = self._agent
         attrs["gen_ai.agent.id"] = self.sid
         if self._model:
             attrs["gen_ai.request.model"] = self._model
-        data = start.data if isinstance(start.data, dict) else {}
-        attrs["dsh.turn"] = int(data.get("turn", 0) or 0)
+        attrs["dsh.turn"] = start.turn
         attrs.update(self._agent_attrs)
         error = None
         if end is not None:
-            ended = turn_end_of(end)
-            reason: TurnEndReason = (ended.get("reason") if ended else None) or {"kind": "completed"}
-            attrs["dsh.turn.end"] = reason["kind"]
-            if reason["kind"] in ("error", "interrupted"):
-                failure = reason.get("failure")
-                error = failure["message"] if failure else f"the turn ended {reason['kind']}"
-        end_ms = end.time if end is not None else last_ms
+            kind = end.reason or "completed"
+            attrs["dsh.turn.end"] = kind
+            if kind in ("error", "interrupted"):
+                failure = end.failure if end.reason else None
+                message = failure.get("message") if failure else None
+                error = str(message) if message is not None else f"the turn ended {kind}"
+        end_ms = end.event.time if end is not None else last_ms
         self.spans.append(
             PlannedSpan(
                 f"invoke_agent {self._agent}",
@@ -332,8 +315,8 @@ class _SessionPlanner:
                 turn_id,
                 self.parent_span,
                 "internal",
-                start.time,
-                max(end_ms, start.time),
+                start.event.time,
+                max(end_ms, start.event.time),
                 attrs,
                 (),
                 error,
@@ -380,7 +363,7 @@ def plan_spans(
     parents before children."""
     options = options or PlanOptions()
     trace_id = trace_id_of(root)
-    by_call = children_by_call(sessions)
+    by_call = child_calls(sessions)
     out: list[PlannedSpan] = []
     pending: list[tuple[str, str | None]] = [(root, None)]
     seen: set[str] = set()

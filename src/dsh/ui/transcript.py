@@ -135,7 +135,9 @@ class TranscriptBuilder:
                 return [entry("cut", event.seq < self.state.cut, seq_cut=event.seq)]
             case tl.Title():
                 return [entry("title", item.inherited, title=item.title)]
-            case tl.Reasoning() | tl.ChildStarted() | tl.ChildEnded() | tl.Approval() | tl.Todos():
+            case tl.Step() | tl.Reasoning() | tl.ChildStarted() | tl.ChildEnded():
+                return []
+            case tl.Approval() | tl.Todos():
                 return []
             case _:
                 assert_never(item)

@@ -26,6 +26,7 @@ from dsh.events.vocabulary import (
     REQUEST_HEADER,
     SESSION_END_SEED,
     SESSION_TITLE,
+    STEP_START,
     SUBAGENT_DESCRIPTOR,
     TODO_WRITE,
     TOOL_CALL,
@@ -196,6 +197,8 @@ class Timeline:
             if header.model is not None:
                 state.model = header.model
             return [header]
+        if etype == STEP_START:
+            return [read.step(session_id, event, inherited)]
         if etype == HOOK_RESULT:
             return [read.hook(session_id, event, inherited)]
         if etype == SESSION_TITLE:
@@ -232,18 +235,14 @@ class Timeline:
         ]  # fmt: skip
 
     def _approval(self, session_id: str, state: SessionState, event: Event, inherited: bool) -> Approval:
-        data = read.data_of(event)
-        request_id = str(data.get("id", ""))
         if event.type == APPROVAL_ASKED:
-            asked = Approval(
-                session_id, event, request_id, read.str_or_none(data.get("toolName")),
-                read.str_or_none(data.get("callId")), read.str_or_none(data.get("reason")), None, inherited,
-            )  # fmt: skip
-            state.asked[request_id] = asked
+            asked = read.approval_asked(session_id, event, inherited)
+            state.asked[asked.request_id] = asked
             return asked
-        question = state.asked.pop(request_id, None)
-        return Approval(
-            session_id, event, request_id,
-            question.tool_name if question else None, question.call_id if question else None,
-            question.reason if question else None, read.str_or_none(data.get("outcome")) or "", inherited,
-        )  # fmt: skip
+        decided = read.approval_decided(session_id, event, inherited)
+        question = state.asked.pop(decided.request_id, None)
+        if question is None:
+            return decided
+        return replace(
+            decided, tool_name=question.tool_name, call_id=question.call_id, reason=question.reason
+        )

@@ -29,6 +29,17 @@ class TurnStart:
 
 
 @dataclass(frozen=True, slots=True)
+class Step:
+    """``step/start``: a model call of turn ``turn`` begins (``step``: its number in the turn)."""
+
+    session: str
+    event: Event
+    turn: int | None
+    step: int | None
+    inherited: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A ``user/message`` a person typed: its text blocks joined, each non-empty text block,
     and its message id."""
@@ -56,11 +67,12 @@ class Relayed:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """``request/header``: the model (``None``: not logged) and why the header was logged."""
+    """``request/header``: the model and provider (``None``: not logged) and why it was logged."""
 
     session: str
     event: Event
     model: str | None
+    provider: str | None
     reason: str | None
     inherited: bool
 
@@ -104,7 +116,10 @@ class Answer:
     calls: tuple[CallPart, ...]
     usage: Usage | None
     message_id: str | None
+    turn: int | None
     step: int | None
+    interrupted: bool
+    """The call was cancelled and this is its partial message."""
     inherited: bool
 
 
@@ -261,6 +276,7 @@ class Title:
 
 Item = (
     TurnStart
+    | Step
     | Prompt
     | Relayed
     | Request
@@ -278,7 +294,7 @@ Item = (
     | Cut
     | Title
 )
-"""One thing a front-end shows; other events (policies, inbox splices, step marks) make none."""
+"""One thing a front-end shows; other events (policies, inbox splices, step ends) make none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,18 @@ from dsh.events.payloads import (
     usage_of,
 )
 from dsh.events.todos import todos_of
-from dsh.session.timeline.items import Answer, Attempt, CallPart, Hook, Part, Prompt, Relayed, Request
+from dsh.session.timeline.items import (
+    Answer,
+    Approval,
+    Attempt,
+    CallPart,
+    Hook,
+    Part,
+    Prompt,
+    Relayed,
+    Request,
+    Step,
+)
 
 
 def data_of(event: Event) -> dict[str, Any]:
@@ -68,8 +79,9 @@ def user_message(session: str, event: Event, inherited: bool) -> Prompt | Relaye
 
 def request(session: str, event: Event, inherited: bool) -> Request:
     config = (request_header_of(event) or {}).get("config")
-    model = config.get("model") if isinstance(config, dict) else None
-    return Request(session, event, str_or_none(model), str_or_none(data_of(event).get("reason")), inherited)
+    config = config if isinstance(config, dict) else {}
+    model, provider = str_or_none(config.get("model")), str_or_none(config.get("provider"))
+    return Request(session, event, model, provider, str_or_none(data_of(event).get("reason")), inherited)
 
 
 def answer(session: str, event: Event, inherited: bool) -> Answer:
@@ -94,7 +106,9 @@ def answer(session: str, event: Event, inherited: bool) -> Answer:
         tuple(calls),
         usage_of(event),
         str_or_none(message.get("id")),
+        int_or_none(data_of(event).get("turn")),
         int_or_none(data_of(event).get("step")),
+        data_of(event).get("interrupted") is True,
         inherited,
     )
 
@@ -134,8 +148,31 @@ def hook(session: str, event: Event, inherited: bool) -> Hook:
     )
 
 
+def approval_asked(session: str, event: Event, inherited: bool) -> Approval:
+    """An ``approval/asked``: the request id, the tool, its call and the reason when known."""
+    data = data_of(event)
+    return Approval(
+        session, event, str(data.get("id", "")), str_or_none(data.get("toolName")),
+        str_or_none(data.get("callId")), str_or_none(data.get("reason")), None, inherited,
+    )  # fmt: skip
+
+
+def approval_decided(session: str, event: Event, inherited: bool) -> Approval:
+    """An ``approval/decided`` on its own (the fold pairs it with its question)."""
+    data = data_of(event)
+    outcome = str_or_none(data.get("outcome")) or ""
+    return Approval(session, event, str(data.get("id", "")), None, None, None, outcome, inherited)
+
+
+def step(session: str, event: Event, inherited: bool) -> Step:
+    data = data_of(event)
+    return Step(session, event, int_or_none(data.get("turn")), int_or_none(data.get("step")), inherited)
+
+
 __all__ = [
     "answer",
+    "approval_asked",
+    "approval_decided",
     "attempt",
     "data_of",
     "hook",
@@ -143,6 +180,7 @@ __all__ = [
     "parse_arguments",
     "reasoning_text",
     "request",
+    "step",
     "str_or_none",
     "todos_of",
     "tool_call_of",
