@@ -10,11 +10,11 @@ with the response and the server notifications around it.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from dsh import jsonx
 from dsh.errors import UsageError
 from dsh.events.vocabulary import MCP_MESSAGE
 from dsh.redact import Redactor
@@ -44,7 +44,7 @@ class RecordedRequest:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return jsonx.dumps_sorted(value)
 
 
 @dataclass(slots=True)

@@ -14,10 +14,10 @@ asked (the unconsumed requests).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh import jsonx
 from dsh.mcp.exchange import Exchange, RecordedRequest
 
 Message = dict[str, Any]
@@ -26,7 +26,7 @@ NOT_RECORDED = -32601
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    text = jsonx.dumps_sorted(value)
     return text if len(text) <= 120 else text[:119] + "…"
 
 

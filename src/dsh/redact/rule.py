@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import re
 import secrets
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dsh import jsonx
 from dsh.errors import UsageError
 from dsh.redact.patterns import (
     MIN_SECRET_VALUE,
@@ -100,7 +100,7 @@ class Redactor:
         ordered = sorted((values or {}).items(), key=lambda kv: -len(kv[0]))
         self._values = dict(ordered)
         self._shapes = _compile([*shapes, *custom_shapes(custom)])
-        needles = {n for v in self._values for n in (v, json.dumps(v, ensure_ascii=False)[1:-1])}
+        needles = {n for v in self._values for n in (v, jsonx.dumps(v).decode()[1:-1])}
         literals = {x for s, _ in self._shapes if not s.lowered for x in s.literals}
         self._plain = tuple(sorted(needles | _gates(literals)))
         self._lowered = tuple(sorted({x for s, _ in self._shapes if s.lowered for x in s.literals}))

@@ -7,13 +7,13 @@ the salt) and for replay (which redacts the live side with it).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh import jsonx
 from dsh.errors import ScenarioError, UsageError
 from dsh.redact.rule import Redactor, custom_shapes, new_salt
 
@@ -70,8 +70,8 @@ def settings_in(directory: Path) -> Settings:
     if not path.exists():
         return Settings(None, ())
     try:
-        document = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+        document = jsonx.loads(path.read_bytes())
+    except ValueError as exc:
         raise ScenarioError(f"{path}: not valid JSON: {exc}") from exc
     return Settings.of(document.get("replay") if isinstance(document, dict) else None, str(path))
 
@@ -79,10 +79,11 @@ def settings_in(directory: Path) -> Settings:
 def keep_settings(directory: Path, settings: Settings) -> None:
     """Write ``settings`` as ``directory``'s ``input.json`` ``"replay"`` (other keys kept; atomic)."""
     path = directory / SETTINGS_FILE
-    document: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    found = jsonx.loads(path.read_bytes()) if path.exists() else {}
+    document: dict[str, Any] = dict(found) if isinstance(found, dict) else {}
     replay = dict(document.get("replay") or {})
     replay.update({"salt": settings.salt, **({"redact": list(settings.regexes)} if settings.regexes else {})})
     document["replay"] = replay
     staged = path.with_name(f".{path.name}.tmp")
-    staged.write_text(json.dumps(document, indent=2) + "\n")
+    staged.write_text(jsonx.dumps_pretty(document) + "\n")
     os.replace(staged, path)

@@ -410,6 +410,7 @@ def _settlement(data: dict[str, Any]) -> None:
         _message(data["message"], ".message")
     _get(data, "usage", dict, "")
     _get(data, "wireUsage", dict, "")
+    _get(data, "wire", dict, "")
     _get(data, "interrupted", bool, "")
     stream = _get(data, "stream", dict, "")
     if stream is not None:

@@ -23,25 +23,34 @@ class Loaded(Protocol):
     """A session read back (``dsh.store.LoadedSession`` is one)."""
 
     @property
-    def header(self) -> SessionHeader: ...
+    def header(self) -> SessionHeader:
+        """The session's header (its id, parent, cwd)."""
+
     @property
-    def inherited_event_count(self) -> int: ...
+    def inherited_event_count(self) -> int:
+        """How many leading events it inherited from its parent (its cut)."""
+
     @property
-    def events(self) -> list[Event]: ...
+    def events(self) -> list[Event]:
+        """Every event, the inherited prefix included."""
 
 
 class Listed(Protocol):
     """A listed session (``dsh.store.SessionSummary`` is one)."""
 
     @property
-    def header(self) -> SessionHeader: ...
+    def header(self) -> SessionHeader:
+        """The session's header."""
 
 
 class TreeStore(Protocol):
     """What the tree reads of a store (every ``dsh.store.EventStore`` has it)."""
 
-    async def load(self, session_id: str) -> Loaded: ...
-    async def children(self, session_id: str) -> Sequence[Listed]: ...
+    async def load(self, session_id: str) -> Loaded:
+        """The session ``session_id``, read back whole."""
+
+    async def children(self, session_id: str) -> Sequence[Listed]:
+        """The sessions whose parent is ``session_id``."""
 
 
 @dataclass(slots=True)
