@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,8 +43,10 @@ def _handler(req: RecordedRequest) -> Response:
     return reply(f"The token is {GITHUB} (done).")  # streamed in 6-character deltas: split
 
 
-@pytest.fixture
-def saved(tmp_path: Path) -> tuple[Path, str]:
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real run saved as a scenario, shared by the tests (which only read it or copy it)."""
+    tmp_path = tmp_path_factory.mktemp("saved")
     work = tmp_path / "work"
     work.mkdir()
     (work / "creds.txt").write_text(f"github={GITHUB}\n")
@@ -105,10 +108,14 @@ def test_a_different_live_value_is_a_divergence_that_prints_no_secret(saved: tup
     assert other not in replayed.stdout + replayed.stderr
 
 
-def test_scan_passes_the_saved_scenario_and_flags_a_planted_key(saved: tuple[Path, str]) -> None:
-    scenario, store = saved
-    clean = _dsh("scenario", "scan", str(scenario), cwd=scenario.parent, store=store)
+def test_scan_passes_the_saved_scenario_and_flags_a_planted_key(
+    saved: tuple[Path, str], tmp_path: Path
+) -> None:
+    original, store = saved
+    clean = _dsh("scenario", "scan", str(original), cwd=original.parent, store=store)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+    scenario = tmp_path / "copy"
+    shutil.copytree(original, scenario)
     planted = scenario / "workspace" / "notes.md"
     planted.write_text(f"first line\naws = {AWS}\n")
     found = _dsh("scenario", "scan", str(scenario), cwd=scenario.parent, store=store)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 from typing import Annotated
 
 import typer
@@ -45,6 +43,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError  # only here: ~40 ms every start paid
+        from importlib.metadata import version as dist_version
+
         try:
             number = dist_version(DISTRIBUTION)
         except PackageNotFoundError:  # running from a source tree that was never installed
