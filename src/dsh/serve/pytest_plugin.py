@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,30 +148,16 @@ class ServeClient:
         return httpx2.AsyncClient(transport=self.transport(), **kwargs)
 
 
-def _redaction(config: pytest.Config) -> RedactOptions:
-    """The snapshot plugin's ``--dsh-no-redact`` and ``dsh_redact`` (when it is loaded)."""
-    from dsh.snapshot.redaction import NO_REDACT_WARNING, RedactOptions
-
-    try:
-        enabled = not config.getoption("--dsh-no-redact")
-        custom = tuple(config.getini("dsh_redact"))
-    except (ValueError, KeyError):  # the snapshot plugin disabled: the defaults
-        enabled, custom = True, ()
-    if not enabled:
-        sys.stderr.write(f"dsh: WARNING: {NO_REDACT_WARNING}\n")
-    return RedactOptions(custom, enabled=enabled)
-
-
 def _check_clean(directory: Path, redact: RedactOptions) -> None:
     """After a record: ``dsh scenario scan`` over what it wrote; a finding fails the test."""
     from dsh.snapshot.redaction import secrets_left
 
-    if not redact.enabled or not directory.is_dir():
+    if not directory.is_dir():
         return
     names = sorted(
         p.name for p in directory.iterdir() if p.name.startswith("session") or p.name == "input.json"
     )
-    left = secrets_left(directory, names, redact.custom)
+    left = secrets_left(directory, names, redact)
     if left:
         pytest.fail(
             f"dsh_serve: the recording {directory} still holds secrets:\n" + "\n".join(left), pytrace=False
@@ -196,7 +181,9 @@ def dsh_serve_client(request: pytest.FixtureRequest) -> Iterator[ServeClient]:
         if not upstream:
             pytest.skip(f"dsh_serve: recording needs an upstream (marker upstream= or ${UPSTREAM_ENV})")
         # record mode re-records: an earlier recording is replaced whole when the test ends
-        redact = _redaction(request.config)
+        from dsh.snapshot.plugin import redaction_options
+
+        redact = redaction_options(request.config)
         background = BackgroundServer(RecordServer(str(upstream), directory, replace=True, redact=redact))
         background.start()
     else:

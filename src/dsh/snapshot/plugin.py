@@ -86,23 +86,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _redaction(config: pytest.Config) -> RedactOptions:
+def redaction_options(config: pytest.Config) -> RedactOptions:
+    """How a record under pytest redacts: ``--dsh-no-redact`` and the ini ``dsh_redact``
+    (this plugin's options; its defaults when it is disabled). Also the ``dsh_serve`` fixture's."""
     from dsh.snapshot.redaction import NO_REDACT_WARNING, RedactOptions
 
-    enabled = not config.getoption("--dsh-no-redact")
+    try:
+        enabled = not config.getoption("--dsh-no-redact")
+        custom = tuple(config.getini("dsh_redact"))
+    except (ValueError, KeyError):  # the plugin is disabled (-p no:dsh_snapshot)
+        enabled, custom = True, ()
     if not enabled:
         sys.stderr.write(f"dsh: WARNING: {NO_REDACT_WARNING}\n")
-    return RedactOptions(tuple(config.getini("dsh_redact")), enabled=enabled)
+    return RedactOptions(custom, enabled=enabled)
 
 
 def _check_clean(directory: Path, changed: list[str], redact: RedactOptions) -> None:
     """After a record: the scan over what it wrote; a finding fails the record."""
-    from dsh.snapshot.redaction import read_input_document, recording_rule, secrets_left
+    from dsh.snapshot.redaction import secrets_left
 
-    if not redact.enabled or not changed:
-        return
-    custom = recording_rule(read_input_document(directory), custom=redact.custom).custom
-    left = secrets_left(directory, changed, custom)
+    left = secrets_left(directory, changed, redact)
     if left:
         raise ScenarioFailed(
             f"scenario {directory.name}: the recording still holds secrets (redact them with "
@@ -174,7 +177,7 @@ def dsh_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
     config = request.config
     mode = snapshot_mode(config.getoption("--dsh-snapshot"))
     try:
-        redact = _redaction(config)
+        redact = redaction_options(config)
         recording = Recording(path, mode, drift=drift_mode(config.getoption("--dsh-drift")), redact=redact)
     except ScenarioSkipped as exc:
         pytest.skip(str(exc))
@@ -258,7 +261,7 @@ class ScenarioItem(pytest.Item):
             warning = untrusted_warning(self.path.parent)
             if warning:
                 self.config.stash.setdefault(_UNTRUSTED, []).append(warning)
-        redact = _redaction(self.config)
+        redact = redaction_options(self.config)
         try:
             result = asyncio.run(
                 run_scenario(

@@ -155,9 +155,13 @@ def redact_tree(root: Path, redactor: Redactor | None) -> list[Path]:
     return changed
 
 
-def secrets_left(directory: Path, names: Iterable[str], custom: Sequence[str] = ()) -> list[str]:
-    """``dsh scenario scan`` over the files a record wrote (``names``, in ``directory``): one
-    ``file:line: KIND`` per secret still there (never the secret)."""
+def secrets_left(directory: Path, names: Iterable[str], redact: RedactOptions) -> list[str]:
+    """``dsh scenario scan`` over the files a record wrote (``names``, in ``directory``), with
+    the recording's regexes and ``redact``'s: one ``file:line: KIND`` per secret still there
+    (never the secret); nothing under ``--no-redact``."""
+    if not redact.enabled:
+        return []
+    custom = recording_rule(read_input_document(directory), custom=redact.custom).custom
     paths = [directory / name for name in names if (directory / name).is_file()]
     return [str(hit) for hit in scan(paths, custom=custom)]
 
