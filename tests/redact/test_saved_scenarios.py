@@ -140,3 +140,21 @@ def test_a_bad_redact_regex_is_one_line(tmp_path: Path, saved: tuple[Path, str])
     out = _dsh("scenario", "save", "x", str(tmp_path / "y"), "--redact", "(", cwd=tmp_path, store=store)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "--redact" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_redact_regex_is_applied_kept_in_input_json_and_the_scenario_replays(
+    tmp_path: Path, saved: tuple[Path, str]
+) -> None:
+    scenario, store = saved
+    sid = json.loads((scenario / "session.jsonl").read_text().splitlines()[0])["id"]
+    target, work = tmp_path / "custom", tmp_path / "work"
+    work.mkdir()
+    (work / "creds.txt").write_text(f"github={GITHUB}\n")  # the workspace as it was before the run
+    out = _dsh("scenario", "save", sid, str(target), "--redact", "credentials", "--workspace", str(work),
+               cwd=tmp_path, store=store)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    log = (target / "session.jsonl").read_text()
+    assert "credentials" not in log and "<secret:custom:" in log
+    assert json.loads((target / "input.json").read_text())["replay"]["redact"] == ["credentials"]
+    replayed = _dsh("scenario", "replay", str(target), "--json", "--trust", cwd=tmp_path, store=store)
+    assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr
