@@ -22,7 +22,7 @@ from dsh.temporal.children import child_id
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
 from tests.temporal.conftest import Model, Workers, free_port
-from tests.temporal.helpers import bash_call, by_count, last_end, results, slow_reply
+from tests.temporal.helpers import bash_call, by_count, holder_pid, last_end, results, slow_reply
 
 pytestmark = [pytest.mark.postgres]
 
@@ -65,6 +65,34 @@ async def test_a_second_prompt_for_a_running_session_is_busy_and_cancel_aborts(
         await submit_turn(client, "again", task_queue=workers.queue, store=store, session_id=first.session_id)
     await asyncio.sleep(1.0)  # the slow call is streaming
     await first.cancel()
+    result = await asyncio.wait_for(first.result(store), 30)
+    assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
+
+
+async def test_a_cancel_that_comes_before_the_turn_opens_still_ends_it_aborted(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    """The signal can be in the workflow's first task, before ``begin_turn`` ran: the turn
+    still opens and ends ``aborted`` (the run does not fail with the activity's cancellation)."""
+    model.script = by_count(slow_reply)
+    client = await connect(workers.address)
+    first = await submit_turn(client, "slow", task_queue=workers.queue, store=store, cwd=tmp_path)
+    await first.cancel()
+    result = await asyncio.wait_for(first.result(store), 30)
+    assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert last_end(list((await store.load(first.session_id)).events)) == "aborted"
+
+
+async def test_temporals_own_cancellation_stops_the_running_call_and_ends_the_turn_aborted(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    """``temporal workflow cancel`` (the client's ``cancel``), not dsh's signal: the stalled
+    model call is stopped, so the closing activity gets the session and the turn ends."""
+    model.script = by_count(slow_reply)
+    client = await connect(workers.address)
+    first = await submit_turn(client, "slow", task_queue=workers.queue, store=store, cwd=tmp_path)
+    await holder_pid(store, first.session_id)  # the model step holds the session
+    await first.handle.cancel()
     result = await asyncio.wait_for(first.result(store), 30)
     assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
 

@@ -79,7 +79,9 @@ class TurnWorkflow:
         """The answer given for ``call_id`` so far (``None``: none yet)."""
         return self._decisions.get(call_id)
 
-    async def _act(self, name: str, arg: Any, result_type: type[T]) -> T:
+    async def _act(self, name: str, arg: Any, result_type: type[T], *, stoppable: bool = True) -> T:
+        """Run activity ``name``; a cancel stops it when ``stoppable`` (opening and closing
+        the turn are not: they are short, and the turn must open to end ``aborted``)."""
         handle = workflow.start_activity(
             name,
             arg,
@@ -89,24 +91,24 @@ class TurnWorkflow:
             retry_policy=RETRIES,
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
-        await workflow.wait_condition(lambda: self._cancelled or handle.done())
-        if not handle.done():
+        try:
+            await workflow.wait_condition(lambda: (stoppable and self._cancelled) or handle.done())
+        except asyncio.CancelledError:  # Temporal's own cancellation of this run: a cancel too
+            self._cancelled = True
+        if stoppable and self._cancelled and not handle.done():
             handle.cancel()
         return cast("T", await handle)
 
     @workflow.run
     async def run(self, turn_input: TurnInput) -> TurnOutcome:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
-        begun = await self._act("dsh.begin_turn", turn_input, TurnBegun)
+        begun = await self._act("dsh.begin_turn", turn_input, TurnBegun, stoppable=False)
         try:
             ending = await self._steps(turn_input, begun)
         except (ActivityError, ChildWorkflowError) as exc:
             ending = self._aborted(delegated is not None) if self._cancelled else _failed(exc)
-        except asyncio.CancelledError:  # Temporal's own cancellation of this run
-            ending = self._aborted(delegated is not None)
-        self._cancelled = False  # the closing activity must run
         closing = EndInput(sid, start, begun.turn, ending, delegated)
-        return await self._act("dsh.end_turn", closing, TurnOutcome)
+        return await self._act("dsh.end_turn", closing, TurnOutcome, stoppable=False)
 
     def _aborted(self, delegated: bool) -> Ending:
         return Ending("aborted", by="parent" if delegated else "user")
@@ -114,6 +116,8 @@ class TurnWorkflow:
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         for step in range(1, begun.max_steps + 1):
+            if self._cancelled:
+                return self._aborted(delegated is not None)
             prompt = turn_input.prompt if step == 1 else None
             settled = await self._act(
                 "dsh.model_step", StepInput(sid, start, begun.turn, step, prompt, delegated), StepSettled
@@ -125,6 +129,8 @@ class TurnWorkflow:
             if not settled.calls:
                 return Ending("completed")
             for call in settled.calls:
+                if self._cancelled:
+                    return self._aborted(delegated is not None)
                 await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
         return Ending("error", "MAX_STEPS", f"turn {begun.turn} exceeded {begun.max_steps} steps")
 
@@ -145,7 +151,10 @@ class TurnWorkflow:
             TurnInput(child.session_id, child.from_seq, child.prompt, child.delegated),
             id=workflow_id(child.session_id),
         )
-        await workflow.wait_condition(lambda: self._cancelled or handle.done())
+        try:
+            await workflow.wait_condition(lambda: self._cancelled or handle.done())
+        except asyncio.CancelledError:  # Temporal's own cancellation of this run
+            self._cancelled = True
         if not handle.done():
             handle.cancel()
         outcome = await handle
