@@ -110,13 +110,17 @@ class TurnWorkflow:
         closing = EndInput(sid, start, begun.turn, ending, delegated)
         return await self._act("dsh.end_turn", closing, TurnOutcome, stoppable=False)
 
+    def _stopped(self) -> bool:
+        """Whether a cancel came (a method: a signal can set it during any ``await``)."""
+        return self._cancelled
+
     def _aborted(self, delegated: bool) -> Ending:
         return Ending("aborted", by="parent" if delegated else "user")
 
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         for step in range(1, begun.max_steps + 1):
-            if self._cancelled:
+            if self._stopped():
                 return self._aborted(delegated is not None)
             prompt = turn_input.prompt if step == 1 else None
             settled = await self._act(
@@ -129,7 +133,7 @@ class TurnWorkflow:
             if not settled.calls:
                 return Ending("completed")
             for call in settled.calls:
-                if self._cancelled:
+                if self._stopped():  # the cancel came as the step settled
                     return self._aborted(delegated is not None)
                 await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
         return Ending("error", "MAX_STEPS", f"turn {begun.turn} exceeded {begun.max_steps} steps")
