@@ -1,4 +1,4 @@
-"""Process-group helpers shared by everything that runs ``bash -c`` (the bash tool, hooks)."""
+"""Process-group helpers shared by everything that runs ``bash -c`` (the bash tool, jobs, hooks)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,20 @@ async def spawn_in_group(
     """Start ``argv`` as every tool command starts: empty stdin, piped stdout and stderr, in
     its own session (so its process group is the one :func:`signal_group` stops)."""
     loop = asyncio.get_running_loop()
-    return await loop.subprocess_exec(
+    spawning = asyncio.ensure_future(loop.subprocess_exec(
         protocol, *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
-    )  # fmt: skip
+    ))  # fmt: skip
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        # The command may run already, its children holding the pipes: asyncio's own
+        # cleanup would kill the shell alone and wait for them. Stop the whole group.
+        with contextlib.suppress(OSError):
+            transport, _ = await asyncio.shield(spawning)
+            signal_group(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+        raise
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
