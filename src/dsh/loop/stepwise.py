@@ -146,15 +146,20 @@ class StepwiseTurn:
         if open_step is not None:
             self._agent.append(STEP_END, step_mark(turn, open_step))
 
-    async def model_step(self, turn: int, step: int, from_seq: int, prompt: Message | None) -> StepOutcome:
-        """Step ``step``: opened (``prompt`` is step 1's message) and settled unless logged."""
+    async def model_step(
+        self, turn: int, step: int, from_seq: int, prompt: Message | None, *, woken: bool = False
+    ) -> StepOutcome:
+        """Step ``step``: opened (``prompt`` is step 1's message; ``woken``: step 1 claims the
+        inbox's first next-turn message instead, as a turn run without a prompt does) and
+        settled unless logged."""
         events = self._turn_events(from_seq)
         settled = next((e for e in events if _is(e, ASSISTANT_MESSAGE, turn, step)), None)
         if settled is not None and not _data(settled).get("interrupted"):
             return _outcome(settled, ran=False)
         if not any(_is(e, STEP_START, turn, step) for e in events):
             self._close_step(turn, from_seq)
-            await self._steps.open_step(turn, step, [prompt] if prompt is not None else [])
+            opened = self._agent.inbox.claim_turn() if woken and step == 1 else prompt
+            await self._steps.open_step(turn, step, [opened] if opened is not None else [])
         try:
             await self._steps.model_step(turn, step, resumed=False)
         except ModelError as exc:

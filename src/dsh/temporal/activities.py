@@ -27,7 +27,7 @@ from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.model import Delegation
 from dsh.temporal.approvals import SignalApprover
-from dsh.temporal.children import finish_child, start_child
+from dsh.temporal.children import delegates, finish_child, start_child
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import (
     Call,
@@ -37,12 +37,14 @@ from dsh.temporal.refs import (
     Delegated,
     Ending,
     EndInput,
+    Settling,
     StepInput,
     StepSettled,
     TurnBegun,
     TurnInput,
     TurnOutcome,
 )
+from dsh.temporal.waking import settle
 from dsh.tools.approval import Approver
 
 HEARTBEAT_EVERY: Final = 1.0
@@ -115,7 +117,7 @@ class TurnActivities:
 
     async def _begin(self, turn: TurnInput) -> TurnBegun:
         preamble = []
-        if turn.delegated is not None:
+        if turn.delegated is not None and not turn.delegated.continuable:  # a continuable one's is logged
             d = turn.delegated
             descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
             preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
@@ -132,8 +134,10 @@ class TurnActivities:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
         delegation = _delegation(step.delegated)
         async with self._recipe.agent(step.session_id, delegation=delegation) as agent:
-            out = await agent.stepwise().model_step(step.turn, step.step, step.from_seq, prompt)
-        calls = tuple(Call(c.call_id, c.name) for c in out.calls)
+            out = await agent.stepwise().model_step(
+                step.turn, step.step, step.from_seq, prompt, woken=step.woken
+            )
+        calls = tuple(Call(c.call_id, c.name, delegates(self._recipe, c.name)) for c in out.calls)
         failure = out.failure
         if failure is None:
             return StepSettled(calls, out.max_tokens)
@@ -172,6 +176,23 @@ class TurnActivities:
         """The parent's call settled with its child's answer."""
         return await heartbeating(finish_child(self._recipe, finished))
 
+    @activity.defn(name="dsh.pending_work")
+    async def pending_work(self, session_id: str) -> int | None:
+        """The seq a woken turn starts at when the session's inbox holds work, else ``None``."""
+        return await heartbeating(self._pending_work(session_id))
+
+    async def _pending_work(self, session_id: str) -> int | None:
+        async with self._recipe.agent(session_id) as agent:
+            return agent.session.next_seq if agent.inbox.has_work else None
+
+    @activity.defn(name="dsh.settle_child")
+    async def settle_child(self, settling: Settling) -> bool:
+        """A background child's activation ended: the notice to its parent, woken."""
+        client = self._client
+        if client is None:
+            raise ApplicationError("settling a child needs the worker's client", non_retryable=True)
+        return await heartbeating(settle(self._recipe, client, settling, activity.info().task_queue))
+
     def all(self) -> list[Callable[..., Awaitable[object]]]:
         """Every activity, for a worker."""
         return [
@@ -181,4 +202,6 @@ class TurnActivities:
             self.end_turn,
             self.start_child,
             self.finish_child,
+            self.pending_work,
+            self.settle_child,
         ]

@@ -15,21 +15,24 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Delegated:
-    """A child turn's delegation: the parent session, its tool call and the child's label."""
+    """A child turn's delegation: the parent session, its tool call, the child's label, its
+    mode (``spawn`` / ``fork``) and whether it is a background (continuable) child."""
 
     parent_session: str
     call_id: str
     label: str
     mode: str = "spawn"
+    continuable: bool = False
 
 
 @dataclass(frozen=True)
 class TurnInput:
-    """A turn run's input: ``prompt`` is the attachment id of the prompt's text in the store."""
+    """A turn run's input: ``prompt`` is the attachment id of the prompt's text in the store
+    (``None``: a woken turn, opened by the session's inbox — a task, a message, a notice)."""
 
     session_id: str
     from_seq: int
-    prompt: str
+    prompt: str | None
     delegated: Delegated | None = None
 
 
@@ -43,7 +46,8 @@ class TurnBegun:
 
 @dataclass(frozen=True)
 class StepInput:
-    """One model step; ``prompt`` only at step 1 (the attachment id of the turn's message)."""
+    """One model step; ``prompt`` only at step 1 (the attachment id of the turn's message;
+    ``woken``: step 1 of a woken turn claims the inbox's next-turn message instead)."""
 
     session_id: str
     from_seq: int
@@ -51,14 +55,17 @@ class StepInput:
     step: int
     prompt: str | None = None
     delegated: Delegated | None = None
+    woken: bool = False
 
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call a step settled: its id and tool name."""
+    """One tool call a step settled: its id, its tool's name, and whether that tool delegates
+    to a child session (``subagent``, ``subagent_fork``: it may run as a child workflow)."""
 
     call_id: str
     name: str
+    delegates: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,11 +122,12 @@ class TurnOutcome:
 
 @dataclass(frozen=True)
 class ChildStarted:
-    """A spawned child session ready for its turn: its id, its first seq and its prompt."""
+    """A child session ready for its turn: its id, its first seq and its prompt (``None``:
+    a background child, whose task is queued in its inbox)."""
 
     session_id: str
     from_seq: int
-    prompt: str
+    prompt: str | None
     delegated: Delegated
 
 
@@ -130,6 +138,15 @@ class ApprovalDecision:
 
     call_id: str
     outcome: str
+
+
+@dataclass(frozen=True)
+class Settling:
+    """A background child's activation ended (its inbox is empty): notify its parent."""
+
+    session_id: str
+    delegated: Delegated
+    ending: Ending
 
 
 @dataclass(frozen=True)

@@ -13,19 +13,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowContinuedAsNewError, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from dsh.errors import SessionBusyError, SessionRunningError, TemporalError
 from dsh.events import SessionHeader
 from dsh.events.attachments import Attachment
+from dsh.events.payloads import turn_end_of
 from dsh.ids import new_session_id, now_ms
 from dsh.loop import TurnResult
 from dsh.loop.prompt import check_prompt
 from dsh.session import final_assistant_text, usage_totals
 from dsh.store import EventStore
-from dsh.temporal.activities import reason_of
+from dsh.temporal.activities import ending_of, reason_of
 from dsh.temporal.refs import ApprovalDecision, TurnInput, TurnOutcome
 from dsh.temporal.workflow import TurnWorkflow, workflow_id
 
@@ -38,10 +39,17 @@ class SubmittedTurn:
     from_seq: int
     handle: WorkflowHandle[TurnWorkflow, TurnOutcome]
 
-    async def outcome(self) -> TurnOutcome:
-        """Wait for the turn to end; a run that failed is its one line (busy: ``SessionBusyError``)."""
+    async def outcome(self, store: EventStore | None = None) -> TurnOutcome:
+        """Wait for the turn to end; a run that failed is its one line (busy: ``SessionBusyError``).
+
+        A run that went on with a woken turn (its inbox held work: continue-as-new) ended this
+        turn in the log: with ``store`` its ending is read there, else the last run's is awaited.
+        """
         try:
-            return await self.handle.result()
+            return await self.handle.result(follow_runs=store is None)
+        except WorkflowContinuedAsNewError:
+            assert store is not None
+            return await ended_in(store, self.session_id, self.from_seq)
         except WorkflowFailureError as exc:
             cause: BaseException = exc
             while cause.__cause__ is not None:
@@ -52,7 +60,7 @@ class SubmittedTurn:
 
     async def result(self, store: EventStore) -> TurnResult:
         """:meth:`outcome` as ``Agent.run_turn``'s result, its text and usage read from ``store``."""
-        outcome = await self.outcome()
+        outcome = await self.outcome(store)
         own = (await store.load(self.session_id)).events[self.from_seq :]
         return TurnResult(
             self.session_id,
@@ -69,6 +77,17 @@ class SubmittedTurn:
     async def approve(self, call_id: str, outcome: str = "allowed-once") -> None:
         """Answer tool call ``call_id``'s approval request."""
         await self.handle.signal(TurnWorkflow.approve, ApprovalDecision(call_id, outcome))
+
+
+async def ended_in(store: EventStore, session_id: str, from_seq: int) -> TurnOutcome:
+    """The outcome of the turn after ``from_seq`` as its ``turn/end`` logged it."""
+    for event in (await store.load(session_id)).events[from_seq:]:
+        end = turn_end_of(event)
+        if end is not None:
+            return TurnOutcome(session_id, end["turn"], ending_of(end.get("reason") or {"kind": "error"}))
+    raise TemporalError(
+        f"turn of session {session_id} went on without ending (no turn/end after seq {from_seq})"
+    )
 
 
 def _absolute(path: str | Path) -> str:

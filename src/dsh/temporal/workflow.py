@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         ChildStarted,
         Ending,
         EndInput,
+        Settling,
         StepInput,
         StepSettled,
         TurnBegun,
@@ -62,7 +63,13 @@ class TurnWorkflow:
 
     def __init__(self) -> None:
         self._cancelled = False
+        self._woken = False
         self._decisions: dict[str, str] = {}
+
+    @workflow.signal
+    def wake(self) -> None:
+        """Work was queued in the session's inbox: look for it when the turn ends."""
+        self._woken = True
 
     @workflow.signal
     def cancel(self) -> None:
@@ -108,7 +115,17 @@ class TurnWorkflow:
         except (ActivityError, ChildWorkflowError) as exc:
             ending = self._aborted(delegated is not None) if self._cancelled else _failed(exc)
         closing = EndInput(sid, start, begun.turn, ending, delegated)
-        return await self._act("dsh.end_turn", closing, TurnOutcome, stoppable=False)
+        outcome = await self._act("dsh.end_turn", closing, TurnOutcome, stoppable=False)
+        continuable = delegated if delegated is not None and delegated.continuable else None
+        if self._woken or continuable is not None:
+            pending: Any = int | None  # the converter's type hint (mypy has no type[] of a union)
+            woken_at: int | None = await self._act("dsh.pending_work", sid, pending, stoppable=False)
+            if woken_at is not None:  # the inbox holds work: a woken turn, in a fresh run
+                workflow.continue_as_new(TurnInput(sid, woken_at, None, delegated))
+        if continuable is not None:  # the activation is over: the parent's notice
+            settling = Settling(sid, continuable, outcome.ending)
+            await self._act("dsh.settle_child", settling, bool, stoppable=False)
+        return outcome
 
     def _stopped(self) -> bool:
         """Whether a cancel came (a method: a signal can set it during any ``await``)."""
@@ -123,8 +140,11 @@ class TurnWorkflow:
             if self._stopped():
                 return self._aborted(delegated is not None)
             prompt = turn_input.prompt if step == 1 else None
+            woken = step == 1 and turn_input.prompt is None
             settled = await self._act(
-                "dsh.model_step", StepInput(sid, start, begun.turn, step, prompt, delegated), StepSettled
+                "dsh.model_step",
+                StepInput(sid, start, begun.turn, step, prompt, delegated, woken),
+                StepSettled,
             )
             if settled.failure_code is not None:
                 return Ending("error", settled.failure_code, settled.failure_message)
@@ -139,14 +159,27 @@ class TurnWorkflow:
         return Ending("error", "MAX_STEPS", f"turn {begun.turn} exceeded {begun.max_steps} steps")
 
     async def _call(self, call_input: CallInput, call: Call) -> None:
-        if call.name == "subagent":
+        if call.delegates:
             child = await self._act("dsh.start_child", call_input, ChildStarted | None)  # type: ignore[arg-type]
+            if child is not None and child.delegated.continuable:
+                await self._background(child)
+                return
             if child is not None:
                 ending = await self._child(child)
                 finished = ChildFinished(call_input, child.session_id, ending)
                 await self._act("dsh.finish_child", finished, bool)
                 return
         await self._act("dsh.tool_call", call_input, bool)
+
+    async def _background(self, child: ChildStarted) -> None:
+        """Start a background child's workflow and go on: it outlives this run, and its
+        settlement notice wakes this session (``dsh.temporal.waking``)."""
+        await workflow.start_child_workflow(
+            TurnWorkflow.run,
+            TurnInput(child.session_id, child.from_seq, None, child.delegated),
+            id=workflow_id(child.session_id),
+            parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+        )
 
     async def _child(self, child: ChildStarted) -> Ending:
         """Run the child's turn as a child workflow; a cancel of this turn cancels it."""
