@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from dsh.temporal.children import child_id
 from dsh.temporal.waking import running
 from dsh.testing import Faults, RecordedRequest, Response, WireToolCall, stream_reply
 from tests.temporal.conftest import Model, Workers
-from tests.temporal.helpers import last_end, results
+from tests.temporal.helpers import last_end, results, slow_reply
 
 pytestmark = [pytest.mark.postgres]
 
@@ -147,3 +148,91 @@ async def test_a_background_child_runs_on_and_its_notice_wakes_the_idle_parent(
     run = await client.get_workflow_handle(workflow_id(kid)).describe()
     assert run.parent_id == workflow_id(submitted.session_id)
     await _replays(client, submitted.session_id, kid)
+
+
+KID = re.compile(r"subagent ([0-9a-f-]{36})")
+
+
+def _steering(request: RecordedRequest) -> Response:
+    asked = request.text()
+    if "second answer" in asked:
+        return stream_reply(text="all done")
+    if "one more thing" in asked and "message queued" not in asked:  # the child's second turn
+        return stream_reply(text="second answer")
+    if "message queued" in asked:
+        return stream_reply(text="sent")
+    if "Its closing message:" in asked:  # the first notice: more work for the child
+        kid = KID.findall(asked)[-1]
+        return _call("m1", "send_message", f'{{"subagent_id": "{kid}", "message": "one more thing"}}')
+    return _backgrounding(request)
+
+
+async def test_send_message_gives_an_idle_background_child_a_woken_turn_whose_notice_wakes_the_parent(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    model.script = _steering
+    client = await connect(workers.address)
+    submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
+    await asyncio.wait_for(submitted.result(store), 60)
+    kid = child_id(submitted.session_id, "b1")
+
+    async def all_settled() -> bool:
+        events = list((await store.load(submitted.session_id)).events)
+        done = [e for e in events if e.type == TURN_END]
+        return (
+            len(done) == 3
+            and not await running(client, submitted.session_id)
+            and not await running(client, kid)
+        )
+
+    await _until(all_settled, 90)
+    parent = list((await store.load(submitted.session_id)).events)
+    sent = [r for r in results(parent) if "message queued" in str(r.data)]
+    assert len(sent) == 1
+    assert "second answer" in _texts(parent)[-1]  # the second notice opened the last turn
+    child = list((await store.load(kid)).events)
+    assert [e.type for e in child].count(TURN_END) == 2
+    relays = [e.data for e in child if e.type == USER_MESSAGE and "one more thing" in str(e.data)]
+    assert len(relays) == 1 and relays[0]["source"]["kind"] == "coordinator"
+    assert relays[0]["source"]["senderSessionId"] == submitted.session_id
+    await _replays(client, kid)
+
+
+def _interrupting(request: RecordedRequest) -> Response:
+    asked = request.text()
+    if "was stopped" in asked:
+        return stream_reply(text="it was stopped")
+    if "interrupt requested" in asked:
+        return stream_reply(text="stopping it")
+    if "never ends" in asked:  # the child: streams, then nothing until it is cancelled
+        return slow_reply()
+    if "started subagent" in asked:
+        kid = KID.findall(asked)[-1]
+        return _call("i1", "interrupt_agent", f'{{"agent_id": "{kid}"}}')
+    arguments = '{"description": "bg", "prompt": "a task that never ends", "run_in_background": true}'
+    return _call("b1", "subagent", arguments)
+
+
+async def test_interrupt_agent_stops_a_background_childs_turn_on_another_workflow(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    model.script = _interrupting
+    client = await connect(workers.address)
+    submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
+    assert (await asyncio.wait_for(submitted.result(store), 60)).text == "stopping it"
+    kid = child_id(submitted.session_id, "b1")
+
+    async def parent_told() -> bool:
+        events = list((await store.load(submitted.session_id)).events)
+        return [e.type for e in events].count(TURN_END) == 2 and not await running(
+            client, submitted.session_id
+        )
+
+    await _until(parent_told, 60)
+    assert last_end(list((await store.load(kid)).events)) == "aborted"
+    parent = list((await store.load(submitted.session_id)).events)
+    assert f"Background subagent {kid} was stopped" in _texts(parent)[-1]
+    (asked, _) = results(parent)
+    assert asked.data["message"]["content"][0]["content"] == [
+        {"type": "text", "text": f"started subagent {kid}"}
+    ]

@@ -48,6 +48,17 @@ def pending_from_log(events: Sequence[Event]) -> dict[Target, list[Message]]:
     return lists
 
 
+def claimed_turn_message(events: Sequence[Event], from_seq: int) -> Message | None:
+    """The ``next-turn`` message the first claim after ``from_seq`` took (``None``: no such
+    claim): the message a turn run piece by piece (``dsh.loop.stepwise``) opened with."""
+    for event in events[from_seq:]:
+        data = event.data if event.type == INBOX_SPLICED and isinstance(event.data, dict) else None
+        if data is not None and data.get("target") == "next-turn" and data.get("removedCount"):
+            queued = pending_from_log(events[: event.seq])["next-turn"]
+            return queued[0] if queued else None
+    return None
+
+
 def senders(events: Sequence[Event]) -> list[str]:
     """Who queued messages in this log's inbox from outside its own steps (other sessions,
     its background jobs: ``dsh.events.messages.delivery_sender``), one entry per message, in order."""

@@ -43,6 +43,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
+from dsh.loop.inbox import claimed_turn_message
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode
 from dsh.loop.steps import Steps
@@ -117,9 +118,13 @@ class StepwiseTurn:
                 return int(_data(event).get("turn", 0))
         return None
 
-    async def begin(self, from_seq: int, preamble: Sequence[tuple[str, dict[str, Any]]] = ()) -> int:
+    async def begin(
+        self, from_seq: int, preamble: Sequence[tuple[str, dict[str, Any]]] = (), *, woken: bool = False
+    ) -> int:
         """Open the turn (``turn/start``, ``preamble``, the sandbox mode) unless it is logged;
-        a turn an earlier runner left open is closed first (as ``Agent.resume`` does)."""
+        a turn an earlier runner left open is closed first (as ``Agent.resume`` does).
+        ``woken``: a turn without a prompt, which claims the inbox's first next-turn message
+        right after ``turn/start``, as ``Agent.run_turn(None)`` does."""
         turn = self.turn_of(from_seq)
         if turn is not None:
             return turn
@@ -129,6 +134,8 @@ class StepwiseTurn:
             agent.append(etype, data, source_event_seqs=sources)
         turn = agent.session.last_turn() + 1
         agent.append(TURN_START, turn_start(turn))
+        if woken:
+            agent.inbox.claim_turn()  # step 1 reads it back from the log
         for etype, data in preamble:
             agent.append(etype, data)
         log_sandbox_mode(agent)
@@ -149,16 +156,16 @@ class StepwiseTurn:
     async def model_step(
         self, turn: int, step: int, from_seq: int, prompt: Message | None, *, woken: bool = False
     ) -> StepOutcome:
-        """Step ``step``: opened (``prompt`` is step 1's message; ``woken``: step 1 claims the
-        inbox's first next-turn message instead, as a turn run without a prompt does) and
-        settled unless logged."""
+        """Step ``step``: opened (``prompt`` is step 1's message; ``woken``: the message the
+        woken turn claimed at :meth:`begin`) and settled unless logged."""
         events = self._turn_events(from_seq)
         settled = next((e for e in events if _is(e, ASSISTANT_MESSAGE, turn, step)), None)
         if settled is not None and not _data(settled).get("interrupted"):
             return _outcome(settled, ran=False)
         if not any(_is(e, STEP_START, turn, step) for e in events):
             self._close_step(turn, from_seq)
-            opened = self._agent.inbox.claim_turn() if woken and step == 1 else prompt
+            logged = self._agent.session.events
+            opened = claimed_turn_message(logged, from_seq) if woken and step == 1 else prompt
             await self._steps.open_step(turn, step, [opened] if opened is not None else [])
         try:
             await self._steps.model_step(turn, step, resumed=False)

@@ -37,6 +37,7 @@ from dsh.temporal.refs import (
     Delegated,
     Ending,
     EndInput,
+    Intake,
     Settling,
     StepInput,
     StepSettled,
@@ -44,7 +45,7 @@ from dsh.temporal.refs import (
     TurnInput,
     TurnOutcome,
 )
-from dsh.temporal.waking import settle
+from dsh.temporal.waking import settle, take
 from dsh.tools.approval import Approver
 
 HEARTBEAT_EVERY: Final = 1.0
@@ -122,7 +123,7 @@ class TurnActivities:
             descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
             preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
         async with self._recipe.agent(turn.session_id, delegation=_delegation(turn.delegated)) as agent:
-            number = await agent.stepwise().begin(turn.from_seq, preamble)
+            number = await agent.stepwise().begin(turn.from_seq, preamble, woken=turn.prompt is None)
             return TurnBegun(number, agent.config.max_steps)
 
     @activity.defn(name="dsh.model_step")
@@ -176,14 +177,10 @@ class TurnActivities:
         """The parent's call settled with its child's answer."""
         return await heartbeating(finish_child(self._recipe, finished))
 
-    @activity.defn(name="dsh.pending_work")
-    async def pending_work(self, session_id: str) -> int | None:
-        """The seq a woken turn starts at when the session's inbox holds work, else ``None``."""
-        return await heartbeating(self._pending_work(session_id))
-
-    async def _pending_work(self, session_id: str) -> int | None:
-        async with self._recipe.agent(session_id) as agent:
-            return agent.session.next_seq if agent.inbox.has_work else None
+    @activity.defn(name="dsh.take_inbound")
+    async def take_inbound(self, intake: Intake) -> int | None:
+        """Log the messages sent to the session; where a woken turn starts if work waits."""
+        return await heartbeating(take(self._recipe, intake))
 
     @activity.defn(name="dsh.settle_child")
     async def settle_child(self, settling: Settling) -> bool:
@@ -202,6 +199,6 @@ class TurnActivities:
             self.end_turn,
             self.start_child,
             self.finish_child,
-            self.pending_work,
+            self.take_inbound,
             self.settle_child,
         ]

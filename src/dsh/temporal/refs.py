@@ -142,11 +142,32 @@ class ApprovalDecision:
 
 @dataclass(frozen=True)
 class Settling:
-    """A background child's activation ended (its inbox is empty): notify its parent."""
+    """A background child's activation ended with turn ``turn`` (its inbox is empty): notify
+    its parent."""
 
     session_id: str
     delegated: Delegated
+    turn: int
     ending: Ending
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A message for a session's inbox, sent with the ``wake`` signal: the attachment id of
+    its JSON; ``next_turn``: it opens a turn of its own (``send_message``), else it joins the
+    running turn's next step (a notice, a report) — or opens the next turn when none runs."""
+
+    attachment: str
+    next_turn: bool
+
+
+@dataclass(frozen=True)
+class Intake:
+    """Log ``items`` in the session's inbox; ``running``: a turn of it is going on."""
+
+    session_id: str
+    items: tuple[Inbound, ...]
+    running: bool
 
 
 @dataclass(frozen=True)

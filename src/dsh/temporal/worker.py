@@ -17,6 +17,7 @@ from dsh.temporal.activities import TurnActivities
 from dsh.temporal.connect import connect
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.sharing import check_queue, store_identity, worker_identity
+from dsh.temporal.steering import steered
 from dsh.temporal.workflow import TurnWorkflow
 
 GRACEFUL_SHUTDOWN: Final = timedelta(seconds=30)
@@ -74,7 +75,7 @@ class Worker:
             client,
             task_queue=self.task_queue,
             workflows=[TurnWorkflow],
-            activities=TurnActivities(self.recipe, client).all(),
+            activities=TurnActivities(steered(self.recipe, client, self.task_queue), client).all(),
             identity=self.identity,
             max_concurrent_activities=self._max_activities,
             max_concurrent_workflow_tasks=self._max_workflow_tasks,

@@ -29,6 +29,8 @@ with workflow.unsafe.imports_passed_through():
         ChildStarted,
         Ending,
         EndInput,
+        Inbound,
+        Intake,
         Settling,
         StepInput,
         StepSettled,
@@ -64,12 +66,16 @@ class TurnWorkflow:
     def __init__(self) -> None:
         self._cancelled = False
         self._woken = False
+        self._inbound: list[Inbound] = []
         self._decisions: dict[str, str] = {}
 
     @workflow.signal
-    def wake(self) -> None:
-        """Work was queued in the session's inbox: look for it when the turn ends."""
+    def wake(self, inbound: Inbound | None = None) -> None:
+        """A message for the session's inbox (``dsh.temporal.waking``): logged before the
+        next step, or when the turn ends, which then goes on with a woken turn."""
         self._woken = True
+        if inbound is not None:
+            self._inbound.append(inbound)
 
     @workflow.signal
     def cancel(self) -> None:
@@ -109,6 +115,8 @@ class TurnWorkflow:
     @workflow.run
     async def run(self, turn_input: TurnInput) -> TurnOutcome:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        if turn_input.prompt is None and self._inbound:  # what woke it opens the turn
+            await self._intake(sid, running=False)
         begun = await self._act("dsh.begin_turn", turn_input, TurnBegun, stoppable=False)
         try:
             ending = await self._steps(turn_input, begun)
@@ -117,15 +125,27 @@ class TurnWorkflow:
         closing = EndInput(sid, start, begun.turn, ending, delegated)
         outcome = await self._act("dsh.end_turn", closing, TurnOutcome, stoppable=False)
         continuable = delegated if delegated is not None and delegated.continuable else None
-        if self._woken or continuable is not None:
-            pending: Any = int | None  # the converter's type hint (mypy has no type[] of a union)
-            woken_at: int | None = await self._act("dsh.pending_work", sid, pending, stoppable=False)
-            if woken_at is not None:  # the inbox holds work: a woken turn, in a fresh run
-                workflow.continue_as_new(TurnInput(sid, woken_at, None, delegated))
-        if continuable is not None:  # the activation is over: the parent's notice
-            settling = Settling(sid, continuable, outcome.ending)
+        woken_at = await self._intake(sid, running=False) if self._woken or continuable else None
+        if woken_at is None and continuable is not None:  # the activation is over: the notice
+            settling = Settling(sid, continuable, outcome.turn, outcome.ending)
             await self._act("dsh.settle_child", settling, bool, stoppable=False)
+            if self._inbound:  # a message came while it settled: a new activation
+                woken_at = await self._intake(sid, running=False)
+        if woken_at is not None:  # the inbox holds work: a woken turn, in a fresh run
+            workflow.continue_as_new(TurnInput(sid, woken_at, None, delegated))
         return outcome
+
+    async def _intake(self, sid: str, *, running: bool) -> int | None:
+        """Log what was sent to the session (until nothing more came meanwhile); the seq a
+        woken turn starts at when its inbox holds work."""
+        pending: Any = int | None  # the converter's type hint (mypy has no type[] of a union)
+        while True:
+            items, self._inbound = tuple(self._inbound), []
+            woken_at: int | None = await self._act(
+                "dsh.take_inbound", Intake(sid, items, running), pending, stoppable=False
+            )
+            if not self._inbound:
+                return woken_at
 
     def _stopped(self) -> bool:
         """Whether a cancel came (a method: a signal can set it during any ``await``)."""
@@ -136,14 +156,16 @@ class TurnWorkflow:
 
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        woken = turn_input.prompt is None
         for step in range(1, begun.max_steps + 1):
             if self._stopped():
                 return self._aborted(delegated is not None)
             prompt = turn_input.prompt if step == 1 else None
-            woken = step == 1 and turn_input.prompt is None
+            if self._inbound:  # a notice joins this step (a message for a turn of its own waits)
+                await self._intake(sid, running=True)
             settled = await self._act(
                 "dsh.model_step",
-                StepInput(sid, start, begun.turn, step, prompt, delegated, woken),
+                StepInput(sid, start, begun.turn, step, prompt, delegated, step == 1 and woken),
                 StepSettled,
             )
             if settled.failure_code is not None:
