@@ -9,12 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from dsh.store import EventStore
 from dsh.store.postgres_testing import (
     drop_schema,
     new_schema_name,
@@ -22,6 +23,7 @@ from dsh.store.postgres_testing import (
     unreachable_reason,
     with_schema,
 )
+from dsh.store.url import open_store
 from dsh.temporal.dev import dev_server_argv
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response
 
@@ -176,3 +178,11 @@ def workers(
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest.fixture
+async def store(pg_store: str) -> AsyncIterator[EventStore]:
+    """The tests' store: the session's PostgreSQL schema, opened for one test."""
+    opened = open_store(pg_store)
+    yield opened
+    await opened.close()

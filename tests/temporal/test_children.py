@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,6 @@ from dsh.events import Event
 from dsh.events.descriptor import find_descriptor
 from dsh.events.vocabulary import TURN_END, USER_MESSAGE
 from dsh.store import EventStore
-from dsh.store.url import open_store
 from dsh.temporal import TurnWorkflow, connect, submit_turn, workflow_id
 from dsh.temporal.children import child_id
 from dsh.temporal.waking import running
@@ -24,13 +23,6 @@ from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import last_end, results, slow_reply
 
 pytestmark = [pytest.mark.postgres]
-
-
-@pytest.fixture
-async def store(pg_store: str) -> AsyncIterator[EventStore]:
-    opened = open_store(pg_store)
-    yield opened
-    await opened.close()
 
 
 def _call(call_id: str, tool: str, arguments: str) -> Response:

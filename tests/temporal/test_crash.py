@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from dsh.store import EventStore
-from dsh.store.url import open_store
 from dsh.temporal import connect, submit_turn
 from dsh.temporal.history import payload_bytes
 from dsh.testing import stream_reply
@@ -18,13 +16,6 @@ from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import bash_call, by_count, holder_pid, last_end, results, slow_reply
 
 pytestmark = [pytest.mark.postgres]
-
-
-@pytest.fixture
-async def store(pg_store: str) -> AsyncIterator[EventStore]:
-    opened = open_store(pg_store)
-    yield opened
-    await opened.close()
 
 
 async def wait_for(predicate: object, within: float = 30.0) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from dsh.events.vocabulary import APPROVAL_ASKED, APPROVAL_DECIDED, SUBAGENT_DES
 from dsh.loop import AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
-from dsh.store.url import open_store
 from dsh.temporal import TurnWorkflow, Worker, connect, submit_turn, workflow_id
 from dsh.temporal.children import child_id
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
@@ -25,13 +23,6 @@ from tests.temporal.conftest import Model, Workers, free_port
 from tests.temporal.helpers import bash_call, by_count, holder_pid, last_end, results, slow_reply
 
 pytestmark = [pytest.mark.postgres]
-
-
-@pytest.fixture
-async def store(pg_store: str) -> AsyncIterator[EventStore]:
-    opened = open_store(pg_store)
-    yield opened
-    await opened.close()
 
 
 def dsh(workers: Workers, *args: str) -> subprocess.CompletedProcess[str]:
