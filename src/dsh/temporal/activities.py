@@ -118,8 +118,8 @@ class TurnActivities:
 
     async def _begin(self, turn: TurnInput) -> TurnBegun:
         preamble = []
-        if turn.delegated is not None and not turn.delegated.continuable:  # a continuable one's is logged
-            d = turn.delegated
+        d = turn.delegated  # a one-shot child's prompted turn logs its descriptor (not a woken one)
+        if d is not None and not d.continuable and turn.prompt is not None:
             descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
             preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
         async with self._recipe.agent(turn.session_id, delegation=_delegation(turn.delegated)) as agent:

@@ -35,6 +35,10 @@ async def spawn_in_group(
         with contextlib.suppress(OSError):
             transport, _ = await asyncio.shield(spawning)
             signal_group(transport.get_pid(), signal.SIGKILL)
+            for _ in range(300):  # reaped within moments: closing before would leave it unwaited
+                if transport.get_returncode() is not None:
+                    break
+                await asyncio.sleep(0.01)
             transport.close()
         raise
 
