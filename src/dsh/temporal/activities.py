@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Final, TypeVar
 
 from temporalio import activity
@@ -26,6 +27,7 @@ from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.model import Delegation
+from dsh.subagents import Agent
 from dsh.temporal.approvals import SignalApprover
 from dsh.temporal.children import delegates, finish_child, start_child
 from dsh.temporal.recipe import AgentRecipe
@@ -100,6 +102,19 @@ class TurnActivities:
         self._recipe = recipe
         self._client = client
 
+    def _agent(
+        self,
+        session_id: str,
+        delegated: Delegated | None,
+        approver: Callable[[str], Approver] | None = None,
+    ) -> AbstractAsyncContextManager[Agent]:
+        """The recipe's agent over ``session_id`` as the child ``delegated`` says it is."""
+        continuable = delegated is not None and delegated.continuable
+        delegation = _delegation(delegated)
+        return self._recipe.agent(
+            session_id, delegation=delegation, approver=approver, continuable=continuable
+        )
+
     def _approver(self) -> Callable[[str], Approver] | None:
         client = self._client
         return None if client is None else (lambda session_id: SignalApprover(client, session_id))
@@ -122,7 +137,7 @@ class TurnActivities:
         if d is not None and not d.continuable and turn.prompt is not None:
             descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
             preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
-        async with self._recipe.agent(turn.session_id, delegation=_delegation(turn.delegated)) as agent:
+        async with self._agent(turn.session_id, turn.delegated) as agent:
             number = await agent.stepwise().begin(turn.from_seq, preamble, woken=turn.prompt is None)
             return TurnBegun(number, agent.config.max_steps)
 
@@ -133,8 +148,7 @@ class TurnActivities:
 
     async def _step(self, step: StepInput) -> StepSettled:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
-        delegation = _delegation(step.delegated)
-        async with self._recipe.agent(step.session_id, delegation=delegation) as agent:
+        async with self._agent(step.session_id, step.delegated) as agent:
             out = await agent.stepwise().model_step(
                 step.turn, step.step, step.from_seq, prompt, woken=step.woken
             )
@@ -150,10 +164,7 @@ class TurnActivities:
         return await heartbeating(self._tool(call))
 
     async def _tool(self, call: CallInput) -> bool:
-        delegation = _delegation(call.delegated)
-        async with self._recipe.agent(
-            call.session_id, delegation=delegation, approver=self._approver()
-        ) as agent:
+        async with self._agent(call.session_id, call.delegated, approver=self._approver()) as agent:
             return await agent.stepwise().tool_call(call.turn, call.step, call.from_seq, call.call_id)
 
     @activity.defn(name="dsh.end_turn")
@@ -162,7 +173,7 @@ class TurnActivities:
         return await heartbeating(self._end(end))
 
     async def _end(self, end: EndInput) -> TurnOutcome:
-        async with self._recipe.agent(end.session_id, delegation=_delegation(end.delegated)) as agent:
+        async with self._agent(end.session_id, end.delegated) as agent:
             result = await agent.stepwise().end(end.turn, end.from_seq, reason_of(end.ending))
         return TurnOutcome(end.session_id, end.turn, ending_of(result.reason))
 

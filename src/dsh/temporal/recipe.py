@@ -30,6 +30,9 @@ class AgentRecipe:
     model: Model
     tools: ToolRegistry
     config: AgentConfig
+    continuable_tools: ToolRegistry | None = None
+    """What a background (continuable) child is given: the tools plus ``report``
+    (``dsh.temporal.steering``); ``None``: the tools."""
 
     @classmethod
     def of(
@@ -53,10 +56,12 @@ class AgentRecipe:
         *,
         delegation: Delegation | None = None,
         approver: Callable[[str], Approver] | None = None,
+        continuable: bool = False,
     ) -> AsyncIterator[Agent]:
         """An agent over the stored session, under its store lease (waited for up to
         :data:`LEASE_WAIT`), closed and released afterwards; ``approver(session_id)`` answers
-        its approval requests."""
+        its approval requests; ``continuable``: a background child, given
+        :attr:`continuable_tools`."""
         lease = await self.store.lease(session_id, wait=LEASE_WAIT)
         try:
             loaded = await self.store.load(session_id)
@@ -69,7 +74,7 @@ class AgentRecipe:
                 loaded,
                 store=self.store,
                 model=self.model,
-                tools=self.tools,
+                tools=(self.continuable_tools or self.tools) if continuable else self.tools,
                 config=config,
                 delegation=delegation,
             )

@@ -1,9 +1,9 @@
 """The tools that steer background children, on Temporal: ``send_message``, ``list_agents``,
-``interrupt_agent`` over workflows instead of in-process agents.
+``interrupt_agent`` and a background child's ``report`` over workflows instead of in-process agents.
 
 Same names, arguments and result texts as ``dsh.subagents.control``; what differs is the
 reach. A child is a stored continuable child (``dsh.subagents.lifecycle``) whose turns run
-in its own workflow, on any worker: ``send_message`` sends its message with the
+in its own workflow, on any worker: ``send_message`` and ``report`` send their message with the
 ``wake`` signal (``dsh.temporal.waking``: a child not running gets a woken turn for it),
 ``interrupt_agent`` signals ``cancel`` to the descendant's workflow (its turn ends
 ``aborted``; its inbox is kept), ``list_agents`` says ``running`` for a child whose
@@ -17,12 +17,15 @@ from dataclasses import dataclass, replace
 
 from temporalio.client import Client
 
+from dsh.events.descriptor import find_descriptor
 from dsh.subagents import texts
 from dsh.subagents.control import (
     InterruptAgentTool,
     InterruptArgs,
     ListAgentsTool,
     ListArgs,
+    ReportArgs,
+    ReportTool,
     SendArgs,
     SendMessageTool,
 )
@@ -119,8 +122,29 @@ class InterruptAgent(_Steering[InterruptArgs]):
         return ToolOutput.text(texts.interrupt_requested(args.agent_id))
 
 
+class Report(_Steering[ReportArgs]):
+    """``report``: a background child's message to its parent, at the parent's next step
+    (or opening its next turn when none runs)."""
+
+    name = ReportTool.name
+    description = ReportTool.description
+    args_model = ReportArgs
+
+    async def call(self, args: ReportArgs, ctx: ToolContext) -> ToolOutput:
+        courier = self.courier
+        loaded = await courier.recipe.store.load(ctx.session_id)
+        found = find_descriptor(loaded.own_events)
+        parent = found.parent_session if found is not None and found.mode == "continuable" else None
+        if parent is None:
+            return ToolOutput.error(texts.PARENT_NOT_LIVE, "PARENT_UNAVAILABLE")
+        relay = texts.report_relay(ctx.session_id, args.output)
+        await send(courier.client, courier.recipe.store, parent, relay, courier.task_queue, next_turn=False)
+        return ToolOutput.text(texts.report_accepted(relay["id"]))
+
+
 def steered(recipe: AgentRecipe, client: Client, task_queue: str) -> AgentRecipe:
-    """``recipe`` with these tools in place of the in-process steering tools it has."""
+    """``recipe`` with these tools in place of the in-process steering tools it has, and a
+    background child's tool set: the same plus ``report`` (as ``with_report`` gives it)."""
     courier = Courier(client, recipe, task_queue)
     tools = recipe.tools
     out: list[ToolLike] = []
@@ -134,4 +158,7 @@ def steered(recipe: AgentRecipe, client: Client, task_queue: str) -> AgentRecipe
         elif isinstance(tool, InterruptAgentTool):
             tool = InterruptAgent(courier)
         out.append(tool)
-    return replace(recipe, tools=ToolRegistry(out, spill=tools.spill))
+    continuable = (
+        ToolRegistry([*out, Report(courier)], spill=tools.spill) if "send_message" in tools else None
+    )
+    return replace(recipe, tools=ToolRegistry(out, spill=tools.spill), continuable_tools=continuable)
