@@ -228,3 +228,45 @@ async def test_interrupt_agent_stops_a_background_childs_turn_on_another_workflo
     assert asked.data["message"]["content"][0]["content"] == [
         {"type": "text", "text": f"started subagent {kid}"}
     ]
+
+
+def _reporting(request: RecordedRequest) -> Response:
+    asked = request.text()
+    if "Its closing message:" in asked:
+        return stream_reply(text="all noted")
+    if "reported:" in asked:
+        return stream_reply(text="report read")
+    if "report accepted" in asked:  # the child, after its report
+        return stream_reply(text="child done")
+    if "find it out" in asked:
+        return _call("r1", "report", '{"output": "the finding is 42"}')
+    if "started subagent" in asked:
+        return stream_reply(text="waiting")
+    arguments = '{"description": "bg", "prompt": "find it out", "run_in_background": true}'
+    return _call("b1", "subagent", arguments)
+
+
+async def test_a_background_childs_report_reaches_its_parent_before_its_notice(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    model.script = _reporting
+    client = await connect(workers.address)
+    submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
+    await asyncio.wait_for(submitted.result(store), 60)
+    sid, kid = submitted.session_id, child_id(submitted.session_id, "b1")
+
+    async def notice_read() -> bool:
+        texts = _texts(list((await store.load(sid)).events))
+        return any("Its closing message:" in t for t in texts) and not await running(client, sid)
+
+    await _until(notice_read)
+    child = list((await store.load(kid)).events)
+    (accepted,) = results(child)
+    relay_id = str(accepted.data["message"]["content"][0]["content"][0]["text"]).rsplit(" ", 1)[-1]
+    parent = list((await store.load(sid)).events)
+    relays = [e.data for e in parent if e.type == USER_MESSAGE and e.data.get("id") == relay_id]
+    assert len(relays) == 1 and relays[0]["source"]["kind"] == "subagent-report"
+    assert "the finding is 42" in str(relays[0]["content"])
+    notices = [i for i, t in enumerate(_texts(parent)) if "Its closing message:" in t]
+    reports = [i for i, t in enumerate(_texts(parent)) if "reported:" in t]
+    assert reports[0] < notices[0]  # the report came first, as the child sent it

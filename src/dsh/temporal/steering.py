@@ -158,7 +158,6 @@ def steered(recipe: AgentRecipe, client: Client, task_queue: str) -> AgentRecipe
         elif isinstance(tool, InterruptAgentTool):
             tool = InterruptAgent(courier)
         out.append(tool)
-    continuable = (
-        ToolRegistry([*out, Report(courier)], spill=tools.spill) if "send_message" in tools else None
-    )
+    extra = [] if "report" in tools else [Report(courier)]
+    continuable = ToolRegistry([*out, *extra], spill=tools.spill)
     return replace(recipe, tools=ToolRegistry(out, spill=tools.spill), continuable_tools=continuable)
