@@ -56,10 +56,9 @@ async def start_child(recipe: AgentRecipe, call: CallInput) -> ChildStarted | No
             return None
         name, arguments = str(block.get("name", "")), str(block.get("arguments", ""))
         prepared = recipe.tools.prepare(name, arguments)
-        tool = getattr(prepared, "tool", None)
-        if not isinstance(tool, SubagentTool):
-            return None  # not a delegation tool, or arguments the tool call itself refuses
-        args = prepared.args  # type: ignore[union-attr]
+        if isinstance(prepared, ToolOutput) or not isinstance(prepared.tool, SubagentTool):
+            return None  # arguments the tool call itself refuses, or not a delegation tool
+        tool, args = prepared.tool, prepared.args
         background = tool.in_background(args)
         depth = parent.session.header.delegation_depth + 1
         if (background and not tool.background) or depth > tool.max_depth:
