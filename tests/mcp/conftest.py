@@ -34,8 +34,11 @@ def copy_calc(where: Path) -> Path:
     return Path(shutil.copy(CALC, where / "calc_server.py"))
 
 
-def dsh(cwd: Path, *args: str, store: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m dsh.cli ARGS`` in ``cwd`` against the SQLite store ``store``, keylessly."""
+def dsh(
+    cwd: Path, *args: str, store: Path, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh.cli ARGS`` in ``cwd`` against the SQLite store ``store``, keylessly
+    (``stdin``: the text on its standard input, as ``dsh chat`` reads its lines)."""
     base = {
         k: v
         for k, v in os.environ.items()
@@ -45,6 +48,7 @@ def dsh(cwd: Path, *args: str, store: Path, **env: str) -> subprocess.CompletedP
     return subprocess.run(
         [sys.executable, "-m", "dsh.cli", *args],
         env=base,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
