@@ -14,14 +14,7 @@ from typing import Any
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 
-from .conftest import KEY, calc_entry, copy_calc, dsh, write_config
-
-
-def _adding(req: RecordedRequest) -> Response:
-    if any(m.get("role") == "tool" for m in req.messages):
-        result = [m for m in req.messages if m.get("role") == "tool"][-1]
-        return stream_reply(text=f"The sum is {result['content']}.")
-    return stream_reply(tool_calls=[WireToolCall.split("call_add", "mcp__calc__add", '{"a": 2, "b": 3}')])
+from .conftest import KEY, adding, calc_entry, copy_calc, dsh, write_config
 
 
 def _logged(store: Path, etype: str) -> list[dict[str, Any]]:
@@ -35,7 +28,7 @@ def test_run_calls_the_workspace_server_once_and_the_scenario_replays_without_it
     server = copy_calc(tmp_path / "servers")
     workspace.mkdir()
     write_config(workspace / ".mcp.json", calc=calc_entry(server, calls))
-    with OpenAICompatServer(handler=_adding) as model:
+    with OpenAICompatServer(handler=adding) as model:
         out = dsh(workspace, "run", "add 2 and 3", "--json", "--base-url", model.base_url, store=store,
                   DSH_API_KEY=KEY)  # fmt: skip
         assert out.returncode == 0, out.stderr
@@ -76,7 +69,7 @@ def test_chat_offers_and_calls_the_server_of_its_mcp_config_file(tmp_path: Path)
     workspace, calls, store = tmp_path / "ws", tmp_path / "calls.txt", tmp_path / "s.db"
     workspace.mkdir()  # no .mcp.json: the server comes from the file only
     config = write_config(tmp_path / "mcp.json", calc=calc_entry(copy_calc(tmp_path / "servers"), calls))
-    with OpenAICompatServer(handler=_adding) as model:
+    with OpenAICompatServer(handler=adding) as model:
         out = dsh(workspace, "chat", "--mcp-config", str(config), "--base-url", model.base_url, store=store,
                   stdin="add 2 and 3\n", DSH_API_KEY=KEY)  # fmt: skip
         assert out.returncode == 0, out.stderr
