@@ -1,7 +1,8 @@
 """``dsh run`` reaches a FastMCP stdio server from the workspace's ``.mcp.json``: the model sees
 ``mcp__calc__add`` with the server's schema, the server is called once, the call is logged;
 ``dsh scenario save`` keeps what the replay needs and the scenario replays with the server's
-file gone (no server started); ``--live-mcp`` calls it again."""
+file gone (no server started); ``--live-mcp`` calls it again. ``dsh chat --mcp-config FILE``
+offers and calls the file's server the same way."""
 
 from __future__ import annotations
 
@@ -13,14 +14,7 @@ from typing import Any
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 
-from .conftest import KEY, calc_entry, copy_calc, dsh, write_config
-
-
-def _adding(req: RecordedRequest) -> Response:
-    if any(m.get("role") == "tool" for m in req.messages):
-        result = [m for m in req.messages if m.get("role") == "tool"][-1]
-        return stream_reply(text=f"The sum is {result['content']}.")
-    return stream_reply(tool_calls=[WireToolCall.split("call_add", "mcp__calc__add", '{"a": 2, "b": 3}')])
+from .conftest import KEY, adding, calc_entry, copy_calc, dsh, write_config
 
 
 def _logged(store: Path, etype: str) -> list[dict[str, Any]]:
@@ -34,7 +28,7 @@ def test_run_calls_the_workspace_server_once_and_the_scenario_replays_without_it
     server = copy_calc(tmp_path / "servers")
     workspace.mkdir()
     write_config(workspace / ".mcp.json", calc=calc_entry(server, calls))
-    with OpenAICompatServer(handler=_adding) as model:
+    with OpenAICompatServer(handler=adding) as model:
         out = dsh(workspace, "run", "add 2 and 3", "--json", "--base-url", model.base_url, store=store,
                   DSH_API_KEY=KEY)  # fmt: skip
         assert out.returncode == 0, out.stderr
@@ -69,6 +63,29 @@ def test_run_calls_the_workspace_server_once_and_the_scenario_replays_without_it
     live = dsh(tmp_path, "replay", str(saved), "--trust", "--json", "--live-mcp", store=tmp_path / "l.db")
     assert live.returncode == 0, live.stdout + live.stderr
     assert calls.read_text() == "2+3\n2+3\n", "--live-mcp called the server again"
+
+
+def test_chat_offers_and_calls_the_server_of_its_mcp_config_file(tmp_path: Path) -> None:
+    workspace, calls, store = tmp_path / "ws", tmp_path / "calls.txt", tmp_path / "s.db"
+    workspace.mkdir()  # no .mcp.json: the server comes from the file only
+    config = write_config(tmp_path / "mcp.json", calc=calc_entry(copy_calc(tmp_path / "servers"), calls))
+    with OpenAICompatServer(handler=adding) as model:
+        out = dsh(workspace, "chat", "--mcp-config", str(config), "--base-url", model.base_url, store=store,
+                  stdin="add 2 and 3\n", DSH_API_KEY=KEY)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        requests = [r.json for r in model.requests]
+    assert len(requests) == 2
+    assert "mcp__calc__add" in {t["function"]["name"] for t in requests[0]["tools"]}
+    assert calls.read_text() == "2+3\n", "the server was called once"
+    (sent,) = [m for m in requests[1]["messages"] if m["role"] == "tool"]
+    assert sent["content"] == "5"
+    assert "The sum is 5." in out.stdout
+    (call,) = [c for c in _logged(store, "tool/call") if c["name"] == "mcp__calc__add"]
+    assert json.loads(call["arguments"]) == {"a": 2, "b": 3}
+    (logged,) = _logged(store, "tool/result")
+    assert logged["meta"]["mcp"] | {"durationMs": 0} == {"server": "calc", "tool": "add", "durationMs": 0}
+    (block,) = logged["message"]["content"]
+    assert block["toolCallId"] == "call_add" and block["content"] == [{"type": "text", "text": "5"}]
 
 
 def test_a_bad_mcp_config_is_one_line_naming_the_file_and_server(tmp_path: Path) -> None:

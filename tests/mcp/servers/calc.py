@@ -1,6 +1,7 @@
 """A FastMCP stdio (or Streamable HTTP) server for the tests: add, fail, crash, hang, huge, image, structured.
 
-Each call of ``add`` appends a line to ``$CALC_CALLS`` when set (how tests count calls).
+Each call of ``add`` appends a line to ``$CALC_CALLS`` when set (how tests count calls); each
+start of the server appends its pid to ``$CALC_STARTS`` when set (how tests see it was not started).
 ``python calc.py`` serves stdio; ``python calc.py http|sse PORT`` Streamable HTTP or SSE on 127.0.0.1.
 """
 
@@ -89,5 +90,9 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    starts = os.environ.get("CALC_STARTS")
+    if starts:
+        with open(starts, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     server.run({"http": "streamable-http", "sse": "sse"}.get(transport, "stdio"))  # type: ignore[arg-type]
