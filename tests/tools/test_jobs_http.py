@@ -320,19 +320,25 @@ async def test_a_second_job_runs_at_once_and_a_killed_job_sends_no_notice(tmp_pa
     (its side effect is there for the next command), and the job ``job_kill`` stopped is
     reported — no completion notice, even once it has exited (red before: the start answered
     before the job ran, and the kill's end was announced)."""
+    # the check runs while bash-1 still sleeps, so a second job queued behind it never ran; it
+    # waits up to 5 s for the file (a sandboxed bash under load may take a moment to get there)
+    check = (
+        "for i in $(seq 50); do test -e second-task-ran.txt && break; sleep 0.1; done; "
+        "test ! -e second-task-ran.txt"
+    )
     steps = [
         background("c1", "sleep 30"),
         background("c2", "touch second-task-ran.txt; sleep 30"),
-        call("c3", "job_kill", {"job_id": "bash-1"}),
-        call("c4", "bash", {"command": "test ! -e second-task-ran.txt", "description": "check"}),
+        call("c3", "bash", {"command": check, "description": "check"}),
+        call("c4", "job_kill", {"job_id": "bash-1"}),
         call("c5", "bash", {"command": "sleep 0.5", "description": "let bash-1 end"}),
         stream_reply(text="BOUNDED_BACKGROUND_TASKS"),
     ]
     agent = await run_agent(tmp_path, in_order(steps), ["go"], sandbox=SandboxPolicy(mode="workspace-write"))
     texts = tool_texts(agent)
     assert texts["c2"] == "started background job bash-2"
-    assert texts["c3"] == "requested cancellation of job bash-1"
-    assert texts["c4"] == "(no output)\n[exit code: 1]"
+    assert texts["c3"] == "(no output)\n[exit code: 1]"
+    assert texts["c4"] == "requested cancellation of job bash-1"
     assert agent.jobs.table.get("bash-1").terminal  # type: ignore[union-attr]
     assert job_notices(agent) == []
     await close(agent)
