@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from dsh.store.url import open_store
 from dsh.temporal.dev import dev_server_argv
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response
 
-Script = Callable[[RecordedRequest], Response | None]
+Script = Callable[[RecordedRequest], Response | Awaitable[Response | None] | None]
 
 
 def free_port() -> int:
@@ -79,7 +79,7 @@ class Model:
     server: OpenAICompatServer
     script: Script | None = None
 
-    def answer(self, request: RecordedRequest) -> Response | None:
+    def answer(self, request: RecordedRequest) -> Response | Awaitable[Response | None] | None:
         assert self.script is not None, "no script set"
         return self.script(request)
 

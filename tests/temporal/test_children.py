@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -270,3 +271,45 @@ async def test_a_background_childs_report_reaches_its_parent_before_its_notice(
     notices = [i for i, t in enumerate(_texts(parent)) if "Its closing message:" in t]
     reports = [i for i, t in enumerate(_texts(parent)) if "reported:" in t]
     assert reports[0] < notices[0]  # the report came first, as the child sent it
+
+
+async def test_a_notice_that_comes_during_the_parents_last_step_keeps_that_turn_going(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    """As in the loop: next-step work (the child's notice) keeps the running turn going with
+    one more step, rather than ending it and waking a turn of its own."""
+    released = threading.Event()
+
+    async def script(request: RecordedRequest) -> Response:
+        asked = request.text()
+        if "Its closing message:" in asked:
+            return stream_reply(text="seen in the same turn")
+        if "the quick task" in asked:
+            return stream_reply(text="quick answer")
+        if "started subagent" in asked:  # the parent's last step: held until the notice is sent
+            while not released.is_set():
+                await asyncio.sleep(0.05)
+            return stream_reply(text="my last word")
+        arguments = '{"description": "bg", "prompt": "the quick task", "run_in_background": true}'
+        return _call("b1", "subagent", arguments)
+
+    model.script = script
+    client = await connect(workers.address)
+    submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
+    kid = child_id(submitted.session_id, "b1")
+
+    async def child_settled() -> bool:
+        if not await store.exists(kid):
+            return False
+        ended = last_end(list((await store.load(kid)).events))
+        return ended == "completed" and not await running(client, kid)
+
+    try:
+        await _until(child_settled)
+    finally:
+        released.set()
+    result = await asyncio.wait_for(submitted.result(store), 60)
+    assert result.text == "seen in the same turn"
+    parent = list((await store.load(submitted.session_id)).events)
+    assert [e.type for e in parent].count(TURN_END) == 1
+    assert "Its closing message:" in _texts(parent)[-1]

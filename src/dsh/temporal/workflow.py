@@ -173,6 +173,8 @@ class TurnWorkflow:
             if settled.max_tokens:
                 return Ending("max-tokens")
             if not settled.calls:
+                if any(not item.next_turn for item in self._inbound):
+                    continue  # a notice came during the step: it keeps the turn going, as in the loop
                 return Ending("completed")
             for call in settled.calls:
                 if self._stopped():  # the cancel came as the step settled
