@@ -7,9 +7,10 @@ mapped to dsh errors by the caller (:class:`~dsh.store.sqlite.SqliteEventStore`)
 from __future__ import annotations
 
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Final
 
@@ -168,9 +169,14 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 def _owner(conn: sqlite3.Connection) -> tuple[int, int, int]:
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    objects = conn.execute("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
+    """The stamp and object count, read in one transaction: another process stamping the file
+    meanwhile is seen whole or not at all (three separate reads could mix before and after)."""
+    with snapshot(conn) if not conn.in_transaction else nullcontext():
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        objects = conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchone()[0]
     return app_id, version, objects
 
 
@@ -201,6 +207,23 @@ def check_owner(path: Path, app_id: int, version: int, objects: int) -> bool:
     return False
 
 
+def _wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode (it stays so). SQLite refuses the switch at once, without
+    its busy wait, while another connection is in the middle of it or of stamping a new file:
+    then look again until :data:`BUSY_TIMEOUT_S` (the other one usually did it)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            time.sleep(0.01)
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open ``path``, refuse it unless it is ours, stamp it when pristine, set the pragmas."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
@@ -215,7 +238,7 @@ def connect(path: Path) -> sqlite3.Connection:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
         if not {"sessions", "events"} <= tables:
             raise CorruptLogError(f"{path}: the dsh schema is incomplete (missing tables)")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn)
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
     except BaseException:
