@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import operator
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from dsh import jsonx
 from dsh.events.envelope import Event
 from dsh.redact import Redactor
 
-_DELTA_FIELDS = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
+DELTA_FIELDS: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
+"""A streamed delta's type → the field that holds its piece of text."""
 
 
 def json_value(value: Any, redactor: Redactor) -> Any:
@@ -32,7 +33,7 @@ def _stream(stream: Any, redactor: Redactor) -> Any:
         return json_value(stream, redactor)
     runs: dict[tuple[str, Any], list[int]] = {}
     for i, chunk in enumerate(chunks):
-        field = _DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
+        field = DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
         if field is not None and isinstance(chunk.get(field), str):
             runs.setdefault((field, chunk.get("index")), []).append(i)
     in_runs = {i for at in runs.values() for i in at}
@@ -48,16 +49,31 @@ def _stream(stream: Any, redactor: Redactor) -> Any:
     return {**stream, "chunks": out}
 
 
+def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
+    """One streamed delta with the secrets *wholly inside it* replaced (a value split across
+    deltas is only found by :func:`redact_data` over the stream); other chunks as they are."""
+    field = DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
+    piece = chunk.get(field) if field is not None else None
+    if not isinstance(piece, str) or not redactor.may_hold(piece):
+        return chunk
+    return {**chunk, field: redactor.text(piece)}
+
+
+def redact_data(data: Any, redactor: Redactor) -> Any:
+    """An event's ``data`` with every secret replaced (a stream's deltas recut); ``data``
+    itself when it holds none."""
+    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
+        return data
+    if isinstance(data, dict) and "stream" in data:
+        rest = json_value({k: v for k, v in data.items() if k != "stream"}, redactor)
+        return {k: _stream(v, redactor) if k == "stream" else rest[k] for k, v in data.items()}
+    return json_value(data, redactor)
+
+
 def redact_event(event: Event, redactor: Redactor) -> Event:
     """``event`` with every secret in its data replaced (a stream's deltas recut)."""
     data = event.data
-    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
-        return event
-    if isinstance(data, dict) and "stream" in data:
-        rest = json_value({k: v for k, v in data.items() if k != "stream"}, redactor)
-        redacted = {k: _stream(v, redactor) if k == "stream" else rest[k] for k, v in data.items()}
-    else:
-        redacted = json_value(data, redactor)
+    redacted = redact_data(data, redactor)
     if redacted is data or redacted == data:
         return event
     return replace(event, data=redacted, data_json=None, line_json=None)

@@ -265,6 +265,7 @@ class Steps:
                 step=step,
                 append=self._agent.append,
                 on_chunk=self._on_chunk,
+                redaction=self._agent.redaction,
             )
             failure = settlement.failure
             if failure is None:

@@ -86,7 +86,11 @@ def _gates(literals: Iterable[str]) -> set[str]:
 
 
 class Redactor:
-    """Redacts strings and JSON values (see the module doc). Cheap to call on clean text."""
+    """Redacts strings and JSON values (see the module doc). Cheap to call on clean text.
+
+    ``mask``: every secret becomes this fixed text instead of a placeholder (the agent's own
+    masking of the values it holds, :class:`dsh.tools.redaction.Redaction`).
+    """
 
     def __init__(
         self,
@@ -95,8 +99,10 @@ class Redactor:
         values: Mapping[str, str] | None = None,
         custom: Sequence[str] = (),
         shapes: Iterable[Shape] = SHAPES,
+        mask: str | None = None,
     ) -> None:
         self.salt = salt.encode()
+        self._mask = mask
         ordered = sorted((values or {}).items(), key=lambda kv: -len(kv[0]))
         self._values = dict(ordered)
         self._shapes = _compile([*shapes, *custom_shapes(custom)])
@@ -138,6 +144,9 @@ class Redactor:
         return False
 
     def placeholder(self, kind: str, value: str) -> str:
+        """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
+        if self._mask is not None:
+            return self._mask
         digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
         return f"<secret:{kind}:{digest}>"
 

@@ -11,7 +11,14 @@ hook is scrubbed of the exact secret values before it is logged, spilled or sent
   covered: a background job's output leaves through ``job_output``);
 - a hook command's stdout and stderr, in :class:`dsh.hooks.SessionHooks`, before they are
   decoded or logged (its decision, context messages and summaries come from them);
-- a background job's completion notice (``dsh.loop.job_notices``).
+- a background job's completion notice (``dsh.loop.job_notices``);
+- what the model itself writes: a model call's settlement (its answer, reasoning and
+  tool-call arguments, and the streamed deltas they were assembled from, recut so that a
+  value split across deltas is masked where it starts), in
+  :func:`dsh.loop.model_call.settle_model_call`, before it is logged, shown or used (the
+  next request is built from the log; the tools run with the masked arguments). A streamed
+  delta is masked on its own before it is shown live: a value split across two deltas was
+  already on the terminal, never in the log.
 
 The values are the agent's: its model's (:class:`dsh.model.HoldsSecrets`, the provider key
 and a base-URL password) and those of the variables :func:`dsh.tools.environment.secret_names`
@@ -23,10 +30,13 @@ sandboxes are for (see ``docs/threat-model.md``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
+from dsh.events.chunks import Chunk
 from dsh.events.messages import Block, Message
+from dsh.events.redaction import redact_chunk, redact_data
+from dsh.redact import Redactor
 
 MASK: Final = "***"
 MIN_SECRET: Final = 8
@@ -38,10 +48,13 @@ class Redaction:
     """The secret values to scrub (longest first, each at least :data:`MIN_SECRET` long)."""
 
     values: tuple[str, ...] = ()
+    _rule: Redactor = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         kept = {v for v in self.values if isinstance(v, str) and len(v) >= MIN_SECRET}
         object.__setattr__(self, "values", tuple(sorted(kept, key=lambda v: (-len(v), v))))
+        rule = Redactor("", values=dict.fromkeys(self.values, "agent-secret"), shapes=(), mask=MASK)
+        object.__setattr__(self, "_rule", rule)
 
     def __repr__(self) -> str:  # never the values themselves
         return f"Redaction({len(self.values)} secret values)"
@@ -55,10 +68,17 @@ class Redaction:
 
     def text(self, text: str) -> str:
         """``text`` with every occurrence of every value replaced by :data:`MASK`."""
-        for value in self.values:
-            if value in text:
-                text = text.replace(value, MASK)
-        return text
+        return self._rule.text(text) if self.values else text
+
+    def chunk(self, chunk: Chunk) -> Chunk:
+        """A streamed delta with the values wholly inside it masked (one split across
+        deltas is masked by :meth:`event_data` over the settled stream)."""
+        return redact_chunk(chunk, self._rule) if self.values else chunk
+
+    def event_data(self, data: Any) -> Any:
+        """An event's data masked, a stream record's deltas recut per block so that they
+        still assemble the masked message (``data`` itself when it holds no value)."""
+        return redact_data(data, self._rule) if self.values else data
 
     def data(self, value: Any) -> Any:
         """A JSON value with every string in it scrubbed (keys included)."""
