@@ -1,23 +1,24 @@
 """An event with its secrets replaced: the one rule (:mod:`dsh.redact`) over an event's data.
 
-A stream record's deltas are redacted as the text they make per block (``Redactor.pieces``: a
-secret the model streamed across chunks becomes one placeholder in the chunk where it
-started), so a replay serving the chunks assembles exactly the redacted message. A clean
-event is passed through after one scan of its JSON (``Redactor.may_hold``).
+A settlement's deltas are redacted as the text they make per run (``Redactor.pieces``: a
+secret streamed across deltas becomes one replacement in the delta where it started, the
+rest cut), so a replay serving them assembles exactly the redacted message: dsh's own
+``stream`` chunks and the Responses / Messages ``wire`` events ``dsh serve`` recorded
+(:mod:`dsh.redact.streams` says where their pieces are). A clean event is passed through
+after one scan of its JSON (``Redactor.may_hold``).
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Hashable
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 from dsh import jsonx
 from dsh.events.envelope import Event
 from dsh.redact import Redactor
-
-DELTA_FIELDS: Final = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
-"""A streamed delta's type → the field that holds its piece of text."""
+from dsh.redact.streams import DELTA_FIELDS, WirePiece, chunk_runs, parsed_wire_events
 
 
 def json_value(value: Any, redactor: Redactor) -> Any:
@@ -31,11 +32,7 @@ def _stream(stream: Any, redactor: Redactor) -> Any:
     chunks = stream.get("chunks") if isinstance(stream, dict) else None
     if not isinstance(chunks, list):
         return json_value(stream, redactor)
-    runs: dict[tuple[str, Any], list[int]] = {}
-    for i, chunk in enumerate(chunks):
-        field = DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
-        if field is not None and isinstance(chunk.get(field), str):
-            runs.setdefault((field, chunk.get("index")), []).append(i)
+    runs = chunk_runs(chunks)
     in_runs = {i for at in runs.values() for i in at}
     out = [chunk if i in in_runs else json_value(chunk, redactor) for i, chunk in enumerate(chunks)]
     for (field, _), at in runs.items():
@@ -49,6 +46,35 @@ def _stream(stream: Any, redactor: Redactor) -> Any:
     return {**stream, "chunks": out}
 
 
+def _wire(wire: Any, redactor: Redactor) -> Any:
+    """A ``wire`` record with every event redacted as raw text, and each run of delta events
+    redacted as the text its deltas make (a changed delta event is written again)."""
+    redacted = json_value(wire, redactor)
+    events = wire.get("events") if isinstance(wire, dict) else None
+    if not isinstance(events, list):
+        return redacted
+    runs: dict[Hashable, list[tuple[int, dict[str, Any], WirePiece]]] = {}
+    for i, parsed, piece in parsed_wire_events(events):
+        runs.setdefault(piece.run, []).append((i, parsed, piece))
+    out = list(redacted["events"]) if isinstance(redacted, dict) else list(events)
+    changed = False
+    for run in runs.values():
+        texts = [piece.get(parsed) for _, parsed, piece in run]
+        if not redactor.may_hold("".join(texts)):
+            continue
+        for (i, parsed, piece), text in zip(run, redactor.pieces(texts), strict=True):
+            if text != piece.get(parsed):
+                rewritten = json_value(piece.put(parsed, text), redactor)  # its other fields too
+                out[i] = [events[i][0], jsonx.dumps(rewritten).decode()]
+                changed = True
+    if not changed:
+        return redacted
+    return {**(redacted if isinstance(redacted, dict) else wire), "events": out}
+
+
+_RECORDS = {"stream": _stream, "wire": _wire}
+
+
 def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
     """One streamed delta with the secrets *wholly inside it* replaced (a value split across
     deltas is only found by :func:`redact_data` over the stream); other chunks as they are."""
@@ -60,18 +86,18 @@ def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
 
 
 def redact_data(data: Any, redactor: Redactor) -> Any:
-    """An event's ``data`` with every secret replaced (a stream's deltas recut); ``data``
+    """An event's ``data`` with every secret replaced (a settlement's deltas recut); ``data``
     itself when it holds none."""
     if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
         return data
-    if isinstance(data, dict) and "stream" in data:
-        rest = json_value({k: v for k, v in data.items() if k != "stream"}, redactor)
-        return {k: _stream(v, redactor) if k == "stream" else rest[k] for k, v in data.items()}
+    if isinstance(data, dict) and any(k in data for k in _RECORDS):
+        rest = json_value({k: v for k, v in data.items() if k not in _RECORDS}, redactor)
+        return {k: _RECORDS[k](v, redactor) if k in _RECORDS else rest[k] for k, v in data.items()}
     return json_value(data, redactor)
 
 
 def redact_event(event: Event, redactor: Redactor) -> Event:
-    """``event`` with every secret in its data replaced (a stream's deltas recut)."""
+    """``event`` with every secret in its data replaced (a settlement's deltas recut)."""
     data = event.data
     redacted = redact_data(data, redactor)
     if redacted is data or redacted == data:

@@ -13,9 +13,9 @@ from dsh.events import Assembled, BlockAssembler, Event
 from dsh.events.chunks import Chunk, Failure, StreamRecord
 from dsh.events.messages import assistant_message
 from dsh.events.payloads import assistant_attempt_data, assistant_message_data
-from dsh.events.redaction import DELTA_FIELDS
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_MESSAGE
 from dsh.model import Model, ModelRequest
+from dsh.redact.streams import DELTA_FIELDS
 from dsh.tools.redaction import Redaction
 
 Append = Callable[[str, Any], Event]
