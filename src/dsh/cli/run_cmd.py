@@ -198,12 +198,12 @@ async def _run(
             feed.on_event(trace.on_event)
         try:
             result = await cancellable_turn(agent, prompt, output.cancelled)
-            if result is not None and not as_json:
-                output.finish(result)  # the answer now; background subagents may still run
+            if result is not None:
+                output.ended(result)  # its footer now; background subagents may still run
             await close_background(agent, setup.background_wait if result is not None else 0.0)
         finally:
             if trace is not None:
                 await trace.aclose()  # after the background children: their spans too
-        if result is not None and as_json:
-            output.finish(result)  # the result line stays last, with every child's usage
+        if result is not None:  # the final answer, or the result lines last, with every child's usage
+            output.close([result, *agent.turns_after(result.turn)])
         return result

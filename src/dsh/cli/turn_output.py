@@ -11,12 +11,19 @@
   ``{"type": "result", "sessionId", "turn", "reason", "text", "usage", "ownUsage",
   "children": [{"sessionId", "usage"}]}``.
 
-Usage totals count every descendant: the children's settlements arrive on the same feed.
+Woken turns (``dsh run``: a background child's settlement wakes the idle parent, which
+answers again): each ends its streamed text with a newline and gets its own footer when it
+ends; at exit (:meth:`TurnOutput.close`) piped stdout gets the session's *final* answer (the
+last turn's), and ``--json`` one ``result`` line per turn in order, the last holding the final
+answer. ``ownUsage`` is the turn's own; ``usage`` the run's total up to that turn: every
+earlier turn's own usage and every descendant's (the children's settlements arrive on the
+same feed), so the last line's is the whole run's.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from rich.markup import escape
 
@@ -26,7 +33,7 @@ from dsh.cli.tables import make_console, terminal_safe, usage_text
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.loop import Feed, TurnResult
-from dsh.session.timeline import Answer, Attempt, Timeline
+from dsh.session.timeline import Answer, Attempt, Timeline, TurnEnd
 from dsh.session.timeline.state import add_usage
 
 
@@ -46,6 +53,7 @@ class TurnOutput:
         self.children: dict[str, dict[str, int]] = {}
         self.view: LiveView | None = None
         self.timeline = Timeline()
+        self._ended: int | None = None
         feed.on_event(self._event)
         feed.on_chunk(self._chunk)
         if not as_json:
@@ -62,6 +70,10 @@ class TurnOutput:
             write_json_line({"sessionId": session_id, **event.to_wire()})
         elif self.view is not None:
             self.view.show(session_id, items)
+        if session_id == self.root and self._ended is not None:
+            for item in items:
+                if isinstance(item, TurnEnd) and item.turn is not None and item.turn > self._ended:
+                    self._woken_ended(item)
 
     def _chunk(self, session_id: str, chunk: Chunk) -> None:
         delta = self.timeline.chunk(session_id, chunk)
@@ -77,6 +89,7 @@ class TurnOutput:
     def start_turn(self) -> None:
         """Forget the previous turn's children (``dsh chat`` runs many turns on one feed)."""
         self.children = {}
+        self._ended = None
 
     def total(self, own: dict[str, int]) -> dict[str, int]:
         """``own`` plus every child's usage seen on the feed."""
@@ -86,36 +99,59 @@ class TurnOutput:
         return out
 
     def finish(self, result: TurnResult) -> None:
-        """The answer (piped), the footer (stderr) or the JSON result line."""
-        total = self.total(result.usage)
+        """One turn, whole: :meth:`ended` then :meth:`close` (``dsh chat``, a turn at a time)."""
+        self.ended(result)
+        self.close([result])
+
+    def ended(self, result: TurnResult) -> None:
+        """The submitted turn ended: its footer (stderr); turns ending after it are woken ones."""
+        self._ended = result.turn
         if self.as_json:
-            children = [{"sessionId": sid, "usage": usage} for sid, usage in self.children.items()]
-            write_json_line(
-                {
-                    "type": "result",
-                    "sessionId": result.session_id,
-                    "turn": result.turn,
-                    "reason": result.reason,
-                    "text": result.text,
-                    "usage": total,
-                    "ownUsage": result.usage,
-                    "children": children,
-                }
-            )
             return
-        if not result.ok:  # the one-line error dsh prints next says it all
-            if self.view is not None:
-                self.view.end_line()
-            return
-        if self.piped and result.text:
-            sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
-            sys.stdout.flush()
-        used = usage_text(total)
-        if self.children:
-            used += f" (with {len(self.children)} subagent(s))"
         if self.view is not None:
             self.view.end_line()
+        if result.ok and self.view is not None:  # else the one-line error dsh prints next says it all
+            used = usage_text(self.total(result.usage))
+            if self.children:
+                used += f" (with {len(self.children)} subagent(s))"
             self.err.print(self.view.footer(self.root, result.reason.get("kind"), used))
+
+    def close(self, results: Sequence[TurnResult]) -> None:
+        """At exit, ``results`` the turns since the submitted one, in order: the final answer
+        (piped stdout) or a JSON result line each."""
+        if self.as_json:
+            for at, result in enumerate(results):
+                self._result_line(result, [r.usage for r in results[:at]])
+            return
+        final = results[-1] if results else None
+        if self.piped and final is not None and final.ok and final.text:
+            sys.stdout.write(final.text if final.text.endswith("\n") else final.text + "\n")
+            sys.stdout.flush()
+
+    def _result_line(self, result: TurnResult, earlier: list[dict[str, int]]) -> None:
+        total = self.total(result.usage)
+        for usage in earlier:
+            _add(total, usage)
+        children = [{"sessionId": sid, "usage": usage} for sid, usage in self.children.items()]
+        write_json_line(
+            {
+                "type": "result",
+                "sessionId": result.session_id,
+                "turn": result.turn,
+                "reason": result.reason,
+                "text": result.text,
+                "usage": total,
+                "ownUsage": result.usage,
+                "children": children,
+            }
+        )
+
+    def _woken_ended(self, item: TurnEnd) -> None:
+        """A woken turn of the root ended: close its streamed line and give it its footer."""
+        if self.view is None:
+            return
+        self.view.end_line()
+        self.err.print(self.view.footer(self.root, item.reason, usage_text(item.usage)))
 
     def cancelled(self) -> None:
         """A Ctrl-C ended the turn: say so on stderr."""

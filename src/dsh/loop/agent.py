@@ -40,7 +40,7 @@ from dsh.loop.persist import Persister
 from dsh.loop.prompt import check_prompt
 from dsh.loop.prompts import PromptPart, prompt_message
 from dsh.loop.repeat_reminder import RepeatReminder
-from dsh.loop.result import TurnResult
+from dsh.loop.result import TurnResult, closed_turns
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
 from dsh.loop.session_ids import recorded_session_id
@@ -525,6 +525,11 @@ class Agent:
     def busy(self) -> bool:
         """A turn is running or about to run (a wake is pending)."""
         return self._lock.locked() or self._waker.pending
+
+    def turns_after(self, turn: int) -> list[TurnResult]:
+        """How each turn closed after ``turn`` ended (woken turns, which no caller awaits),
+        read from this session's log."""
+        return closed_turns(self.session.id, self.session.own_events, after=turn)
 
     def progress(self) -> SessionProgress:
         """Steps started and turns ended in this session's own log so far."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dsh.events import Event
 from dsh.events.chunks import Failure
-from dsh.events.payloads import TurnEndReason
+from dsh.events.payloads import TurnEndReason, turn_end_of
+from dsh.events.vocabulary import TURN_START
+from dsh.session import final_assistant_text, usage_totals
 
 CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
 """The ``turn/end`` reasons of a turn that ended as a turn may (the rest: error, aborted)."""
@@ -30,3 +34,21 @@ class TurnResult:
     @property
     def failure(self) -> Failure | None:
         return self.reason.get("failure")
+
+
+def closed_turns(session_id: str, own_events: Sequence[Event], *, after: int) -> list[TurnResult]:
+    """Every turn of ``own_events`` the log closed after turn ``after``, in order: how it
+    ended, its final assistant text and its own usage (what a woken turn's caller never got)."""
+    out: list[TurnResult] = []
+    start = 0
+    for i, event in enumerate(own_events):
+        if event.type == TURN_START:
+            start = i
+        end = turn_end_of(event)
+        if end is not None and end["turn"] > after:
+            own = own_events[start : i + 1]
+            reason: TurnEndReason = end.get("reason") or {"kind": "error"}
+            out.append(
+                TurnResult(session_id, end["turn"], reason, final_assistant_text(own), usage_totals(own))
+            )
+    return out
