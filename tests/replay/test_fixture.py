@@ -138,3 +138,38 @@ def test_library_children_record_as_children_and_replay_keylessly(
     ]  # fmt: skip
     replayed = _run(pytester, monkeypatch, {})  # no key, server stopped
     replayed.assert_outcomes(passed=1)
+
+
+SPAWN_ONLY_TEST = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.dsh_scenario("recordings/spawn-only")
+def test_spawn_only(dsh_recording):
+    async def go():
+        agent = await dsh_recording.agent()
+        spawned = await agent.spawn()
+        return (await spawned.run_turn("Say CHILD_OK.")).text
+
+    assert asyncio.run(go()) == "CHILD_OK"
+"""
+
+
+def test_a_spawned_child_replays_with_the_recorded_model(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child made with ``agent.spawn()`` whose parent never asked the model is recorded with
+    a model that is not the default one: the keyless rerun asks with that model, not
+    ``deepseek-chat`` (which would diverge on the model config)."""
+    pytester.makepyfile(test_user=SPAWN_ONLY_TEST)
+    live = {"DSH_API_KEY": "sk-test", "DSH_MODEL": "custom-model-7"}
+    with OpenAICompatServer(handler=_library_children) as server:
+        recorded = _run(
+            pytester, monkeypatch, {**live, "DSH_BASE_URL": server.base_url}, "--dsh-snapshot=record"
+        )
+        assert [r.json["model"] for r in server.requests] == ["custom-model-7"]
+    recorded.assert_outcomes(passed=1)
+    replayed = _run(pytester, monkeypatch, {})  # no key, no model setting, server stopped
+    replayed.assert_outcomes(passed=1)

@@ -18,7 +18,7 @@ from dsh.hooks import HookSet
 from dsh.loop import NO_DELAY, AgentConfig, RetryPolicy
 from dsh.model import Model
 from dsh.replay.fidelity import Drift
-from dsh.replay.files import load_replay_model, read_tolerances, recorded_model_name
+from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import ReplayPolicy, replay_policy, untrusted_warning
 from dsh.replay.upstream import Composition, composed_tools, composition
@@ -88,10 +88,12 @@ class ReplayModels:
     def check(self) -> None:
         """Load the scenario once, so a bad directory fails before serving; unless trusted,
         note the recorded commands a replay would run (logged when the first session starts)."""
-        _, logs = load_replay_model(self.directory, tolerances=read_tolerances(self.directory, self.drift))
+        replay, logs = load_replay_model(
+            self.directory, tolerances=read_tolerances(self.directory, self.drift)
+        )
         self.policy = replay_policy(self.directory, logs.primary)
         self.composition = composition(self.directory, logs)
-        self.recorded_model = recorded_model_name(logs.primary)
+        self.recorded_model = replay.model_name
         """The model the recording asked for (a session asks for it unless ``--model`` says)."""
         self._warning = None if self.trust else untrusted_warning(self.directory, self.policy.sandbox)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,21 +158,26 @@ def load_replay_model(
         script(label, loaded, cut=loaded.inherited_event_count if sliced else 0)
         for label, loaded in recorded.children
     ]
-    model_name = recorded_model_name(recorded.primary) or DEFAULT_MODEL
+    model_name = recorded_model_name([recorded.primary, *(loaded for _, loaded in recorded.children)])
     original = recorded.versions.get(PRIMARY) == 0  # the original's recording: its harness fixtures
     fixtures = SnapshotFixtures(cwd) if original and cwd is not None else None
     replay = ReplayModel(primary, children, scenario=name, cwd=cwd, model_name=model_name, fixtures=fixtures)
     return replay, recorded
 
 
-def recorded_model_name(loaded: LoadedSession | None) -> str | None:
-    """The model the recording's primary session last asked for (its ``request/header``)."""
-    for event in reversed(loaded.events if loaded else []):
-        if event.type == "request/header":
-            config = event.data.get("header", {}).get("config", {})
-            name = config.get("model") if isinstance(config, dict) else None
-            return name if isinstance(name, str) and name else None
-    return None
+def recorded_model_name(sessions: Sequence[LoadedSession | None]) -> str:
+    """The model the recording asked for: the primary session's last ``request/header``, else
+    (a parent that never asked the model: its children were started from code with
+    ``agent.spawn()``) the first child's that has one; :data:`DEFAULT_MODEL` when none did."""
+    for loaded in sessions:
+        for event in reversed(loaded.events if loaded else []):
+            if event.type == "request/header":
+                config = event.data.get("header", {}).get("config", {})
+                name = config.get("model") if isinstance(config, dict) else None
+                if isinstance(name, str) and name:
+                    return name
+                break
+    return DEFAULT_MODEL
 
 
 TITLE_REQUEST = "session/title-llm-request"
