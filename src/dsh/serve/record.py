@@ -6,8 +6,10 @@ client's own auth headers (``Authorization``; Anthropic's ``x-api-key``,
 ``anthropic-version``, ``anthropic-beta``: passed through, never stored or logged); the
 upstream's bytes go back to the client unchanged while its dialect's recorder turns them
 into dsh chunks with their timing (and, but for Chat Completions, keeps the exact events). A
-request joins a client session by its session headers (:mod:`dsh.serve.keys`), else the
-known session whose history it extends (the longest), else it starts a new session. After
+request joins the known session of its client key (:mod:`dsh.serve.keys`; none: of every
+unkeyed session) whose history it extends (the longest), else it starts a new session — a
+keyed client that starts another conversation gets one of its own, with the same key, which
+records the whole history it sent. After
 every call the whole directory is rewritten atomically (:func:`write_directory`).
 
 A directory that is not empty (an earlier recording) is refused unless ``replace``
@@ -98,6 +100,7 @@ class RecordServer:
         self.keys = SessionKeys(session_headers)
         self.sessions: list[RecordedSession] = []
         self._by_key: dict[str, RecordedSession] = {}
+        """Each client key → its latest session (a child's ``X-Dsh-Parent`` names it)."""
         self.chain: dict[str, list[Message]] = {}
         """Each recorded reply's id → the history after it (``previous_response_id``)."""
         self._timeout = timeout
@@ -148,16 +151,18 @@ class RecordServer:
     def _session(
         self, key: str | None, parent_key: str | None, messages: Sequence[Message]
     ) -> RecordedSession:
-        if key is not None and key in self._by_key:
-            return self._by_key[key]
-        if key is None:
-            best: tuple[int, RecordedSession] | None = None
-            for session in self.sessions:
-                known = session.extends(messages)
-                if known > 0 and (best is None or known > best[0]):
-                    best = (known, session)
-            if best is not None:
-                return best[1]
+        """The session a request joins: of the sessions with its key (all of them when it has
+        none), the one whose history it extends the furthest; else a new one (with the key: a
+        client that started another conversation, recorded whole)."""
+        best: tuple[int, RecordedSession] | None = None
+        for session in self.sessions:
+            if session.key != key:
+                continue
+            known = session.extends(messages)
+            if known > 0 and (best is None or known > best[0]):
+                best = (known, session)
+        if best is not None:
+            return best[1]
         parent = self._by_key.get(parent_key) if parent_key is not None else None
         session = new_session(key, parent)
         self.sessions.append(session)

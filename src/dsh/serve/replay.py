@@ -195,7 +195,8 @@ class ReplayServer:
                     None,
                     named[0],
                 )
-            return open_[:1]
+            # one key, several conversations: the one the request continues, else the next fresh one
+            return [s for s in open_ if s.served] + [s for s in open_ if not s.served]
         started = [s for s in self.sessions if 0 < s.served < s.calls]
         fresh = [s for s in self.sessions if s.served == 0 and s.calls]
         if not started and not fresh:
