@@ -337,3 +337,41 @@ async def test_a_background_fork_child_inherits_the_completed_turns_and_settles(
         own = [e for e in loaded.events[loaded.inherited_event_count :] if e.type == "subagent/descriptor"]
         assert own and own[0].data["mode"] == "continuable" and own[0].data["provider"] == "fork"
         await close(parent, store)
+
+
+async def test_list_agents_reports_a_settled_child_ready_as_the_original_does(tmp_path: Path) -> None:
+    """A background child whose activation settled (its notice sent) is ``[ready]`` — the
+    original's word for a child with nothing to do (``subagent-list-agents``), not ``[idle]``;
+    the same child with work again is ``[running]``."""
+
+    def handler(req: RecordedRequest) -> Response:
+        if first_user(req) == "TASK":
+            # the child's second answer waits for the parent's request after its list_agents
+            return reply("CHILD_OK") if len(texts(req, "user")) == 1 else reply("AGAIN", gate=2)
+        asked = texts(req, "user")[-1]
+        tools = texts(req, "tool")
+        if asked == "delegate" and not tools:
+            return call(("c1", "subagent", {"description": "k", "prompt": "TASK", "run_in_background": True}))
+        if asked == "list" and len(tools) == 1:
+            return call(("c2", "list_agents", {}))
+        if asked == "again" and len(tools) == 2:  # the child is busy until this turn's next request
+            child = started_ids(req)[0]
+            return call(
+                ("c3", "send_message", {"subagent_id": child, "message": "once more"}),
+                ("c4", "list_agents", {}),
+            )
+        return reply("NOTED", gate=2) if asked == "again" else reply("NOTED")
+
+    store = SqliteEventStore(tmp_path / "s.db")
+    async with OpenAICompatServer(handler=handler) as server:
+        parent = await make_parent(server, store, tmp_path)
+        assert (await parent.run_turn("delegate")).ok
+        await settle(parent)
+        assert (await parent.run_turn("list")).ok
+        listed = tool_texts(parent)["c2"][0]
+        assert listed.endswith(" [ready] \u2014 k"), listed
+        assert (await parent.run_turn("again")).ok
+        assert " [running] \u2014 k" in tool_texts(parent)["c4"][0]
+        await settle(parent)
+        assert server.gate_timeouts == 0
+        await close(parent, store)

@@ -74,11 +74,17 @@ class Child:
     parent: Agent
     label: str
     depth: int
+    settled: bool = False
+    """Its last activation ended with a notice to the parent (reset by new work)."""
 
     @property
     def status(self) -> str:
-        """``running`` while it has work, else ``idle`` (the original's words)."""
-        return "running" if self.agent.busy else "idle"
+        """The original's words: ``running`` while it has work, ``ready`` once its activation
+        settled (nothing to do until ``send_message``), else ``idle`` (live, between turns of
+        an activation that has not settled yet)."""
+        if self.agent.busy:
+            return "running"
+        return "ready" if self.settled else "idle"
 
 
 class Children:
@@ -150,6 +156,7 @@ class _Settlement:
 
     def on_idle(self, agent: IdleState, last: TurnResult) -> None:
         parent = self.child.parent
+        self.child.settled = True
         if parent.closed:
             return
         kind = str(last.reason.get("kind", "error"))

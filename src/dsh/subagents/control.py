@@ -74,6 +74,7 @@ class SendMessageTool(_ControlTool[SendArgs]):
             child = await self._resume(caller, args.subagent_id)
         if caller is None or child is None or child.parent.id != caller.id:
             return ToolOutput.error(texts.unavailable(args.subagent_id), "NOT_RESUMABLE")
+        child.settled = False  # a new activation
         child.agent.deliver(texts.coordinator_relay(caller.id, args.message), "next-turn", wake=True)
         return ToolOutput.text(texts.queued(args.subagent_id))
 
