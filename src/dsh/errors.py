@@ -29,7 +29,7 @@ file, session id or value involved.
     ├── ModelError                  a classified model-call failure (``code`` attribute)
     ├── ToolError                   a tool body failed; becomes an error result
     │   ├── ToolInputError          arguments failed validation
-    │   └── McpServerError          an MCP server failed to start, died, hung or refused a call
+    │   └── McpServerError          an MCP server failed to start, died, hung, refused or botched a call
     ├── ReplayError                 a recorded run cannot be served
     │   ├── UnrecordedSessionError
     │   ├── ScriptExhaustedError
@@ -198,7 +198,8 @@ class McpConfigError(UsageError):
 
 
 class McpServerError(ToolError):
-    """An MCP server failed to start, died, timed out or answered a call with a protocol error."""
+    """An MCP server failed to start, died, timed out, answered a call with a protocol error or
+    with a malformed message."""
 
     code = "MCP_SERVER_ERROR"
 

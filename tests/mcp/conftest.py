@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -52,23 +53,38 @@ def copy_calc(where: Path) -> Path:
 
 
 def dsh(
-    cwd: Path, *args: str, store: Path, stdin: str | None = None, **env: str
+    cwd: Path, *args: str, store: Path, stdin: str | None = None, typed: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m dsh.cli ARGS`` in ``cwd`` against the SQLite store ``store``, keylessly
-    (``stdin``: the text on its standard input, as ``dsh chat`` reads its lines)."""
-    base = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL", "DSH_MODEL")
-    }
-    base.update({"DSH_STORE": f"sqlite:{store}", "NO_COLOR": "1", "PYTHONUTF8": "1", **env})
-    return subprocess.run(
-        [sys.executable, "-m", "dsh.cli", *args],
-        env=base,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        check=False,
+    """``python -m dsh.cli ARGS`` in ``cwd`` against the SQLite store ``store``, keylessly, its
+    dsh home ``store``'s directory's ``dsh-home`` unless ``DSH_HOME`` is given (``stdin``: the
+    text on its standard input, as ``dsh chat`` reads its lines; ``typed``: stdin is a
+    terminal on which this was typed)."""
+    drop = (
+        "DEEPSEEK_API_KEY",
+        "DSH_API_KEY",
+        "DSH_BASE_URL",
+        "DEEPSEEK_BASE_URL",
+        "DSH_MODEL",
+        "DSH_TRUST_MCP",
     )
+    base = {k: v for k, v in os.environ.items() if k not in drop}
+    base.update({"DSH_STORE": f"sqlite:{store}", "DSH_HOME": str(store.parent / "dsh-home")})
+    base.update({"NO_COLOR": "1", "PYTHONUTF8": "1", **env})
+    terminal = pty.openpty() if typed is not None else None
+    if terminal is not None and typed:
+        os.write(terminal[0], typed.encode())
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "dsh.cli", *args],
+            env=base,
+            input=stdin,
+            stdin=terminal[1] if terminal is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=cwd,
+            check=False,
+        )
+    finally:
+        for fd in terminal or ():
+            os.close(fd)

@@ -2,7 +2,8 @@
 ``mcpCapabilities`` (http, sse), and the stdio server the client names is started at the first
 prompt and called; its result reaches the client's ``tool_call_update``. A ``session/load`` in a
 fresh ``dsh acp`` process with ``mcpServers`` gives the loaded session the client's server the same
-way: the next prompt's model request offers its tool and the server answers the call."""
+way: the next prompt's model request offers its tool and the server answers the call. The
+workspace's own ``.mcp.json`` is not started (nor asked about) in an ACP session."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import WireToolCall, stream_reply
 from tests.acp.wire import RawServer
 
-from .conftest import CALC, KEY
+from .conftest import CALC, KEY, calc_entry, write_config
 
 SERVER = """
 import asyncio, sys
@@ -57,8 +58,9 @@ def _finished(updates: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
 
 
 async def test_session_new_mcp_servers_are_started_and_called(tmp_path: Path) -> None:
-    cwd, calls = tmp_path / "work", tmp_path / "calls.txt"
-    cwd.mkdir()
+    cwd, calls, starts = tmp_path / "work", tmp_path / "calls.txt", tmp_path / "workspace-starts.txt"
+    cwd.mkdir()  # its own .mcp.json is not the client's: never started, never asked about
+    write_config(cwd / ".mcp.json", mine=calc_entry(CALC, starts=starts))
     store = f"sqlite:{tmp_path / 's.db'}"
     calc = _acp_calc(calls)
     command = [sys.executable, "-c", SERVER]
@@ -74,6 +76,8 @@ async def test_session_new_mcp_servers_are_started_and_called(tmp_path: Path) ->
         frames = list(server.frames)
         assert await server.close() == 0
     assert calls.read_text() == "2+3\n", "the client's server was called once"
+    assert not starts.exists(), "an ACP session starts only the client's servers"
+    assert "not starting" not in (tmp_path / "stderr").read_text()
     updates = _updates(frames)
     finished = _finished(updates, "c1")
     assert finished["content"] == [{"type": "content", "content": {"type": "text", "text": "5"}}], finished

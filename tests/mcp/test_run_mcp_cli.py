@@ -1,4 +1,5 @@
-"""``dsh run`` reaches a FastMCP stdio server from the workspace's ``.mcp.json``: the model sees
+"""``dsh run`` reaches a FastMCP stdio server from the workspace's ``.mcp.json`` (trusted with
+``DSH_TRUST_MCP=1``: ``test_workspace_trust_cli.py`` is about that): the model sees
 ``mcp__calc__add`` with the server's schema, the server is called once, the call is logged;
 ``dsh scenario save`` keeps what the replay needs and the scenario replays with the server's
 file gone (no server started); ``--live-mcp`` calls it again. ``dsh chat --mcp-config FILE``
@@ -29,8 +30,9 @@ def test_run_calls_the_workspace_server_once_and_the_scenario_replays_without_it
     workspace.mkdir()
     write_config(workspace / ".mcp.json", calc=calc_entry(server, calls))
     with OpenAICompatServer(handler=adding) as model:
+        # a piped run starts the workspace's servers only when trusted
         out = dsh(workspace, "run", "add 2 and 3", "--json", "--base-url", model.base_url, store=store,
-                  DSH_API_KEY=KEY)  # fmt: skip
+                  DSH_API_KEY=KEY, DSH_TRUST_MCP="1")  # fmt: skip
         assert out.returncode == 0, out.stderr
         tools = {t["function"]["name"]: t["function"] for t in model.requests[0].json["tools"]}
     assert tools["mcp__calc__add"]["parameters"] == {

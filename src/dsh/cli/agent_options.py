@@ -116,6 +116,15 @@ McpConfigOption = Annotated[
         show_default=False,
     ),
 ]
+TrustMcpOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-mcp",
+        envvar="DSH_TRUST_MCP",
+        help="Start the workspace's .mcp.json servers without asking (default: asked once per "
+        "file at a terminal; without one they do not start).",
+    ),
+]
 NoToolsOption = Annotated[bool, typer.Option("--no-tools", help="Offer the model no tools at all.")]
 MaxStepsOption = Annotated[
     int | None,
@@ -190,11 +199,14 @@ def live_setup(
     max_steps: int | None,
     background: str | None,
     mcp_config: list[Path] | None,
+    trust_mcp: bool,
 ) -> LiveSetup:
     """Every shared option checked (``UsageError`` naming the option) and gathered."""
     from dsh.cli.approve import approver_for
     from dsh.cli.live import LiveSetup
-    from dsh.mcp import workspace_servers
+    from dsh.cli.mcp_trust import trust_asker
+    from dsh.hooks import user_hooks_dir
+    from dsh.mcp.trust import session_servers
 
     workspace = (cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
@@ -222,7 +234,14 @@ def live_setup(
         tools=tool_names(tools, no_tools),
         max_steps=max_steps,
         background_wait=background_wait(background),
-        mcp_servers=workspace_servers(workspace, tuple(mcp_config or ())),
+        mcp_servers=session_servers(
+            workspace,
+            tuple(mcp_config or ()),
+            trusted=trust_mcp,
+            ask=trust_asker(),
+            home=user_hooks_dir(),
+            notice=lambda line: typer.echo(line, err=True),
+        ),
     )
 
 

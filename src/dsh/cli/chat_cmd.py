@@ -29,6 +29,7 @@ from dsh.cli.agent_options import (
     SandboxOption,
     SystemOption,
     ToolsOption,
+    TrustMcpOption,
     WaitOption,
     setup_from,
 )
@@ -92,6 +93,7 @@ def chat(
     no_tools: NoToolsOption = False,
     max_steps: MaxStepsOption = None,
     mcp_config: McpConfigOption = None,
+    trust_mcp: TrustMcpOption = False,
     wait: WaitOption = None,
     sandbox: SandboxOption = DEFAULT_SANDBOX,
     network: NetworkOption = "off",

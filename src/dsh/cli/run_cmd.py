@@ -24,6 +24,7 @@ from dsh.cli.agent_options import (
     SandboxOption,
     SystemOption,
     ToolsOption,
+    TrustMcpOption,
     WaitOption,
     setup_from,
 )
@@ -69,6 +70,7 @@ def run(
     no_tools: NoToolsOption = False,
     max_steps: MaxStepsOption = None,
     mcp_config: McpConfigOption = None,
+    trust_mcp: TrustMcpOption = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per line (events, deltas, result).")
     ] = False,

@@ -26,7 +26,8 @@ from dsh.mcp.tool import McpTool, split_name, tool_name
 from dsh.tools.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
-    from dsh.mcp.servers import McpServers, Notice
+    from dsh.mcp.complaints import Notice
+    from dsh.mcp.servers import McpServers
 
 __all__ = [
     "WORKSPACE_FILE",

@@ -135,7 +135,9 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> tuple[McpSe
 
 def workspace_servers(workspace: Path, files: tuple[Path, ...] = ()) -> tuple[McpServerSpec, ...]:
     """The workspace's ``.mcp.json`` (when it has one), then each of ``files``; a later
-    server of the same name replaces an earlier one."""
+    server of the same name replaces an earlier one. Nothing is asked: this is for the paths
+    where starting them was asked for (``--live-mcp``, recording a scenario); ``dsh run`` and
+    ``dsh chat`` go through :func:`dsh.mcp.trust.session_servers`."""
     found = workspace / WORKSPACE_FILE
     specs = [*(load_config(found) if found.is_file() else ()), *(s for f in files for s in load_config(f))]
     return tuple({spec.name: spec for spec in specs}.values())

@@ -6,10 +6,12 @@ tool list and then waits to be closed. A stdio server runs under the session's s
 policy exactly as ``bash`` does (``dsh.tools.sandbox.confine``: bubblewrap or Landlock,
 the workspace-write fence, network off unless the policy allows it) with the tool
 environment (``dsh.tools.environment``: dsh's secrets withheld) plus the ``env`` its config
-names. Its stderr goes to a temporary file; the last line of it explains a death. Every
-failure — the command missing, the handshake failing, a hang past the timeout, the process
-dying mid-call — is one :class:`~dsh.errors.McpServerError`; a dead or hung server is
-stopped, and started again on the next call.
+names. Its stderr goes to a temporary file; the last line of it explains a death; its stdout
+is read by dsh's own reader (:mod:`dsh.mcp.stdio`: junk counted in a few lines, a malformed
+answer failing its call at once). Every failure — the command missing, the handshake
+failing, a hang past the timeout, the process dying mid-call, a malformed answer — is one
+:class:`~dsh.errors.McpServerError`; a dead or hung server is stopped, and started again on
+the next call.
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dsh.errors import McpServerError, ToolError
+from dsh.mcp.answers import MALFORMED_ANSWER
+from dsh.mcp.complaints import Complaints, Notice
 from dsh.mcp.config import HttpServer, McpServerSpec
+from dsh.mcp.stdio import stdio_streams
 from dsh.tools.environment import tool_environment
 from dsh.tools.sandbox import SandboxPolicy, confine
-from mcp import ClientSession, McpError, StdioServerParameters
+from mcp import ClientSession, McpError
 from mcp import types as mt
 
 Streams = tuple[Any, Any]
@@ -62,9 +66,11 @@ def _why(exc: BaseException) -> str:
 class McpConnection:
     """The session's connection to one server (``spec``), started by :meth:`tools` or :meth:`call`."""
 
-    def __init__(self, spec: McpServerSpec, place: ServerPlace) -> None:
+    def __init__(self, spec: McpServerSpec, place: ServerPlace, notice: Notice | None = None) -> None:
         self.spec = spec
         self.place = place
+        self.complaints = Complaints(spec.name, notice)
+        """What the server sends wrong, in a few lines (kept across its restarts)."""
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
@@ -106,9 +112,8 @@ class McpConnection:
         cwd = (self.place.workspace / spec.cwd) if spec.cwd else self.place.workspace
         argv = confine(self.place.sandbox, [spec.command, *spec.args], self.place.workspace, cwd)
         env = {**tool_environment(self.place.session_id), **spec.env}
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by _stop
-        async with stdio_client(params, errlog=self._stderr) as (read, write):
+        async with stdio_streams(argv, env, cwd, self._stderr, self.complaints) as (read, write):
             yield read, write
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
@@ -169,6 +174,9 @@ class McpConnection:
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except McpError as exc:
+            if exc.error.code == MALFORMED_ANSWER:  # said by dsh's reader (dsh.mcp.answers): no wait
+                what = f"sent a malformed answer to the call of {tool!r}"
+                raise self._error(what, exc, stderr=False) from None
             if exc.error.code == mt.CONNECTION_CLOSED:
                 error = self._error(f"exited during the call of {tool!r}")
                 await self._stop()

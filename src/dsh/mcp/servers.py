@@ -2,9 +2,9 @@
 its turns and its subagent children (they share its registry), stopped with it.
 
 A server that fails to start offers no tools and says so in one notice line; a call whose
-server dies, hangs past its timeout or refuses it is one tool error (``MCP_SERVER_ERROR``)
-and one notice line — never a crashed turn. The notice goes to ``notice`` (the CLI prints
-it on stderr under the live view), else the ``dsh.mcp`` logger.
+server dies, hangs past its timeout, refuses it or answers it malformed is one tool error
+(``MCP_SERVER_ERROR``) and one notice line — never a crashed turn. The notice goes to
+``notice`` (the CLI prints it on stderr under the live view), else the ``dsh.mcp`` logger.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from dsh.errors import McpServerError, UsageError
+from dsh.mcp.complaints import Notice
 from dsh.mcp.config import McpServerSpec
 from dsh.mcp.connection import McpConnection, ServerPlace
 from dsh.mcp.results import tool_output
 from dsh.mcp.tool import McpTool
 from dsh.tools import ToolContext, ToolOutput
 
-Notice = Callable[[str], None]
 _log = logging.getLogger("dsh.mcp")
 
 
@@ -42,8 +42,8 @@ class McpServers:
             raise UsageError(
                 f"MCP servers named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"
             )
-        self._connections = {s.name: McpConnection(s, place) for s in specs}
         self._notice = notice or (lambda line: _log.warning("%s", line))
+        self._connections = {s.name: McpConnection(s, place, self.notice) for s in specs}
         self._reruns = reruns_in_replay
         self._tools: list[McpTool] | None = None
         self._lock = asyncio.Lock()
