@@ -21,7 +21,7 @@ import httpx
 
 from dsh.errors import ToolError
 from dsh.tools.codes import tool_error
-from dsh.tools.web.policy import FetchPolicy
+from dsh.tools.web.policy import FetchPolicy, Resolver
 
 USER_AGENT = "deepseek-harness/0.0.1 (+https://github.com/deepseek-ai)"
 ACCEPT = "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.8"
@@ -82,17 +82,22 @@ def _public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-async def check_host(url: httpx.URL, policy: FetchPolicy) -> None:
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The system's answer for ``host`` (``getaddrinfo``), each address once, in its order."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+async def check_host(url: httpx.URL, policy: FetchPolicy, resolver: Resolver = system_resolver) -> None:
     """Refuse a host that resolves to a non-public address (unless private hosts are allowed)."""
     if policy.allow_private:
         return
     host = url.host
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, url.port or 443, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+        addresses = await resolver(host, url.port or 443)
+    except (OSError, UnicodeError) as exc:
         raise tool_error(f"web fetch failed: cannot resolve {host}: {exc}", PROVIDER_ERROR) from exc
-    for info in infos:
-        address = str(info[4][0])
+    for address in addresses:
         if not _public(address):
             raise tool_error(
                 f"blocked URL: {host} resolves to the non-public address {address}; web_fetch reaches "
@@ -143,24 +148,33 @@ async def _read(response: httpx.Response, policy: FetchPolicy) -> tuple[bytes, b
 
 
 async def fetch(
-    raw: str, policy: FetchPolicy, *, transport: httpx.AsyncBaseTransport | None = None
+    raw: str,
+    policy: FetchPolicy,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    resolver: Resolver | None = None,
 ) -> Fetched:
-    """GET ``raw`` under ``policy``; every failure is a one-line ``ToolError`` with a ``WEB_*`` code."""
+    """GET ``raw`` under ``policy``; every failure is a one-line ``ToolError`` with a ``WEB_*`` code.
+
+    ``resolver`` turns host names into addresses (default :func:`system_resolver`).
+    """
     url = checked_url(raw, policy)
     try:
         async with asyncio.timeout(policy.timeout_s):
-            return await _fetch(url, policy, transport)
+            return await _fetch(url, policy, transport, resolver or system_resolver)
     except TimeoutError as exc:
         raise tool_error("web fetch timed out", TIMEOUT) from exc
 
 
-async def _fetch(url: httpx.URL, policy: FetchPolicy, transport: httpx.AsyncBaseTransport | None) -> Fetched:
+async def _fetch(
+    url: httpx.URL, policy: FetchPolicy, transport: httpx.AsyncBaseTransport | None, resolver: Resolver
+) -> Fetched:
     headers = {"user-agent": USER_AGENT, "accept": ACCEPT}
     async with httpx.AsyncClient(
         follow_redirects=False, timeout=None, transport=transport, trust_env=False
     ) as client:
         for hop in range(policy.max_redirects + 1):
-            await check_host(url, policy)
+            await check_host(url, policy, resolver)
             try:
                 async with client.stream("GET", url, headers=headers) as response:
                     if response.status_code in REDIRECTS:
