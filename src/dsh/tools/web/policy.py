@@ -26,4 +26,6 @@ class Resolver(Protocol):
     order; raises ``OSError`` (``socket.gaierror``) when the name does not resolve.
     """
 
-    async def __call__(self, host: str, port: int) -> Sequence[str]: ...
+    async def __call__(self, host: str, port: int) -> Sequence[str]:
+        """The addresses ``host`` (ASCII, IDNA-encoded) stands for, connecting to ``port``."""
+        ...
