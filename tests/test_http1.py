@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -61,3 +62,75 @@ async def test_close_cancels_open_connections_and_closes_them() -> None:
     assert await asyncio.wait_for(reader.read(), 10) == b""  # the server side closed the socket
     assert not listener.started
     writer.close()
+
+
+async def _ok_server(peer_cap: int, gate: asyncio.Event, entered: list[str]) -> Listener:
+    """A keep-alive server answering every request ``ok``; ``/slow`` waits for ``gate``."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (request := await read_request(reader)) is not None:
+            entered.append(request.path)
+            if request.path == "/slow":
+                await gate.wait()
+            writer.write(head(200, [("Content-Length", "2")]) + b"ok")
+            await writer.drain()
+
+    listener = Listener(answer, peer_cap=peer_cap)
+    await listener.start()
+    return listener
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), 10)
+
+
+async def _get(port: int, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def test_over_an_addresss_cap_its_longest_idle_connection_makes_room() -> None:
+    listener = await _ok_server(3, asyncio.Event(), [])
+    opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    try:
+        for _ in range(3):
+            opened.append(await asyncio.open_connection("127.0.0.1", listener.port))
+        await _until(lambda: listener.peers.held("127.0.0.1") == 3)
+        reader, writer = await _get(listener.port, "/")
+        opened.append((reader, writer))
+        assert (
+            await asyncio.wait_for(reader.readexactly(40), 10)
+            == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        )
+        assert await asyncio.wait_for(opened[0][0].read(), 10) == b""  # the longest idle was closed
+        assert (listener.peers.shed, listener.peers.refused, listener.peers.held("127.0.0.1")) == (1, 0, 3)
+    finally:
+        for _, writer in opened:
+            writer.close()
+        await asyncio.wait_for(listener.close(), 10)
+
+
+async def test_a_connection_being_answered_is_never_shed_and_a_new_one_is_refused() -> None:
+    gate, entered = asyncio.Event(), list[str]()
+    listener = await _ok_server(2, gate, entered)
+    try:
+        first = await _get(listener.port, "/slow")
+        second = await _get(listener.port, "/slow")
+        await _until(lambda: entered == ["/slow", "/slow"])  # both heads read: both busy
+        third_reader, third_writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        assert await asyncio.wait_for(third_reader.read(), 10) == b""  # refused
+        third_writer.close()
+        gate.set()
+        for reader, _ in (first, second):
+            assert (await asyncio.wait_for(reader.readexactly(40), 10)).endswith(b"ok")
+        assert (listener.peers.shed, listener.peers.refused) == (0, 1)
+    finally:
+        for _, writer in (first, second):
+            writer.close()
+        await asyncio.wait_for(listener.close(), 10)

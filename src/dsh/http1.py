@@ -14,21 +14,28 @@ stalled) within ``timeout`` seconds a 408 — each raised as
 connection idle for ``timeout`` before a request is closed without a word. The
 :class:`Listener` accepts on its own loop: an ``accept()`` failure (out of file
 descriptors: ``EMFILE``) is logged once and retried after a pause, never a traceback.
-Stdlib only (and :mod:`dsh.errors`), so any layer may use it.
+Its connections are counted per peer address (:class:`dsh.peer_slots.PeerSlots`): over a
+peer's cap, or out of descriptors, the longest-idle connection — no request head yet (as
+:func:`read_request` tells), or kept alive between requests — is closed to make room.
+Stdlib only (and :mod:`dsh.errors`, :mod:`dsh.peer_slots`), so any layer may use it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
 import re
 import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dsh.errors import HttpRequestError
+from dsh.peer_slots import PeerSlots, Slot
 
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required",
            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
@@ -91,8 +98,13 @@ async def read_request(reader: asyncio.StreamReader, limits: Limits = DEFAULT_LI
     """The next request, or ``None`` when the peer closed (or stayed idle ``limits.timeout``) first.
 
     Raises :class:`~dsh.errors.HttpRequestError` for a request to refuse (400, 408, 413,
-    431) and ``asyncio.IncompleteReadError`` when the peer breaks off mid-request.
+    431) and ``asyncio.IncompleteReadError`` when the peer breaks off mid-request. Read on a
+    :class:`Listener`'s connection, the connection counts as idle (sheddable, see
+    :class:`PeerSlots`) until the whole head has arrived.
     """
+    slot = _SLOT.get()
+    if slot is not None:
+        slot.wait()
     try:
         async with asyncio.timeout(limits.timeout):
             first = await reader.read(1)
@@ -111,6 +123,8 @@ async def read_request(reader: asyncio.StreamReader, limits: Limits = DEFAULT_LI
         raise HttpRequestError(431, f"the request head is over {limits.max_head} bytes") from None
     except asyncio.IncompleteReadError:
         return None  # the peer closed mid-head: nothing to answer
+    if slot is not None:
+        slot.work()
     if len(head_bytes) > limits.max_head:
         raise HttpRequestError(431, f"the request head is over {limits.max_head} bytes")
     method, target, headers = _parse_head(head_bytes.lstrip(b"\r\n").decode("latin-1"))
@@ -234,13 +248,24 @@ def peer_of(writer: asyncio.StreamWriter) -> str:
     return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
 
 
+def _nothing() -> None:
+    return None
+
+
+_SLOT: ContextVar[Slot | None] = ContextVar("dsh_http1_slot", default=None)
+"""The slot of the :class:`Listener` connection a task serves (:func:`read_request` marks it)."""
+
+
 class Listener:
     """Serves ``handler`` per connection on ``host:port`` (0: a free port) until :meth:`close`.
 
     Each connection runs as a task that :meth:`close` cancels; the handler's writer is closed
     when it returns, whatever happened. A handler's unexpected exception is one line on
     ``log`` (named by ``name``), never a traceback; so is a failing ``accept()``, which is
-    retried every :data:`ACCEPT_RETRY` seconds (one line per :data:`ACCEPT_LOG_EVERY`).
+    retried every :data:`ACCEPT_RETRY` seconds (one line per :data:`ACCEPT_LOG_EVERY`), at
+    once when closing the longest-idle connection freed a descriptor. ``peer_cap``: the most
+    connections one peer address may hold (default
+    :func:`~dsh.peer_slots.default_peer_cap`), the longest-idle one closed for a new one.
     """
 
     def __init__(
@@ -251,6 +276,7 @@ class Listener:
         port: int = 0,
         log: Log = stderr_log,
         name: str = "dsh",
+        peer_cap: int | None = None,
     ) -> None:
         self._handler = handler
         self.host = host
@@ -259,8 +285,10 @@ class Listener:
         self._name = name
         self._sock: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], Slot] = {}
         self._limit = 1 << 16
+        self.peers = PeerSlots(peer_cap, log=log, name=name)
+        """The open connections by peer address (``peer_cap``: the most one may hold)."""
         self.accept_failures = 0
         """How many ``accept()`` calls failed (out of file descriptors, ...)."""
 
@@ -301,7 +329,7 @@ class Listener:
         logged_at: float | None = None
         while True:
             try:
-                conn, _ = await loop.sock_accept(sock)
+                conn, address = await loop.sock_accept(sock)
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 continue
             except OSError as exc:
@@ -311,13 +339,38 @@ class Listener:
                     logged_at = now
                     self._log(f"{self._name}: cannot accept a connection ({exc.strerror or exc}); "
                               f"retrying every {ACCEPT_RETRY:g} s")  # fmt: skip
+                if exc.errno in (errno.EMFILE, errno.ENFILE) and await self._free_a_descriptor():
+                    continue
                 await asyncio.sleep(ACCEPT_RETRY)
                 continue
-            task = loop.create_task(self._connection(conn))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            peer = str(address[0]) if isinstance(address, tuple) and address else "?"
+            slot = self.peers.open(peer, _nothing)
+            if slot is None:  # the peer's connections are all busy: this one is refused
+                conn.close()
+                continue
+            task = loop.create_task(self._connection(conn, slot))
+            slot.close = task.cancel
+            self._tasks[task] = slot
+            task.add_done_callback(functools.partial(self._ended, conn))
 
-    async def _connection(self, conn: socket.socket) -> None:
+    def _ended(self, conn: socket.socket, task: asyncio.Task[None]) -> None:
+        if task.cancelled():  # shed or closed before its stream was open: nothing closed it
+            conn.close()
+        slot = self._tasks.pop(task, None)
+        if slot is not None:
+            self.peers.closed(slot)
+
+    async def _free_a_descriptor(self) -> bool:
+        """Out of descriptors: close the longest-idle connection and wait until it is closed."""
+        slot = self.peers.shed_longest_idle()
+        task = next((t for t, s in self._tasks.items() if s is slot), None)
+        if task is None:
+            return False
+        await asyncio.wait([task], timeout=ACCEPT_RETRY)
+        return True
+
+    async def _connection(self, conn: socket.socket, slot: Slot) -> None:
+        _SLOT.set(slot)
         try:
             reader, writer = await asyncio.open_connection(sock=conn, limit=self._limit)
         except OSError as exc:

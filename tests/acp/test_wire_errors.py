@@ -149,3 +149,27 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
 def _more_than(server: RawServer, count: int, _frame: dict[str, Any]) -> bool:
     """``wait_for``'s predicate: a frame arrived after the first ``count``."""
     return len(server.frames) > count
+
+
+async def test_a_request_with_an_id_but_no_method_is_answered_with_its_id(tmp_path: Path) -> None:
+    """Issue 46 item 6c: ``{"id": 9}`` (no ``method``, no ``result``/``error``) is a request the
+    server cannot read: -32600 with the same id, not silence. A client's response to nothing
+    (``id`` and ``result``) still gets no answer: JSON-RPC never answers a response."""
+    args = server_args(replay=None, store=f"sqlite:{tmp_path / 's.db'}", log=tmp_path / "log")
+    async with RawServer(args, stderr_path=tmp_path / "stderr") as server:
+        cases: list[tuple[Any, dict[str, Any]]] = [(9, {}), ("x", {"params": {}}), (7.5, {"params": []})]
+        for request_id, extra in cases:
+            await server.send({"jsonrpc": "2.0", "id": request_id, **extra})
+            frame = await server.wait_for(partial(_has_id, request_id))
+            assert frame == {"jsonrpc": "2.0", "id": request_id,
+                             "error": {"code": -32600, "message": "Invalid Request"}}  # fmt: skip
+        await server.send({"jsonrpc": "2.0", "id": 4242, "result": {}})
+        await server.send({"jsonrpc": "2.0", "id": 4243, "error": {"code": 1, "message": "no"}})
+        await assert_serving(server)  # answered after the two responses were read
+        assert [f for f in server.frames if f.get("id") in (4242, 4243)] == []
+        code = await server.close()
+    assert code == 0
+
+
+def _has_id(request_id: Any, frame: dict[str, Any]) -> bool:
+    return bool(frame.get("id") == request_id)

@@ -4,7 +4,8 @@ Issue 36, items 5-7: the real ``dsh serve replay`` / ``record`` process with a s
 ``--header-timeout`` and a small ``--max-body``; a bad, negative or huge ``Content-Length``,
 a head never finished, a foreign ``Host``, a cross-origin or tokenless shutdown — each is
 refused (the server keeps serving) with exactly one line on stderr; out of file descriptors,
-``accept()`` failing is logged once and the server recovers.
+``accept()`` failing is logged once and the server recovers. Issue 46 item 6a: idle
+connections, from one address or from many, never lock a request out.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import resource
 import socket
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,44 +104,67 @@ def test_dsh_serve_record_refuses_each_attack_before_the_upstream(tmp_path: Path
     assert "Traceback" not in err and len(_refusal_lines(err)) == len(EXPECTED), err
 
 
-def _low_fd_limit() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+def _few_descriptors(limit: int) -> Callable[[], None]:
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return limited
 
 
-def test_out_of_file_descriptors_accept_is_logged_once_and_the_server_recovers() -> None:
+def _start_with_few_descriptors(limit: int) -> tuple[subprocess.Popen[str], str, str]:
+    """``dsh serve replay`` (the default 30 s head timeout) under ``RLIMIT_NOFILE`` ``limit``."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "dsh.cli", "serve", "replay",
-         str(TOOL_TURN), "--header-timeout", "0.5", "--allow-unconsumed"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_low_fd_limit,
+        [sys.executable, "-m", "dsh.cli", "serve", "replay", str(TOOL_TURN), "--allow-unconsumed"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_few_descriptors(limit),
     )  # fmt: skip
     assert process.stdout is not None
     line = process.stdout.readline()
     if " on http://" not in line:
         _, err = stop(process)
-        pytest.fail(f"dsh serve did not start under RLIMIT_NOFILE 48: {line!r} {err}")
-    base_url = line.strip().rsplit(" on ", 1)[1]
+        pytest.fail(f"dsh serve did not start under RLIMIT_NOFILE {limit}: {line!r} {err}")
     token = process.stdout.readline().split("control token ", 1)[1].split()[0]
+    return process, line.strip().rsplit(" on ", 1)[1], token
+
+
+def test_idle_connections_from_one_address_do_not_lock_a_request_out() -> None:
+    """Issue 46 item 6a: 100 idle connections from 127.0.0.1, more than 64 descriptors hold,
+    and a request on a new connection is still answered long before the 30 s head timeout
+    would free one (``control`` gives up after 10 s): over the address's cap the server
+    closes its longest-idle connection, the first one opened."""
+    process, base_url, token = _start_with_few_descriptors(64)
     port = _port(base_url)
-    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(90)]
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(100)]
     try:
-        time.sleep(3)  # it accepts until out of descriptors, then retries accept() a few times
+        report = control(base_url, "report", token)
+        first_closed = held[0].recv(1) == b""  # EOF, not the 10 s timeout
+        control(base_url, "shutdown", token, method="POST")
     finally:
         for sock in held:
             sock.close()
+        _, err = stop(process)
+    assert report["directory"] == str(TOOL_TURN) and first_closed
+    assert "Traceback" not in err, err[:3000]
+    assert len([line for line in err.splitlines() if "closed an idle connection" in line]) == 1, err[:3000]
+
+
+def test_out_of_file_descriptors_the_longest_idle_connection_makes_room() -> None:
+    """Idle connections from 90 addresses (one each: no address over its cap) run the server
+    out of descriptors: ``accept()`` failing is logged once, the longest-idle connection is
+    closed to make room, and a request is answered while the others are still held."""
+    process, base_url, token = _start_with_few_descriptors(48)
+    port = _port(base_url)
+    held = [
+        socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(f"127.0.0.{2 + n}", 0))
+        for n in range(90)
+    ]
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                report = control(base_url, "report", token)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        assert report["directory"] == str(TOOL_TURN)
+        report = control(base_url, "report", token)
         control(base_url, "shutdown", token, method="POST")
     finally:
+        for sock in held:
+            sock.close()
         _, err = stop(process)
+    assert report["directory"] == str(TOOL_TURN)
     accept_lines = [line for line in err.splitlines() if "cannot accept" in line]
     assert len(accept_lines) == 1, err[:3000]
     assert "Traceback" not in err, err[:3000]

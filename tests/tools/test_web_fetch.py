@@ -196,7 +196,7 @@ async def test_a_slow_body_times_out(site: str) -> None:
 
 
 async def test_loopback_and_private_hosts_are_refused_unless_configured(site: str) -> None:
-    for url in (f"{site}/menu.html", "http://10.0.0.1/", "http://[::1]:9/", "http://169.254.169.254/latest"):
+    for url in (f"{site}/menu.html", "http://10.0.0.1/", "http://[::1]:9/", "http://169.254.1.1/latest"):
         out = await _fetch(url, allow_private=False)
         assert out.is_error and out.code == "WEB_BLOCKED_URL", url
         assert "resolves to the non-public address" in _text(out)

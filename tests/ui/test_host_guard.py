@@ -177,7 +177,12 @@ def test_out_of_file_descriptors_is_one_line_and_the_viewer_recovers(mixed_store
     line = proc.stdout.readline()
     assert " at http://127.0.0.1:" in line, line + (proc.stderr.read() if proc.stderr else "")
     port = int(line.split(" at http://127.0.0.1:", 1)[1].split("/", 1)[0])
-    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(100)]
+    # One connection from each of 100 addresses: none over its address's cap, so the viewer
+    # runs out of descriptors (100 from one address: the test below).
+    held = [
+        socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(f"127.0.0.{2 + n}", 0))
+        for n in range(100)
+    ]
     try:
         time.sleep(4)  # the viewer accepts until out of descriptors; asyncio retries every second
     finally:
@@ -198,3 +203,32 @@ def test_out_of_file_descriptors_is_one_line_and_the_viewer_recovers(mixed_store
         err = _stop(proc)
     assert "Traceback" not in err, err[:3000]
     assert len([line for line in err.splitlines() if "accept" in line]) == 1, err[:3000]
+
+
+def test_idle_connections_from_one_address_do_not_lock_a_request_out(mixed_store: Loaded) -> None:
+    """Issue 46 item 6a: 100 idle connections from 127.0.0.1, more than 64 descriptors hold,
+    and a request on a new connection is still answered long before the 30 s head timeout
+    would free one (the exchange gives up after 10 s): over the address's cap the viewer
+    closes its longest-idle connection, the first one opened."""
+    import socket
+
+    proc = subprocess.Popen(
+        [*DSH, "ui", "--store", mixed_store.url, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_low_fd_limit,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert " at http://127.0.0.1:" in line, line + (proc.stderr.read() if proc.stderr else "")
+    port = int(line.split(" at http://127.0.0.1:", 1)[1].split("/", 1)[0])
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(100)]
+    try:
+        reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=10)
+        first_closed = held[0].recv(1) == b""  # EOF, not the 10 s timeout
+    finally:
+        for sock in held:
+            sock.close()
+        err = _stop(proc)
+    assert status(reply) == 200 and first_closed, err[:3000]
+    assert "Traceback" not in err, err[:3000]
+    assert len([line for line in err.splitlines() if "closed an idle connection" in line]) == 1, err[:3000]

@@ -4,10 +4,12 @@ The SDK's own stdio transport logs and drops a line that is not JSON, crashes it
 loop on a line that is JSON but not an object, and writes ``"data": null`` into every
 error without data. :class:`LineTransport` is a message-level transport for the SDK's
 connection that instead answers such lines itself (``-32700`` parse error, ``-32600``
-invalid request, ``id: null``) and keeps serving, omits a null ``data``, serializes
-writes so frames never interleave, and never lets a write to a vanished client crash the
-server. A line nested deeper than :data:`MAX_DEPTH` (``[[[[...``) is a parse error too: it
-would exhaust the recursion of the JSON parser, the SDK's validation or our own encoder.
+invalid request — with the line's ``id`` when it has a usable one, as ``{"id": 9}``
+without ``method``, ``result`` or ``error`` does, else ``id: null``) and keeps serving,
+omits a null ``data``, serializes writes so frames never interleave, and never lets a
+write to a vanished client crash the server. A line nested deeper than :data:`MAX_DEPTH`
+(``[[[[...``) is a parse error too: it would exhaust the recursion of the JSON parser, the
+SDK's validation or our own encoder.
 :func:`protected_stdio` moves the real stdout aside for the protocol and points
 fds 1 and 2 at the log (or ``/dev/null``), so nothing but protocol frames reaches stdout
 and nothing can block on an unread stderr pipe.
@@ -137,8 +139,10 @@ def check_message(message: Any) -> dict[str, Any] | None:
     method = message.get("method")
     if "method" in message and not isinstance(method, str):
         return _error_frame(INVALID_REQUEST, request_id)
-    if method is None and "id" not in message:
-        return _error_frame(INVALID_REQUEST)
+    if method is None and ("id" not in message or ("result" not in message and "error" not in message)):
+        # Neither a request nor a response: answered, with its id when it has one (a
+        # response that answers nothing is left to the SDK, which never replies to one).
+        return _error_frame(INVALID_REQUEST, request_id)
     params = message.get("params")
     if method is not None and params is not None and not isinstance(params, dict | list):
         return _error_frame(INVALID_REQUEST, request_id)

@@ -149,7 +149,8 @@ class HttpServer:
     """Serves ``handler`` on ``127.0.0.1:port`` (0: a free port) until :meth:`close`.
 
     ``hosts`` decides which ``Host`` / ``Origin`` headers are answered (default: loopback
-    names only), ``limits`` bound each request, ``log`` gets one line per refusal.
+    names only), ``limits`` bound each request, ``log`` gets one line per refusal,
+    ``peer_cap`` bounds the connections one peer address holds (:mod:`dsh.peer_slots`).
     """
 
     def __init__(
@@ -162,13 +163,14 @@ class HttpServer:
         limits: Limits = DEFAULT_LIMITS,
         log: Log = stderr_log,
         name: str = "dsh serve",
+        peer_cap: int | None = None,
     ) -> None:
         self.handler = handler
         self.hosts = hosts if hosts is not None else HostPolicy(bound=host)
         self.limits = limits
         self.name = name
         self._log: Log = lambda line: log(" ".join(line.split()))  # one line, whatever a message holds
-        self._listener = Listener(self._serve, host=host, port=port, log=log, name=name)
+        self._listener = Listener(self._serve, host=host, port=port, log=log, name=name, peer_cap=peer_cap)
 
     @property
     def started(self) -> bool:

@@ -16,7 +16,8 @@ policy at all, the behaviour before sandboxing — replays and the recorded scen
   policy allows it. Where ``bwrap`` cannot
   build a sandbox (missing, or no user namespaces, as in most containers) the Landlock
   runner (:mod:`dsh.tools.landlock`) confines it instead, as the original does: the same
-  writable roots, the hidden paths unreadable, TCP refused without network. When neither
+  writable roots, the hidden paths unreadable, TCP refused without network — and says so
+  once per process (a ``dsh.sandbox`` warning) unless Landlock was chosen. When neither
   can, :func:`confine` raises the original's ``SANDBOX_UNAVAILABLE`` refusal instead of
   running the command unconfined. A runner named explicitly (``SandboxPolicy.runner``,
   ``$DSH_BWRAP``) or ``SandboxPolicy.backend`` decides the backend without a fallback.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import re
 import shutil
@@ -72,6 +74,8 @@ command), ``.dsh/``, and the hook files dsh reads in a session's cwd
 exist as the command starts), and ``write``/``edit`` refuse them (whether they exist or not)."""
 
 BWRAP_PROBE_TIMEOUT_S: Final = 10.0
+
+log = logging.getLogger("dsh.sandbox")
 
 
 def default_temp_roots() -> tuple[Path, ...]:
@@ -303,8 +307,22 @@ def confine(policy: SandboxPolicy | None, argv: list[str], workspace: Path, cwd:
     if failure is not None:
         raise unavailable(policy.mode, failure)
     if backend == "landlock":
+        if chosen_backend(policy) == "auto":  # bubblewrap was the first choice and cannot
+            _tell_landlock_fallback()
         return landlock_argv(policy, workspace, argv)
     return [runner_program(policy, workspace), *bwrap_arguments(policy, workspace, cwd), "--", *argv]
+
+
+@functools.cache
+def _tell_landlock_fallback() -> None:
+    """Say once per process (a warning of the ``dsh.sandbox`` logger: a line on stderr where
+    nothing configured logging) that commands run under Landlock because bubblewrap cannot."""
+    log.warning(
+        "dsh: bubblewrap is not usable here (%s); bash runs under Landlock (%s=landlock chooses it "
+        "without this notice)",
+        bwrap_failure(),
+        BACKEND_ENV,
+    )
 
 
 def runtime_context_text(policy: SandboxPolicy | None, workspace: Path) -> str:

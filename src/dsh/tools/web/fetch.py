@@ -4,16 +4,22 @@ The original's rules and texts (all ``WebError`` codes): http/https only, no cre
 at most 2048 characters; redirects followed by hand, same origin only, at most 5; a
 declared ``Content-Length`` over the cap is refused and a longer stream is cut (flagged
 truncated); text and HTML content types only; the charset from ``Content-Type`` (UTF-8 by
-default). dsh's own rule on top: a host that resolves to a private, loopback, link-local or
-otherwise non-public address is refused unless :attr:`FetchPolicy.allow_private` says so.
+default). dsh's own rule on top: each hop's host is resolved once (:class:`Resolver`, default
+:func:`system_resolver`), every address of the answer is checked by
+:func:`dsh.tools.web.addresses.refused` (non-public addresses unless
+:attr:`FetchPolicy.allow_private`, embedded IPv4 addresses unwrapped, cloud metadata services
+always), and the request is sent to a checked address — the host name kept in ``Host`` and
+the TLS server name — so a DNS answer that changes after the check (rebinding) is never used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import ipaddress
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -21,7 +27,8 @@ import httpx
 
 from dsh.errors import ToolError
 from dsh.tools.codes import tool_error
-from dsh.tools.web.policy import FetchPolicy
+from dsh.tools.web.addresses import refused
+from dsh.tools.web.policy import FetchPolicy, Resolver
 
 USER_AGENT = "deepseek-harness/0.0.1 (+https://github.com/deepseek-ai)"
 ACCEPT = "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.8"
@@ -75,30 +82,71 @@ def checked_url(raw: str, policy: FetchPolicy) -> httpx.URL:
     return url
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The system's answer for ``host`` (``getaddrinfo``), each address once, in its order."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-async def check_host(url: httpx.URL, policy: FetchPolicy) -> None:
-    """Refuse a host that resolves to a non-public address (unless private hosts are allowed)."""
-    if policy.allow_private:
-        return
-    host = url.host
+def _literal(host: str) -> str | None:
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, url.port or 443, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise tool_error(f"web fetch failed: cannot resolve {host}: {exc}", PROVIDER_ERROR) from exc
-    for info in infos:
-        address = str(info[4][0])
-        if not _public(address):
-            raise tool_error(
-                f"blocked URL: {host} resolves to the non-public address {address}; web_fetch reaches "
-                "public hosts only (allow private hosts in the web_fetch configuration to fetch it)",
-                BLOCKED_URL,
-            )
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
+async def checked_addresses(url: httpx.URL, policy: FetchPolicy, resolver: Resolver) -> list[str]:
+    """The addresses ``url``'s host stands for — the literal, or the one answer of ``resolver``
+    — each allowed by :func:`~dsh.tools.web.addresses.refused`; else the one-line refusal.
+    The fetch connects to these addresses only, so a second DNS answer never counts."""
+    host = url.host
+    literal = _literal(host)
+    if literal is not None:
+        answer: list[str] = [literal]
+    else:
+        try:
+            answer = list(await resolver(url.raw_host.decode("ascii"), _origin(url)[2] or 80))
+        except (OSError, UnicodeError) as exc:
+            raise tool_error(f"web fetch failed: cannot resolve {host}: {exc}", PROVIDER_ERROR) from exc
+        if not answer:
+            raise tool_error(f"web fetch failed: cannot resolve {host}: no address", PROVIDER_ERROR)
+    for address in answer:
+        why = refused(address, allow_private=policy.allow_private)
+        if why is not None:
+            raise tool_error(f"blocked URL: {host} resolves to {why}", BLOCKED_URL)
+    return list(dict.fromkeys(str(ipaddress.ip_address(a.split("%", 1)[0])) for a in answer))
+
+
+@contextlib.asynccontextmanager
+async def _get(
+    client: httpx.AsyncClient, url: httpx.URL, addresses: list[str], headers: dict[str, str]
+) -> AsyncIterator[httpx.Response]:
+    """The streamed response to a GET of ``url`` sent to the first of ``addresses`` that takes
+    the connection: the URL's host stays in ``Host`` and, for https, in the TLS server name
+    (SNI and the certificate check)."""
+    response = await _send(client, url, addresses, headers)
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+async def _send(
+    client: httpx.AsyncClient, url: httpx.URL, addresses: list[str], headers: dict[str, str]
+) -> httpx.Response:
+    fields = {**headers, "host": url.netloc.decode("ascii")}
+    named = url.scheme == "https" and _literal(url.host) is None
+    extensions = {"sni_hostname": url.raw_host.decode("ascii")} if named else {}
+    failure: httpx.ConnectError | None = None
+    for address in addresses:
+        pinned = url.copy_with(host=address)
+        request = client.build_request("GET", pinned, headers=fields, extensions=extensions)
+        try:
+            return await client.send(request, stream=True)
+        except httpx.ConnectError as exc:
+            failure = exc
+    assert failure is not None, "no address to connect to"
+    raise failure
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
@@ -143,26 +191,35 @@ async def _read(response: httpx.Response, policy: FetchPolicy) -> tuple[bytes, b
 
 
 async def fetch(
-    raw: str, policy: FetchPolicy, *, transport: httpx.AsyncBaseTransport | None = None
+    raw: str,
+    policy: FetchPolicy,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    resolver: Resolver | None = None,
 ) -> Fetched:
-    """GET ``raw`` under ``policy``; every failure is a one-line ``ToolError`` with a ``WEB_*`` code."""
+    """GET ``raw`` under ``policy``; every failure is a one-line ``ToolError`` with a ``WEB_*`` code.
+
+    ``resolver`` turns host names into addresses (default :func:`system_resolver`).
+    """
     url = checked_url(raw, policy)
     try:
         async with asyncio.timeout(policy.timeout_s):
-            return await _fetch(url, policy, transport)
+            return await _fetch(url, policy, transport, resolver or system_resolver)
     except TimeoutError as exc:
         raise tool_error("web fetch timed out", TIMEOUT) from exc
 
 
-async def _fetch(url: httpx.URL, policy: FetchPolicy, transport: httpx.AsyncBaseTransport | None) -> Fetched:
+async def _fetch(
+    url: httpx.URL, policy: FetchPolicy, transport: httpx.AsyncBaseTransport | None, resolver: Resolver
+) -> Fetched:
     headers = {"user-agent": USER_AGENT, "accept": ACCEPT}
     async with httpx.AsyncClient(
         follow_redirects=False, timeout=None, transport=transport, trust_env=False
     ) as client:
         for hop in range(policy.max_redirects + 1):
-            await check_host(url, policy)
+            addresses = await checked_addresses(url, policy, resolver)
             try:
-                async with client.stream("GET", url, headers=headers) as response:
+                async with _get(client, url, addresses, headers) as response:
                     if response.status_code in REDIRECTS:
                         location = response.headers.get("location")
                         if not location:
@@ -189,7 +246,7 @@ async def _fetch(url: httpx.URL, policy: FetchPolicy, transport: httpx.AsyncBase
                     text = data.decode(charset, errors="replace")
                     if len(text) > policy.max_chars:
                         text, cut = text[: policy.max_chars], True
-                    return Fetched(serialized(response.url), response.status_code, text, html, cut)
+                    return Fetched(serialized(url), response.status_code, text, html, cut)
             except ToolError:
                 raise
             except httpx.HTTPError as exc:

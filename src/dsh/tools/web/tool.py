@@ -19,7 +19,7 @@ from pydantic import Field
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput, arg_text
 from dsh.tools.codes import tool_error
 from dsh.tools.schema import ToolArgs
-from dsh.tools.web.policy import FetchPolicy
+from dsh.tools.web.policy import FetchPolicy, Resolver
 
 if TYPE_CHECKING:
     import httpx
@@ -45,7 +45,8 @@ def result_text(url: str, status: int, body: str, truncated: bool) -> tuple[str,
 
 
 class WebFetchTool(Tool[WebFetchArgs]):
-    """Fetch one HTTP(S) URL as text (``policy``: limits and whether private hosts are allowed)."""
+    """Fetch one HTTP(S) URL as text (``policy``: limits and whether private hosts are allowed;
+    ``transport``, ``resolver``: the HTTP client's transport and the name resolution, for tests)."""
 
     name = "web_fetch"
     description = "Fetch the content of a specific HTTP(S) URL and return it decoded to text."
@@ -55,10 +56,15 @@ class WebFetchTool(Tool[WebFetchArgs]):
     acp_kind: ToolKind = "fetch"
 
     def __init__(
-        self, policy: FetchPolicy | None = None, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        policy: FetchPolicy | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self.policy = policy or FetchPolicy(allow_private=os.environ.get(ALLOW_PRIVATE_ENV) == "1")
         self._transport = transport
+        self._resolver = resolver
 
     def acp_title(self, args: Mapping[str, Any]) -> str | None:
         url = arg_text(args, "url")
@@ -72,7 +78,7 @@ class WebFetchTool(Tool[WebFetchArgs]):
         from dsh.tools.web.fetch import fetch
         from dsh.tools.web.markdown import html_to_markdown
 
-        page = await fetch(raw, self.policy, transport=self._transport)
+        page = await fetch(raw, self.policy, transport=self._transport, resolver=self._resolver)
         body = html_to_markdown(page.text[:MAX_OUTPUT_CHARS]) if page.html else page.text
         text, truncated = result_text(
             page.url, page.status, body, page.truncated or len(page.text) > MAX_OUTPUT_CHARS
