@@ -6,8 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from dsh.snapshot import run_scenario
 from dsh.store.memory import MemoryEventStore
+from dsh.tools.landlock import landlock_abi
 
 
 def _copy(upstream: Path, name: str, tmp_path: Path) -> Path:
@@ -48,3 +51,29 @@ async def test_handler_ids_restart_for_every_scenario_run(upstream: Path) -> Non
         loaded = await store.load(summary.header.id)
         ids = [e.data["handlerId"] for e in loaded.events if e.type == "hook/invoked"]
         assert ids == ["claude-code:Stop:1", "claude-code:Stop:2"]
+
+
+HOOK_RECORDINGS = sorted(
+    ["hook-cc-invalid-matcher", "hook-cc-pretool-deny", "hook-cc-posttool-context",
+     "hook-cc-promptsubmit-block", "hook-cc-stop-continue", "hook-codex-pretool-block"]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HOOK_RECORDINGS)
+async def test_hook_recordings_replay_strictly_under_landlock(
+    upstream: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks get bash's write rules under the Landlock backend too: the Stop hook's
+    ``touch .stop_fired`` at the top of a workspace holding ``hooks.json`` (a protected entry)
+    works, so the recording's second turn happens as recorded."""
+    if landlock_abi() < 1:
+        pytest.skip("this kernel does not enforce Landlock")
+    monkeypatch.setenv("DSH_SANDBOX_BACKEND", "landlock")
+    store = MemoryEventStore()
+    result = await run_scenario(upstream / name, "replay", store=store)
+    assert result.ok, result.failure_text()
+    for report in result.sessions:
+        assert report.consumed == report.calls and report.divergence is None
+    (summary,) = await store.list_sessions()
+    invoked = [e for e in (await store.load(summary.header.id)).events if e.type == "hook/invoked"]
+    assert all("Permission denied" not in json.dumps(e.data) for e in invoked)

@@ -38,15 +38,21 @@ def ws(base: Path) -> Path:
     return ws
 
 
+def _evil(path: Path) -> bool:
+    """``path`` holds what a plant wrote (under Landlock a denied ``echo evil > NEW`` may
+    leave NEW behind empty: a protected directory gets new empty entries, never content)."""
+    return path.exists() and "evil" in path.read_text()
+
+
 def _planted(ws: Path) -> list[str]:
     found = []
-    if (ws / ".git" / "hooks" / "pre-commit").exists():
+    if _evil(ws / ".git" / "hooks" / "pre-commit"):
         found.append("pre-commit")
     if "evil" in (ws / ".git" / "config").read_text():
         found.append("config")
     if not (ws / ".git" / "HEAD").exists():
         found.append("HEAD renamed")
-    if (ws / ".dsh" / "hooks.json").exists():
+    if _evil(ws / ".dsh" / "hooks.json"):
         found.append(".dsh")
     found += [name for name in ("hooks.json", "codex-hooks.json") if (ws / name).read_text() != "{}"]
     return found
@@ -117,7 +123,7 @@ async def test_a_workspace_under_a_temp_root_keeps_a_usable_temp_dir(
     command = "t=$(mktemp) && echo ok > $t && cat $t && rm $t; echo evil > .git/hooks/pre-commit"
     text = await _bash(registry, ws, SandboxPolicy(backend=backend), command)
     assert text.startswith("ok\n"), text
-    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+    assert not _evil(ws / ".git" / "hooks" / "pre-commit")
 
 
 async def test_a_symlink_beside_them_grants_nothing(
@@ -126,4 +132,23 @@ async def test_a_symlink_beside_them_grants_nothing(
     """A link made before the call, next to ``.git``: the Landlock split must not grant its target."""
     (ws / "gitlink").symlink_to(ws / ".git")
     text = await _bash(registry, ws, SandboxPolicy(backend=backend), "echo evil > gitlink/hooks/pre-commit")
-    assert not (ws / ".git" / "hooks" / "pre-commit").exists(), text
+    assert not _evil(ws / ".git" / "hooks" / "pre-commit"), text
+
+
+async def test_a_marker_at_the_top_of_a_git_workspace_can_be_made_but_no_hook_planted(
+    ws: Path, registry: ToolRegistry, backend: SandboxBackend
+) -> None:
+    """A Stop hook's ``touch .stop_fired`` (the original's hook recordings) works at the top of a
+    workspace holding ``.git`` under both backends; planting a hook through a new file, a
+    symbolic link, a hard link or a rename into ``.git`` does not."""
+    (ws / "sub" / "evil.sh").write_text("echo evil\n")
+    command = (
+        "touch .stop_fired && echo marked; ln -s ../../sub/evil.sh .git/hooks/post-checkout; "
+        "ln sub/evil.sh .git/hooks/pre-push; mv sub/evil.sh .git/hooks/pre-rebase; "
+        "echo evil > .git/hooks/pre-commit"
+    )
+    text = await _bash(registry, ws, SandboxPolicy(backend=backend), command)
+    assert text.startswith("marked\n") and (ws / ".stop_fired").is_file(), text
+    hooks = ws / ".git" / "hooks"
+    assert not any(_evil(hooks / name) for name in ("post-checkout", "pre-push", "pre-rebase", "pre-commit"))
+    assert not (hooks / "post-checkout").is_symlink()

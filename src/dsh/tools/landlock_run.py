@@ -29,6 +29,7 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import Sequence
 
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446  # the same number on every architecture
 VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
@@ -48,6 +49,9 @@ STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 MAKE = sum(1 << b for b in range(4, 13))  # REMOVE_DIR, REMOVE_FILE, MAKE_CHAR … MAKE_SYM
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+MAKE_DIR, MAKE_REG = 1 << 7, 1 << 8
+CREATE_EMPTY = MAKE_DIR | MAKE_REG
+"""What a writable directory split around protected entries keeps: new empty files and directories."""
 FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 """The rights a rule on a file (not a directory) may carry."""
 NET_TCP = 0b11  # LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP
@@ -104,20 +108,30 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def rules(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
-    """``(path, rights)`` granting ``rights`` under ``root`` except under each ``hidden`` path.
+def rules(
+    root: str, rights: int, hidden: Sequence[str], protected: Sequence[str] = ()
+) -> list[tuple[str, int]]:
+    """``(path, rights)`` granting ``rights`` under ``root`` except under each ``hidden`` and
+    ``protected`` path (neither gets a rule here: a protected one is read under the ``/`` grant).
 
-    A Landlock rule covers the whole tree beneath its path, so a directory holding a hidden
-    path is split into its entries; the directory itself keeps only the right to be listed
-    (which, inherited, lets a hidden directory's names be listed but no file in it be read),
-    not to create or remove entries. A symbolic link among the entries gets no rule (a rule
-    on it would grant its target, a hidden path perhaps)."""
-    if any(h == root for h in hidden):
+    A Landlock rule covers the whole tree beneath its path, so a directory holding such a path
+    is split into its entries. The directory itself keeps the right to be listed (which,
+    inherited, lets a hidden directory's names be listed but no file in it be read) and, when
+    it holds only protected paths (a workspace's ``.git``, ``hooks.json``), to create *empty*
+    files and directories (:data:`CREATE_EMPTY`: ``touch .marker`` at the top of a git
+    workspace works, as under bubblewrap); never to write a file, remove, rename, link or make a
+    symbolic link (a protected entry stays as it is, and nothing lands in it with content or a
+    target). A symbolic link among the entries gets no rule (a rule on it would grant its target,
+    a hidden path perhaps)."""
+    if any(h == root for h in [*hidden, *protected]):
         return []
-    inside = [h for h in hidden if h.startswith(root.rstrip("/") + "/")]
-    if not inside:
+    prefix = root.rstrip("/") + "/"
+    hidden_in = [h for h in hidden if h.startswith(prefix)]
+    protected_in = [p for p in protected if p.startswith(prefix)]
+    if not hidden_in and not protected_in:
         return [(root, rights)]
-    out: list[tuple[str, int]] = [(root, rights & READ_DIR)]
+    kept = READ_DIR if hidden_in else READ_DIR | CREATE_EMPTY
+    out: list[tuple[str, int]] = [(root, rights & kept)]
     try:
         names = sorted(os.listdir(root))
     except OSError:
@@ -126,7 +140,7 @@ def rules(root: str, rights: int, hidden: list[str]) -> list[tuple[str, int]]:
         entry = os.path.join(root, name)
         if os.path.islink(entry):  # a rule would follow it: its target is granted where it is, or not
             continue
-        out += rules(entry, rights, inside)
+        out += rules(entry, rights, hidden_in, protected_in)
     return out
 
 
@@ -226,7 +240,7 @@ def main(argv: list[str]) -> None:
                            ctypes.c_uint32(0))  # fmt: skip
         grants = rules("/", READ, hidden) + rules("/dev", DEVICES, hidden)
         for root in [*writes, "/dev/shm"]:  # /dev/shm: shared memory, writable like /tmp
-            grants += rules(root, READ | WRITE, hidden + read_only)  # read_only: read under "/" only
+            grants += rules(root, READ | WRITE, hidden, read_only)  # read_only: read under "/" only
         for path, rights in grants:
             _add(ruleset, path, rights & fs)
         drop_capabilities()
