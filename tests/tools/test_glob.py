@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.replay.upstream import Composition
 from dsh.tools import ToolContext, ToolRegistry
 from dsh.tools.builtin import GlobTool
 from dsh.tools.builtin.glob_tool import compile_glob
@@ -157,18 +158,9 @@ def test_gitignore_style_patterns(pattern: str, matches: list[str], misses: list
     assert [m for m in misses if regex.fullmatch(m)] == []
 
 
-SAMPLING_TREE = ["archive/a.ts", "archive/b.ts", "archive/c.ts", "docs/guide.md", "src/index.ts",
-                 "test/spec.ts", "top.txt", "notes.md"]  # fmt: skip
-"""The original's fs-glob-sampling workspace, in modification-time order."""
-
-
 def _sampling_tree(root: Path) -> None:
-    for i, name in enumerate(SAMPLING_TREE, start=1):
-        path = root / "tree" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("fixture\n")
-        stamp = 946_684_800_000_000_000 + i * 1_000_000  # 2000-01-01 00:00:00.00i
-        os.utime(path, ns=(stamp, stamp))
+    """The original's harness preparation, as the replay of ``fs-glob-sampling`` composes it."""
+    Composition("fs-glob-sampling", None, None).prepare(root)
 
 
 async def test_over_the_cap_samples_across_top_level_entries_as_the_original(tmp_path: Path) -> None:

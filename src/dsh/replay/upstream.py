@@ -19,6 +19,8 @@ recording shows (and, for the harness's own workspace preparations, by scenario 
   ``nested/task.txt`` (a ``user/message`` replacing the visible baseline);
 - ``skill-load``: the skill the harness copies in at run time is rebuilt from the recording
   (its catalog entry and the loaded instructions);
+- ``fs-glob-sampling``: the ``tree/`` of eight files with fixed modification times
+  (``dsh.replay.fs_search``);
 - ``pty-tools``: terminal results are bounded at 64 bytes (its snapshot config). Its terminals
   are real, confined shells: their prompt, echo and output give the texts the harness's
   scripted backend recorded.
@@ -47,6 +49,7 @@ from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, TOOL_RESULT, US
 from dsh.mcp import recorded_tools
 from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.replay.files import RecordedLogs, read_override, titles_by_model
+from dsh.replay.fs_search import prepare_glob_tree
 from dsh.store import LoadedSession
 from dsh.tools.base import ToolContext, ToolLike, ToolOutput
 from dsh.tools.builtin import ReadArgs, ReadTool
@@ -145,6 +148,8 @@ class Composition:
             (scope / "task.txt").write_text("delimiter path snapshot task\n")
         elif self.name == "skill-load" and self.logs is not None:
             _rebuild_skills(cwd, self.logs.primary)
+        elif self.name == "fs-glob-sampling":
+            prepare_glob_tree(cwd)
 
 
 def composed_tools(base: ToolRegistry, extra: Sequence[ToolLike]) -> ToolRegistry:
