@@ -375,3 +375,61 @@ async def test_list_agents_reports_a_settled_child_ready_as_the_original_does(tm
         await settle(parent)
         assert server.gate_timeouts == 0
         await close(parent, store)
+
+
+async def test_a_notice_that_arrives_after_the_parents_turn_ended_opens_a_turn_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """The parent's turn has logged its ``turn/end`` but still holds its lock (its title model
+    answers late): a child's settlement arriving then is queued ``next-turn`` and opens a woken
+    turn, as the original delivers it to an idle parent — never ``next-step`` (no step is left
+    to claim it; the next prompted turn would swallow it, so where it lands would depend on
+    the machine's speed)."""
+    parent_box: list[Agent] = []
+
+    def ended() -> bool:
+        return bool(parent_box) and any(e.type == "turn/end" for e in parent_box[0].session.events)
+
+    def queued() -> bool:
+        return bool(parent_box) and any(
+            e.type == "agent/inbox/spliced" and e.data.get("inserted")
+            for e in parent_box[0].session.events[3:]
+        )
+
+    async def until(check: Any) -> None:
+        for _ in range(1200):
+            if check():
+                return
+            await asyncio.sleep(0.025)
+
+    async def handler(req: RecordedRequest) -> Response:
+        if "Create a concise title" in str(req.json.get("messages", [{}])[0].get("content")):
+            await until(queued)  # the title comes once the child's notice is in the parent's inbox
+            return reply("A title")
+        if first_user(req) == "TASK":
+            await until(ended)  # the child answers once the parent's turn has ended
+            return reply("CHILD_OK")
+        if "finished and will do no further work" in req.text():
+            return reply("SEEN")
+        if not texts(req, "tool"):
+            return call(("c1", "subagent", {"description": "k", "prompt": "TASK", "run_in_background": True}))
+        return reply("STARTED")
+
+    store = SqliteEventStore(tmp_path / "s.db")
+    async with OpenAICompatServer(handler=handler) as server:
+        model = OpenAICompatModel(base_url=server.base_url, api_key="sk-test")
+        config = AgentConfig(model="m", retry=NO_DELAY, title_model=model)
+        parent = await Agent.create(store, model=model, tools=standard_tools(), config=config, cwd=tmp_path)
+        parent_box.append(parent)
+        assert (await parent.run_turn("delegate")).ok
+        await settle(parent)
+        await parent.until_idle()
+        spliced = [
+            e.data
+            for e in parent.session.events
+            if e.type == "agent/inbox/spliced" and e.data.get("inserted")
+        ]
+        assert [d["target"] for d in spliced] == ["next-turn"], spliced
+        starts = [e.seq for e in parent.session.events if e.type == "turn/start"]
+        assert len(starts) == 2  # the notice's own woken turn
+        await close(parent, store)

@@ -139,6 +139,10 @@ class Agent:
         self._lock = asyncio.Lock()
         self._lease: SessionLease | None = None
         self._turns_ended = sum(1 for e in session.own_events if e.type == TURN_END)
+        self.turn_open = False
+        """A turn is between its ``turn/start`` and its ``turn/end`` here (a message for it now
+        joins a step; once its end is logged, the next turn's, even while the turn's task
+        still finishes: its title, its checkpoint)."""
         self.inbox = Inbox(self.append, pending_from_log(session.own_events))
         """Messages other sessions queued for this agent (notices, relays)."""
         self._waker = Waker(self, self._lock, lambda: self._run_turn(None, ()))
@@ -585,6 +589,7 @@ class Agent:
         if given is not None and self.config.prompt_inbox:
             self.append(INBOX_SPLICED, inbox_spliced("next-turn", 0, [given]))
         self.append(TURN_START, turn_start(turn))
+        self.turn_open = True
         messages: list[Message]
         if given is None:  # the inbox's first next-turn message; next-step ones join at the claim
             opened = self.inbox.claim_turn()
@@ -627,6 +632,7 @@ class Agent:
         already happened and must not interrupt it); any other turn's is awaited directly,
         which costs no event-loop round trip (a shield is a task: ~30 µs a turn)."""
         self.append(TURN_END, turn_end(turn, reason))
+        self.turn_open = False
         self._turns_ended += 1
         if shielded:
             await asyncio.shield(self.checkpoint())

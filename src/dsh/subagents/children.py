@@ -59,8 +59,10 @@ def continuable(handle: AgentHandle) -> Agent | None:
 
 
 def deliver_to_parent(parent: Agent, message: Message) -> None:
-    """A running parent sees ``message`` at its next step; an idle one as its next turn, woken."""
-    if parent.busy:
+    """A parent in a turn sees ``message`` at its next step; otherwise (idle, or its turn's end
+    already logged) as its next turn, woken: where it lands never depends on how fast the
+    ending turn finishes."""
+    if parent.turn_open:
         parent.deliver(message, "next-step")
     else:
         parent.deliver(message, "next-turn", wake=True)
