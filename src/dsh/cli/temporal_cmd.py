@@ -216,5 +216,22 @@ def dev(
     with user_errors():
         argv = dev_server_argv(ip=ip, port=port, db=db)
     typer.echo(f"dsh: Temporal dev server on {ip}:{port} (Ctrl-C stops it)", err=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        raise typer.Exit(subprocess.call(argv))
+    raise typer.Exit(_run_until_stopped(argv))
+
+
+def _run_until_stopped(argv: list[str]) -> int:
+    """Run ``argv`` until it exits; SIGINT and SIGTERM to dsh are passed on to it (so stopping
+    ``dsh temporal dev`` however it is stopped stops the server), then awaited."""
+    proc = subprocess.Popen(argv)
+
+    def pass_on(number: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM if number == signal.SIGTERM else signal.SIGINT)
+
+    previous = {n: signal.signal(n, pass_on) for n in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = proc.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 0 if code in (-signal.SIGINT, -signal.SIGTERM, 130, 143) else code
