@@ -28,8 +28,8 @@ run: $(STAMP)
 	@echo "make run: read it with  $(BIN)/dsh sessions list --store '$(DEMO_STORE)'"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
