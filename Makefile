@@ -1,13 +1,14 @@
 # dsh — two commands do everything on a fresh machine with only Python 3.11:
 #   make run    replay a bundled recorded scenario keylessly, then show the session tree
 #   make test   lint, type check, import contracts and the whole test suite
+#   make docs   the documentation site, built offline into site/ (mkdocs.yml)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
 
-.PHONY: run test lint typecheck contracts browser pytest sandbox-deps bench scenarios clean
+.PHONY: run test lint typecheck contracts browser pytest sandbox-deps bench scenarios docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +29,8 @@ run: $(STAMP)
 	@echo "make run: read it with  $(BIN)/dsh sessions list --store '$(DEMO_STORE)'"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -63,9 +64,16 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(if $(QUICK),--quick,)
 
+# The documentation site: docs/reference/cli/ regenerated from dsh's --help, then a strict build
+# (a broken link or anchor fails) into site/. Offline: the docs extra comes with dev (the stamp),
+# and the build fetches nothing. Open site/index.html.
+docs: $(STAMP)
+	$(BIN)/python tools/gen_cli_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
 # Re-record the bundled scenarios with our record mode against the local test server.
 scenarios: $(STAMP)
 	$(BIN)/python -m tests.scenario_recipes
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info

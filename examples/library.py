@@ -1,4 +1,4 @@
-"""dsh as a library (the README's section): a tool, streamed events, a fork, typed messages."""
+"""dsh as a library (docs/guide/library.md): a tool, streamed events, a fork, typed messages."""
 
 import asyncio
 import os

@@ -64,7 +64,8 @@ def test_a_missing_extra_says_how_to_install_it(
 def test_no_source_spells_the_hint_another_way() -> None:
     wrong = re.compile(r"pip install '?dsh\[|(?<![\w-])dsh\[(acp|ui|postgres|zstd|dev)")
     found = []
-    for path in [*sorted((ROOT / "src" / "dsh").rglob("*")), ROOT / "README.md"]:
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    for path in [*sorted((ROOT / "src" / "dsh").rglob("*")), ROOT / "README.md", *docs]:
         if path.suffix in (".py", ".md") and path.is_file():
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if wrong.search(line):

@@ -1,4 +1,4 @@
-"""``examples/library.py`` (the README's library section) runs as it is against the local test server."""
+"""``examples/library.py`` (shown by docs/guide/library.md) runs as it is against the local test server."""
 
 from __future__ import annotations
 
@@ -52,10 +52,9 @@ async def test_the_example_left_a_parent_and_its_fork_child(tmp_path: Path) -> N
         assert child.header.is_seeded and child.inherited_event_count > 0
 
 
-def test_the_readme_library_section_is_the_example() -> None:
-    readme = (EXAMPLE.parents[1] / "README.md").read_text()
-    section = readme[readme.index("## As a library") :]
-    block = section[section.index("```python\n") + len("```python\n") :]
+def test_the_library_guide_shows_the_example() -> None:
+    guide = (EXAMPLE.parents[1] / "docs" / "guide" / "library.md").read_text()
+    block = guide[guide.index("```python\n") + len("```python\n") :]
     block = block[: block.index("```\n")]
     example = EXAMPLE.read_text().split('"""', 2)[2].lstrip("\n")
     assert block == example

@@ -89,7 +89,7 @@ def list_cmd(
     session's title says whose child it is. Status is running, completed, interrupted,
     error or empty. Ids are shown as their shortest unique prefix (8 characters or more):
     every command taking an ID accepts a unique prefix. With --json: a list of session
-    objects (see the README) with "title", "firstPrompt", "model", "lastActivity" (epoch
+    objects (docs/reference/json-output.md) with "title", "firstPrompt", "model", "lastActivity" (epoch
     ms), "status" and "children" (the child count).
     """
     now = now_ms()

@@ -48,7 +48,7 @@ FilesArgument = Annotated[
 
 
 def inspect_json(decoded: DecodedLog) -> dict[str, Any]:
-    """The stable JSON object printed by ``dsh log inspect --json`` (see the README)."""
+    """The stable JSON object printed by ``dsh log inspect --json`` (docs/reference/json-output.md)."""
     return {
         "path": decoded.source,
         "version": decoded.version,

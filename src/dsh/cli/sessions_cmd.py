@@ -42,7 +42,7 @@ sessions_app = typer.Typer(
     name="sessions",
     cls=HelpGroup,
     help="Work with the sessions of a store (--store / DSH_STORE): list, show, tree, fork, "
-    "export, import, rm, prune.",
+    "export, import, rm, prune, tail.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

@@ -68,7 +68,7 @@ class Row:
 
 
 SORTS = ("created", "events", "children", "id", "activity", "status", "title")
-"""Sort keys of the sessions page; the last three derive every session first (see the README)."""
+"""Sort keys of the sessions page; the last three derive every session first (see this package's README)."""
 CHEAP_SORTS = frozenset({"created", "events", "children", "id"})
 
 
