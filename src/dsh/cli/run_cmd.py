@@ -134,7 +134,10 @@ def run(
         parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
     if temporal is not None:
         _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image)
+        from dsh.cli.approve import AnnouncedApprover, approver_for
         from dsh.cli.temporal_cmd import run_on_temporal
+
+        chosen = setup.approver if setup.approver is not None else approver_for(approve, deny)
 
         on_workers = run_on_temporal(
             text,
@@ -144,6 +147,7 @@ def run(
             resume=resume,
             cwd=setup.workspace,
             as_json=as_json,
+            approver=AnnouncedApprover(chosen) if as_json else chosen,
         )
         _report(on_workers)
         return

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from dsh.loop import TurnResult
+    from dsh.tools.approval import Approver
     from dsh.tools.sandbox import SandboxPolicy
 
 TemporalOption = Annotated[
@@ -159,13 +160,23 @@ def run_on_temporal(
     resume: str | None,
     cwd: Path,
     as_json: bool,
+    approver: Approver,
 ) -> TurnResult | None:
-    """``dsh run --temporal``: submit the turn, stream it from the store's tail, return its result."""
-    return run_async(lambda: _submit(prompt, address, queue, store_url, resume, cwd, as_json))
+    """``dsh run --temporal``: submit the turn, stream it from the store's tail, answer its
+    approval requests with ``approver`` (as ``dsh run``: ``--approve``, ``--deny``, the
+    terminal), return its result."""
+    return run_async(lambda: _submit(prompt, address, queue, store_url, resume, cwd, as_json, approver))
 
 
 async def _submit(
-    prompt: str, address: str, queue: str, store_url: str | None, resume: str | None, cwd: Path, as_json: bool
+    prompt: str,
+    address: str,
+    queue: str,
+    store_url: str | None,
+    resume: str | None,
+    cwd: Path,
+    as_json: bool,
+    approver: Approver,
 ) -> TurnResult | None:
     from dsh.cli.resolve import resolve_id
     from dsh.cli.turn_output import TurnOutput
@@ -173,6 +184,8 @@ async def _submit(
     from dsh.store.tail import follow
     from dsh.store.url import open_store
     from dsh.temporal import submit_turn
+    from dsh.temporal.approvals import asked_request
+    from dsh.tools.approval import ApprovalRequest
 
     client = await _connected(address)  # no server: one line, exit 2, nothing stored
     store = open_store(store_url)
@@ -182,9 +195,18 @@ async def _submit(
         feed = Feed()
         output = TurnOutput(feed, submitted.session_id, as_json=as_json)
 
+        answering: list[asyncio.Task[None]] = []
+
+        async def answer(request: ApprovalRequest) -> None:
+            assert request.call_id is not None
+            await submitted.approve(request.call_id, await approver.decide(request))
+
         async def tail() -> None:
             async for event in follow(store, submitted.session_id, submitted.from_seq):
                 feed.event(submitted.session_id, event)
+                request = asked_request(submitted.session_id, event)
+                if request is not None:  # the worker's activity waits for the approve signal
+                    answering.append(asyncio.create_task(answer(request)))
 
         tailing = asyncio.create_task(tail())
         loop = asyncio.get_running_loop()
@@ -196,6 +218,8 @@ async def _submit(
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             tailing.cancel()
+            for task in answering:
+                task.cancel()
         output.finish(result)
         return result
     finally:

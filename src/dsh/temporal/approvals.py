@@ -1,8 +1,9 @@
 """Approvals as signals: an activity's approval request is answered by the workflow's ``approve`` signal.
 
 The asking activity logs the request as usual (``approval/asked``) and checkpoints it, so a
-client tailing the store sees it, then polls its workflow's ``decision`` query for the call's answer while
-it keeps heartbeating; the answer is logged as ``approval/decided``.
+client tailing the store sees it (:func:`asked_request`, what ``dsh run --temporal`` answers),
+then polls its workflow's ``decision`` query for the call's answer while it keeps
+heartbeating; the answer is logged as ``approval/decided``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Final, cast
 
 from temporalio.client import Client
 
+from dsh.events import Event
+from dsh.events.vocabulary import APPROVAL_ASKED
 from dsh.temporal.workflow import TurnWorkflow, workflow_id
 from dsh.tools.approval import OUTCOMES, ApprovalOutcome, ApprovalRequest
 
@@ -39,3 +42,18 @@ class SignalApprover:
             if answer is not None:
                 return cast("ApprovalOutcome", answer) if answer in OUTCOMES else "unavailable"
             await asyncio.sleep(POLL_S)
+
+
+def asked_request(session_id: str, event: Event) -> ApprovalRequest | None:
+    """The request an ``approval/asked`` event of ``session_id`` logged, for a client to answer
+    with :meth:`~dsh.temporal.SubmittedTurn.approve` (``None``: another event, or a request
+    without a tool call, which the signal cannot name). The log keeps the tool and the
+    reason, not an escalation's details; "allow for the session" covers the same tool."""
+    data = event.data if event.type == APPROVAL_ASKED and isinstance(event.data, dict) else None
+    if data is None or not isinstance(data.get("callId"), str):
+        return None
+    tool = str(data.get("toolName", ""))
+    reason = data.get("reason")
+    return ApprovalRequest(
+        session_id, tool, data["callId"], reason if isinstance(reason, str) else None, f"tool:{tool}"
+    )
