@@ -81,3 +81,29 @@ def test_demo_replays_into_the_store_and_prints_the_tree(tmp_path: Path) -> None
     assert "replay ok" in out.stdout
     assert "spawn" in out.stdout and "fork" in out.stdout and "cut 8" in out.stdout
     assert (tmp_path / "data" / "dsh" / "sessions.db").exists()
+
+
+def test_replay_ignores_dsh_store_and_keeps_only_an_explicit_store(tmp_path: Path) -> None:
+    """The help's contract: a temporary in-memory store unless ``--store`` is given —
+    ``DSH_STORE`` (the user's real store) is not written by a replay."""
+    real = tmp_path / "real.db"
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "DSH_STORE": f"sqlite:{real}",
+    }
+    argv = [sys.executable, "-m", "dsh.cli", "replay", str(SCENARIOS / "text-turn")]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert not real.exists(), "DSH_STORE is not the replay's store"
+    assert not (tmp_path / "data").exists(), "nor is the default store"
+    kept = tmp_path / "kept.db"
+    out = subprocess.run(
+        [*argv, "--store", f"sqlite:{kept}"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert kept.exists() and not real.exists()
+    helped = subprocess.run([*argv[:4], "--help"], env=env, capture_output=True, text=True, timeout=60)
+    shown = " ".join(helped.stdout.split())
+    assert "env var: DSH_STORE" not in shown and "embedded SQLite" not in shown, shown

@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from dsh.snapshot.runner import AgentFactory
     from dsh.store import EventStore
 
+ReplayStoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Keep the replayed sessions in this store: sqlite:PATH, jsonl:DIR or "
+        "postgresql://... (default: a temporary in-memory store; DSH_STORE is not read, "
+        "so a replay never writes into your sessions).",
+        show_default=False,
+    ),
+]
+"""``dsh replay``'s store: only an explicit ``--store``, never ``DSH_STORE`` (the user's store)."""
+
 FactoryOption = Annotated[
     str | None,
     typer.Option(
@@ -105,7 +117,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
 
 def replay(
     directory: Annotated[Path, typer.Argument(help="A scenario directory (ours or the original's).")],
-    store: StoreOption = None,
+    store: ReplayStoreOption = None,
     as_json: JsonOption = False,
     drift: Annotated[
         str,
@@ -148,7 +160,7 @@ def replay(
     checks that every script is consumed, that every recorded tool result was reproduced,
     that each session's final text equals the recorded one and, when the scenario has a
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
-    in-memory store unless --store is given.
+    in-memory store unless --store is given (DSH_STORE is not read).
     """
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
