@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -325,11 +325,32 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a fsynced temp file and a rename (blocking)."""
+FILE_MODE: Final = 0o666
+"""The mode dsh creates files with, less the process umask (0644 under umask 022) as every
+tool's files: recordings, exports, session files. Never ``mkstemp``'s 0600 by accident."""
+PRIVATE_MODE: Final = 0o600
+"""The mode of a file that must stay the user's alone whatever the umask (say so at the call)."""
+_NEW: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def create_temp(path: Path, *, private: bool = False, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new temp file beside ``path`` (``.NAME.RANDOM.tmp``), open read-write: the one place
+    dsh picks a new file's mode — :data:`FILE_MODE` (the umask applies), ``private``:
+    :data:`PRIVATE_MODE`. Raises ``OSError``."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(tmp, _NEW, PRIVATE_MODE if private else FILE_MODE), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
+
+
+def write_file_atomic(path: Path, data: bytes, *, private: bool = False) -> None:
+    """Write ``data`` to ``path`` through a fsynced temp file and a rename (blocking); the
+    file is created :data:`FILE_MODE` less the umask, ``private``: :data:`PRIVATE_MODE`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = create_temp(path, private=private)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
