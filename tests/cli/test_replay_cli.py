@@ -107,3 +107,21 @@ def test_replay_ignores_dsh_store_and_keeps_only_an_explicit_store(tmp_path: Pat
     helped = subprocess.run([*argv[:4], "--help"], env=env, capture_output=True, text=True, timeout=60)
     shown = " ".join(helped.stdout.split())
     assert "env var: DSH_STORE" not in shown and "embedded SQLite" not in shown, shown
+
+
+def test_file_tool_results_read_as_text_in_the_live_view_and_the_log(upstream: Path, tmp_path: Path) -> None:
+    """``read`` answers in the original's tagged shape (``<path>P</path><type>file</type>
+    <content>…</content>``): the live view and ``dsh log`` show the path and the content, not
+    the tags (one rule, ``dsh.cli.tables.readable_result``)."""
+    store = f"sqlite:{tmp_path / 's.db'}"
+    out = dsh(tmp_path, "replay", str(upstream / "fs-read"), "--trust", "--store", store)
+    assert out.returncode == 0, out.stderr
+    (result,) = [line for line in out.stdout.splitlines() if line.startswith("← ")]
+    assert "<path>" not in result and "<content>" not in result, result
+    assert result.startswith("← /") and "greeting.txt 1: hello" in result, result
+    listed = dsh(tmp_path, "sessions", "list", "--json", "--store", store)
+    sid = json.loads(listed.stdout)[0]["id"]
+    log = dsh(tmp_path, "log", sid, "--store", store)
+    assert log.returncode == 0, log.stderr
+    (shown,) = [line for line in log.stdout.splitlines() if line.startswith("- ← ")]
+    assert "<path>" not in shown and shown.endswith("greeting.txt (4 lines)"), shown

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
-from dsh.cli.tables import terminal_safe
+from dsh.cli.tables import readable_result, terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.todos import todo_lines
@@ -127,7 +127,7 @@ class LiveView:
                 )
             case tl.ToolResult():
                 mark = "[red]✗[/red]" if item.is_error else "[green]←[/green]"
-                self._line(session_id, f"{mark} " + escape(_short(item.text)))
+                self._line(session_id, f"{mark} " + escape(_short(readable_result(item.text))))
             case tl.Todos():
                 self._line(session_id, f"[blue]☰ todo list ({len(item.todos)})[/blue]")
                 for line in todo_lines(item.todos):

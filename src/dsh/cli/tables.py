@@ -7,6 +7,7 @@ a newline cannot forge a table row.
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from collections import Counter
@@ -116,6 +117,24 @@ def make_console(*, stderr: bool = False, markup: bool = False, live: bool = Fal
             stderr=stderr, file=file, markup=markup, emoji=False, highlight=False, soft_wrap=True, width=width
         )
     return console
+
+
+_FILE_REPORT = re.compile(r"<path>(?P<path>[^\n]*?)</path>\n<type>[^<\n]*</type>\n<content>\n?")
+"""The head of the file tools' tagged answer (``read``, ``write``, ``read_image``: the original's
+shape, :func:`dsh.tools.builtin._base.file_report`)."""
+
+
+def readable_result(text: str) -> str:
+    """A tool result as a person reads it — the one rule of ``dsh log`` and the live view: the
+    file tools' tagged answer ``<path>P</path><type>T</type><content>BODY</content>`` becomes
+    ``P``, a newline and ``BODY`` (anything after the content, a spill notice, kept); every
+    other result is its text as it is."""
+    head = _FILE_REPORT.match(text)
+    if head is None:
+        return text
+    before, closed, after = text[head.end() :].rpartition("</content>")
+    body = before.rstrip("\n") + after if closed else after
+    return f"{head['path']}\n{body}" if body.strip() else head["path"]
 
 
 def warn(message: str) -> None:
