@@ -125,3 +125,31 @@ def test_file_tool_results_read_as_text_in_the_live_view_and_the_log(upstream: P
     assert log.returncode == 0, log.stderr
     (shown,) = [line for line in log.stdout.splitlines() if line.startswith("- ← ")]
     assert "<path>" not in shown and shown.endswith("greeting.txt (4 lines)"), shown
+
+
+PROMPTS = (
+    "› Remember this fact for later: the project codeword is SAFFRON. Reply with exactly OK and do not "
+    "use any tools.",
+    "› First use the subagent tool so a child says ALPHA, then use subagent_fork to ask for the codeword, "
+    "then reply PARENT_DONE.",
+)
+
+
+def _turns_shown(stdout: str) -> None:
+    lines = stdout.splitlines()
+    first, second = (lines.index(p) for p in PROMPTS)
+    assert lines[first + 1] == "OK", "the first answer follows its prompt"
+    assert lines[second - 1] == "" and first < second - 2, "a blank line separates the turns"
+    assert lines.index("PARENT_DONE") > second
+
+
+def test_replay_and_demo_show_each_prompt_before_its_answer(tmp_path: Path) -> None:
+    replayed = dsh(tmp_path, "replay", str(SCENARIOS / "subagent-mixed"))
+    assert replayed.returncode == 0, replayed.stderr
+    _turns_shown(replayed.stdout)
+    demo = dsh(tmp_path, "demo", "--store", f"sqlite:{tmp_path / 'demo.db'}")  # what make run runs
+    assert demo.returncode == 0, demo.stderr
+    _turns_shown(demo.stdout)
+    noticed = dsh(tmp_path, "replay", str(SCENARIOS / "subagent-background"))
+    assert noticed.returncode == 0, noticed.stderr
+    assert "STARTED\nNOTED\n" in noticed.stdout, "each step's answer on its own line"

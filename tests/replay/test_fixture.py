@@ -178,10 +178,10 @@ def test_a_spawned_child_replays_with_the_recorded_model(
     replayed.assert_outcomes(passed=1)
 
 
-def _dsh_replay(directory: Path) -> subprocess.CompletedProcess[str]:
+def _dsh_replay(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**_env(), "NO_COLOR": "1", "PYTHONUTF8": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "dsh.cli", "replay", str(directory), "--json"],
+        [sys.executable, "-m", "dsh.cli", "replay", str(directory), *args],
         env=env, capture_output=True, text=True, timeout=60, cwd=directory.parent,
     )  # fmt: skip
 
@@ -198,7 +198,7 @@ def test_the_cli_replays_what_the_fixture_recorded(
         live = {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url}
         _run(pytester, monkeypatch, live, "--dsh-snapshot=record").assert_outcomes(passed=1)
     assert "steps" not in json.loads((scenario / "input.json").read_text())
-    out = _dsh_replay(scenario)
+    out = _dsh_replay(scenario, "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["ok"] is True, report
@@ -206,4 +206,11 @@ def test_the_cli_replays_what_the_fixture_recorded(
     (scenario / "input.json").unlink()  # what --dsh-no-redact leaves
     out = _dsh_replay(scenario)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["ok"] is True
+    assert "replay ok" in out.stdout
+    shown = out.stdout.split("\n✓")[0]  # the live view: each prompt, the children's too, then its answer
+    assert shown.split("\n\n") == [
+        "› Remember: the codeword is ZINNIA. Reply OK.\nOK",
+        "› Say CHILD_OK.\nCHILD_OK",
+        "› What is the codeword?\nZINNIA",
+        "› Say PARENT_DONE.\nPARENT_DONE",
+    ], out.stdout

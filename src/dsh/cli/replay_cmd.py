@@ -185,7 +185,7 @@ def replay(
     feed = Feed()
     console = None if as_json else make_console(markup=True, live=True)
     if console is not None:
-        view = LiveView(console)
+        view = LiveView(console, prompts=True)
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
     result = run_async(
@@ -238,7 +238,7 @@ def demo(store: StoreOption = None) -> None:
     directory = SCENARIOS / "subagent-mixed"
     console = make_console(markup=True, live=True)
     feed = Feed()
-    view = LiveView(console)
+    view = LiveView(console, prompts=True)
     feed.on_event(view.event)
     feed.on_chunk(view.chunk)
     result = run_async(lambda: _replay(directory, open_store(store), feed))
