@@ -33,6 +33,7 @@ from dsh.errors import (
 )
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
+from dsh.ids import is_template_id, new_session_id
 from dsh.store.base import LoadedSession
 from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
@@ -242,17 +243,22 @@ class DecodedLog:
 
         Version 0: the ``session/end-seed`` at seq ``seedLength`` is tagged
         ``"inherited": true``; nothing else changes (seqs, types and data are kept). A
-        malformed id or parent id, or a session naming itself as its parent, is refused.
+        malformed id or parent id, or a session naming itself as its parent, is refused. An
+        id that is a template token (the original's snapshot logs say ``{{sessionId}}``)
+        names no session: the session gets a fresh id.
         """
         try:
             check_header_ids(self.header)
         except DshError as exc:
             raise CorruptLogError(f"{self.source}: {exc}") from exc
+        header = self.header
+        if is_template_id(header.id):
+            header = header.evolve(id=new_session_id())
         events = self.events
         if self.version == LEGACY_VERSION:
             events = import_events(self.events, self.seed_length, self.source)
         return LoadedSession(
-            self.header,
+            header,
             self.inherited_event_count,
             events,
             self.warnings,
