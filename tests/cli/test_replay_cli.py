@@ -153,3 +153,24 @@ def test_replay_and_demo_show_each_prompt_before_its_answer(tmp_path: Path) -> N
     noticed = dsh(tmp_path, "replay", str(SCENARIOS / "subagent-background"))
     assert noticed.returncode == 0, noticed.stderr
     assert "STARTED\nNOTED\n" in noticed.stdout, "each step's answer on its own line"
+
+
+def test_the_report_names_each_live_session_and_a_fork_childs_cut(tmp_path: Path) -> None:
+    """A replay that diverges before its children start: each report line (and the HTML
+    report) says which live session a script was bound to, or that none was started, never
+    ``None``; a fork child's cut is the recording's (8) when it never ran, not 0."""
+    scenario = tmp_path / "diverged"
+    shutil.copytree(SCENARIOS / "subagent-mixed", scenario)
+    steps = scenario / "input.json"
+    steps.write_text(steps.read_text().replace("says ALPHA", "says BETA"))
+    page = tmp_path / "report.html"
+    out = dsh(tmp_path, "replay", str(scenario), "--html", str(page))
+    assert out.returncode == 1, out.stderr
+    lines = {line.split()[1]: line for line in out.stdout.splitlines() if line.startswith(("✓", "✗"))}
+    assert set(lines) == {"primary", "spawn", "fork"}, out.stdout
+    assert "None" not in "".join(lines.values()), lines
+    assert "→ live c4ce30f3-b002-4165-8046-8e3bb850ad59 · cut 0" in lines["primary"]
+    assert "→ live — (not started) · cut 0 ·" in lines["spawn"]
+    assert "→ live — (not started) · cut 8 ·" in lines["fork"]
+    html = page.read_text()
+    assert html.count("→ live — (not started)") == 2 and "<p>cut 8 ·" in html, html

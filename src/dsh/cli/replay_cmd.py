@@ -96,7 +96,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
             good = good and s.tool_results.equal == s.tool_results.total
             mark = "[green]✓[/green]" if good else "[red]✗[/red]"
             line = (
-                f" {s.kind:<7} recorded {s.recorded_id} → live {s.live_id} · cut "
+                f" {s.kind:<7} recorded {s.recorded_id} → live {s.live_label} · cut "
                 f"{s.inherited_event_count} · {s.consumed}/{s.calls} calls · tool results "
                 f"{s.tool_results.equal}/{s.tool_results.total} · {s.final_text!r}"
             )
