@@ -11,6 +11,7 @@ malformed ids out of the stores, the messages and the terminal in the first plac
 
 from __future__ import annotations
 
+import re
 import time
 import unicodedata
 import uuid
@@ -29,6 +30,15 @@ _SHOWN: Final = 40
 def new_session_id() -> str:
     """Return a fresh random session id (a UUID4 string, as the original uses)."""
     return str(uuid.uuid4())
+
+
+_TEMPLATE: Final = re.compile(r"\{\{[A-Za-z_][A-Za-z0-9_]*\}\}")
+
+
+def is_template_id(value: str) -> bool:
+    """Whether ``value`` is a template token standing for an id (``{{sessionId}}``: the
+    original's snapshot logs normalize ids so), which names no session."""
+    return _TEMPLATE.fullmatch(value) is not None
 
 
 def new_message_id() -> str:

@@ -73,3 +73,24 @@ def test_demo_piped_is_never_wrapped(tmp_path: Path) -> None:
     listed = dsh(tmp_path, "sessions", "list", "--json", "--store", store)
     for row in json.loads(listed.stdout):
         assert any(row["id"] in line for line in lines[lines.index(report[-1]) :]), row["id"]
+
+
+def test_tables_carry_no_trailing_spaces(tmp_path: Path) -> None:
+    """Rich pads every cell to its column's width; piped, a line ends at its last character."""
+    store = f"sqlite:{tmp_path / 's.db'}"
+    assert dsh(tmp_path, "replay", str(SCENARIO), "--trust", "--store", store).returncode == 0
+    listed = dsh(tmp_path, "sessions", "list", "--json", "--store", store)
+    root = next(r["id"] for r in json.loads(listed.stdout) if not r.get("parentSession"))
+    exported = tmp_path / "root.jsonl"
+    assert dsh(tmp_path, "sessions", "export", root, "-o", str(exported), "--store", store).returncode == 0
+    for args in (
+        ("sessions", "list"),
+        ("sessions", "show", root),
+        ("sessions", "show", root, "--events"),
+        ("sessions", "tree", root),
+        ("log", "inspect", str(exported)),
+    ):
+        out = dsh(tmp_path, *args, "--store", store) if args[0] == "sessions" else dsh(tmp_path, *args)
+        assert out.returncode == 0, out.stderr
+        padded = [line for line in out.stdout.splitlines() if line != line.rstrip()]
+        assert not padded, f"dsh {' '.join(args[:2])}: {padded[:3]}"

@@ -268,3 +268,19 @@ def test_unknown_header_fields_are_kept_through_import_and_export(dsh: Dsh, tmp_
     dsh("sessions", "import", source).ok()
     exported = dsh("sessions", "export", "titled").ok().stdout
     assert exported == source.read_text()
+
+
+def test_import_of_a_placeholder_id_stores_and_prints_a_real_one(dsh_sqlite: Dsh, upstream: Path) -> None:
+    """The original's snapshot logs carry the template token ``{{sessionId}}`` as their id: no
+    id of any session. The import gives such a log a fresh id and prints that one; two such
+    logs are two sessions."""
+    logs = [upstream / "error-finish" / "session.jsonl", upstream / "bash-spill" / "session.jsonl"]
+    assert {load_log_file(p).header.id for p in logs} == {"{{sessionId}}"}
+    out = dsh_sqlite("sessions", "import", *logs).ok().stdout
+    assert "{{" not in out, out
+    ids = [line.split()[1] for line in out.splitlines()]
+    assert len(ids) == 2 and ids[0] != ids[1] and all(len(i) == 36 and i.count("-") == 4 for i in ids), ids
+    listed = {s["id"] for s in dsh_sqlite("sessions", "list", "--json").json()}
+    assert listed == set(ids)
+    (again,) = dsh_sqlite("sessions", "import", logs[0], "--json").json()
+    assert again["id"] not in listed and "{{" not in again["id"]

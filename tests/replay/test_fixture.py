@@ -3,7 +3,10 @@ test server here) and then replays keylessly, asserting on its own code's output
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +176,41 @@ def test_a_spawned_child_replays_with_the_recorded_model(
     recorded.assert_outcomes(passed=1)
     replayed = _run(pytester, monkeypatch, {})  # no key, no model setting, server stopped
     replayed.assert_outcomes(passed=1)
+
+
+def _dsh_replay(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**_env(), "NO_COLOR": "1", "PYTHONUTF8": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "dsh.cli", "replay", str(directory), *args],
+        env=env, capture_output=True, text=True, timeout=60, cwd=directory.parent,
+    )  # fmt: skip
+
+
+def test_the_cli_replays_what_the_fixture_recorded(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dsh replay recordings/X`` on a fixture's recording (an ``input.json`` holding only the
+    redaction salt, no ``steps``; with ``--dsh-no-redact`` no ``input.json`` at all): the prompts
+    come from the recorded logs, children started from code included."""
+    pytester.makepyfile(test_user=LIBRARY_CHILDREN_TEST)
+    scenario = Path(pytester.path) / "recordings" / "children"
+    with OpenAICompatServer(handler=_library_children) as server:
+        live = {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url}
+        _run(pytester, monkeypatch, live, "--dsh-snapshot=record").assert_outcomes(passed=1)
+    assert "steps" not in json.loads((scenario / "input.json").read_text())
+    out = _dsh_replay(scenario, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["ok"] is True, report
+    assert [s["finalText"] for s in report["sessions"]] == ["PARENT_DONE", "CHILD_OK", "ZINNIA"]
+    (scenario / "input.json").unlink()  # what --dsh-no-redact leaves
+    out = _dsh_replay(scenario)
+    assert out.returncode == 0, out.stderr
+    assert "replay ok" in out.stdout
+    shown = out.stdout.split("\n✓")[0]  # the live view: each prompt, the children's too, then its answer
+    assert shown.split("\n\n") == [
+        "› Remember: the codeword is ZINNIA. Reply OK.\nOK",
+        "› Say CHILD_OK.\nCHILD_OK",
+        "› What is the codeword?\nZINNIA",
+        "› Say PARENT_DONE.\nPARENT_DONE",
+    ], out.stdout

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
-from dsh.cli.tables import terminal_safe
+from dsh.cli.tables import readable_result, terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.todos import todo_lines
@@ -41,7 +41,11 @@ class LiveView:
     The top-level session streams reasoning (dimmed) and text as they arrive; subagents
     are shown as labelled, indented summaries so concurrent children stay readable.
     ``stream_text=False`` leaves the top-level session's text out (``dsh run`` piped: the
-    answer goes to stdout alone at the end, the rest of this view to stderr).
+    answer goes to stdout alone at the end, the rest of this view to stderr). ``prompts``
+    shows each prompt (``› PROMPT``) before its turn, and sets turns apart by a blank line (a
+    woken turn too, which has no prompt) — of the top-level session and of sessions code
+    started (a delegation's prompt is its tool call's): a replay's prompts come from the
+    recording, not from the person watching.
     """
 
     def __init__(
@@ -51,9 +55,13 @@ class LiveView:
         *,
         stream_text: bool = True,
         timeline: Timeline | None = None,
+        prompts: bool = False,
     ) -> None:
         self.console = console
         self.stream_text = stream_text
+        self.prompts = prompts
+        self._shown_since_break = False
+        """Whether a line was printed since the last turn break (a prompt line does not count)."""
         self.root = root_session
         """The top-level session; ``None`` adopts the first session that is not a child."""
         self.timeline = timeline if timeline is not None else Timeline()
@@ -92,6 +100,7 @@ class LiveView:
         style = "dim" if delta.kind == "reasoning" else None
         self.console.print(text, style=style, end="", markup=False, highlight=False)
         self._mid_line = True
+        self._shown_since_break = True
 
     def event(self, session_id: str, event: Event) -> None:
         self.show(session_id, self.timeline.feed(session_id, event))
@@ -106,6 +115,19 @@ class LiveView:
     def _line(self, session_id: str, markup: str) -> None:
         self._newline()
         self.console.print(self._prefix(session_id) + markup)
+        self._shown_since_break = True
+
+    def _turn_break(self) -> None:
+        """End the open line and, when anything was shown since the last break, leave a blank line."""
+        self._newline()
+        if self._shown_since_break:
+            self.console.print()
+            self._shown_since_break = False
+
+    def _own_turns(self, session_id: str, item: tl.TurnStart | tl.Prompt | tl.Step) -> bool:
+        """Whether ``item`` opens a turn the replay view sets apart: ``prompts`` on, of the
+        top-level session or one code started (a delegated child's turns are its tool call's)."""
+        return self.prompts and session_id not in self._children and not item.inherited
 
     def _show(self, session_id: str, item: tl.Item) -> None:
         match item:
@@ -120,6 +142,15 @@ class LiveView:
                     + f"[magenta]⇢ {_safe(item.provider)}[/magenta] "
                     + f"[cyan]\\[{_safe(label)}][/cyan] session {_safe(session_id)}"
                 )
+                self._shown_since_break = True
+            case tl.TurnStart() if self._own_turns(session_id, item):
+                self._turn_break()
+            case tl.Step() if self._own_turns(session_id, item):
+                self._newline()  # a step's answer starts its own line ("STARTED", then "NOTED")
+            case tl.Prompt() if self._own_turns(session_id, item):
+                self._turn_break()  # the original logs a prompt before its turn/start
+                text = terminal_safe(item.text.strip("\n"), multiline=True)
+                self.console.print(f"› {text}", style="bold", markup=False, highlight=False)
             case tl.ToolCall():
                 self._line(
                     session_id,
@@ -127,7 +158,7 @@ class LiveView:
                 )
             case tl.ToolResult():
                 mark = "[red]✗[/red]" if item.is_error else "[green]←[/green]"
-                self._line(session_id, f"{mark} " + escape(_short(item.text)))
+                self._line(session_id, f"{mark} " + escape(_short(readable_result(item.text))))
             case tl.Todos():
                 self._line(session_id, f"[blue]☰ todo list ({len(item.todos)})[/blue]")
                 for line in todo_lines(item.todos):

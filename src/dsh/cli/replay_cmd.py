@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from dsh.snapshot.runner import AgentFactory
     from dsh.store import EventStore
 
+ReplayStoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Keep the replayed sessions in this store: sqlite:PATH, jsonl:DIR or "
+        "postgresql://... (default: a temporary in-memory store; DSH_STORE is not read, "
+        "so a replay never writes into your sessions).",
+        show_default=False,
+    ),
+]
+"""``dsh replay``'s store: only an explicit ``--store``, never ``DSH_STORE`` (the user's store)."""
+
 FactoryOption = Annotated[
     str | None,
     typer.Option(
@@ -84,7 +96,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
             good = good and s.tool_results.equal == s.tool_results.total
             mark = "[green]✓[/green]" if good else "[red]✗[/red]"
             line = (
-                f" {s.kind:<7} recorded {s.recorded_id} → live {s.live_id} · cut "
+                f" {s.kind:<7} recorded {s.recorded_id} → live {s.live_label} · cut "
                 f"{s.inherited_event_count} · {s.consumed}/{s.calls} calls · tool results "
                 f"{s.tool_results.equal}/{s.tool_results.total} · {s.final_text!r}"
             )
@@ -105,7 +117,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
 
 def replay(
     directory: Annotated[Path, typer.Argument(help="A scenario directory (ours or the original's).")],
-    store: StoreOption = None,
+    store: ReplayStoreOption = None,
     as_json: JsonOption = False,
     drift: Annotated[
         str,
@@ -148,7 +160,7 @@ def replay(
     checks that every script is consumed, that every recorded tool result was reproduced,
     that each session's final text equals the recorded one and, when the scenario has a
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
-    in-memory store unless --store is given.
+    in-memory store unless --store is given (DSH_STORE is not read).
     """
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
@@ -173,7 +185,7 @@ def replay(
     feed = Feed()
     console = None if as_json else make_console(markup=True, live=True)
     if console is not None:
-        view = LiveView(console)
+        view = LiveView(console, prompts=True)
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
     result = run_async(
@@ -226,7 +238,7 @@ def demo(store: StoreOption = None) -> None:
     directory = SCENARIOS / "subagent-mixed"
     console = make_console(markup=True, live=True)
     feed = Feed()
-    view = LiveView(console)
+    view = LiveView(console, prompts=True)
     feed.on_event(view.event)
     feed.on_chunk(view.chunk)
     result = run_async(lambda: _replay(directory, open_store(store), feed))

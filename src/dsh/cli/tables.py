@@ -7,11 +7,13 @@ a newline cannot forge a table row.
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO, cast
 
 import typer
 
@@ -57,6 +59,44 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     return "".join(out)
 
 
+class TrimmedLines:
+    """Standard output (or error) without the whitespace that ends a line: Rich pads every
+    table and grid cell to its column's width, which piped output must not carry. Spaces at
+    the end of one write are held until the next shows whether the line goes on."""
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._pending = ""
+
+    @property
+    def _target(self) -> TextIO:
+        return sys.stderr if self._stderr else sys.stdout  # looked up late, as Rich does
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        last = lines.pop()
+        kept = last.rstrip()
+        self._pending = last[len(kept) :]
+        self._target.write("".join(line.rstrip() + "\n" for line in lines) + kept)
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._target.encoding
+
+
 def make_console(*, stderr: bool = False, markup: bool = False, live: bool = False) -> Console:
     """The one way dsh makes a Rich console (stdout, or stderr): emoji and highlighting never
     apply to what it prints (recorded data is untrusted), markup only when asked for.
@@ -64,17 +104,37 @@ def make_console(*, stderr: bool = False, markup: bool = False, live: bool = Fal
     On a terminal it takes the terminal's width; a ``live`` view (text streamed a chunk at a
     time) leaves wrapping to the terminal. Piped or redirected it never wraps a line (soft
     wrap), and tables and trees get room for full ids: ids, JSON and report lines stay whole
-    in CI logs and for ``grep``.
+    in CI logs and for ``grep``; and no line ends in whitespace (:class:`TrimmedLines`; a
+    ``live`` view's streamed text is printed as it came).
     """
     from rich.console import Console
 
     console = Console(stderr=stderr, markup=markup, emoji=False, highlight=False, soft_wrap=live)
     if not console.is_terminal:
         width = max(console.width, WIDE)
+        file = None if live else cast("TextIO", TrimmedLines(stderr=stderr))
         console = Console(
-            stderr=stderr, markup=markup, emoji=False, highlight=False, soft_wrap=True, width=width
+            stderr=stderr, file=file, markup=markup, emoji=False, highlight=False, soft_wrap=True, width=width
         )
     return console
+
+
+_FILE_REPORT = re.compile(r"<path>(?P<path>[^\n]*?)</path>\n<type>[^<\n]*</type>\n<content>\n?")
+"""The head of the file tools' tagged answer (``read``, ``write``, ``read_image``: the original's
+shape, :func:`dsh.tools.builtin._base.file_report`)."""
+
+
+def readable_result(text: str) -> str:
+    """A tool result as a person reads it — the one rule of ``dsh log`` and the live view: the
+    file tools' tagged answer ``<path>P</path><type>T</type><content>BODY</content>`` becomes
+    ``P``, a newline and ``BODY`` (anything after the content, a spill notice, kept); every
+    other result is its text as it is."""
+    head = _FILE_REPORT.match(text)
+    if head is None:
+        return text
+    before, closed, after = text[head.end() :].rpartition("</content>")
+    body = before.rstrip("\n") + after if closed else after
+    return f"{head['path']}\n{body}" if body.strip() else head["path"]
 
 
 def warn(message: str) -> None:

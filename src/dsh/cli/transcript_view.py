@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh import jsonx
-from dsh.cli.tables import format_time, terminal_safe, usage_text
+from dsh.cli.tables import format_time, readable_result, terminal_safe, usage_text
 from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
 from dsh.snapshot.transcript import Line, build_transcript
@@ -53,7 +53,7 @@ def _arguments(arguments: Any) -> str:
 
 
 def _result(line: Line) -> str:
-    text = str(line.get("text", ""))
+    text = readable_result(str(line.get("text", "")))
     lines = text.strip().splitlines()
     more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
     mark = "✗" if line.get("isError") else "←"

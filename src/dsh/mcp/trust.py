@@ -103,7 +103,8 @@ def _remember(
         "servers": [name for name, _ in proposal.shown],
     }
     try:
-        write_file_atomic(store, dumps({"version": 1, "workspaces": workspaces}))
+        # private on purpose: which workspaces' commands this user lets dsh run
+        write_file_atomic(store, dumps({"version": 1, "workspaces": workspaces}), private=True)
     except StoreError as exc:
         notice(f"dsh: the answer is not remembered: {store}: {exc.__cause__ or exc}")
 

@@ -81,12 +81,13 @@ def read_override(directory: Path) -> object | None:
 
 def check_scenario_directory(directory: Path, *, need_input: bool = False) -> None:
     """Refuse what is no scenario directory, in one line: a path that does not exist, a file,
-    and (``need_input``: what is to be run step by step) a directory without ``input.json``."""
+    and (``need_input``: what is to be run step by step) a directory with neither an
+    ``input.json`` nor a recorded ``session.jsonl`` (whose prompts are its steps)."""
     if not directory.exists():
         raise ScenarioError(f"scenario directory {directory} does not exist")
     if not directory.is_dir():
         raise ScenarioError(f"scenario {directory} is not a directory")
-    if need_input:
+    if need_input and ((directory / INPUT).exists() or not (directory / PRIMARY).exists()):
         read_input(directory)
 
 
@@ -104,11 +105,15 @@ def read_input(directory: Path) -> dict[str, Any]:
     return doc
 
 
+def declared_input(directory: Path) -> dict[str, Any]:
+    """``input.json`` as an object, ``{}`` when the scenario has none (a recording the
+    ``dsh_recording`` fixture wrote unredacted declares nothing)."""
+    return read_input(directory) if (directory / INPUT).exists() else {}
+
+
 def read_tolerances(directory: Path, drift: Drift = "strict") -> Tolerances:
     """The tolerances the scenario declares (``input.json`` → ``"replay"``), with ``drift``."""
-    if not (directory / INPUT).exists():
-        return Tolerances(drift=drift)
-    doc = read_input(directory)
+    doc = declared_input(directory)
     return Tolerances.from_scenario(doc.get("replay"), f"scenario {directory.name}: {INPUT}", drift)
 
 

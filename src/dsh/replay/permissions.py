@@ -33,7 +33,7 @@ from dsh.errors import ScenarioError
 from dsh.events.messages import Block, joined_text
 from dsh.events.payloads import approval_policy_of
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
-from dsh.replay.files import hook_commands, read_input, read_recorded, recorded_commands
+from dsh.replay.files import declared_input, hook_commands, read_recorded, recorded_commands
 from dsh.replay.served import recorded_glob_cap
 from dsh.store import LoadedSession
 from dsh.tools.approval import APPROVAL_CONTEXT, ApprovalOutcome, ApprovalPolicy, ApprovalRequest
@@ -47,7 +47,7 @@ SNAPSHOT_DEFAULT: Final[SandboxMode] = "danger-full-access"
 
 def read_permission_answers(directory: Path) -> list[str]:
     """``input.json``'s ``permissionAnswers`` kinds, in order (absent: none)."""
-    raw = read_input(directory).get("permissionAnswers", [])
+    raw = declared_input(directory).get("permissionAnswers", [])
     where = f"scenario {directory.name}: input.json"
     if not isinstance(raw, list):
         raise ScenarioError(f"{where}: 'permissionAnswers' must be a list of {{kind}} objects")

@@ -43,6 +43,12 @@ class SessionReport:
     harness_actions: tuple[list[str], list[str]] | None = None
     """(recorded, live) hook runs and approvals when they differ."""
 
+    @property
+    def live_label(self) -> str:
+        """How a report names the live side: its session id, or ``— (not started)`` when no
+        live session was bound to the script (the run diverged or ended before it)."""
+        return self.live_id or "— (not started)"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "recordedId": self.recorded_id,
@@ -96,7 +102,12 @@ def session_reports(
                 recorded_id=script.recorded_id,
                 live_id=script.bound_to,
                 kind=(child_kind(rec.header, rec_own) or "primary") if rec else "primary",
-                inherited_event_count=live.inherited_event_count if live else 0,
+                # the live cut; a fork child that never started: the recording's
+                inherited_event_count=live.inherited_event_count
+                if live
+                else rec.inherited_event_count
+                if rec
+                else 0,
                 calls=len(script.entries),
                 consumed=script.cursor,
                 final_text=redactor.text(final) if redactor is not None else final,

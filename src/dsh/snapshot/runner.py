@@ -21,7 +21,7 @@ from dsh.model import Model
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.redact import Redactor
 from dsh.replay.fidelity import DRIFTS, Drift
-from dsh.replay.files import load_replay_model, read_input, read_tolerances
+from dsh.replay.files import declared_input, load_replay_model, read_input, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
@@ -38,6 +38,7 @@ from dsh.snapshot.redaction import (
     redact_lines,
     redact_sessions,
 )
+from dsh.snapshot.save import session_steps
 from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
@@ -191,9 +192,18 @@ def accept_hint(name: str, *, model_side: bool) -> str:
     return f"to accept an expected-output change: `{refresh}; a model-side change: `{record}"
 
 
-def read_steps(directory: Path) -> list[dict[str, Any]]:
-    """The validated steps of ``input.json`` (see :mod:`dsh.snapshot.steps` for the ops)."""
-    return validate_steps(read_input(directory).get("steps"), directory.name)
+def read_steps(directory: Path, recorded: Mapping[str, LoadedSession] | None = None) -> list[dict[str, Any]]:
+    """The validated steps of ``input.json`` (see :mod:`dsh.snapshot.steps` for the ops).
+
+    A recording the ``dsh_recording`` fixture wrote has no steps (its ``input.json`` holds
+    only the redaction settings, or it has none): given its ``recorded`` sessions, the steps
+    are the prompts of their logs (and the children code started), as ``dsh scenario save``
+    derives them."""
+    primary = (recorded or {}).get(PRIMARY)
+    document = declared_input(directory) if primary is not None else read_input(directory)
+    if "steps" not in document and primary is not None and recorded is not None:
+        return session_steps({s.header.id: s for s in recorded.values()}, primary.header.id)
+    return validate_steps(document.get("steps"), directory.name)
 
 
 def _prepare_workspace(directory: Path, tmp: Path) -> Path:
@@ -285,7 +295,6 @@ async def _prepare(
 ) -> _Prepared:
     """Read the steps, copy the workspace, load the recording (or pick the live model)."""
     name = directory.name
-    steps = read_steps(directory)
     cwd = await asyncio.to_thread(_prepare_workspace, directory, tmp)
     replay_model: ReplayModel | None = None
     recorded: dict[str, LoadedSession] = {}
@@ -309,6 +318,7 @@ async def _prepare(
         await asyncio.to_thread(composed.prepare, cwd)
         recorded = logs.by_label()
         model_name = model_name or replay_model.model_name or DEFAULT_MODEL
+    steps = read_steps(directory, recorded)
     policy = replay_policy(directory, recorded.get(PRIMARY))
     answers = policy.answers
     chosen = policy.sandbox

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -33,6 +33,7 @@ from dsh.errors import (
 )
 from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, check_contiguous, check_cut
 from dsh.events import decode_cut as _decode_cut
+from dsh.ids import is_template_id, new_session_id
 from dsh.store.base import LoadedSession
 from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
@@ -242,17 +243,22 @@ class DecodedLog:
 
         Version 0: the ``session/end-seed`` at seq ``seedLength`` is tagged
         ``"inherited": true``; nothing else changes (seqs, types and data are kept). A
-        malformed id or parent id, or a session naming itself as its parent, is refused.
+        malformed id or parent id, or a session naming itself as its parent, is refused. An
+        id that is a template token (the original's snapshot logs say ``{{sessionId}}``)
+        names no session: the session gets a fresh id.
         """
         try:
             check_header_ids(self.header)
         except DshError as exc:
             raise CorruptLogError(f"{self.source}: {exc}") from exc
+        header = self.header
+        if is_template_id(header.id):
+            header = header.evolve(id=new_session_id())
         events = self.events
         if self.version == LEGACY_VERSION:
             events = import_events(self.events, self.seed_length, self.source)
         return LoadedSession(
-            self.header,
+            header,
             self.inherited_event_count,
             events,
             self.warnings,
@@ -325,11 +331,32 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a fsynced temp file and a rename (blocking)."""
+FILE_MODE: Final = 0o666
+"""The mode dsh creates files with, less the process umask (0644 under umask 022) as every
+tool's files: recordings, exports, session files. Never ``mkstemp``'s 0600 by accident."""
+PRIVATE_MODE: Final = 0o600
+"""The mode of a file that must stay the user's alone whatever the umask (say so at the call)."""
+_NEW: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def create_temp(path: Path, *, private: bool = False, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new temp file beside ``path`` (``.NAME.RANDOM.tmp``), open read-write: the one place
+    dsh picks a new file's mode — :data:`FILE_MODE` (the umask applies), ``private``:
+    :data:`PRIVATE_MODE`. Raises ``OSError``."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(tmp, _NEW, PRIVATE_MODE if private else FILE_MODE), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
+
+
+def write_file_atomic(path: Path, data: bytes, *, private: bool = False) -> None:
+    """Write ``data`` to ``path`` through a fsynced temp file and a rename (blocking); the
+    file is created :data:`FILE_MODE` less the umask, ``private``: :data:`PRIVATE_MODE`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = create_temp(path, private=private)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from dsh.errors import CorruptLogError
+from dsh.store.logfile import FILE_MODE
 
 SEAL_SUFFIX: Final = ".seal"
 SLOT: Final = 64
@@ -88,7 +89,7 @@ def read_seal(path: Path) -> Seal | None:
 
 def open_seal(path: Path) -> int:
     """A read-write descriptor on ``path``'s seal, created (two empty slots) when missing."""
-    fd = os.open(seal_path(path), os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
+    fd = os.open(seal_path(path), os.O_RDWR | os.O_CREAT | _CLOEXEC, FILE_MODE)
     if os.fstat(fd).st_size < 2 * SLOT:
         os.pwrite(fd, b"\n" * (2 * SLOT), 0)
     return fd
@@ -109,7 +110,7 @@ def write_new_seal(path: Path, seal: Seal) -> None:
     """The seal of a file just created (``seal`` in slot 0), replacing any stale one; not fsynced:
     a seal lost in a crash only means the file goes unchecked until its next durable append."""
     data = encode_slot(seal) + b"\n" * SLOT
-    fd = os.open(seal_path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _CLOEXEC, 0o600)
+    fd = os.open(seal_path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _CLOEXEC, FILE_MODE)
     try:
         os.write(fd, data)
     finally:

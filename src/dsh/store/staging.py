@@ -39,7 +39,7 @@ from typing import Final
 import orjson
 
 from dsh import jsonx
-from dsh.store.logfile import fsync_dir
+from dsh.store.logfile import FILE_MODE, create_temp, fsync_dir
 
 try:  # POSIX only
     import fcntl as _fcntl
@@ -102,8 +102,7 @@ def publish_file(root: Path, session_id: str, target: Path, data: bytes, exists_
     root.mkdir(parents=True, exist_ok=True)
     if target.exists():
         raise exists_error(session_id)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=root)
-    tmp = Path(name)
+    fd, tmp = create_temp(root / target.name, suffix=TEMP_SUFFIX)
     try:
         _lock(fd, block=True)  # uncontended: only a cleaner (non-blocking) could try
         _write_all(fd, data)
@@ -128,7 +127,7 @@ def publish_batch(root: Path, items: Sequence[tuple[str, Path, bytes]], exists_e
         for session_id, target, data in items:
             if target.exists():
                 raise exists_error(session_id)
-            fd = os.open(stage / target.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
+            fd = os.open(stage / target.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, FILE_MODE)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)

@@ -195,7 +195,7 @@ REPORT: Final = """<!doctype html>
 {% for p in result.problems %}<pre class="item attempt problem">{{ p }}</pre>{% endfor %}
 {% for s in result.sessions %}
 <section class="card session-report{{ ' diverged' if s.divergence else '' }}" data-recorded="{{ s.recorded_id }}">
-<h2><span class="badge kind-{{ s.kind }}">{{ s.kind }}</span> recorded {{ s.recorded_id }} → live {{ s.live_id or "—" }}</h2>
+<h2><span class="badge kind-{{ s.kind }}">{{ s.kind }}</span> recorded {{ s.recorded_id }} → live {{ s.live_label }}</h2>
 <p>cut {{ s.inherited_event_count }} · {{ s.consumed }}/{{ s.calls }} calls served · tool results {{ s.tool_results.equal }}/{{ s.tool_results.total }}</p>
 {% if s.divergence %}{% set d = s.divergence %}
 <p class="first-divergence"><strong>first divergence</strong> at call {{ d.call }}{% if d.turn is not none %} (turn {{ d.turn }} step {{ d.step }}){% endif %}: {{ d.what }}</p>
