@@ -94,7 +94,7 @@ def test_bad_input(dsh_sqlite: Dsh) -> None:
 def test_two_runs_in_different_workspaces_behave_the_same(dsh_sqlite: Dsh, upstream: Path) -> None:
     """Each side's own workspace path is ``{{cwd}}`` (a tool result names it), as in a replay."""
     for _ in range(2):
-        dsh_sqlite("replay", upstream / "fs-write", "--trust").ok()
+        dsh_sqlite("replay", upstream / "fs-write", "--trust", "--store", dsh_sqlite.store).ok()
     a, b = (row["id"] for row in dsh_sqlite("sessions", "list", "--json").json())
     assert dsh_sqlite("log", a).stdout.count("/work/notes.txt") >= 1  # the literal workspace is logged
     result = dsh_sqlite("diff", a, b)

@@ -71,7 +71,9 @@ def test_a_session_resumed_in_a_second_process_saves_and_replays_strictly(tmp_pa
     ]  # fmt: skip
     # the server is gone: the replay is keyless (into the store that holds the recorded ids:
     # fresh ids, said once)
-    replayed = _dsh("scenario", "replay", str(scenario), "--json", "--trust", cwd=tmp_path, store=store)
+    replayed = _dsh(
+        "scenario", "replay", str(scenario), "--json", "--trust", "--store", store, cwd=tmp_path, store=store
+    )
     assert replayed.stderr.count("already in the target store") == 1, replayed.stderr
     assert replayed.returncode == 0, replayed.stdout[-4000:] + replayed.stderr
     report = json.loads(replayed.stdout.splitlines()[-1])
