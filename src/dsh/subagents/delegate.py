@@ -1,19 +1,20 @@
 """Delegation's one home: who may start a child (depth, background), how deep it sits, and
-the ``subagent/descriptor`` it logs — for the in-process tools and ``dsh.temporal`` alike."""
+the ``subagent/descriptor`` it logs — for the in-process tools and ``dsh.temporal`` alike.
+
+``child_depth`` itself lives in :mod:`dsh.events.header` (the loop and the recorder below
+this layer use it too); it is re-exported here."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dsh.events.descriptor import SubagentDescriptor
+from dsh.events.header import child_depth
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 
+__all__ = ["BACKGROUND_DISABLED", "child_depth", "depth_below", "descriptor_event", "parent_depth", "refusal"]
+
 BACKGROUND_DISABLED = "run_in_background is disabled for this tool instance (enableRunInBackground: false)"
-
-
-def child_depth(parent_depth: int) -> int:
-    """The delegation depth of a child of a session at ``parent_depth``."""
-    return parent_depth + 1
 
 
 def parent_depth(depth: int) -> int:
