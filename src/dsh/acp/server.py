@@ -364,7 +364,7 @@ class DshAcpAgent:
         for child in tree.root.children:
             descriptor = child.descriptor
             if descriptor is not None and descriptor.parent_session == session_id and descriptor.call_id:
-                found[descriptor.call_id] = Delegation(child.id, descriptor.provider or "spawn")
+                found[descriptor.call_id] = Delegation(child.id, descriptor.provider_kind)
         return found
 
     async def list_sessions(

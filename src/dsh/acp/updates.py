@@ -195,8 +195,8 @@ def context_tokens(usage: Usage | None) -> int | None:
 
 
 def child_delegation(started: tl.ChildStarted) -> Delegation:
-    """The delegation a child's descriptor names (its kind: the provider, else ``spawn``)."""
-    return Delegation(started.session, started.provider or "spawn")
+    """The delegation a child's descriptor names (its kind: ``ChildStarted.provider_kind``)."""
+    return Delegation(started.session, started.provider_kind)
 
 
 class LiveUpdates:

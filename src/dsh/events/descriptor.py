@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from dsh.events.envelope import Event
 from dsh.events.header import SessionHeader
 from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 
 ChildKind = Literal["spawn", "fork"]
+
+DEFAULT_KIND: Final = "spawn"
+"""The kind of a child whose descriptor names none; readers get it through :func:`kind_or_default`."""
+
+
+def kind_or_default(kind: str | None) -> str:
+    """A child's kind as its readers name it: ``kind`` (a provider, a :data:`ChildKind`) when
+    it has one, else :data:`DEFAULT_KIND` — the one place that default is applied."""
+    return kind if kind else DEFAULT_KIND
 
 
 def _str(value: object) -> str | None:
@@ -41,6 +50,11 @@ class SubagentDescriptor:
         if self.provider == "fork":
             return "fork"
         return None
+
+    @property
+    def provider_kind(self) -> str:
+        """The ``provider`` with the default applied (:func:`kind_or_default`)."""
+        return kind_or_default(self.provider)
 
     def to_wire(self) -> dict[str, Any]:
         """The event's ``data`` in the original's key order (fields that are ``None`` left out)."""

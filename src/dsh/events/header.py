@@ -17,6 +17,11 @@ LEGACY_VERSION = 0
 """The original's format version, read but never written."""
 
 
+def child_depth(parent_depth: int) -> int:
+    """The delegation depth of a child of a session at ``parent_depth`` (top level: 0)."""
+    return parent_depth + 1
+
+
 @dataclass(frozen=True, slots=True)
 class SessionHeader:
     """Logical header fields of a session (snake_case here, camelCase on the wire)."""

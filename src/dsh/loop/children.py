@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from dsh.events.fork import ForkOptions, fork_seed
+from dsh.events.header import child_depth
 from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.state import ParentState
 from dsh.model import Delegation
@@ -30,7 +31,7 @@ async def start_child(
     options = ForkOptions(
         child_id=session_id,
         origin="subagent",
-        delegation_depth=header.delegation_depth + 1,
+        delegation_depth=child_depth(header.delegation_depth),
         agent_preset=header.agent_preset,
     )
     child = fork_seed(header, parent.session.events if inherit else (), options)

@@ -28,6 +28,7 @@ from dsh.events.payloads import (
 )
 from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
+from dsh.loop import plan
 from dsh.loop.images import RequestImages
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
@@ -108,7 +109,7 @@ class Steps:
                 return {"kind": "blocked"}
             additions = list(submitted.context_messages)
         max_tokens_hit = False
-        for step in range(1, self._agent.config.max_steps + 1):
+        for step in plan.steps(self._agent.config.max_steps):
             pending = await self._pre_step(pending, additions, step)
             additions = []
             self._agent.append(STEP_START, step_mark(turn, step))
@@ -136,7 +137,8 @@ class Steps:
             if not pending and not self._agent.inbox.has_step_work:
                 break
         else:
-            raise ModelError("MAX_STEPS", f"turn {turn} exceeded {self._agent.config.max_steps} steps")
+            limit = plan.step_limit(turn, self._agent.config.max_steps)
+            raise ModelError(limit.code, limit.message)
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
 
     async def _pre_step(self, pending: list[Message], additions: list[Message], step: int) -> list[Message]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.errors import ModelError
 from dsh.events import Event
 from dsh.events.chunks import Failure
-from dsh.events.messages import Block, Message, text_block, tool_result_message
+from dsh.events.messages import Block, Message, tool_result_message
 from dsh.events.payloads import (
     TurnEndReason,
     assistant_blocks_of,
@@ -48,13 +48,11 @@ from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode
 from dsh.loop.steps import Steps
 from dsh.session import final_assistant_text, interrupted_turn_closers, usage_totals
+from dsh.session.views import outcome_unknown
 from dsh.tools import ToolOutput
 
 if TYPE_CHECKING:
     from dsh.loop.agent import Agent
-
-OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
-"""The code of the result a started call gets when its runner was lost (as crash repair)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +242,7 @@ class StepwiseTurn:
         await self._agent.checkpoint()
 
     def _settle_unknown(self, turn: int, step: int, call_id: str, started: Event) -> None:
-        text = "Error: the tool's outcome is unknown (the worker running it was lost)"
-        message = tool_result_message(call_id, [text_block(text)], is_error=True)
-        data = tool_result_data(turn, step, message, error_code=OUTCOME_UNKNOWN)
+        data = outcome_unknown(turn, step, call_id, "the worker running it was lost")
         self._agent.append(TOOL_RESULT, data, source_event_seqs=[started.seq])
 
     async def end(self, turn: int, from_seq: int, reason: TurnEndReason) -> TurnResult:

@@ -123,9 +123,7 @@ class _Tree:
                 return None
             self.ids.add(session_id)
             self.children.add(session_id)
-            return ChildStarted(
-                session_id, parent, item.call_id or "", item.provider or "spawn", item.label or ""
-            )
+            return ChildStarted(session_id, parent, item.call_id or "", item.provider_kind, item.label or "")
         if session_id not in self.ids:
             return None
         if isinstance(item, tl.ToolCall):

@@ -25,7 +25,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import StreamRecord
-from dsh.events.header import SessionHeader
+from dsh.events.header import SessionHeader, child_depth
 from dsh.events.messages import Message, Source
 from dsh.events.payloads import (
     RequestHeader,
@@ -199,7 +199,7 @@ def new_session(key: str | None, parent: RecordedSession | None) -> RecordedSess
         created_at=now_ms(),
         parent_session=parent.header.id if parent is not None else None,
         origin="subagent" if parent is not None else None,
-        delegation_depth=parent.header.delegation_depth + 1 if parent is not None else 0,
+        delegation_depth=child_depth(parent.header.delegation_depth) if parent is not None else 0,
     )
     return RecordedSession(key, Session(header))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from dsh.events import Event
 from dsh.events.messages import joined_text, text_block, tool_result_message
-from dsh.events.payloads import turn_end
+from dsh.events.payloads import ToolResultData, tool_result_data, turn_end
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -58,6 +58,20 @@ def usage_totals(events: Sequence[Event]) -> dict[str, int]:
     return totals
 
 
+OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+"""The code of the result a started call gets when its runner was lost (crash repair)."""
+
+
+def outcome_unknown(
+    turn: int, step: int, call_id: str, lost: str, *, message_id: str | None = None
+) -> ToolResultData:
+    """The ``tool/result`` of a call logged as started whose runner was ``lost`` (``"the session
+    was interrupted"``, ``"the worker running it was lost"``): an error, ``OUTCOME_UNKNOWN``."""
+    text = f"Error: the tool's outcome is unknown ({lost})"
+    message = tool_result_message(call_id, [text_block(text)], is_error=True, message_id=message_id)
+    return tool_result_data(turn, step, message, error_code=OUTCOME_UNKNOWN)
+
+
 Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]
 """``(type, data, sourceEventSeqs)`` of one event to append."""
 
@@ -87,24 +101,15 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
             step_open = None
     out: list[Closer] = []
     for call_id, call in calls.items():
-        message = tool_result_message(
+        message_id = f"interrupted-tool-result-{call_id}-{call.seq}"
+        data = outcome_unknown(
+            call.data["turn"],
+            call.data["step"],
             call_id,
-            [text_block("Error: the tool's outcome is unknown (the session was interrupted)")],
-            is_error=True,
-            message_id=f"interrupted-tool-result-{call_id}-{call.seq}",
+            "the session was interrupted",
+            message_id=message_id,
         )
-        out.append(
-            (
-                TOOL_RESULT,
-                {
-                    "turn": call.data["turn"],
-                    "step": call.data["step"],
-                    "message": message,
-                    "error": {"code": "TOOL_OUTCOME_UNKNOWN"},
-                },
-                (call.seq,),
-            )
-        )
+        out.append((TOOL_RESULT, dict(data), (call.seq,)))
     if step_open is not None:
         out.append((STEP_END, step_open, None))
     out.append((TURN_END, dict(turn_end(turn, {"kind": "interrupted"})), None))

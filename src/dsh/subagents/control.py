@@ -15,7 +15,7 @@ from pydantic import Field
 
 from dsh.errors import DshError
 from dsh.loop import Agent
-from dsh.subagents import texts
+from dsh.subagents import delegate, texts
 from dsh.subagents.children import Child, Children, in_recorded_order
 from dsh.subagents.lifecycle import stored_children
 from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput
@@ -97,7 +97,9 @@ class SendMessageTool(_ControlTool[SendArgs]):
             )
         except DshError:
             return None  # running in another process (its lease is held) or unreadable
-        child = Child(agent, caller, found.label, caller.session.header.delegation_depth + 1)
+        child = Child(
+            agent, caller, found.label, delegate.child_depth(caller.session.header.delegation_depth)
+        )
         self.children.adopt(child)
         return child
 
@@ -127,7 +129,7 @@ class ListAgentsTool(_ControlTool[ListArgs]):
                 for entry in await stored_children(caller.store, parent_id):
                     live = self.children.get(entry.id)
                     status = live.status if live is not None else "ready"
-                    depth = entry.depth - base
+                    depth = delegate.depth_below(entry.depth, base)
                     lines.append(
                         texts.agent_line(
                             entry.id, status, entry.label, parent=parent_id if deep else None, depth=depth

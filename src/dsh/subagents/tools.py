@@ -19,13 +19,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import user_message
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.loop import Agent
 from dsh.loop.delegation import log_delegated_policies
 from dsh.session import final_assistant_text
-from dsh.subagents import texts
+from dsh.subagents import delegate, texts
 from dsh.subagents.children import Child, Children, continuable
 from dsh.subagents.control import (
     InterruptAgentTool,
@@ -146,13 +144,16 @@ class SubagentTool(Tool[A], ABC):
         if parent is None:
             return ToolOutput.error(f"{self.name} needs a running agent", "NO_AGENT")
         background = self.in_background(args)
-        if background and not self.background:
-            return ToolOutput.error(
-                "run_in_background is disabled for this tool instance (enableRunInBackground: false)", None
-            )
-        depth = parent.header.delegation_depth + 1
-        if depth > self.max_depth:
-            return ToolOutput.error(f"subagent depth {depth} exceeds maxDepth {self.max_depth}", None)
+        parent_depth = parent.header.delegation_depth
+        refused = delegate.refusal(
+            background=background,
+            background_allowed=self.background,
+            parent_depth=parent_depth,
+            max_depth=self.max_depth,
+        )
+        if refused is not None:
+            return ToolOutput.error(refused, None)
+        depth = delegate.child_depth(parent_depth)
         task = self.task(args)
         if background:
             host = continuable(parent)
@@ -163,8 +164,14 @@ class SubagentTool(Tool[A], ABC):
             return await self._start_background(host, depth, ctx.call_id, task)
         child = await self.start_child(parent, ctx.call_id)
         log_delegated_policies(child, parent.sandbox)
-        descriptor = SubagentDescriptor("one-shot", self.mode, task.description, parent.id, ctx.call_id)
-        result = await child.run_turn(task.prompt, preamble=[(SUBAGENT_DESCRIPTOR, descriptor.to_wire())])
+        descriptor = delegate.descriptor_event(
+            continuable=False,
+            mode=self.mode,
+            label=task.description,
+            parent_session=parent.id,
+            call_id=ctx.call_id,
+        )
+        result = await child.run_turn(task.prompt, preamble=[descriptor])
         return _child_output(child, result)
 
     async def _start_background(self, parent: Agent, depth: int, call_id: str, task: _Task) -> ToolOutput:
@@ -179,8 +186,15 @@ class SubagentTool(Tool[A], ABC):
         except BaseException:
             await child.aclose()
             raise
-        descriptor = SubagentDescriptor("continuable", self.mode, task.description, parent.id, call_id)
-        child.append(SUBAGENT_DESCRIPTOR, descriptor.to_wire())
+        child.append(
+            *delegate.descriptor_event(
+                continuable=True,
+                mode=self.mode,
+                label=task.description,
+                parent_session=parent.id,
+                call_id=call_id,
+            )
+        )
         log_delegated_policies(child, parent.sandbox)
         self.children.start(Child(child, parent, task.description, depth), user_message(task.prompt))
         await child.checkpoint()

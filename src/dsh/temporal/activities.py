@@ -22,12 +22,10 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from dsh.errors import DshError, SessionNotFoundError, UsageError
-from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR
 from dsh.model import Delegation
-from dsh.subagents import Agent
+from dsh.subagents import Agent, delegate
 from dsh.temporal.approvals import SignalApprover
 from dsh.temporal.children import delegates, finish_child, start_child
 from dsh.temporal.recipe import AgentRecipe
@@ -135,8 +133,15 @@ class TurnActivities:
         preamble = []
         d = turn.delegated  # a one-shot child's prompted turn logs its descriptor (not a woken one)
         if d is not None and not d.continuable and turn.prompt is not None:
-            descriptor = SubagentDescriptor("one-shot", d.mode, d.label, d.parent_session, d.call_id)
-            preamble.append((SUBAGENT_DESCRIPTOR, descriptor.to_wire()))
+            preamble.append(
+                delegate.descriptor_event(
+                    continuable=False,
+                    mode=d.mode,
+                    label=d.label,
+                    parent_session=d.parent_session,
+                    call_id=d.call_id,
+                )
+            )
         async with self._agent(turn.session_id, turn.delegated) as agent:
             number = await agent.stepwise().begin(turn.from_seq, preamble, woken=turn.prompt is None)
             return TurnBegun(number, agent.config.max_steps)

@@ -21,13 +21,12 @@ import uuid
 from typing import Any, Final
 
 from dsh.events.attachments import Attachment
-from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import user_message
-from dsh.events.vocabulary import SUBAGENT_DESCRIPTOR, TURN_START
+from dsh.events.vocabulary import TURN_START
 from dsh.loop import Agent
 from dsh.loop.delegation import log_delegated_policies
 from dsh.session import final_assistant_text
-from dsh.subagents import texts
+from dsh.subagents import delegate, texts
 from dsh.subagents.tools import SubagentTool, non_completion_text
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import CallInput, ChildFinished, ChildStarted, Delegated
@@ -60,8 +59,13 @@ async def start_child(recipe: AgentRecipe, call: CallInput) -> ChildStarted | No
             return None  # arguments the tool call itself refuses, or not a delegation tool
         tool, args = prepared.tool, prepared.args
         background = tool.in_background(args)
-        depth = parent.session.header.delegation_depth + 1
-        if (background and not tool.background) or depth > tool.max_depth:
+        refused = delegate.refusal(
+            background=background,
+            background_allowed=tool.background,
+            parent_depth=parent.session.header.delegation_depth,
+            max_depth=tool.max_depth,
+        )
+        if refused is not None:
             return None
         if await stepwise.start_call(call.turn, call.step, call.from_seq, call.call_id) is None:
             return None  # its result is logged: nothing left to do
@@ -89,10 +93,15 @@ async def _store_child(
     await child.take_lease(wait=5.0)
     try:
         if delegated.continuable:
-            descriptor = SubagentDescriptor(
-                "continuable", tool.mode, delegated.label, parent.id, delegated.call_id
+            child.append(
+                *delegate.descriptor_event(
+                    continuable=True,
+                    mode=tool.mode,
+                    label=delegated.label,
+                    parent_session=parent.id,
+                    call_id=delegated.call_id,
+                )
             )
-            child.append(SUBAGENT_DESCRIPTOR, descriptor.to_wire())
         log_delegated_policies(child, parent.config.sandbox)
         if delegated.continuable:
             child.deliver(user_message(task), "next-turn")

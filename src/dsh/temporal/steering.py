@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from temporalio.client import Client
 
 from dsh.events.descriptor import find_descriptor
-from dsh.subagents import texts
+from dsh.subagents import delegate, texts
 from dsh.subagents.control import (
     InterruptAgentTool,
     InterruptArgs,
@@ -95,13 +95,15 @@ class ListAgents(_Steering[ListArgs]):
             if deep
             else [(ctx.session_id, c) for c in await stored_children(courier.recipe.store, ctx.session_id)]
         )
-        base = min((c.depth for _, c in found), default=1) - 1
+        base = delegate.parent_depth(min((c.depth for _, c in found), default=delegate.child_depth(0)))
         lines = []
         for parent, child in found:
             status = "running" if await running(courier.client, child.id) else "ready"
             where = parent if deep else None
             lines.append(
-                texts.agent_line(child.id, status, child.label, parent=where, depth=child.depth - base)
+                texts.agent_line(
+                    child.id, status, child.label, parent=where, depth=delegate.depth_below(child.depth, base)
+                )
             )
         return ToolOutput.text("\n".join(lines) if lines else texts.NO_SUBAGENTS)
 

@@ -61,7 +61,7 @@ async def woken_input(store: EventStore, session_id: str) -> TurnInput:
             found.parent_session,
             found.call_id,
             found.label or "",
-            found.provider or "spawn",
+            found.provider_kind,
             found.mode == "continuable",
         )
     return TurnInput(session_id, len(loaded.events), None, delegated)

@@ -6,8 +6,9 @@ calls, hits the token limit, fails or the step budget runs out; then it closes t
 Everything it passes is a reference (:mod:`dsh.temporal.refs`). ``cancel`` (a signal, or
 Temporal's own cancellation) stops the activity running and ends the turn ``aborted``;
 ``approve`` answers a tool's approval request, which the activity reads with the
-``decision`` query. This module imports only the refs and names activities by string, so
-Temporal's workflow sandbox has nothing else to load.
+``decision`` query. This module imports only the refs and the loop's pure step budget
+(:mod:`dsh.loop.plan`) and names activities by string, so Temporal's workflow sandbox has
+nothing else to load.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from dsh.loop import plan
     from dsh.temporal.refs import (
         ApprovalDecision,
         Call,
@@ -157,7 +159,7 @@ class TurnWorkflow:
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         woken = turn_input.prompt is None
-        for step in range(1, begun.max_steps + 1):
+        for step in plan.steps(begun.max_steps):
             if self._stopped():
                 return self._aborted(delegated is not None)
             prompt = turn_input.prompt if step == 1 else None
@@ -180,7 +182,8 @@ class TurnWorkflow:
                 if self._stopped():  # the cancel came as the step settled
                     return self._aborted(delegated is not None)
                 await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
-        return Ending("error", "MAX_STEPS", f"turn {begun.turn} exceeded {begun.max_steps} steps")
+        limit = plan.step_limit(begun.turn, begun.max_steps)
+        return Ending("error", limit.code, limit.message)
 
     async def _call(self, call_input: CallInput, call: Call) -> None:
         if call.delegates:

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.descriptor import descriptor_kind, parse_descriptor
+from dsh.events.descriptor import descriptor_kind, kind_or_default, parse_descriptor
 from dsh.events.header import SessionHeader
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
@@ -229,7 +229,7 @@ class Timeline:
         kind = descriptor_kind(header, descriptor) if header is not None else descriptor.kind
         return [
             ChildStarted(
-                session_id, event, kind or "spawn", descriptor.label, state.cut,
+                session_id, event, kind_or_default(kind), descriptor.label, state.cut,
                 descriptor.parent_session, descriptor.call_id, descriptor.provider,
             )
         ]  # fmt: skip

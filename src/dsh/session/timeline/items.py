@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from dsh.events import Event
 from dsh.events.chunks import Usage
+from dsh.events.descriptor import kind_or_default
 from dsh.events.messages import Block
 from dsh.events.todos import TodoItem
 
@@ -191,6 +192,11 @@ class ChildStarted:
     parent: str | None
     call_id: str | None
     provider: str | None
+
+    @property
+    def provider_kind(self) -> str:
+        """The descriptor's ``provider`` with the default applied (:func:`kind_or_default`)."""
+        return kind_or_default(self.provider)
 
 
 @dataclass(frozen=True, slots=True)
