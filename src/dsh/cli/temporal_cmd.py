@@ -187,6 +187,7 @@ async def _submit(
     from dsh.temporal import submit_turn
     from dsh.temporal.approvals import asked_request
     from dsh.temporal.pollers import nobody_polls
+    from dsh.temporal.watch import lost_workers
     from dsh.tools.approval import ApprovalRequest
 
     client = await _connected(address)  # no server: one line, exit 2, nothing stored
@@ -210,7 +211,12 @@ async def _submit(
                 if request is not None:  # the worker's activity waits for the approve signal
                     answering.append(asyncio.create_task(answer(request)))
 
+        async def watch() -> None:
+            async for _activity in lost_workers(submitted.handle):
+                typer.echo("dsh: worker lost; the turn continues on another", err=True)
+
         tailing = asyncio.create_task(tail())
+        watching = asyncio.create_task(watch())
         ending = asyncio.create_task(submitted.result(store))
         stop = _Interrupt(submitted)
         loop = asyncio.get_running_loop()
@@ -232,7 +238,7 @@ async def _submit(
                 await asyncio.wait_for(tailing, 2.0)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-            tasks = [ending, abandoning, tailing, *answering]
+            tasks = [ending, abandoning, tailing, watching, *answering]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # their queries end before the store
