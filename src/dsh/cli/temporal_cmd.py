@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from dsh.loop import TurnResult
+    from dsh.temporal import SubmittedTurn
     from dsh.tools.approval import Approver
     from dsh.tools.sandbox import SandboxPolicy
 
@@ -185,6 +186,8 @@ async def _submit(
     from dsh.store.url import open_store
     from dsh.temporal import submit_turn
     from dsh.temporal.approvals import asked_request
+    from dsh.temporal.pollers import nobody_polls
+    from dsh.temporal.watch import lost_workers
     from dsh.tools.approval import ApprovalRequest
 
     client = await _connected(address)  # no server: one line, exit 2, nothing stored
@@ -208,22 +211,80 @@ async def _submit(
                 if request is not None:  # the worker's activity waits for the approve signal
                     answering.append(asyncio.create_task(answer(request)))
 
+        async def watch() -> None:
+            async for _activity in lost_workers(submitted.handle):
+                typer.echo("dsh: worker lost; the turn continues on another", err=True)
+
         tailing = asyncio.create_task(tail())
+        watching = asyncio.create_task(watch())
+        ending = asyncio.create_task(submitted.result(store))
+        stop = _Interrupt(submitted)
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, lambda: asyncio.ensure_future(submitted.cancel()))
+        loop.add_signal_handler(signal.SIGINT, stop.pressed)
+        stop.nobody = await nobody_polls(client, queue)
+        if stop.nobody:
+            typer.echo(
+                terminal_safe(_no_worker_line(address, queue, store_url, submitted.session_id)), err=True
+            )
+        abandoning = asyncio.create_task(stop.abandoned.wait())
         try:
-            result = await submitted.result(store)
+            await asyncio.wait((ending, abandoning), return_when="FIRST_COMPLETED")
+            if not ending.done():  # Ctrl-C with no worker, or a second one: nothing waits any more
+                await submitted.terminate("dsh run --temporal interrupted (Ctrl-C)")
+                typer.echo(f"dsh: interrupted; workflow {submitted.handle.id} terminated", err=True)
+                return None
+            result = ending.result()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(tailing, 2.0)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-            tailing.cancel()
-            for task in answering:
+            tasks = [ending, abandoning, tailing, watching, *answering]
+            for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # their queries end before the store
         output.finish(result)
         return result
     finally:
         await store.close()
+
+
+class _Interrupt:
+    """Ctrl-C during ``dsh run --temporal``: with a worker on the queue the first one sends
+    ``cancel`` (the turn ends ``aborted``, printed as ``dsh run`` prints it); with none, or the
+    second time, the run is abandoned (its workflow terminated, exit 130 at once)."""
+
+    def __init__(self, submitted: SubmittedTurn) -> None:
+        self.submitted = submitted
+        self.nobody = False
+        self.abandoned = asyncio.Event()
+        self._cancelling: asyncio.Task[None] | None = None
+
+    def pressed(self) -> None:
+        if self.nobody or self._cancelling is not None:
+            self.abandoned.set()
+            return
+        self._cancelling = asyncio.create_task(self.submitted.cancel())
+        typer.echo("dsh: cancelling the turn (Ctrl-C again: stop waiting, terminate its workflow)", err=True)
+
+
+def _no_worker_line(address: str, queue: str, store_url: str | None, session_id: str) -> str:
+    """What to say when no worker polls ``queue``: the turn waits, and how to start one."""
+    command = f"dsh worker --temporal {address} --task-queue {queue}"
+    if store_url:
+        command += f" --store {_printable_store(store_url)}"
+    return (
+        f"dsh: no worker polls task queue {queue!r} at {address}: session {session_id}'s turn waits "
+        f"for one (start one: {command}; Ctrl-C gives up)"
+    )
+
+
+def _printable_store(store_url: str) -> str:
+    """``store_url`` without a password (PostgreSQL's label)."""
+    if store_url.lower().startswith(("postgres:", "postgresql:")):
+        from dsh.store.postgres_url import parse_postgres_url
+
+        return parse_postgres_url(store_url).label
+    return store_url
 
 
 @temporal_app.command(name="dev")

@@ -20,13 +20,11 @@ import socket
 from dataclasses import dataclass
 from typing import Final
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from dsh.errors import StoreNotSharedError
 from dsh.store import EventStore, JsonlEventStore, SqliteEventStore
+from dsh.temporal.pollers import queue_pollers
 
 _IDENTITY: Final = re.compile(r"^dsh-worker store=(\S+) ")
 
@@ -76,19 +74,14 @@ def poller_store(identity: str) -> str | None:
 
 async def check_queue(client: Client, task_queue: str, mine: StoreIdentity) -> None:
     """Refuse to join ``task_queue`` when its pollers run over another store."""
-    for kind in (TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW):
-        request = DescribeTaskQueueRequest(
-            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+    for identity in await queue_pollers(client, task_queue):
+        theirs = poller_store(identity)
+        if theirs is None or theirs == str(mine):
+            continue
+        shared = theirs.startswith("postgres:")
+        what = "a shared PostgreSQL store" if shared else "another store"
+        raise StoreNotSharedError(
+            f"task queue {task_queue!r} already has workers on {what} ({theirs}); this worker's "
+            f"store {mine} is not theirs: every worker of a queue must use the same store "
+            "(give --store the queue's PostgreSQL URL, or use another --task-queue)"
         )
-        described = await client.workflow_service.describe_task_queue(request)
-        for poller in described.pollers:
-            theirs = poller_store(poller.identity)
-            if theirs is None or theirs == str(mine):
-                continue
-            shared = theirs.startswith("postgres:")
-            what = "a shared PostgreSQL store" if shared else "another store"
-            raise StoreNotSharedError(
-                f"task queue {task_queue!r} already has workers on {what} ({theirs}); this worker's "
-                f"store {mine} is not theirs: every worker of a queue must use the same store "
-                "(give --store the queue's PostgreSQL URL, or use another --task-queue)"
-            )

@@ -9,6 +9,7 @@ running is busy too (:class:`~dsh.errors.SessionRunningError`): the workflow id 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowContinuedAsNewError, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from dsh.errors import SessionBusyError, SessionRunningError, TemporalError
 from dsh.events import SessionHeader
@@ -73,6 +75,12 @@ class SubmittedTurn:
     async def cancel(self) -> None:
         """Stop the turn (it ends ``aborted``; the running tool or model call is cancelled)."""
         await self.handle.signal(TurnWorkflow.cancel)
+
+    async def terminate(self, reason: str) -> None:
+        """End the workflow at once, whatever runs (a turn a worker opened is left open in the
+        log, as a crash leaves it; its next turn repairs it)."""
+        with contextlib.suppress(RPCError):  # it ended meanwhile: nothing left to end
+            await self.handle.terminate(reason=reason)
 
     async def approve(self, call_id: str, outcome: str = "allowed-once") -> None:
         """Answer tool call ``call_id``'s approval request."""

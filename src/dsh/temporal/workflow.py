@@ -19,7 +19,8 @@ from typing import Any, Final, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.converter import value_to_type
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from dsh.loop import plan
@@ -115,7 +116,8 @@ class TurnWorkflow:
         return cast("T", await handle)
 
     @workflow.run
-    async def run(self, turn_input: TurnInput) -> TurnOutcome:
+    async def run(self, given: Any = None) -> TurnOutcome:  # Any: decoded by ``_turn_input``
+        turn_input = _turn_input(given)
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         if turn_input.prompt is None and self._inbound:  # what woke it opens the turn
             await self._intake(sid, running=False)
@@ -223,6 +225,22 @@ class TurnWorkflow:
             handle.cancel()
         outcome = await handle
         return outcome.ending
+
+
+def _turn_input(given: object) -> TurnInput:
+    """``given`` (the run's input as decoded JSON) as a :class:`TurnInput`; input that is not
+    one, or names no session, fails the run for good with one line (a workflow task failure
+    would be retried, with a traceback, forever)."""
+    try:
+        turn_input = given if isinstance(given, TurnInput) else value_to_type(TurnInput, given, [])
+    except (TypeError, ValueError) as exc:
+        message = f"dsh-turn input is not a turn ({str(exc).splitlines()[0]}): {str(given)[:80]!r}"
+        raise ApplicationError(message, type="BadTurnInput", non_retryable=True) from None
+    if not turn_input.session_id:
+        raise ApplicationError(
+            "dsh-turn input names no session (session_id is empty)", type="BadTurnInput", non_retryable=True
+        )
+    return cast("TurnInput", turn_input)
 
 
 def _failed(exc: BaseException) -> Ending:
