@@ -120,9 +120,12 @@ async def _worker(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        typer.echo(f"dsh: worker polling task queue {queue!r} at {address} ({runner.identity})", err=True)
+
+        def polling() -> None:
+            typer.echo(f"dsh: worker polling task queue {queue!r} at {address} ({runner.identity})", err=True)
+
         try:
-            await runner.run(stop)
+            await runner.run(stop, polling)
         except TemporalError as exc:
             _exit_now(str(exc), 2)
         typer.echo("dsh: worker stopped", err=True)

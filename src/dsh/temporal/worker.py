@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Final
 
@@ -67,8 +68,11 @@ class Worker:
             self._client = await connect(self._client)
         return self._client
 
-    async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Poll the task queue until ``stop`` is set; then shut down gracefully."""
+    async def run(self, stop: asyncio.Event | None = None, ready: Callable[[], None] | None = None) -> None:
+        """Poll the task queue until ``stop`` is set; then shut down gracefully. ``ready`` is
+        called once the worker polls (validated against the server and started): a stop that
+        comes earlier waits until then, since shutting the Temporal core down in the middle of
+        its start aborts the process."""
         client = await self._connected()
         await check_queue(client, self.task_queue, store_identity(self.recipe.store))
         worker = TemporalWorker(
@@ -83,4 +87,8 @@ class Worker:
             sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         )
         async with worker:
+            while not worker.is_running:  # noqa: ASYNC110 (temporalio has no event for its start)
+                await asyncio.sleep(0.01)
+            if ready is not None:
+                ready()
             await (stop or asyncio.Event()).wait()
