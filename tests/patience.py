@@ -1,0 +1,83 @@
+"""How long the suite waits for something that is meant to happen: one factor for every bound.
+
+A test waits on the thing itself (a frame, a file, a row, a process's exit, a server's
+death); the bound on such a wait is a hang guard that only decides how long a *broken* run
+takes to fail, never whether a working one passes, so it is generous. Every such bound goes
+through :func:`patience`, which multiplies it by ``$DSH_TEST_TIMEOUT_SCALE`` (default 1):
+set it (``DSH_TEST_TIMEOUT_SCALE=3 make test``) on a machine known to be much slower, rather
+than raising a number in a test.
+
+No test asserts how long something took, nor a ratio of timings: those are measurements and
+live under ``bench/``. A test may still check an order of magnitude that *is* the behaviour
+(a 60 s sleep killed by a 1 s hook timeout ended well before its 60 s), with the bound from
+here and far from both ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+
+SCALE_ENV = "DSH_TEST_TIMEOUT_SCALE"
+
+
+def _scale() -> float:
+    raw = os.environ.get(SCALE_ENV, "").strip()
+    if not raw:
+        return 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise RuntimeError(f"{SCALE_ENV}={raw!r}: expected a positive number") from None
+    if not value > 0:
+        raise RuntimeError(f"{SCALE_ENV}={raw!r}: expected a positive number")
+    return value
+
+
+SCALE = _scale()
+
+
+def patience(seconds: float) -> float:
+    """``seconds`` of hang guard, scaled by ``$DSH_TEST_TIMEOUT_SCALE``."""
+    return seconds * SCALE
+
+
+async def until(
+    holds: Callable[[], bool],
+    what: str,
+    *,
+    within: float = 60.0,
+    gone: Callable[[], str | None] | None = None,
+    every: float = 0.02,
+) -> None:
+    """Poll ``holds`` until it is true. Fails when ``gone`` names a reason it never will be
+    (the process that would make it true has exited), or after ``patience(within)`` s."""
+    deadline = time.monotonic() + patience(within)
+    while not holds():
+        reason = gone() if gone is not None else None
+        if reason is not None:
+            raise AssertionError(f"{what}: never, {reason}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {patience(within):g} s")
+        await asyncio.sleep(every)
+
+
+def until_sync(
+    holds: Callable[[], bool],
+    what: str,
+    *,
+    within: float = 60.0,
+    gone: Callable[[], str | None] | None = None,
+    every: float = 0.02,
+) -> None:
+    """:func:`until` for synchronous tests."""
+    deadline = time.monotonic() + patience(within)
+    while not holds():
+        reason = gone() if gone is not None else None
+        if reason is not None:
+            raise AssertionError(f"{what}: never, {reason}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {patience(within):g} s")
+        time.sleep(every)
