@@ -20,6 +20,8 @@ import os
 import time
 from collections.abc import Callable
 
+import httpx
+
 SCALE_ENV = "DSH_TEST_TIMEOUT_SCALE"
 
 
@@ -81,3 +83,20 @@ def until_sync(
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not after {patience(within):g} s")
         time.sleep(every)
+
+
+HTTP_TIMEOUT = patience(30.0)
+"""httpx's per-request timeout in tests (a page a loaded machine renders slowly still comes)."""
+
+
+def get_when_up(url: str, *, within: float = 60.0) -> httpx.Response:
+    """GET ``url``, retrying while nothing accepts connections yet (a server that printed its
+    address a moment before it listens), for up to ``patience(within)`` s."""
+    deadline = time.monotonic() + patience(within)
+    while True:
+        try:
+            return httpx.get(url, timeout=HTTP_TIMEOUT)
+        except httpx.ConnectError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
