@@ -365,7 +365,7 @@ class _JobSettlesFirst(BashTool):
         output = await super().call(args, ctx)
         if args.run_in_background and ctx.jobs is not None:
             for job in ctx.jobs.jobs():
-                await asyncio.wait_for(job.done.wait(), 5.0)
+                await asyncio.wait_for(job.done.wait(), patience(30))
             await asyncio.sleep(0.05)  # any delivery not held by the recorded order happens now
         return output
 
