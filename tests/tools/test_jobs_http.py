@@ -200,7 +200,10 @@ async def test_unknown_and_blank_job_ids_and_an_empty_list(tmp_path: Path) -> No
 
 
 async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(tmp_path: Path) -> None:
-    delays = [0.2, 0.9, 1.6, 2.3]
+    """Four jobs, each ending only when the test lets it (its go-N file), one at a time once
+    the agent is idle again: three wake it, the fourth waits for the next user turn. (They
+    slept 0.2-2.3 s once; on a loaded machine the first ended while turn 1 still ran.)"""
+    commands = [f"until [ -e go-{i} ]; do sleep 0.05; done" for i in range(4)]
 
     def handler(req: RecordedRequest) -> Response:
         text = last_text(req)
@@ -210,12 +213,10 @@ async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(
                     WireToolCall.split(
                         f"c{i}",
                         "bash",
-                        json.dumps(
-                            {"command": f"sleep {d}", "description": "wait", "run_in_background": True}
-                        ),
+                        json.dumps({"command": command, "description": "wait", "run_in_background": True}),
                         2,
                     )
-                    for i, d in enumerate(delays)
+                    for i, command in enumerate(commands)
                 ]
             )
         if text.startswith("background job"):
@@ -223,9 +224,11 @@ async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(
         return stream_reply(text="STARTED" if text.startswith("started") else "NEXT")
 
     agent = await run_agent(tmp_path, handler, ["go"])
-    jobs = [agent.jobs.table.get(f"bash-{i + 1}") for i in range(len(delays))]
-    await until(lambda: all(j is not None and j.terminal for j in jobs), "every job finished")
-    await agent.until_idle()
+    for i in range(len(commands)):
+        (tmp_path / f"go-{i}").touch()
+        job = agent.jobs.table.get(f"bash-{i + 1}")
+        await until(lambda: job is not None and job.terminal, f"bash-{i + 1} finished")  # noqa: B023
+        await agent.until_idle()
     notices = job_notices(agent)
     # Three wakes: turns 2-4 each opened by one notice; the fourth waits for the next user turn.
     assert [(turn, step) for turn, step, _ in notices] == [(2, 1), (3, 1), (4, 1)]
@@ -233,7 +236,7 @@ async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(
     assert (await agent.run_turn("more")).ok
     notices = job_notices(agent)
     assert [(turn, step) for turn, step, _ in notices[3:]] == [(5, 1)]
-    assert notices[3][2] == notice_text("bash-4", "sleep 2.3", "completed, exit code: 0")
+    assert notices[3][2] == notice_text("bash-4", commands[3], "completed, exit code: 0")
     await close(agent)
 
 
