@@ -133,7 +133,7 @@ def test_ctrl_c_cancels_the_turn_cleanly_and_exits_130(tmp_path: Path) -> None:
         guard = threading.Timer(patience(60), proc.kill)  # a hang guard: EOF below, a red test
         guard.start()
         try:
-            seen = []  # until the first streamed delta is out: the turn is mid-stream (then it stalls)
+            seen: list[str] = []  # until the first streamed delta: the turn is mid-stream (then stalls)
             while not seen or json.loads(seen[-1])["type"] != "delta":
                 line = proc.stdout.readline()
                 assert line, proc.communicate(timeout=patience(30))[1]
