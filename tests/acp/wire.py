@@ -20,6 +20,9 @@ TIMEOUT = patience(90.0)
 """A hang guard, not a timing: a wait for a frame ends when the frame comes or the server
 exits (end of its stdout); this only bounds a server that hangs. On a loaded machine a
 server's start alone took over 15 s (the guard this replaced)."""
+SHUTDOWN = {"shutdown_timeout": TIMEOUT}
+"""``transport_kwargs`` of the ACP SDK's ``spawn_agent_process``: after closing stdin it
+SIGTERMs a server not gone within 2 s, which a loaded machine's server can take to exit."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SECRETS = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL", "DSH_MODEL", "DSH_STORE")

@@ -224,20 +224,22 @@ async def test_an_idle_agent_is_woken_at_most_three_times_between_user_messages(
         return stream_reply(text="STARTED" if text.startswith("started") else "NEXT")
 
     agent = await run_agent(tmp_path, handler, ["go"])
-    for i in range(len(commands)):
-        (tmp_path / f"go-{i}").touch()
-        job = agent.jobs.table.get(f"bash-{i + 1}")
-        await until(lambda: job is not None and job.terminal, f"bash-{i + 1} finished")  # noqa: B023
-        await agent.until_idle()
-    notices = job_notices(agent)
-    # Three wakes: turns 2-4 each opened by one notice; the fourth waits for the next user turn.
-    assert [(turn, step) for turn, step, _ in notices] == [(2, 1), (3, 1), (4, 1)]
-    assert len([e for e in agent.session.events if e.type == "turn/start"]) == 4
-    assert (await agent.run_turn("more")).ok
-    notices = job_notices(agent)
-    assert [(turn, step) for turn, step, _ in notices[3:]] == [(5, 1)]
-    assert notices[3][2] == notice_text("bash-4", commands[3], "completed, exit code: 0")
-    await close(agent)
+    try:  # closed even when red: a leaked client's socket would fail a later test in this worker
+        for i in range(len(commands)):
+            (tmp_path / f"go-{i}").touch()
+            job = agent.jobs.table.get(f"bash-{i + 1}")
+            await until(lambda: job is not None and job.terminal, f"bash-{i + 1} finished")  # noqa: B023
+            await agent.until_idle()
+        notices = job_notices(agent)
+        # Three wakes: turns 2-4 each opened by one notice; the fourth waits for the next user turn.
+        assert [(turn, step) for turn, step, _ in notices] == [(2, 1), (3, 1), (4, 1)]
+        assert len([e for e in agent.session.events if e.type == "turn/start"]) == 4
+        assert (await agent.run_turn("more")).ok
+        notices = job_notices(agent)
+        assert [(turn, step) for turn, step, _ in notices[3:]] == [(5, 1)]
+        assert notices[3][2] == notice_text("bash-4", commands[3], "completed, exit code: 0")
+    finally:
+        await close(agent)
 
 
 async def test_a_job_is_killed_when_its_agent_closes(tmp_path: Path) -> None:
