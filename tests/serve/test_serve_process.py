@@ -20,6 +20,7 @@ import pytest
 
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
+from tests.patience import patience
 from tests.rawhttp import build, exchange, read_all, status
 from tests.serve.helpers import SCENARIOS, control, start_serve, stop
 
@@ -128,7 +129,7 @@ def test_out_of_file_descriptors_accept_is_logged_once_and_the_server_recovers()
         for sock in held:
             sock.close()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             try:
                 report = control(base_url, "report", token)

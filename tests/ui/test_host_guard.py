@@ -186,10 +186,10 @@ def test_out_of_file_descriptors_is_one_line_and_the_viewer_recovers(mixed_store
         for sock in held:
             sock.close()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             try:
-                reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=5)
+                reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=HTTP_TIMEOUT)
                 if status(reply) == 200:
                     break
             except OSError:
