@@ -1,6 +1,7 @@
 # dsh — two commands do everything on a fresh machine with only Python 3.11:
 #   make run    replay a bundled recorded scenario keylessly, then show the session tree
 #   make test   lint, type check, import contracts and the whole test suite
+#   make test-quick   lint and the tests not marked slow or postgres (see below)
 #   make docs   the documentation site, built offline into site/ (mkdocs.yml)
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
 
-.PHONY: run test lint typecheck contracts browser pytest sandbox-deps bench scenarios docs clean
+.PHONY: run test test-quick lint typecheck contracts browser pytest sandbox-deps bench scenarios docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +60,16 @@ browser:
 	fi
 
 test: lint typecheck contracts browser pytest
+
+# A quick subset while working, not a substitute for `make test` (which CI runs): ruff and
+# the tests that are neither `slow` nor `postgres`. It leaves out (tests/conftest.py SLOW):
+# the Temporal tests, the 32 ACP servers replaying the original's recordings, the chromium
+# tests, `make run`, the tests that run pytest in a subprocess, and every PostgreSQL test;
+# no mypy, no import contracts, no chromium or bubblewrap install.
+test-quick: $(STAMP)
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/pytest -q -p no:cacheprovider -n 4 --dist loadfile -m "not slow and not postgres"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'

@@ -43,6 +43,7 @@ from dsh.store.codec import decode_event_line, decode_event_v2
 from dsh.tools import ToolContext
 from dsh.tools.approval import FixedApprover
 from dsh.tools.sandbox import SandboxPolicy
+from tests.patience import patience
 
 _BARE: Message = {"role": "user", "content": []}
 
@@ -150,7 +151,7 @@ async def test_every_turn_end_reason_is_logged_in_its_key_order(tmp_path: Path) 
     failed = await agent.run_turn("one")
     assert failed.failure == {"code": "AUTH", "message": "bad key"} and not failed.ok
     task = asyncio.create_task(agent.run_turn("two"))
-    await asyncio.wait_for(hanging.wait(), 5)
+    await asyncio.wait_for(hanging.wait(), patience(30))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

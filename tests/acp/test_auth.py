@@ -19,7 +19,7 @@ from acp.stdio import spawn_agent_process
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
 from tests.acp.test_sdk_client import Recorder, initialize
-from tests.acp.wire import SERVER, server_args, server_env
+from tests.acp.wire import SERVER, SHUTDOWN, server_args, server_env
 
 
 @pytest.mark.parametrize("profile", ["full", "dsh-compat"])
@@ -30,7 +30,9 @@ async def test_without_a_key_the_server_starts_and_answers_auth_required(
     cwd = tmp_path / "work"
     cwd.mkdir()
     args = server_args(replay=None, store=f"sqlite:{store}", profile=profile)
-    async with spawn_agent_process(cast(Client, Recorder()), *SERVER, *args, env=server_env()) as (
+    async with spawn_agent_process(
+        cast(Client, Recorder()), *SERVER, *args, env=server_env(), transport_kwargs=SHUTDOWN
+    ) as (
         conn,
         proc,
     ):
@@ -64,7 +66,7 @@ async def test_with_a_key_auth_methods_is_empty_and_a_blank_prompt_is_an_error(t
         env = {**server_env(), "DSH_BASE_URL": server.base_url}
         async with spawn_agent_process(
             cast(Client, Recorder()), *SERVER, *server_args(replay=None, store=f"sqlite:{tmp_path / 's.db'}"),
-            env=env,
+            env=env, transport_kwargs=SHUTDOWN,
         ) as (conn, _proc):  # fmt: skip
             init = await initialize(conn)
             assert init.auth_methods == []

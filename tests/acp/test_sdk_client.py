@@ -26,7 +26,7 @@ from acp.schema import (
 from acp.stdio import spawn_agent_process
 
 from dsh.store.sqlite import SqliteEventStore
-from tests.acp.wire import SERVER, TIMEOUT, scenario_copy, server_args, server_env
+from tests.acp.wire import SERVER, SHUTDOWN, TIMEOUT, scenario_copy, server_args, server_env
 
 pytestmark = pytest.mark.fixtures
 
@@ -79,7 +79,11 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
     client = Recorder()
     # stderr stays an unread pipe (the SDK's default): the server must never block on it.
     async with spawn_agent_process(
-        cast(Client, client), *SERVER, *server_args(replay=first, store=store), env=server_env()
+        cast(Client, client),
+        *SERVER,
+        *server_args(replay=first, store=store),
+        env=server_env(),
+        transport_kwargs=SHUTDOWN,
     ) as (conn, proc):
         init = await initialize(conn)
         assert init.protocol_version == 1
@@ -138,6 +142,7 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
         "--drift",
         "warn",
         env=server_env(),
+        transport_kwargs=SHUTDOWN,
     ) as (conn, proc):
         await initialize(conn)
         await conn.load_session(cwd=str(cwd), session_id=session_id, mcp_servers=[])
@@ -171,6 +176,7 @@ async def test_tool_calls_stream_with_status_and_result(tmp_path: Path, upstream
         *SERVER,
         *server_args(replay=scenario, store=f"sqlite:{tmp_path / 's.db'}"),
         env=server_env(),
+        transport_kwargs=SHUTDOWN,
     ) as (conn, _):
         await initialize(conn)
         session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id

@@ -15,6 +15,7 @@ from acp.schema import ResourceContentBlock, TextContentBlock
 from dsh.acp import DshAcpAgent, ReplayModels, Runtime
 from dsh.acp.updates import Profile
 from dsh.store.memory import MemoryEventStore, MemorySpace
+from tests.patience import patience
 
 TEXT: list[dict[str, Any]] = [
     {"type": "block-start", "index": 0, "blockType": "text"},
@@ -116,7 +117,7 @@ async def test_cancel_before_the_turn_starts_still_logs_an_aborted_turn(
     prompt = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text("go")]))
     await asyncio.sleep(0)  # the prompt is admitted and its turn task created, not yet run
     await agent.cancel(session_id=session_id)
-    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    assert (await asyncio.wait_for(prompt, patience(30))).stop_reason == "cancelled"
     loaded = await store.load(session_id)
     assert [e.data["reason"]["kind"] for e in loaded.events if e.type == "turn/end"] == ["aborted"]
 
@@ -129,7 +130,7 @@ async def test_shutdown_cancels_turns_in_flight(tmp_path: Path, cwd: Path) -> No
     while not ready.exists():
         await asyncio.sleep(0.01)
     await agent.shutdown()
-    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    assert (await asyncio.wait_for(prompt, patience(30))).stop_reason == "cancelled"
     with pytest.raises(RequestError):
         await agent.new_session(cwd=str(cwd), mcp_servers=[])
     loaded = await store.load(session_id)
@@ -201,7 +202,7 @@ async def test_compat_cancel_shows_the_committed_partial_message(
         await asyncio.sleep(0.01)
     assert conn.updates == []  # nothing committed yet: compat shows no deltas
     await agent.cancel(session_id=session_id)
-    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    assert (await asyncio.wait_for(prompt, patience(30))).stop_reason == "cancelled"
     assert [(u.session_update, u.content.text) for _, u in conn.updates] == [
         ("agent_message_chunk", "partial")
     ]

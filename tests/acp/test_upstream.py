@@ -15,6 +15,7 @@ import pytest
 
 from tests.acp.wire import RawServer, server_args, upstream_normalize, workspace_for
 from tests.conftest import UPSTREAM
+from tests.patience import until
 
 RECORDINGS = [
     "text-turn",
@@ -63,12 +64,8 @@ class Run:
     problems: list[str]
 
 
-async def _until_exists(path: Path) -> None:
-    for _ in range(1000):
-        if path.exists():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{path} did not appear")
+async def _until_exists(path: Path, server: RawServer) -> None:
+    await until(path.exists, f"{path} appears", gone=server.gone, every=0.01)
 
 
 PERMISSION = "session/request_permission"
@@ -155,12 +152,8 @@ def _logged(path: Path, session_id: str, step: dict[str, Any]) -> bool:
         return not turns or turns[-1][0] == "turn/end"  # waitForTurnEnd
 
 
-async def _until_logged(db: Path, session_id: str, step: dict[str, Any]) -> None:
-    for _ in range(1000):
-        if _logged(db, session_id, step):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{step} never held")
+async def _until_logged(db: Path, session_id: str, step: dict[str, Any], server: RawServer) -> None:
+    await until(lambda: _logged(db, session_id, step), f"{step} holds", gone=server.gone, every=0.01)
 
 
 async def drive(scenario: Path, tmp: Path) -> Run:
@@ -200,7 +193,7 @@ async def drive(scenario: Path, tmp: Path) -> Run:
             elif op == "promptAndCancel":
                 prompt = [{"type": "text", "text": step["text"]}]
                 pending = await server.start("session/prompt", {"sessionId": session_id, "prompt": prompt})
-                await _until_exists(cwd / step["waitForFile"]["path"])
+                await _until_exists(cwd / step["waitForFile"]["path"], server)
                 await server.notify("session/cancel", {"sessionId": session_id})
                 await server.response(pending)
             elif op == "promptAndWaitForAgentMessage":
@@ -209,7 +202,7 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 unanswered.append(await server.start("session/prompt", params))
                 await server.wait_for(_said(step["waitForText"]))  # type: ignore[arg-type]
             elif op == "waitForFile":
-                await _until_exists(cwd / step["path"])
+                await _until_exists(cwd / step["path"], server)
             elif op in (
                 "waitForSubagentTurnEnd",
                 "waitForTurnStart",
@@ -217,7 +210,7 @@ async def drive(scenario: Path, tmp: Path) -> Run:
                 "waitForTitleAfterTurnEnd",
             ):
                 assert session_id is not None
-                await _until_logged(tmp / "sessions.db", session_id, step)
+                await _until_logged(tmp / "sessions.db", session_id, step, server)
                 if op == "waitForTurnEnd":
                     for request_id in unanswered:
                         await server.response(request_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -12,8 +13,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.patience import patience
+
 SERVER = [sys.executable, "-c", "from dsh.cli.acp_cmd import main; main()"]
-TIMEOUT = 15.0
+TIMEOUT = patience(90.0)
+"""A hang guard, not a timing: a wait for a frame ends when the frame comes or the server
+exits (end of its stdout); this only bounds a server that hangs. On a loaded machine a
+server's start alone took over 15 s (the guard this replaced)."""
+SHUTDOWN = {"shutdown_timeout": TIMEOUT}
+"""``transport_kwargs`` of the ACP SDK's ``spawn_agent_process``: after closing stdin it
+SIGTERMs a server not gone within 2 s, which a loaded machine's server can take to exit."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SECRETS = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL", "DSH_MODEL", "DSH_STORE")
@@ -136,6 +145,13 @@ class RawServer:
                 return frame
         return await asyncio.wait_for(self._read_until(predicate), TIMEOUT)
 
+    def gone(self) -> str | None:
+        """Why no further frame can come (the server exited), or ``None`` while it runs."""
+        code = self.proc.returncode
+        if code is None:
+            return None
+        return f"the server exited with {code}; stderr: {self.stderr_path.read_text()!r}"
+
     async def _read_until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         assert self.proc.stdout is not None
         while True:
@@ -161,7 +177,8 @@ class RawServer:
                 self.frames.append(json.loads(line))
             return await asyncio.wait_for(proc.wait(), TIMEOUT)
         except TimeoutError:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+                proc.kill()
             await proc.wait()
             raise AssertionError("dsh acp did not exit after stdin was closed") from None
 

@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
+from tests.patience import HTTP_TIMEOUT, get_when_up, patience
 
 KEY = "sk-cut-session-0123456789"
 
@@ -108,19 +108,15 @@ def test_the_viewer_shows_the_cut(tmp_path: Path) -> None:
         line = proc.stdout.readline()
         url = line.split(" at ", 1)[1].split(" ", 1)[0].rstrip("/")
         assert url.startswith("http://127.0.0.1:"), line
-        for _ in range(100):
-            try:
-                page = httpx.get(f"{url}/s/{sid}", timeout=5)
-                break
-            except httpx.ConnectError:
-                time.sleep(0.05)
+        page = get_when_up(f"{url}/s/{sid}")
         assert page.status_code == 200 and expected in page.text and str(path) in page.text
-        assert expected in httpx.get(f"{url}/s/{sid}/events", timeout=5).text
+        assert expected in httpx.get(f"{url}/s/{sid}/events", timeout=HTTP_TIMEOUT).text
         assert any(
-            expected in w for w in httpx.get(f"{url}/api/sessions/{sid}", timeout=5).json()["warnings"]
+            expected in w
+            for w in httpx.get(f"{url}/api/sessions/{sid}", timeout=HTTP_TIMEOUT).json()["warnings"]
         )
-        assert httpx.get(f"{url}/", timeout=5).status_code == 200
+        assert httpx.get(f"{url}/", timeout=HTTP_TIMEOUT).status_code == 200
     finally:
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=15)
+        _, stderr = proc.communicate(timeout=patience(30))
     assert "Traceback" not in stderr and proc.returncode == 0, stderr[-2000:]

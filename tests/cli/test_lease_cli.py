@@ -21,6 +21,7 @@ import pytest
 
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Faults, Response, stream_reply
+from tests.patience import patience
 
 KEY = "sk-lease-test-0123456789"
 BUSY = re.compile(r"dsh: error: session (\S+) is busy \(held by pid (\d+) on (\S+) since (\S+)\)")
@@ -132,8 +133,8 @@ def _answers(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _wait_for(server: OpenAICompatServer, prompt: str, timeout: float = 30.0) -> RecordedRequest:
-    deadline = time.monotonic() + timeout
+def _wait_for(server: OpenAICompatServer, prompt: str, timeout: float = 60.0) -> RecordedRequest:
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         for req in server.requests:
             if _last_user(req) == prompt:
@@ -184,8 +185,8 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         assert not any(_last_user(r) == "after-1" for r in server.requests), "the waiter did not wait"
         killed = time.monotonic()
         os.kill(holder.pid, signal.SIGKILL)
-        holder.communicate(timeout=10)
-        took_over = _wait_for(server, "after-1", timeout=10).started_at - killed
+        holder.communicate(timeout=patience(30))
+        took_over = _wait_for(server, "after-1").started_at - killed
         _out, err = waiter.communicate(timeout=60)
         assert waiter.returncode == 0, err
 
@@ -193,7 +194,7 @@ def test_a_sigkilled_holder_frees_the_session_for_the_next_resume(store: str, tm
         holder = cli.start(*cli.resume(sid, "hang-2"))
         _wait_for(server, "hang-2")
         os.kill(holder.pid, signal.SIGKILL)
-        holder.communicate(timeout=10)
+        holder.communicate(timeout=patience(30))
         killed = time.monotonic()
         fresh = cli.run(*cli.resume(sid, "after-2"))
         assert fresh.returncode == 0 and "busy" not in fresh.stderr, fresh.stderr

@@ -15,13 +15,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.patience import HTTP_TIMEOUT, get_when_up, patience
 
 from .conftest import Dsh, assert_user_error
 
@@ -191,12 +192,7 @@ def test_the_viewer_answers_404_for_malformed_ids(tmp_path: Path, kind: str) -> 
         line = proc.stdout.readline()
         url = line.split(" at ", 1)[1].split(" ", 1)[0].rstrip("/")
         assert url.startswith("http://127.0.0.1:"), line
-        for _ in range(100):
-            try:
-                assert httpx.get(f"{url}/s/ok-1", timeout=5).status_code == 200
-                break
-            except httpx.ConnectError:
-                time.sleep(0.05)
+        assert get_when_up(f"{url}/s/ok-1").status_code == 200
         for bad in ("x" * 10_000, "a\x00b", "..%2F..%2Foutside", "a\\b", "é" * 150):
             quoted = urllib.parse.quote(bad, safe="%")
             for route in (
@@ -205,12 +201,12 @@ def test_the_viewer_answers_404_for_malformed_ids(tmp_path: Path, kind: str) -> 
                 f"/s/{quoted}/live",
                 f"/api/sessions/{quoted}",
             ):
-                answer = httpx.get(url + route, timeout=10)
+                answer = httpx.get(url + route, timeout=HTTP_TIMEOUT)
                 assert answer.status_code == 404, (route[:60], answer.status_code, answer.text[:200])
                 assert "Traceback" not in answer.text
     finally:
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=15)
+        _, stderr = proc.communicate(timeout=patience(30))
     assert "Traceback" not in stderr, stderr[-2000:]
     assert proc.returncode == 0, stderr[-2000:]
 

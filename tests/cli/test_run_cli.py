@@ -7,11 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Faults, Response, WireToolCall, http_error, stream_reply
+from tests.patience import patience
 
 KEY = "sk-live-DO-NOT-LEAK-0123456789"
 
@@ -128,15 +129,22 @@ def test_ctrl_c_cancels_the_turn_cleanly_and_exits_130(tmp_path: Path) -> None:
             text=True,
             cwd=tmp_path,
         )
-        deadline = time.monotonic() + 20
-        while not server.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)
+        assert proc.stdout is not None
+        guard = threading.Timer(patience(60), proc.kill)  # a hang guard: EOF below, a red test
+        guard.start()
+        try:
+            seen: list[str] = []  # until the first streamed delta: the turn is mid-stream (then stalls)
+            while not seen or json.loads(seen[-1])["type"] != "delta":
+                line = proc.stdout.readline()
+                assert line, proc.communicate(timeout=patience(30))[1]
+                seen.append(line)
+        finally:
+            guard.cancel()
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=patience(30))
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
-    events = [json.loads(line) for line in stdout.splitlines()]
+    events = [json.loads(line) for line in "".join(seen).splitlines() + stdout.splitlines()]
     assert events[-1]["type"] == "turn/end"
     assert events[-1]["data"]["reason"]["kind"] == "aborted"
     session = events[0]["sessionId"]

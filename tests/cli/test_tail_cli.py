@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,13 @@ from dsh.store.postgres_testing import (
     with_schema,
 )
 from dsh.store.samples import completed_turn, completed_turns
+from tests.patience import patience
 
 APP = (
     "import typer\n"
     "from dsh.cli.tail_cmd import tail\n"
+    "import dsh.store.tail, os\n"  # DSH_TEST_SAFETY_POLL: only a NOTIFY can wake a PostgreSQL follower
+    "dsh.store.tail.LISTEN_SAFETY_POLL = float(os.environ.get('DSH_TEST_SAFETY_POLL', '2'))\n"
     "app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)\n"
     "app.command()(tail)\n"
     "app()\n"
@@ -123,7 +125,7 @@ class Follower:
         self.proc = proc
 
     @classmethod
-    async def start(cls, url: str) -> Follower:
+    async def start(cls, url: str, env: dict[str, str] | None = None) -> Follower:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
@@ -135,7 +137,7 @@ class Follower:
             url,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=ENV,
+            env={**ENV, **(env or {})},
         )
         return cls(proc)
 
@@ -147,7 +149,7 @@ class Follower:
                 out.append(json.loads(await self.proc.stdout.readline()))
         return out
 
-    async def finish(self, limit: float = 10.0) -> tuple[int, str, str]:
+    async def finish(self, limit: float = patience(30)) -> tuple[int, str, str]:
         async with asyncio.timeout(limit):
             out, err = await self.proc.communicate()
         assert self.proc.returncode is not None
@@ -160,22 +162,24 @@ class Follower:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-async def test_follow_shows_appends_of_another_process_within_a_second(
+async def test_follow_shows_appends_of_another_process_as_they_come(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
+    """Each batch another process appends is shown before the next is written. PostgreSQL's
+    follower is woken by the writer's NOTIFY: its safety poll is set to an hour here, so a
+    batch shown at all within the (generous, scaled) guard came by NOTIFY. How soon a batch
+    shows is a latency, which a busy machine stretches: no assertion here."""
     url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
     store = await _store_with_a_turn(_open(url))
-    follower = await Follower.start(url)
+    follower = await Follower.start(url, {"DSH_TEST_SAFETY_POLL": "3600"})
     try:
-        backlog = await follower.lines(6, limit=30)  # includes interpreter start-up
+        backlog = await follower.lines(6, limit=patience(60))  # includes interpreter start-up
         assert [e["seq"] for e in backlog] == list(range(6))
         turn = completed_turn(6, 2)
         for batch in (turn[:3], turn[3:5]):
-            sent = time.monotonic()
             await store.append("s", batch)
-            shown = await follower.lines(len(batch), limit=1.0)
+            shown = await follower.lines(len(batch), limit=patience(20))
             assert [e["seq"] for e in shown] == [e.seq for e in batch]
-            assert time.monotonic() - sent < 1.0
         assert follower.proc.returncode is None, "the turn is still running"
         await store.append("s", turn[5:])
         code, rest, err = await follower.finish()
@@ -190,7 +194,7 @@ async def test_ctrl_c_stops_following_with_status_130(sqlite_url: str) -> None:
     store = await _store_with_a_turn(_open(sqlite_url))
     follower = await Follower.start(sqlite_url)
     try:
-        await follower.lines(6, limit=30)
+        await follower.lines(6, limit=patience(60))
         follower.proc.send_signal(signal.SIGINT)
         code, out, err = await follower.finish()
         assert code == 130

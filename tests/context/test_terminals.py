@@ -12,6 +12,7 @@ from dsh.model.scripted import text_reply, tool_call_reply
 from dsh.tools.builtin.terminal_tools import terminal_tools
 from dsh.tools.sandbox import SandboxPolicy
 from tests.context.helpers import context_agent
+from tests.patience import patience
 from tests.procs import processes_with
 
 
@@ -82,7 +83,7 @@ async def test_python_keeps_state_and_a_command_that_never_exits_dies_with_the_s
     assert agent.terminals.all() == []
     # the sandbox's PID namespace is torn down by the kernel once its init is killed: a
     # member may outlive the group wait by a moment on a loaded machine, never for long
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + patience(30)
     while processes_with("1234.5") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert processes_with("1234.5") == []

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import logging
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from dsh.model.scripted import Call, text_reply, tool_call_reply, tool_calls_rep
 from dsh.store.sqlite import SqliteEventStore
 from tests.hooks.conftest import command, hooked_agent, of_type, python_hook, result_text, types, write_hooks
 from tests.invariants import check_log_invariants
+from tests.patience import patience, until
 
 BASH_TOUCH = {"command": "touch ran.txt && echo RAN", "description": "touch"}
 
@@ -520,25 +520,19 @@ async def test_a_stop_hook_that_always_blocks_is_bounded_by_max_steps(tmp_path: 
 async def test_a_hook_sleeping_past_its_timeout_is_killed_and_ignored(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    write_hooks(
-        tmp_path,
-        {"PreToolUse": [{"hooks": [command("sleep 60 & echo $! > child.pid; sleep 60; exit 2", timeout=1)]}]},
-    )
+    hook = command("sleep 600 & echo $! > child.pid; sleep 600; exit 2", timeout=1)
+    write_hooks(tmp_path, {"PreToolUse": [{"hooks": [hook]}]})
     agent, _ = await hooked_agent(tmp_path, _bash_turn())
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="dsh.hooks"):
-        result = await agent.run_turn("go")
-    assert time.monotonic() - started < 10
+        async with asyncio.timeout(patience(60)):  # ended by the 1 s timeout, not the 600 s sleeps
+            result = await agent.run_turn("go")
     assert result.ok and (tmp_path / "ran.txt").exists()  # failed open: the tool ran
     (hook_result,) = of_type(agent.session.events, "hook/result")
     assert hook_result.data["decision"] == "pass" and hook_result.data["timedOut"] is True
     assert "exitCode" not in hook_result.data
     assert hook_result.data["durationMs"] >= 1000
     child = int((tmp_path / "child.pid").read_text())
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(child, 0)
-            time.sleep(0.05)
+    await until(lambda: _gone(child), "the hook's child is gone")
     assert "timeout" in caplog.text and "claude-code:PreToolUse:1" in caplog.text
 
 
@@ -578,22 +572,26 @@ async def test_long_streams_are_summarized(tmp_path: Path) -> None:
     assert hook_result.data["stderrSummary"] == "x" * 500 + "…"
 
 
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` no longer exists (killed and reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 async def test_cancelling_the_turn_kills_a_running_hook(tmp_path: Path) -> None:
-    write_hooks(tmp_path, {"PreToolUse": [{"hooks": [command("echo $$ > hook.pid; sleep 60")]}]})
+    write_hooks(tmp_path, {"PreToolUse": [{"hooks": [command("echo $$ > hook.pid; sleep 600")]}]})
     agent, _ = await hooked_agent(tmp_path, _bash_turn())
     task = asyncio.ensure_future(agent.run_turn("go"))
-    for _ in range(200):
-        if (tmp_path / "hook.pid").exists() and (tmp_path / "hook.pid").read_text().strip():
-            break
-        await asyncio.sleep(0.02)
+    pidfile = tmp_path / "hook.pid"
+    await until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", "the hook started")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     pid = int((tmp_path / "hook.pid").read_text())
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(pid, 0)
-            await asyncio.sleep(0.05)
+    await until(lambda: _gone(pid), "the hook is gone")
     assert agent.session.events[-1].data["reason"]["kind"] == "aborted"
     check_log_invariants(agent.session.events)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from dsh.store.sqlite import SqliteEventStore
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, builtin_registry
 from tests.invariants import check_log_invariants
+from tests.patience import patience, until
 
 
 def _config(**kw: Any) -> AgentConfig:
@@ -200,7 +202,7 @@ class _BarrierTool:
         self.max_running = max(self.max_running, self._running)
         if self._running >= self._n:
             self._all_in.set()
-        await asyncio.wait_for(self._all_in.wait(), 5)
+        await asyncio.wait_for(self._all_in.wait(), patience(30))
         await asyncio.sleep(self._delays.get(args.name, 0))
         self._running -= 1
         return ToolOutput.text(f"probe {args.name}")
@@ -235,7 +237,7 @@ async def _cancelled_mid_stream(store: MemoryEventStore, tmp_path: Path) -> tupl
         feed=feed,
     )
     task = asyncio.create_task(agent.run_turn("go"))
-    await asyncio.wait_for(got_text.wait(), 5)
+    await asyncio.wait_for(got_text.wait(), patience(30))
     task.cancel()
     return agent, task
 
@@ -262,10 +264,7 @@ async def test_cancel_during_tool_aborts_started_and_unstarted_calls(tmp_path: P
     ]
     agent = await _agent(tmp_path, [tool_calls_reply(calls)])
     task = asyncio.create_task(agent.run_turn("go"))
-    for _ in range(500):
-        if marker.exists():
-            break
-        await asyncio.sleep(0.01)
+    await until(marker.exists, "the slow command started", every=0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -363,14 +362,15 @@ class _GatedStore(MemoryEventStore):
 async def test_a_second_cancel_cannot_interrupt_an_aborted_turns_checkpoint(tmp_path: Path) -> None:
     store = _GatedStore()
     agent, task = await _cancelled_mid_stream(store, tmp_path)
-    await asyncio.wait_for(store.reached.wait(), 5)  # the aborted turn's checkpoint is writing
+    await asyncio.wait_for(store.reached.wait(), patience(30))  # the aborted turn's checkpoint is writing
     task.cancel()  # a second Ctrl-C while it writes
     store.release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):
+    deadline = time.monotonic() + patience(30)
+    while True:
         stored = await store.load(agent.id)
-        if stored.events and stored.events[-1].type == "turn/end":
+        if (stored.events and stored.events[-1].type == "turn/end") or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.01)
     assert stored.events[-1].type == "turn/end"

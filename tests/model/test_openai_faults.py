@@ -28,6 +28,7 @@ from dsh.testing.wire import (
     raw_stream,
     stream_reply,
 )
+from tests.patience import patience
 
 from .conftest import KEY, assemble, check_stream_shape, collect, failure, request
 
@@ -250,13 +251,13 @@ async def test_cancellation_propagates_and_closes_the_response(server: OpenAICom
 
     async with OpenAICompatModel(base_url=server.base_url, api_key=KEY, idle_timeout=30) as m:
         task = asyncio.create_task(consume(m))
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(patience(20)):
             await first.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         # The server sees the client hang up: the stalled response ends long before max_stall.
-        async with asyncio.timeout(3):
+        async with asyncio.timeout(patience(20)):
             while server.in_flight:
                 await asyncio.sleep(0.01)
     assert got == [ck.block_start(0, "text"), ck.text_delta(0, "first")]
@@ -272,7 +273,7 @@ async def test_abandoning_the_iterator_closes_the_response(server: OpenAICompatS
                 break
         assert isinstance(stream, AsyncGenerator)
         await stream.aclose()
-        async with asyncio.timeout(3):
+        async with asyncio.timeout(patience(20)):
             while server.in_flight:
                 await asyncio.sleep(0.01)
 
@@ -298,12 +299,12 @@ async def test_cancellation_while_waiting_for_headers(server: OpenAICompatServer
     server.enqueue(dataclasses.replace(reply, steps=(Stall(None), *reply.steps)))
     async with OpenAICompatModel(base_url=server.base_url, api_key=KEY, idle_timeout=30) as m:
         task = asyncio.create_task(collect(m, request()))
-        async with asyncio.timeout(3):
+        async with asyncio.timeout(patience(20)):
             while not server.in_flight:
                 await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        async with asyncio.timeout(3):
+        async with asyncio.timeout(patience(20)):
             while server.in_flight:
                 await asyncio.sleep(0.01)

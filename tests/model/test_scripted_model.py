@@ -21,6 +21,7 @@ from dsh.model.scripted import (
     tool_call_reply,
     tool_calls_reply,
 )
+from tests.patience import patience
 
 from .conftest import assemble, check_stream_shape, collect, request
 
@@ -71,7 +72,7 @@ async def test_pause_delay_and_hang_until_cancelled() -> None:
             got.append(chunk)
 
     task = asyncio.create_task(consume())
-    async with asyncio.timeout(2):
+    async with asyncio.timeout(patience(20)):
         while len(got) < 2:
             await asyncio.sleep(0.005)
     assert not task.done()

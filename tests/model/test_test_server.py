@@ -21,6 +21,7 @@ from dsh.testing.wire import (
     stream_reply,
     wire_usage,
 )
+from tests.patience import patience
 
 
 def post(
@@ -150,10 +151,10 @@ async def test_close_ends_stalled_responses() -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
     await writer.drain()
-    async with asyncio.timeout(2):
+    async with asyncio.timeout(patience(20)):
         while not server.in_flight:
             await asyncio.sleep(0.01)
-    async with asyncio.timeout(2):
+    async with asyncio.timeout(patience(20)):
         await server.close()
     assert (await reader.read()).startswith(b"HTTP/1.1 200 OK")
     writer.close()
@@ -175,7 +176,7 @@ async def test_chunked_request_body_and_slow_client_timeout() -> None:
         # A client that never finishes its request is dropped after read_timeout.
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"POST /v1/chat/completions HTTP/1.1\r\n")
-        async with asyncio.timeout(2):
+        async with asyncio.timeout(patience(20)):
             assert await reader.read() == b""
         writer.close()
         await writer.wait_closed()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh.snapshot import run_scenario
+from tests.patience import patience
 
 
 def _edited(upstream: Path, tmp_path: Path, name: str, log: str, old: str, new: str) -> Path:
@@ -50,6 +51,7 @@ def _edited(upstream: Path, tmp_path: Path, name: str, log: str, old: str, new: 
 async def test_a_notice_or_relay_unlike_the_recording_fails(
     upstream: Path, tmp_path: Path, name: str, log: str, old: str, new: str, what: str
 ) -> None:
-    result = await run_scenario(_edited(upstream, tmp_path, name, log, old, new), "replay", step_timeout=3.0)
+    edited = _edited(upstream, tmp_path, name, log, old, new)
+    result = await run_scenario(edited, "replay", step_timeout=patience(30))
     assert not result.ok
     assert f"{what} differs from the recording" in result.failure_text()

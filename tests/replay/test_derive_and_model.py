@@ -18,6 +18,7 @@ from dsh.model import Delegation, ModelRequest
 from dsh.replay import Entry, ReplayModel, SessionScript, apply_override, derive_script
 from dsh.store.memory import MemoryEventStore
 from dsh.tools.registry import builtin_registry
+from tests.patience import until
 
 FIN: Chunk = {"type": "finish", "reason": {"kind": "stop"}}
 
@@ -171,11 +172,7 @@ async def test_throw_and_hang_entries_through_the_loop(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     task = asyncio.create_task(agent.run_turn("go"))
-    for _ in range(500):
-        if ready.exists():
-            break
-        await asyncio.sleep(0.01)
-    assert ready.exists()
+    await until(ready.exists, "the command is ready", every=0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

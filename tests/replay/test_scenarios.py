@@ -16,11 +16,14 @@ import pytest
 from dsh.events.chunks import Chunk
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model import ModelRequest
+from dsh.replay.files import load_replay_model
+from dsh.replay.model import ReplayModel
 from dsh.snapshot import AgentSetup, default_agent_factory, run_scenario
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.tools import ToolContext, ToolOutput, ToolRegistry
 from dsh.tools.builtin import BashArgs, BashTool
+from tests.patience import patience
 from tests.scenario_recipes import RECIPES, SNAPSHOTS, record
 
 STRICT = [
@@ -362,7 +365,7 @@ class _JobSettlesFirst(BashTool):
         output = await super().call(args, ctx)
         if args.run_in_background and ctx.jobs is not None:
             for job in ctx.jobs.jobs():
-                await asyncio.wait_for(job.done.wait(), 5.0)
+                await asyncio.wait_for(job.done.wait(), patience(30))
             await asyncio.sleep(0.05)  # any delivery not held by the recorded order happens now
         return output
 
@@ -392,3 +395,31 @@ async def test_a_job_notice_is_claimed_where_the_recording_claimed_it(upstream: 
     )
     assert result.ok, result.failure_text()
     assert result.sessions[0].not_reproduced == []  # the notice and the runtime context are compared
+
+
+async def test_the_recorded_order_is_awaited_while_another_session_still_progresses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hold gives up only after ``ORDER_WAIT`` s in which no session appended anything: a
+    child that keeps appending, however slowly (a loaded machine), is waited for. (A bound
+    on the whole wait let a parent end its turn before a slow child's notice: the ACP
+    ``subagent-report`` recording came out of order on a busy machine.)"""
+    model, _ = load_replay_model(SNAPSHOTS / "text-turn")
+    monkeypatch.setattr(ReplayModel, "ORDER_WAIT", patience(1.0))
+    gap = ReplayModel.ORDER_WAIT / 4
+    reached = False
+
+    async def slow_child() -> None:
+        nonlocal reached
+        for _ in range(8):  # twice ORDER_WAIT in all, never ORDER_WAIT without an event
+            await asyncio.sleep(gap)
+            model.progressed("child")
+        reached = True
+        model.progressed("child")
+
+    child = asyncio.create_task(slow_child())
+    async with asyncio.timeout(patience(30)):  # a hang guard
+        await model._until(lambda: reached)
+        assert reached, "the hold went on while the child was still appending"
+        await child
+        await model._until(lambda: False)  # nothing progresses: it goes on after ORDER_WAIT

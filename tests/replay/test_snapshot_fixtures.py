@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dsh.replay.fixtures import SETTLED_MARKER
 from dsh.snapshot import run_scenario
+from tests.patience import patience
 from tests.scenario_recipes import SNAPSHOTS
 
 WAIT = {"op": "waitForFile", "path": SETTLED_MARKER}
@@ -29,7 +30,7 @@ def _waiting_on_the_marker(source: Path, tmp_path: Path) -> Path:
 async def test_a_child_ending_its_turn_writes_the_settlement_marker(upstream: Path, tmp_path: Path) -> None:
     """Red without the fixture: the wait times out."""
     scenario = _waiting_on_the_marker(upstream / "subagent-spawn-in-process", tmp_path)
-    result = await run_scenario(scenario, "replay", step_timeout=3.0)
+    result = await run_scenario(scenario, "replay", step_timeout=patience(30))
     assert result.ok, result.failure_text()
 
 

@@ -10,9 +10,10 @@ namespace (bubblewrap), or from the Landlock ruleset.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from dsh.tools import ToolRegistry
 from dsh.tools.sandbox import SandboxBackend, SandboxPolicy
+from tests.patience import until
 from tests.procs import processes_with
 
 from .conftest import bash, make_ctx, text_of
@@ -55,8 +57,7 @@ async def _settle(case: str) -> None:
 async def test_write_escape_works_unconfined(base: Path, registry: ToolRegistry, case: str) -> None:
     out = base / "outside"
     await bash(registry, make_ctx(base / "ws", FULL), ESCAPES[case].format(out=out))
-    await _settle(case)
-    assert _escaped(out)
+    await until(lambda: _escaped(out), "the escape wrote")  # the background writer: when it runs
 
 
 @pytest.mark.parametrize("case", sorted(ESCAPES))
@@ -205,23 +206,35 @@ async def test_nothing_a_confined_call_starts_outlives_it(
     """A ``setsid`` daemon escapes the process-group kill; bubblewrap's PID namespace and the
     Landlock runner (its subreaper) end it with the call."""
     marker = f"dsh-outlive-{backend}-{os.getpid()}"
-    command = f"setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 < /dev/null & sleep 0.2; exit 3"
+    command = _DAEMON.format(marker=marker) + "; exit 3"
     policy = SandboxPolicy(backend=backend)
     output = await bash(registry, make_ctx(base / "ws", policy), command)
     assert text_of(output).endswith("[exit code: 3]"), text_of(output)
-    await asyncio.sleep(0.3)
-    assert processes_with(marker, zombies=False) == []
+    try:  # the kernel ends the namespace's members a moment after its init: a hang guard
+        await until(lambda: processes_with(marker, zombies=False) == [], "the daemon is gone")
+    finally:
+        _kill(processes_with(marker, zombies=False))
 
 
 async def test_a_setsid_daemon_outlives_an_unconfined_call(base: Path, registry: ToolRegistry) -> None:
     """The check above can fail: unconfined, the daemon survives the call."""
     marker = f"dsh-outlive-unconfined-{os.getpid()}"
-    command = f"setsid bash -c 'exec -a {marker} sleep 30' >/dev/null 2>&1 < /dev/null & sleep 0.2"
-    await bash(registry, make_ctx(base / "ws", FULL), command)
-    await asyncio.sleep(0.3)
+    await bash(registry, make_ctx(base / "ws", FULL), _DAEMON.format(marker=marker))
     alive = processes_with(marker, zombies=False)
-    subprocess.run(["pkill", "-f", marker], check=False)
+    _kill(alive)
     assert alive
+
+
+_DAEMON = (
+    "setsid bash -c 'exec -a {marker} sleep 600' >/dev/null 2>&1 < /dev/null & "
+    "until pgrep -f {marker} >/dev/null; do sleep 0.05; done"  # the call ends once it runs
+)
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:  # what the test started, by pid; it may be gone already
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 async def test_a_confined_command_killed_by_a_signal_says_so(

@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from dsh.serve import ReplayServer, ReplayTransport
+from dsh.serve.http import Reply
 from tests.serve.helpers import (
     SCENARIOS,
     client_deltas,
@@ -215,16 +216,37 @@ def test_allow_unconsumed_relaxes_the_exit_code() -> None:
     assert process.returncode == 0
 
 
+def _planned_pauses(monkeypatch: pytest.MonkeyPatch) -> list[list[float]]:
+    """The pauses the server plans before each piece of every reply it gives (a spy)."""
+    planned: list[list[float]] = []
+    answer = ReplayServer._answer
+
+    def spy(self: ReplayServer, *args: Any) -> Reply:
+        reply = answer(self, *args)
+        planned.append([pause for pause, _ in reply.paced or ()])
+        return reply
+
+    monkeypatch.setattr(ReplayServer, "_answer", spy)
+    return planned
+
+
 @pytest.mark.parametrize("speed", [1.0, 4.0])
-async def test_speed_paces_the_recorded_gaps(tmp_path: Path, speed: float, via: str) -> None:
+async def test_speed_paces_the_recorded_gaps(
+    tmp_path: Path, speed: float, via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each recorded gap (40 ms here) is paused for, divided by ``speed``: the planned pauses
+    say so exactly, and the stream takes at least their sum (a lower bound, which a loaded
+    machine only makes easier; how much faster speed 4 is, is bench/serve_bench.py's)."""
     directory = slowed(TOOL_TURN, tmp_path / "slow", 40)
     body, chunks = recorded_calls(TOOL_TURN)[0]
+    planned = _planned_pauses(monkeypatch)
     async with ReplayServer(directory, speed=speed) as server, _client(server, via) as client:
         started = time.perf_counter()
         received = await _stream(client, body)
         took = time.perf_counter() - started
     assert client_deltas(received) == expected_deltas(chunks)
-    gaps = len(chunks) - 1
-    assert took >= 0.040 * gaps / speed * 0.9
-    if speed > 1:
-        assert took < 0.040 * gaps * 0.9
+    [pauses] = planned
+    gap = 0.040 / speed
+    assert sum(pauses) == pytest.approx(gap * (len(chunks) - 1))  # every recorded gap, once
+    assert all(p / gap == pytest.approx(round(p / gap)) for p in pauses)  # a piece waits whole gaps
+    assert took >= sum(pauses) * 0.9

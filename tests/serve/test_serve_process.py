@@ -14,6 +14,7 @@ import resource
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
+from tests.patience import patience
 from tests.rawhttp import build, exchange, read_all, status
 from tests.serve.helpers import SCENARIOS, control, start_serve, stop
 
@@ -158,7 +160,15 @@ def test_out_of_file_descriptors_the_longest_idle_connection_makes_room() -> Non
         for n in range(90)
     ]
     try:
-        report = control(base_url, "report", token)
+        deadline = time.monotonic() + patience(30)
+        while True:
+            try:
+                report = control(base_url, "report", token)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         control(base_url, "shutdown", token, method="POST")
     finally:
         for sock in held:

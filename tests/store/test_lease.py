@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from dsh.store import EventStore, JsonlEventStore, MemoryEventStore, MemorySpace
 from dsh.store.lease import decode_holder
 from dsh.store.samples import completed_turns, open_turn
 from dsh.tools.registry import ToolRegistry
+from tests.patience import patience
 
 HOLDER = textwrap.dedent(
     """
@@ -78,11 +78,10 @@ async def test_a_sigkilled_holder_process_frees_the_lease_at_once(kind: str, tmp
         store = _open(kind, tmp_path)
         with pytest.raises(SessionBusyError, match=rf"^session s is busy \(held by pid {proc.pid} on "):
             await store.lease("s")
-        killed = time.monotonic()
         os.kill(proc.pid, signal.SIGKILL)
-        lease = await store.lease("s", wait=5.0)
-        took = time.monotonic() - killed
-        assert took < 2.0, f"took {took:.2f} s"
+        # the kernel frees the lock with the process: no staleness to wait out, so the lease
+        # comes within the poll's guard (how soon is a latency, which load stretches)
+        lease = await store.lease("s", wait=patience(10))
         assert lease.holder.pid == os.getpid()
         await store.close()
     finally:

@@ -187,7 +187,8 @@ async def test_same_named_tables_dsh_did_not_create_are_refused(
 
 
 async def test_the_search_path_option_of_libpq_selects_the_schema(pg_server: str, schema: str) -> None:
-    url = f"{pg_server}?options=-csearch_path%3D{schema}"
+    sep = "&" if "?" in pg_server else "?"
+    url = f"{pg_server}{sep}options=-csearch_path%3D{schema}"
     missing = PostgresEventStore(url)
     with pytest.raises(UsageError, match=r"no schema on the search_path exists .*\?schema=NAME"):
         await missing.list_sessions()

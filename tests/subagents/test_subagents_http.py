@@ -18,6 +18,7 @@ from dsh.subagents import standard_tools
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, WireToolCall, stream_reply
 from tests.invariants import check_log_invariants
+from tests.patience import until
 
 StoreFactory = Callable[[Path], EventStore]
 STORES: dict[str, StoreFactory] = {
@@ -297,10 +298,7 @@ async def test_cancelling_the_parent_cancels_its_children(tmp_path: Path) -> Non
     async with OpenAICompatServer(handler=handler) as server:
         parent = await make_agent(server, store, tmp_path)
         task = asyncio.create_task(parent.run_turn("delegate slow work"))
-        for _ in range(500):
-            if len(server.requests) >= 2:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: len(server.requests) >= 2, "the child's call is out", every=0.01)
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -26,6 +26,7 @@ from dsh.store.postgres_testing import (
 from dsh.store.url import open_store
 from dsh.temporal.dev import dev_server_argv
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response
+from tests.patience import patience
 
 Script = Callable[[RecordedRequest], Response | Awaitable[Response | None] | None]
 
@@ -36,8 +37,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 20.0) -> None:
-    deadline = time.monotonic() + within
+def _wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -> None:
+    deadline = time.monotonic() + patience(within)
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the Temporal dev server exited"
         with socket.socket() as sock:
@@ -138,7 +139,7 @@ class Workers:
 
     def ready(self, within: float = 60.0) -> None:
         """Wait until every started worker says it polls."""
-        deadline = time.monotonic() + within
+        deadline = time.monotonic() + patience(within)
         for proc in self.waiting:
             while "worker polling" not in self.log(proc):
                 assert proc.poll() is None, self.log(proc)

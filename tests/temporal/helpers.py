@@ -11,6 +11,7 @@ from dsh.events import Event
 from dsh.events.vocabulary import TOOL_RESULT, TURN_END
 from dsh.store import EventStore
 from dsh.testing import Faults, RecordedRequest, Response, WireToolCall, stream_reply
+from tests.patience import patience
 
 
 def bash_call(call_id: str, command: str) -> Response:
@@ -36,7 +37,7 @@ def by_count(*replies: Callable[[], Response]) -> Callable[[RecordedRequest], Re
 
 async def holder_pid(store: EventStore, session_id: str, within: float = 20.0) -> int:
     """The pid holding the session's lease (the worker running its activity now)."""
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + patience(within)
     while time.monotonic() < deadline:
         try:
             lease = await store.lease(session_id)

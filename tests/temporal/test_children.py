@@ -20,6 +20,7 @@ from dsh.temporal import TurnWorkflow, connect, submit_turn, workflow_id
 from dsh.temporal.children import child_id
 from dsh.temporal.waking import running
 from dsh.testing import Faults, RecordedRequest, Response, WireToolCall, stream_reply
+from tests.patience import patience
 from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import last_end, results, slow_reply
 
@@ -43,7 +44,7 @@ def _texts(events: list[Event]) -> list[str]:
 
 async def _until(check: Callable[[], object], within: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
+    deadline = loop.time() + patience(within)
     while not await check():  # type: ignore[misc]
         assert loop.time() < deadline, "the condition never held"
         await asyncio.sleep(0.2)
@@ -75,11 +76,11 @@ async def test_a_fork_child_inherits_the_completed_turns_and_runs_as_a_child_wor
     client = await connect(workers.address)
     queue = workers.queue
     first = await submit_turn(client, "the code word is PLUM", task_queue=queue, store=store, cwd=tmp_path)
-    assert (await asyncio.wait_for(first.result(store), 60)).text == "noted"
+    assert (await asyncio.wait_for(first.result(store), patience(60))).text == "noted"
     second = await submit_turn(
         client, "which code word? delegate it", task_queue=queue, store=store, session_id=first.session_id
     )
-    result = await asyncio.wait_for(second.result(store), 60)
+    result = await asyncio.wait_for(second.result(store), patience(60))
     assert result.text == "parent done"
     (settled,) = results(list((await store.load(first.session_id)).events))
     assert settled.data["message"]["content"][0]["content"] == [{"type": "text", "text": "child says PLUM"}]
@@ -116,7 +117,7 @@ async def test_a_background_child_runs_on_and_its_notice_wakes_the_idle_parent(
     model.script = _backgrounding
     client = await connect(workers.address)
     submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
-    result = await asyncio.wait_for(submitted.result(store), 60)
+    result = await asyncio.wait_for(submitted.result(store), patience(60))
     kid = child_id(submitted.session_id, "b1")
     assert result.text == "it runs"  # the submitted turn's own answer, not a woken turn's
     (started,) = results(list((await store.load(submitted.session_id)).events))
@@ -166,7 +167,7 @@ async def test_send_message_gives_an_idle_background_child_a_woken_turn_whose_no
     model.script = _steering
     client = await connect(workers.address)
     submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
-    await asyncio.wait_for(submitted.result(store), 60)
+    await asyncio.wait_for(submitted.result(store), patience(60))
     kid = child_id(submitted.session_id, "b1")
 
     async def all_settled() -> bool:
@@ -212,7 +213,7 @@ async def test_interrupt_agent_stops_a_background_childs_turn_on_another_workflo
     model.script = _interrupting
     client = await connect(workers.address)
     submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
-    assert (await asyncio.wait_for(submitted.result(store), 60)).text == "stopping it"
+    assert (await asyncio.wait_for(submitted.result(store), patience(60))).text == "stopping it"
     kid = child_id(submitted.session_id, "b1")
 
     async def parent_told() -> bool:
@@ -253,7 +254,7 @@ async def test_a_background_childs_report_reaches_its_parent_before_its_notice(
     model.script = _reporting
     client = await connect(workers.address)
     submitted = await submit_turn(client, "start it", task_queue=workers.queue, store=store, cwd=tmp_path)
-    await asyncio.wait_for(submitted.result(store), 60)
+    await asyncio.wait_for(submitted.result(store), patience(60))
     sid, kid = submitted.session_id, child_id(submitted.session_id, "b1")
 
     async def notice_read() -> bool:
@@ -308,7 +309,7 @@ async def test_a_notice_that_comes_during_the_parents_last_step_keeps_that_turn_
         await _until(child_settled)
     finally:
         released.set()
-    result = await asyncio.wait_for(submitted.result(store), 60)
+    result = await asyncio.wait_for(submitted.result(store), patience(60))
     assert result.text == "seen in the same turn"
     parent = list((await store.load(submitted.session_id)).events)
     assert [e.type for e in parent].count(TURN_END) == 1

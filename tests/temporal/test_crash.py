@@ -12,6 +12,7 @@ from dsh.store import EventStore
 from dsh.temporal import connect, submit_turn
 from dsh.temporal.history import payload_bytes
 from dsh.testing import stream_reply
+from tests.patience import patience
 from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import bash_call, by_count, holder_pid, last_end, results, slow_reply
 
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.postgres]
 
 
 async def wait_for(predicate: object, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + patience(within)
     while not predicate():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.1)
@@ -41,11 +42,9 @@ async def test_a_worker_killed_mid_model_call_leaves_the_turn_to_the_other(
     await wait_for(lambda: len(model.server.requests) >= first + 2)
     victim = await holder_pid(store, submitted.session_id)
     assert victim in workers.live()
-    started = time.monotonic()
     workers.kill(victim)
 
-    result = await asyncio.wait_for(submitted.result(store), 90)
-    assert time.monotonic() - started < 90
+    result = await asyncio.wait_for(submitted.result(store), patience(90))
     assert result.reason == {"kind": "completed"} and result.text == "all done"
     assert (tmp_path / "count.txt").read_text() == "ran\n"  # the tool before the crash ran once
     events = (await store.load(submitted.session_id)).events
@@ -70,7 +69,7 @@ async def test_a_worker_killed_mid_tool_call_settles_it_unknown_never_twice(
     await wait_for(runs.exists)
     workers.kill(await holder_pid(store, submitted.session_id))
 
-    result = await asyncio.wait_for(submitted.result(store), 90)
+    result = await asyncio.wait_for(submitted.result(store), patience(90))
     assert result.reason == {"kind": "completed"} and result.text == "noted"
     assert runs.read_text() == "started\n"  # at most once: not rerun after the crash
     (settled,) = results((await store.load(submitted.session_id)).events)

@@ -18,6 +18,7 @@ from dsh.temporal import connect, submit_turn
 from dsh.temporal.children import child_id
 from dsh.temporal.waking import running
 from dsh.testing import stream_reply
+from tests.patience import patience
 from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import bash_call, by_count
 from tests.temporal.test_children import _backgrounding, _forking, _steering, _until
@@ -28,7 +29,9 @@ pytestmark = [pytest.mark.postgres]
 
 def _dsh(workers: Workers, *args: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "dsh.cli", *args]
-    return subprocess.run(argv, env=workers.env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        argv, env=workers.env, capture_output=True, text=True, timeout=patience(120), check=False
+    )
 
 
 async def _run(kind: str, workers: Workers, model: Model, store: EventStore, cwd: Path) -> str:
@@ -44,13 +47,13 @@ async def _run(kind: str, workers: Workers, model: Model, store: EventStore, cwd
     }[kind]
     prompt = "the code word is PLUM" if kind == "fork" else "go"
     first = await submit_turn(client, prompt, task_queue=queue, store=store, cwd=cwd)
-    await asyncio.wait_for(first.result(store), 60)
+    await asyncio.wait_for(first.result(store), patience(60))
     sid = first.session_id
     if kind == "fork":
         second = await submit_turn(
             client, "which code word? delegate it", task_queue=queue, store=store, session_id=sid
         )
-        await asyncio.wait_for(second.result(store), 60)
+        await asyncio.wait_for(second.result(store), patience(60))
     if kind in ("background", "steered"):
         kid, turns = child_id(sid, "b1"), 2 if kind == "background" else 3
 

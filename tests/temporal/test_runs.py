@@ -19,6 +19,7 @@ from dsh.temporal import TurnWorkflow, Worker, connect, submit_turn, workflow_id
 from dsh.temporal.children import child_id
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
+from tests.patience import patience
 from tests.temporal.conftest import Model, Workers, free_port
 from tests.temporal.helpers import bash_call, by_count, holder_pid, last_end, results, slow_reply
 
@@ -27,7 +28,9 @@ pytestmark = [pytest.mark.postgres]
 
 def dsh(workers: Workers, *args: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "dsh.cli", *args]
-    return subprocess.run(argv, env=workers.env, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        argv, env=workers.env, capture_output=True, text=True, timeout=patience(60), check=False
+    )
 
 
 def on(workers: Workers) -> list[str]:
@@ -56,7 +59,7 @@ async def test_a_second_prompt_for_a_running_session_is_busy_and_cancel_aborts(
         await submit_turn(client, "again", task_queue=workers.queue, store=store, session_id=first.session_id)
     await asyncio.sleep(1.0)  # the slow call is streaming
     await first.cancel()
-    result = await asyncio.wait_for(first.result(store), 30)
+    result = await asyncio.wait_for(first.result(store), patience(30))
     assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
@@ -69,7 +72,7 @@ async def test_a_cancel_that_comes_before_the_turn_opens_still_ends_it_aborted(
     client = await connect(workers.address)
     first = await submit_turn(client, "slow", task_queue=workers.queue, store=store, cwd=tmp_path)
     await first.cancel()
-    result = await asyncio.wait_for(first.result(store), 30)
+    result = await asyncio.wait_for(first.result(store), patience(30))
     assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
     assert last_end(list((await store.load(first.session_id)).events)) == "aborted"
 
@@ -84,7 +87,7 @@ async def test_temporals_own_cancellation_stops_the_running_call_and_ends_the_tu
     first = await submit_turn(client, "slow", task_queue=workers.queue, store=store, cwd=tmp_path)
     await holder_pid(store, first.session_id)  # the model step holds the session
     await first.handle.cancel()
-    result = await asyncio.wait_for(first.result(store), 30)
+    result = await asyncio.wait_for(first.result(store), patience(30))
     assert result.reason == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
@@ -157,7 +160,7 @@ async def test_a_spawned_subagent_runs_as_a_child_workflow_and_the_history_repla
     model.script = _spawning
     client = await connect(workers.address)
     submitted = await submit_turn(client, "delegate", task_queue=workers.queue, store=store, cwd=tmp_path)
-    result = await asyncio.wait_for(submitted.result(store), 60)
+    result = await asyncio.wait_for(submitted.result(store), patience(60))
     assert result.text == "parent done"
     events = (await store.load(submitted.session_id)).events
     (settled,) = results(events)
@@ -210,7 +213,7 @@ async def test_an_approval_request_is_answered_by_the_approve_signal(
             raise AssertionError("the approval request never reached the store")
         assert not (tmp_path / "approved.txt").exists()
         await submitted.approve("a1")
-        result = await asyncio.wait_for(submitted.result(store), 60)
+        result = await asyncio.wait_for(submitted.result(store), patience(60))
     finally:
         stop.set()
         await running

@@ -10,6 +10,7 @@ import pytest
 
 from dsh.events.messages import Block
 from dsh.tools import ToolContext, ToolOutput, ToolRegistry, builtin_registry
+from tests.patience import patience
 
 
 def make_ctx(cwd: Path, *, allow_outside: bool = False) -> ToolContext:
@@ -37,8 +38,10 @@ def process_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_dead(pid: int, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
+def wait_dead(pid: int, timeout: float = 20.0) -> bool:
+    """Whether ``pid`` dies within the hang guard ``patience(timeout)`` (a process the test
+    expects to outlive it sleeps far longer)."""
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         if not process_alive(pid):
             return True

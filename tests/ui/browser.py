@@ -17,6 +17,7 @@ from dsh.loop import Feed
 from dsh.store.url import open_store
 from dsh.ui.app import create_app
 from dsh.ui.server import bind, url_of
+from tests.patience import until_sync
 
 CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -42,10 +43,7 @@ def serving(url: str, *, poll_interval: float = 0.05, feed: Feed | None = None) 
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     try:
-        for _ in range(200):
-            if server.started:
-                break
-            threading.Event().wait(0.025)
+        until_sync(lambda: server.started, "the viewer serves", every=0.025)
         yield url_of(sock).rstrip("/")
     finally:
         server.should_exit = True

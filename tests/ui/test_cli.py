@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
+from tests.patience import HTTP_TIMEOUT, get_when_up, patience
 from tests.ui.conftest import Loaded
 
 DSH = [sys.executable, "-m", "dsh.cli"]
@@ -31,17 +31,12 @@ def test_dsh_ui_prints_a_localhost_url_and_serves(mixed_store: Loaded, tmp_path:
         line = proc.stdout.readline()
         assert line.startswith("dsh ui: serving ") and " at http://127.0.0.1:" in line, line
         url = line.split(" at ", 1)[1].split(" ", 1)[0]
-        for _ in range(100):
-            try:
-                page = httpx.get(url, timeout=2)
-                break
-            except httpx.ConnectError:
-                time.sleep(0.05)
+        page = get_when_up(url)
         assert page.status_code == 200 and mixed_store.parent in page.text
-        assert "a saved report" in httpx.get(url + "report", timeout=2).text
+        assert "a saved report" in httpx.get(url + "report", timeout=HTTP_TIMEOUT).text
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=15)
+        proc.communicate(timeout=patience(30))
     assert proc.returncode == 0
 
 

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from tests.patience import HTTP_TIMEOUT, patience
 from tests.rawhttp import body, build, exchange, status
 from tests.ui.conftest import Loaded
 
@@ -33,9 +34,10 @@ def _start(store: str, *extra: str) -> tuple[subprocess.Popen[str], int]:
     line = proc.stdout.readline()
     assert " at http://127.0.0.1:" in line, line
     port = int(line.split(" at http://127.0.0.1:", 1)[1].split("/", 1)[0])
-    for _ in range(200):  # uvicorn starts serving a moment after the line
+    deadline = time.monotonic() + patience(60)
+    while time.monotonic() < deadline:  # uvicorn starts serving a moment after the line
         try:
-            if status(exchange(port, build("GET", "/static/ui.css", host="127.0.0.1"), timeout=2)):
+            if status(exchange(port, build("GET", "/static/ui.css", host="127.0.0.1"), timeout=HTTP_TIMEOUT)):
                 break
         except OSError:
             pass
@@ -45,7 +47,7 @@ def _start(store: str, *extra: str) -> tuple[subprocess.Popen[str], int]:
 
 def _stop(proc: subprocess.Popen[str]) -> str:
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=15)
+    _, err = proc.communicate(timeout=patience(30))
     return err
 
 
@@ -189,10 +191,10 @@ def test_out_of_file_descriptors_is_one_line_and_the_viewer_recovers(mixed_store
         for sock in held:
             sock.close()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while True:
             try:
-                reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=5)
+                reply = exchange(port, build("GET", "/api/sessions", host="127.0.0.1"), timeout=HTTP_TIMEOUT)
                 if status(reply) == 200:
                     break
             except OSError:

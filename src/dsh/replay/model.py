@@ -357,19 +357,20 @@ class ReplayModel:
     # -- the recorded order between sessions (dsh.model.DeliveryOrder) ------------------
 
     ORDER_WAIT = 10.0
-    """Seconds a delivery or claim waits for the recorded order before going on regardless
-    (the divergence check then names what differs)."""
+    """Seconds a delivery or claim waits for the recorded order while *no* session appends
+    anything before going on regardless (the divergence check then names what differs)."""
 
     async def _until(self, ready: Callable[[], bool]) -> None:
-        """Wait until ``ready`` (looked at again whenever a session appends an event), for up
-        to ``ORDER_WAIT`` s."""
+        """Wait until ``ready`` (looked at again whenever a session appends an event). It
+        gives up only after ``ORDER_WAIT`` s in which no session appended an event: while the
+        others make progress, however slowly (a loaded machine), the recorded order may still
+        come, and a wall-clock bound would let the run go on out of order."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.ORDER_WAIT
         while not ready():
             waiter = loop.create_future()
             self._waiters.append(waiter)
             try:
-                async with asyncio.timeout_at(deadline):
+                async with asyncio.timeout(self.ORDER_WAIT):
                     await waiter
             except TimeoutError:
                 return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from typing import Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import psycopg
 from psycopg import sql
@@ -20,15 +20,26 @@ from dsh.store.postgres_url import parse_postgres_url
 
 DEFAULT_TEST_URL: Final = "postgresql://postgres@127.0.0.1:5432/test"
 TEST_URL_ENV: Final = "DSH_TEST_POSTGRES_URL"
+TEST_CONNECT_TIMEOUT_S: Final = 30
+"""libpq ``connect_timeout`` of every test connection unless the URL sets one. A server on a
+busy machine (a test suite's workers beside another job) can take longer than the store's
+own default (10 s) to start a backend; a server that is not there still refuses at once."""
 
 
 def server_url() -> str:
-    """The PostgreSQL server tests use: ``$DSH_TEST_POSTGRES_URL`` or the local default."""
-    return os.environ.get(TEST_URL_ENV) or DEFAULT_TEST_URL
+    """The PostgreSQL server tests use: ``$DSH_TEST_POSTGRES_URL`` or the local default, with
+    ``connect_timeout=TEST_CONNECT_TIMEOUT_S`` unless it sets its own (every store, CLI process
+    and worker a test opens from it waits that long for a connection)."""
+    url = os.environ.get(TEST_URL_ENV) or DEFAULT_TEST_URL
+    if "connect_timeout=" in urlsplit(url).query:
+        return url
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}connect_timeout={TEST_CONNECT_TIMEOUT_S}"
 
 
-def unreachable_reason(url: str, connect_timeout: int = 3) -> str | None:
-    """``None`` when ``url`` accepts a connection; otherwise why not (one line, no password)."""
+def unreachable_reason(url: str, connect_timeout: int = TEST_CONNECT_TIMEOUT_S) -> str | None:
+    """``None`` when ``url`` accepts a connection; otherwise why not (one line, no password).
+    A refused connection answers at once; ``connect_timeout`` bounds a server slow to answer."""
     target = parse_postgres_url(url)
     try:
         with psycopg.connect(target.conninfo, connect_timeout=connect_timeout, autocommit=True) as conn:
