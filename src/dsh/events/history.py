@@ -1,32 +1,102 @@
 """The model-visible history of a log: which event contributes which message, and a typed view.
 
-:func:`project_event` is the one rule (``dsh.session.HistoryProjector`` caches it for the
-loop); :func:`history_messages` gives the same messages as frozen :class:`HistoryMessage`
-values for readers — the wire dict stays available as ``raw``.
+The history is the *surface*: the surface events (``surfaceOp``) folded in log order, an
+``append`` adding its node, a ``replace {start, end}`` (a compaction's checkpoint) taking
+the nodes ``start..end`` — inclusive, by surface position — off and putting itself there.
+:class:`Surface` is the one rule (``dsh.session.HistoryProjector`` feeds it incrementally
+for the loop, replay derivation feeds it for what the recorded model saw);
+:func:`history_messages` gives the same messages as frozen :class:`HistoryMessage` values
+for readers — the wire dict stays available as ``raw``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from dsh.errors import InvalidEventError
 from dsh.events.envelope import Event
 from dsh.events.messages import Message, joined_text
 from dsh.events.payloads import blocks_of, message_of
 from dsh.events.vocabulary import ASSISTANT_MESSAGE, USER_MESSAGE
 
 
-def project_event(event: Event) -> Message | None:
-    """The message an ``append`` surface event contributes, or ``None``."""
-    if event.surface_op != "append":
-        return None
-    etype = event.type
-    if etype == USER_MESSAGE:
+def event_message(event: Event) -> Message | None:
+    """The message a surface event carries (an assistant message with no content: none)."""
+    if event.type == USER_MESSAGE:
         return event.data  # type: ignore[no-any-return]
     message = message_of(event)
-    if message is not None and etype == ASSISTANT_MESSAGE and not message.get("content"):
+    if message is not None and event.type == ASSISTANT_MESSAGE and not message.get("content"):
         return None
     return message
+
+
+def replaced_span(event: Event) -> tuple[int, int] | None:
+    """``(start, end)`` of a ``surfaceOp`` replace, else ``None``."""
+    op = event.surface_op
+    if isinstance(op, dict) and op.get("op") == "replace":
+        start, end = op.get("start"), op.get("end")
+        if type(start) is int and type(end) is int:
+            return start, end
+        raise InvalidEventError(f"{event.type}#{event.seq}: surfaceOp replace needs integer start and end")
+    return None
+
+
+class Surface:
+    """The surface nodes in order: each node's seq and message (``None``: a node that shows
+    the model nothing, such as an empty assistant message). ``generation`` counts replaces."""
+
+    __slots__ = ("generation", "messages", "seqs")
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self.messages: list[Message | None] = []
+        self.generation = 0
+
+    def feed(self, event: Event) -> bool:
+        """Fold one event in; ``True`` when it changed the surface."""
+        op = event.surface_op
+        if op is None:
+            return False
+        if op == "append":
+            self.seqs.append(event.seq)
+            self.messages.append(event_message(event))
+            return True
+        span = replaced_span(event)
+        if span is None:
+            return False
+        first, last = self.position(span[0], event), self.position(span[1], event)
+        if first > last:
+            raise InvalidEventError(
+                f"{event.type}#{event.seq}: surfaceOp replace start {span[0]} comes after end {span[1]}"
+            )
+        self.seqs[first : last + 1] = [event.seq]
+        self.messages[first : last + 1] = [event_message(event)]
+        self.generation += 1
+        return True
+
+    def feed_all(self, events: Iterable[Event]) -> Surface:
+        for event in events:
+            self.feed(event)
+        return self
+
+    def position(self, seq: int, event: Event | None = None) -> int:
+        """Where node ``seq`` is on the surface."""
+        try:
+            return self.seqs.index(seq)
+        except ValueError:
+            where = f"{event.type}#{event.seq}: " if event is not None else ""
+            raise InvalidEventError(f"{where}surfaceOp replace names seq {seq}, not on the surface") from None
+
+    def history(self) -> list[Message]:
+        """The model-visible messages, in surface order."""
+        return [m for m in self.messages if m is not None]
+
+
+def project_event(event: Event) -> Message | None:
+    """The message an ``append`` surface event contributes, or ``None`` (a replace is not an
+    append: :class:`Surface` places it)."""
+    return event_message(event) if event.surface_op == "append" else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +165,6 @@ def _typed(seq: int, message: Message) -> HistoryMessage:
 
 
 def history_messages(events: Sequence[Event]) -> list[HistoryMessage]:
-    """The model-visible history of ``events``, typed, in log order."""
-    out: list[HistoryMessage] = []
-    for event in events:
-        message = project_event(event)
-        if message is not None:
-            out.append(_typed(event.seq, message))
-    return out
+    """The model-visible history of ``events``, typed, in surface order."""
+    surface = Surface().feed_all(events)
+    return [_typed(seq, m) for seq, m in zip(surface.seqs, surface.messages, strict=True) if m is not None]

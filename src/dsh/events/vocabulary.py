@@ -34,6 +34,11 @@ MCP_MESSAGE: Final = (
     "mcp/message"  # {direction: toServer|toClient, message}: one JSON-RPC message `dsh mcp record` passed
 )
 
+COMPACTION_START: Final = "compaction/start"  # {compactionId, sourceCommandId?, turn}: the lock
+COMPACTION_SUMMARY: Final = "compaction/summary"  # the summary and its span (dsh.events.compaction)
+COMPACTION_END: Final = "compaction/end"  # {compactionId, sourceCommandId?, turn, error?}: the lock released
+REQUEST_CONTEXT: Final = "request/context"  # {provider, model, contextWindow?}: the window from here on
+
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
 
@@ -65,6 +70,10 @@ WRITTEN_TYPES: Final = frozenset(
         INBOX_SPLICED,
         TODO_WRITE,
         MCP_MESSAGE,
+        COMPACTION_START,
+        COMPACTION_SUMMARY,
+        COMPACTION_END,
+        REQUEST_CONTEXT,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -72,7 +81,6 @@ WRITTEN_TYPES: Final = frozenset(
 LEGACY_TYPES: Final = frozenset(
     {
         ASSISTANT_CHUNK,
-        "request/context",
         "llm/retry",
         "llm/retry-started",
         "tool/code-dispatch-start",
@@ -82,9 +90,6 @@ LEGACY_TYPES: Final = frozenset(
         "tool-workflow/agent-end",
         "tool-workflow/run-end",
         "session/title-llm-request",
-        "compaction/start",
-        "compaction/end",
-        "compaction/summary",
         "compaction/prune",
         "permission/preset",
         "agent-preset/selected",

@@ -1,6 +1,8 @@
 """The agent loop: turns, steps, settlements, tool scheduling, persistence checkpoints."""
 
 from dsh.loop.agent import Agent
+from dsh.loop.compaction import Compacted
+from dsh.loop.compaction_policy import CompactionPolicy
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
 from dsh.loop.feed import Feed
 from dsh.loop.result import CLEAN_ENDS, TurnResult
@@ -25,6 +27,8 @@ __all__ = [
     "AgentConfig",
     "ChildFinished",
     "ChildStarted",
+    "Compacted",
+    "CompactionPolicy",
     "Feed",
     "ReasoningDelta",
     "RetryPolicy",

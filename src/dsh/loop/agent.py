@@ -30,6 +30,7 @@ from dsh.events.vocabulary import (
 )
 from dsh.ids import new_session_id, now_ms
 from dsh.loop.children import start_child
+from dsh.loop.compaction import Compacted
 from dsh.loop.config import AgentConfig
 from dsh.loop.delegation import session_approval_policy
 from dsh.loop.feed import Feed
@@ -429,23 +430,28 @@ class Agent:
             self._order.progressed(self.session.id, event)
         return event
 
-    def compact_surface(self, start: int, end: int, message: Message) -> Event:
-        """Replace the surface events ``start..end`` by ``message`` (a compaction: a
-        ``user/message`` with ``surfaceOp`` replace citing them). The model-visible history
-        keeps its appended messages (dsh does not compact); the workspace context treats
-        what it replaced as gone and shows it again."""
-        seq = self.session.next_seq
+    def replace_surface(self, start: int, end: int, message: Message, sources: Sequence[int]) -> Event:
+        """Append ``message`` as a ``user/message`` whose ``surfaceOp`` replaces the surface
+        nodes ``start..end`` (inclusive, by surface position), citing ``sources`` (a
+        compaction's start, its summary and every replaced node)."""
         event = Event(
             USER_MESSAGE,
-            seq,
+            self.session.next_seq,
             now_ms(),
             message,
             {"op": "replace", "start": start, "end": end},
-            tuple(range(start, end + 1)),
+            tuple(sources),
         )
         self.session.append_event(event)
         self.feed.event(self.session.id, event)
+        if self._order is not None:
+            self._order.progressed(self.session.id, event)
         return event
+
+    def compact_surface(self, start: int, end: int, message: Message) -> Event:
+        """Replace the one surface node ``start`` (= ``end``) by ``message`` with no bracket
+        (the original's hand-placed checkpoint fixture of ``agent-instructions``)."""
+        return self.replace_surface(start, end, message, (start,))
 
     async def checkpoint(self) -> None:
         """Make every appended event durable."""
@@ -522,6 +528,14 @@ class Agent:
         finally:
             if self.inbox.has_work:
                 self.wake()
+
+    async def compact(self, *, command_id: str | None = None) -> Compacted:
+        """Compact the history now, between turns (the original's ``/compact``): everything
+        but the newest unit is replaced by a summary; waits for a running turn to end. The
+        result says what was replaced, or why nothing was (``error``; the history is then
+        unchanged). ``command_id``: the ``command/run`` that asked for it, if any."""
+        async with self._lock:
+            return await self._steps.compactor.compact(None, command_id=command_id)
 
     # -- the inbox and waking -----------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import Any
 from dsh.context import WorkspaceConfig
 from dsh.context.questions import QuestionAsker
 from dsh.hooks import HookSet
+from dsh.loop.compaction_policy import CompactionPolicy
 from dsh.loop.retry import RetryPolicy
 from dsh.mcp.config import McpServerSpec
 from dsh.model import Model
@@ -95,6 +96,10 @@ class AgentConfig:
     """In a replay: call the MCP servers for real instead of serving their recorded results."""
     mcp_notice: Callable[[str], None] | None = None
     """Where a server's failure line goes (``None``: the ``dsh.mcp`` logger); the CLI: stderr."""
+
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    """When the session compacts its history (``dsh.loop.compaction``): the context window,
+    the threshold, what is kept, the summary's budget, overflow retries."""
 
     def approvals_policy(self) -> ApprovalPolicy:
         """The approval policy of a top-level session under this config."""

@@ -152,6 +152,10 @@ class TurnState(DelegatedState, Protocol):
         """The session's titling, told before each request."""
         ...
 
+    def replace_surface(self, start: int, end: int, message: Message, sources: Sequence[int]) -> Event:
+        """Append ``message`` replacing the surface nodes ``start..end`` (citing ``sources``)."""
+        ...
+
 
 class IdleState(Protocol):
     """An agent as its activation sees it when its woken turns run out of work."""

@@ -29,6 +29,8 @@ from dsh.events.payloads import (
 from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop import plan
+from dsh.loop.compaction import Compactor
+from dsh.loop.compaction_policy import OVERFLOW_CODES
 from dsh.loop.images import RequestImages
 from dsh.loop.model_call import settle_model_call
 from dsh.loop.runtime_context import context_sections, last_snapshot_text, snapshot_message
@@ -55,6 +57,8 @@ class Steps:
         self._order = order
         events = agent.session.events
         self._history = HistoryProjector()
+        self.compactor = Compactor(agent, self._history)
+        """The agent's compactions, over this history fold."""
         self._last_header = _last_header(events)
         self._header: RequestHeader | None = None
         self._header_key: tuple[Any, ...] | None = None
@@ -110,7 +114,7 @@ class Steps:
             additions = list(submitted.context_messages)
         max_tokens_hit = False
         for step in plan.steps(self._agent.config.max_steps):
-            pending = await self._pre_step(pending, additions, step)
+            pending = await self._pre_step(pending, additions, turn, step)
             additions = []
             self._agent.append(STEP_START, step_mark(turn, step))
             self.started += 1
@@ -141,10 +145,14 @@ class Steps:
             raise ModelError(limit.code, limit.message)
         return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
 
-    async def _pre_step(self, pending: list[Message], additions: list[Message], step: int) -> list[Message]:
+    async def _pre_step(
+        self, pending: list[Message], additions: list[Message], turn: int, step: int
+    ) -> list[Message]:
         """What a step shows the model before its call: the claim, then the workspace
-        instructions, the runtime-context snapshot, the skill catalog and ``additions``."""
+        instructions, the runtime-context snapshot, the skill catalog and ``additions``;
+        between the claim and the step's start, a compaction when the pressure calls for one."""
         pending = await self._claim(pending, step)
+        await self.compactor.if_needed(turn)
         events = self._agent.session.events
         instructions = self._workspace.instructions(events) if self._workspace is not None else None
         if instructions is not None:
@@ -166,7 +174,7 @@ class Steps:
     async def open_step(self, turn: int, step: int, pending: list[Message]) -> None:
         """One step's opening as :meth:`run` logs it: ``step/start`` and what the step shows the
         model (``pending`` first), for a driver that runs the steps one at a time (``stepwise``)."""
-        pending = await self._pre_step(pending, [], step)
+        pending = await self._pre_step(pending, [], turn, step)
         self._agent.append(STEP_START, step_mark(turn, step))
         self.started += 1
         self._enter(pending)
@@ -230,9 +238,10 @@ class Steps:
         return header
 
     async def model_step(self, turn: int, step: int, *, resumed: bool = True) -> Assembled:
-        """The step's model call, retried as :attr:`AgentConfig.retry` says, its settlement
-        logged; the request header first when it changed (and at this agent's first request
-        unless ``resumed=False``: a stepwise driver's agent lives for one step only)."""
+        """The step's model call, retried as :attr:`AgentConfig.retry` says (a context
+        overflow compacts and asks again, :attr:`CompactionPolicy.max_overflow_retries`
+        times), its settlement logged; the request header first when it changed (and at this
+        agent's first request unless ``resumed=False``: a stepwise driver's agent lives for one step only)."""
         header = self._request_header()
         first = self._requests == 0 and (resumed or self._last_header is None)
         if first or (header is not self._last_header and header != self._last_header):
@@ -242,8 +251,9 @@ class Steps:
                 reason = "change"
             self._agent.append(REQUEST_HEADER, request_header(header, reason))
             self._last_header = header
+        self.compactor.log_window()
         tools = header.get("tools")
-        retries = 0
+        retries = overflows = 0
         while True:
             messages = self._history.messages(self._agent.session.events)
             request = ModelRequest(
@@ -272,6 +282,13 @@ class Steps:
             failure = settlement.failure
             if failure is None:
                 return settlement.assembled
+            if (
+                failure["code"] in OVERFLOW_CODES
+                and overflows < self._agent.config.compaction.max_overflow_retries
+            ):
+                overflows += 1  # compact everything but the newest unit and ask again, in this step
+                if (await self.compactor.compact(turn)).ok:
+                    continue
             if not self._agent.config.retry.should_retry(failure["code"], retries):
                 raise ModelError(failure["code"], failure["message"])
             retries += 1

@@ -34,3 +34,19 @@ def accepts_images(model: str, env: Mapping[str, str] | None = None) -> bool:
     patterns = listed.replace(",", " ").split() if listed is not None else IMAGE_MODEL_PATTERNS
     name = model.lower().rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(name, p.lower()) for p in patterns)
+
+
+CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("deepseek-v4*", 256_000),
+    ("deepseek-chat", 131_072),
+    ("deepseek-reasoner", 131_072),
+)
+"""Context windows (tokens) of models whose window is known: the original publishes 256,000
+for its DeepSeek V4 entries; DeepSeek's API documents 128K for ``deepseek-chat`` and
+``deepseek-reasoner``."""
+
+
+def known_context_window(model: str) -> int | None:
+    """The context window of ``model`` when dsh knows it (``CONTEXT_WINDOWS``), else ``None``."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return next((size for pattern, size in CONTEXT_WINDOWS if fnmatch.fnmatchcase(name, pattern)), None)

@@ -9,7 +9,8 @@ from typing import Any
 from dsh.errors import ReplayError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
-from dsh.events.history import project_event
+from dsh.events.compaction import instruction_message, summary_of
+from dsh.events.history import Surface
 from dsh.events.messages import Message, delivery_sender
 from dsh.events.payloads import RequestHeader, request_header_of, stream_of
 from dsh.events.vocabulary import (
@@ -29,8 +30,8 @@ from dsh.replay.entries import Entry
 
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
-    """What the recorded model saw at one call: the first ``history`` messages of the
-    session's model-visible history and the ``request/header`` in force (if any)."""
+    """What the recorded model saw at one call: the first ``history`` messages of surface
+    ``surface`` (:attr:`Derived.surfaces`) and the ``request/header`` in force (if any)."""
 
     turn: int | None
     step: int | None
@@ -38,6 +39,8 @@ class RecordedCall:
     header: RequestHeader | None
     checked: bool = True
     """``False`` for a turn that failed before asking the model (nothing recorded to compare)."""
+    surface: int = 0
+    """Which of :attr:`Derived.surfaces` the history is a prefix of."""
 
 
 @dataclass(slots=True)
@@ -47,8 +50,24 @@ class Derived:
     entries: list[Entry] = field(default_factory=list)
     calls: list[RecordedCall] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    """Every message the recorded model saw, in the order they appeared."""
     received: list[tuple[str, SessionProgress]] = field(default_factory=list)
     """Each message another session queued here (its sender), and how far this session was."""
+    surfaces: list[list[int]] = field(default_factory=lambda: [[]])
+    """Histories as indexes into :attr:`messages`: one per surface generation (a compaction
+    starts the next), and one per compaction's summary request (the replaced messages and
+    its instruction); a generation only grows, so a call's history is a prefix of one."""
+
+    current: int = 0
+    """The surface the session's history ends on."""
+
+    def final(self) -> RecordedCall:
+        """A call after the last: the whole history the session ends with."""
+        return RecordedCall(None, None, len(self.surfaces[self.current]), None, surface=self.current)
+
+    def history_of(self, call: RecordedCall) -> list[int]:
+        """The indexes into :attr:`messages` of what the recorded model saw at ``call``."""
+        return self.surfaces[call.surface][: call.history]
 
 
 _STRUCTURE = frozenset({STEP_START, STEP_END, TURN_START, TURN_END})
@@ -92,7 +111,7 @@ def _settled_call(etype: str, data: dict[str, Any], chunks: tuple[Chunk, ...]) -
 
 
 def _failed_before_asking(
-    data: object, history: int, header: RequestHeader | None
+    data: object, history: int, header: RequestHeader | None, surface: int
 ) -> tuple[RecordedCall, Entry] | None:
     """A turn that ended ``error`` without a model call (e.g. its checkpoint failed) replays
     as one unchecked call that fails with the recorded error, so the live turn ends alike."""
@@ -105,7 +124,46 @@ def _failed_before_asking(
     entry = Entry(
         "throw", (), code=str(failure.get("code", "UNKNOWN")), message=str(failure.get("message", ""))
     )
-    return RecordedCall(turn, None, history, header, checked=False), entry
+    return RecordedCall(turn, None, history, header, checked=False, surface=surface), entry
+
+
+class _Seen:
+    """What the recorded model saw: the surface folded (``dsh.events.history.Surface``, the one
+    rule) into :attr:`Derived.messages` and :attr:`Derived.surfaces`."""
+
+    def __init__(self, out: Derived) -> None:
+        self._out = out
+        self._surface = Surface()
+        self._index: dict[int, int] = {}  # node seq -> index into out.messages
+        self.current = 0
+
+    def feed(self, event: Event) -> None:
+        surface, out = self._surface, self._out
+        generation = surface.generation
+        if not surface.feed(event):
+            return
+        position = surface.seqs.index(event.seq) if surface.generation != generation else -1
+        message = surface.messages[position]
+        if message is not None:
+            self._index[event.seq] = len(out.messages)
+            out.messages.append(message)
+        if surface.generation == generation:
+            if message is not None:
+                out.surfaces[self.current].append(self._index[event.seq])
+            return
+        out.surfaces.append(
+            [self._index[s] for s, m in zip(surface.seqs, surface.messages, strict=True) if m]
+        )
+        self.current = len(out.surfaces) - 1
+
+    def summary_request(self, shadowed: Sequence[int]) -> int:
+        """A surface for a compaction's summary request: the replaced messages, then the
+        instruction (its text is each harness's own: ``dsh.replay.views`` compares its kind)."""
+        out = self._out
+        out.messages.append(instruction_message())
+        found = [self._index[s] for s in shadowed if s in self._index]
+        out.surfaces.append([*found, len(out.messages) - 1])
+        return len(out.surfaces) - 1
 
 
 def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
@@ -142,7 +200,9 @@ def derive(
     the events before the cut — they make no calls, but a fork child's model saw them.
     """
     out = Derived()
-    out.messages.extend(m for m in map(project_event, inherited) if m is not None)
+    seen = _Seen(out)
+    for event in inherited:
+        seen.feed(event)
     script = out.entries
     group: list[Chunk] = []
     key: tuple[Any, Any] | None = None
@@ -151,10 +211,11 @@ def derive(
     called = False  # whether the turn in progress asked the model
     steps = turns_ended = 0
 
-    def call(turn: object, step: object) -> None:
+    def call(turn: object, step: object, surface: int | None = None) -> None:
         nonlocal called
         called = True
-        out.calls.append(RecordedCall(_int(turn), _int(step), len(out.messages), header))
+        at = seen.current if surface is None else surface
+        out.calls.append(RecordedCall(_int(turn), _int(step), len(out.surfaces[at]), header, surface=at))
 
     def close() -> None:
         nonlocal group, key
@@ -190,8 +251,9 @@ def derive(
                 script.append(_settled_call(etype, event.data, tuple(stream["chunks"])))
         elif etype == "compaction/summary":
             close()
-            if isinstance(event.data, dict) and event.data.get("llmStreamCall") is True:
-                call(None, None)
+            summary = summary_of(event)
+            if summary is not None and summary.get("llmStreamCall") is True:
+                call(None, None, seen.summary_request(summary["shadowedSeqs"]))
                 script.append(_summary_call(event.data, where))
         elif etype == REQUEST_HEADER:
             header = request_header_of(event)
@@ -210,12 +272,15 @@ def derive(
                     out.received.append((sender, point))
         elif etype == TURN_END:
             turns_ended += 1
-            failed = None if called else _failed_before_asking(event.data, len(out.messages), header)
+            failed = (
+                None
+                if called
+                else _failed_before_asking(event.data, len(out.surfaces[seen.current]), header, seen.current)
+            )
             if failed is not None:
                 out.calls.append(failed[0])
                 script.append(failed[1])
-        message = project_event(event)
-        if message is not None:
-            out.messages.append(message)
+        seen.feed(event)
     close()
+    out.current = seen.current
     return out

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from dsh import jsonx
 from dsh.errors import ScenarioError
 from dsh.events import Event
+from dsh.events.compaction import CHECKPOINT_PLUGIN, INSTRUCTION_PLUGIN
 from dsh.events.messages import Message
 from dsh.events.payloads import HeaderConfig, message_of
 from dsh.events.vocabulary import TOOL_RESULT
@@ -53,6 +54,8 @@ REPRODUCED_KINDS: frozenset[str] = frozenset(
         "agent-instructions",
         "skill-catalog",
         "repeat-tool-reminder",
+        CHECKPOINT_PLUGIN,
+        INSTRUCTION_PLUGIN,
     }
 )
 """Injected message kinds (``source.plugin`` or ``source.kind``) dsh itself produces."""
@@ -201,17 +204,27 @@ class SessionCheck:
         self._recorded_headers: dict[int, dict[str, str]] = {}
         self._live_header: tuple[object, tuple[object, ...], dict[str, str]] | None = None
         self._accepted: set[tuple[str, str, str]] = set()
-        self._matched: tuple[list[Message], int] = ([], 0)
-        """(live messages, recorded views) found equal at the last call."""
+        self._matched: tuple[list[Message], int, int] = ([], 0, 0)
+        """(live messages, recorded views, surface) found equal at the last call."""
         self._recorded_ids = Normalizer(recorded_cwd_spellings(recorded_cwd))
         views = ViewBuilder(self._recorded_ids).views(derived.messages)
-        kept = [i for i, v in enumerate(views) if self._keep(v)]
-        self._recorded = [views[i] for i in kept]
-        self._recorded_raw = [derived.messages[i] for i in kept]
-        self._index = [0]
-        for view in views:
-            self._index.append(self._index[-1] + self._keep(view))
+        self._derived = derived
+        self._views = views
+        self._surfaces: dict[int, tuple[list[View], list[Message], list[int]]] = {}
         self.not_reproduced = sorted({v.key for v in views if v.kind == "injected" and not self._keep(v)})
+
+    def _surface(self, g: int) -> tuple[list[View], list[Message], list[int]]:
+        """Surface ``g``'s kept views, their messages, and how many are kept before each node."""
+        found = self._surfaces.get(g)
+        if found is None:
+            nodes = self._derived.surfaces[g]
+            kept = [i for i in nodes if self._keep(self._views[i])]
+            index = [0]
+            for i in nodes:
+                index.append(index[-1] + self._keep(self._views[i]))
+            found = ([self._views[i] for i in kept], [self._derived.messages[i] for i in kept], index)
+            self._surfaces[g] = found
+        return found
 
     def _keep(self, view: View) -> bool:
         return not (self._v0 and view.kind == "injected" and view.key not in REPRODUCED_KINDS)
@@ -242,21 +255,29 @@ class SessionCheck:
     def _history(self, k: int, request: ModelRequest) -> Divergence | None:
         """Compare the history; the part already found equal at the previous call (the same
         message objects, in order) is not compared again."""
-        end = self._index[self._calls[k].history]
+        call = self._calls[k]
+        recorded_all, _, index = self._surface(call.surface)
+        end = index[call.history]
         live_raw = list(request.messages)
-        seen, matched = self._matched
-        if seen and len(live_raw) >= len(seen) and all(map(operator.is_, seen, live_raw)):
+        seen, matched, surface = self._matched
+        if (
+            seen
+            and surface == call.surface
+            and len(live_raw) >= len(seen)
+            and all(map(operator.is_, seen, live_raw))
+        ):
             fresh = [v for v in self._live.views(live_raw[len(seen) :]) if self._keep(v)]
-            if end >= matched and fresh == self._recorded[matched:end]:
-                self._matched = (live_raw, end)
+            if end >= matched and fresh == recorded_all[matched:end]:
+                self._matched = (live_raw, end, call.surface)
                 return None
         found = self._full_history(k, end, live_raw)
         if found is None or found.tolerated_by is not None:
-            self._matched = (live_raw, end)
+            self._matched = (live_raw, end, call.surface)
         return found
 
     def _full_history(self, k: int, end: int, live_raw: list[Message]) -> Divergence | None:
-        recorded = self._recorded[:end]
+        recorded_all, recorded_raw, _ = self._surface(self._calls[k].surface)
+        recorded = recorded_all[:end]
         live_all = self._live.views(live_raw)
         if not self._v0 and live_all == recorded:
             return None
@@ -267,7 +288,7 @@ class SessionCheck:
         for i, (rec, got) in enumerate(zip(recorded, live, strict=False)):
             if rec == got:
                 continue
-            tolerated = self._tolerate(rec, got, self._recorded_raw[i], live_raw[keep[i]])
+            tolerated = self._tolerate(rec, got, recorded_raw[i], live_raw[keep[i]])
             found = self._divergence(k, rec.label or got.label, rec.text, got.text, tolerated)
             if found is not None:
                 return found

@@ -117,7 +117,7 @@ def script_for(
         check=check,
         wire=wire,
         received=derived.received,
-        foreign=[sum(senders[: c.history]) for c in derived.calls],
+        foreign=[sum(senders[i] for i in derived.history_of(c)) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
         recorded_cwd=(*recorded_cwd_spellings(recorded_cwd), "{{cwd}}"),
         tool_calls=recorded_calls(own),

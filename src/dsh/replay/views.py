@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dsh import jsonx
+from dsh.events.compaction import CHECKPOINT_PLUGIN, is_instruction, unframed
 from dsh.events.messages import Message, Source
 from dsh.redact import Redactor
 
@@ -72,6 +73,10 @@ def classify(message: Message) -> tuple[ViewKind, str]:
 
 
 def _payload(kind: ViewKind, message: Message) -> Any:
+    if is_instruction(message):  # each harness words its own: the kind is what is compared
+        return "(the compaction instruction)"
+    if kind == "injected" and classify(message)[1] == CHECKPOINT_PLUGIN:
+        return unframed(message)  # the summary; the framing is each harness's own words
     content: object = message.get("content")
     blocks = content if isinstance(content, list) else []
     if kind == "assistant":

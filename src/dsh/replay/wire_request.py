@@ -230,11 +230,14 @@ def wire_derived(derived: Derived) -> Derived:
     for message in derived.messages:
         messages.extend(over_the_wire(message))
         index.append(len(messages))
+    surfaces = [[j for i in nodes for j in range(index[i], index[i + 1])] for nodes in derived.surfaces]
     headers: dict[int, RequestHeader | None] = {}
     calls = []
     for call in derived.calls:
         key = id(call.header)
         if key not in headers:
             headers[key] = _wire_header(call.header)
-        calls.append(RecordedCall(call.turn, call.step, index[call.history], headers[key]))
-    return Derived(list(derived.entries), calls, messages)
+        nodes = derived.surfaces[call.surface][: call.history]
+        length = sum(index[i + 1] - index[i] for i in nodes)
+        calls.append(RecordedCall(call.turn, call.step, length, headers[key], call.checked, call.surface))
+    return Derived(list(derived.entries), calls, messages, surfaces=surfaces)

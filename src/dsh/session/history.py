@@ -5,31 +5,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsh.events import Event
-from dsh.events.history import project_event
+from dsh.events.history import Surface
 from dsh.events.messages import Message
 
 
 class HistoryProjector:
     """Caches the projection and only looks at events appended since the last call.
 
-    The history is a pure function of the log; each event is projected once, so the
-    per-step cost does not grow with the session.
+    The history is a pure function of the log; each event is folded once, so the per-step
+    cost does not grow with the session (a replace — a compaction — rebuilds the list).
     """
 
-    __slots__ = ("_messages", "_seen")
+    __slots__ = ("_messages", "_seen", "surface")
 
     def __init__(self) -> None:
+        self.surface = Surface()
+        """The surface folded so far (its nodes' seqs and messages)."""
         self._messages: list[Message] = []
         self._seen = 0
 
-    def messages(self, events: Sequence[Event]) -> list[Message]:
-        """The history for ``events`` (which must extend the events seen before)."""
+    def fold(self, events: Sequence[Event]) -> Surface:
+        """The surface of ``events`` (which must extend the events seen before)."""
         if len(events) < self._seen:
+            self.surface = Surface()
             self._messages = []
             self._seen = 0
+        surface = self.surface
         for i in range(self._seen, len(events)):
-            message = project_event(events[i])
-            if message is not None:
-                self._messages.append(message)
+            event = events[i]
+            generation = surface.generation
+            if surface.feed(event):
+                if surface.generation != generation:
+                    self._messages = surface.history()
+                else:
+                    message = surface.messages[-1]
+                    if message is not None:
+                        self._messages.append(message)
         self._seen = len(events)
+        return surface
+
+    def messages(self, events: Sequence[Event]) -> list[Message]:
+        """The history for ``events`` (which must extend the events seen before)."""
+        self.fold(events)
         return list(self._messages)

@@ -163,7 +163,7 @@ def _request(sid: str, derived: Derived, call: RecordedCall | None) -> ModelRequ
     return ModelRequest(
         session_id=sid,
         model=str(config.get("model") or ""),
-        messages=derived.messages[: call.history] if call is not None else derived.messages,
+        messages=[derived.messages[i] for i in derived.history_of(call or derived.final())],
         system=(header or {}).get("system") if isinstance((header or {}).get("system"), str) else None,
         tools=tools if isinstance(tools, list) else (),
         max_tokens=config.get("maxTokens"),
@@ -173,8 +173,14 @@ def _request(sid: str, derived: Derived, call: RecordedCall | None) -> ModelRequ
 def compare_sessions(label: str, a: LoadedSession, b: LoadedSession) -> Divergence | None:
     """The first difference between two sessions' model-visible behaviour, else ``None``."""
     seen_a, seen_b = _derived(a, f"{label} (A)"), _derived(b, f"{label} (B)")
-    final = RecordedCall(None, None, len(seen_a.messages), None)
-    extended = Derived(seen_a.entries, [*seen_a.calls, final], seen_a.messages, seen_a.received)
+    extended = Derived(
+        seen_a.entries,
+        [*seen_a.calls, seen_a.final()],
+        seen_a.messages,
+        seen_a.received,
+        seen_a.surfaces,
+        seen_a.current,
+    )
     check = SessionCheck(  # each side's own workspace is {{cwd}}, as in a replay of a recording
         label,
         a.header.id,

@@ -1,0 +1,173 @@
+"""Compaction through the public API: a ScriptedModel, a real SQLite store, real tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsh.events.compaction import CLOSE_TAG, INSTRUCTION, OPEN_TAG
+from dsh.events.history import history_messages
+from dsh.events.tokens import header_price, message_price
+from dsh.loop import NO_DELAY, Agent, AgentConfig, CompactionPolicy
+from dsh.model.base import ModelRequest
+from dsh.model.scripted import ScriptedModel, error_reply, text_reply, tool_call_reply
+from dsh.store.sqlite import SqliteEventStore
+from dsh.tools.registry import builtin_registry
+from tests.invariants import check_log_invariants
+
+PROMPT = "Note these facts for later: " + "the sky is blue, water is wet. " * 30
+
+
+def _config(**kw: Any) -> AgentConfig:
+    return AgentConfig(model="test-model", retry=NO_DELAY, **kw)
+
+
+async def _agent(tmp_path: Path, model: ScriptedModel, **kw: Any) -> Agent:
+    (tmp_path / "w").mkdir(exist_ok=True)
+    store = SqliteEventStore(tmp_path / "s.db")
+    return await Agent.create(store, model=model, tools=builtin_registry(), config=_config(**kw), cwd=tmp_path / "w")
+
+
+def _types(agent: Agent) -> list[str]:
+    return [e.type for e in agent.session.events]
+
+
+def _texts(request: ModelRequest) -> list[str]:
+    return [" ".join(str(b.get("text", b.get("type"))) for b in m["content"]) for m in request.messages]
+
+
+async def test_an_overflow_compacts_the_head_and_retries_the_step_once(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_reply("call_1", "bash", '{"command": "echo alpha"}'),
+            error_reply("CONTEXT_OVERFLOW", "the request exceeds the model's context length"),
+            text_reply("## Primary Request and Intent\n- note the facts"),
+            text_reply("COMPACTION RECOVERED"),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    result = await agent.run_turn(PROMPT)
+    assert result.ok and result.text == "COMPACTION RECOVERED"
+    types = _types(agent)
+    start = types.index("compaction/start")
+    assert types[start : start + 4] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    assert types[start - 1] == "assistant/attempt"  # the failed call, in the same step
+    assert types.count("step/start") == 2 and types[start + 4] == "assistant/message"
+    events = agent.session.events
+    summary, checkpoint, end = events[start + 1], events[start + 2], events[start + 3]
+    prompt_seq = next(e.seq for e in events if e.type == "user/message")
+    assert summary.data["shadowedSeqs"] == [prompt_seq] and summary.data["llmStreamCall"] is True
+    assert summary.data["shadowedTokenCount"] == message_price(events[prompt_seq].data)
+    assert checkpoint.surface_op == {"op": "replace", "start": prompt_seq, "end": prompt_seq}
+    assert checkpoint.source_event_seqs == (start, start + 1, prompt_seq)
+    assert checkpoint.data["source"]["plugin"] == "compact"
+    assert "error" not in end.data and end.data["turn"] == 1 == events[start].data["turn"]
+    # the summary request: the conversation's head and the replaced prompt, then the instruction
+    ask, retried = model.requests[2], model.requests[3]
+    assert ask.system == model.requests[1].system and list(ask.tools) == list(model.requests[1].tools)
+    assert ask.messages[0] is model.requests[1].messages[0]
+    assert _texts(ask)[1] == INSTRUCTION and len(ask.messages) == 2
+    # the retried request: the checkpoint, then the call and its result
+    texts = _texts(retried)
+    assert texts[0].endswith(CLOSE_TAG) and OPEN_TAG in texts[0] and "note the facts" in texts[0]
+    assert PROMPT not in " ".join(texts) and len(retried.messages) == 3
+    # the originals stay in the log
+    assert events[prompt_seq].data["content"][0]["text"] == PROMPT
+    check_log_invariants(agent.session.events)
+    await agent.aclose()
+
+
+async def test_a_second_overflow_in_the_step_is_not_compacted_again(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_reply("call_1", "bash", '{"command": "echo alpha"}'),
+            error_reply("CONTEXT_OVERFLOW", "too long"),
+            text_reply("short summary"),
+            error_reply("CONTEXT_OVERFLOW", "too long"),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    result = await agent.run_turn(PROMPT)
+    assert result.reason == {"kind": "error", "failure": {"code": "CONTEXT_OVERFLOW", "message": "too long"}}
+    assert _types(agent).count("compaction/start") == 1 and len(model.requests) == 4
+    await agent.aclose()
+
+
+async def test_an_empty_summary_leaves_the_history_unchanged_and_says_so(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_reply("call_1", "bash", '{"command": "echo alpha"}'),
+            error_reply("CONTEXT_OVERFLOW", "too long"),
+            text_reply("   "),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    result = await agent.run_turn(PROMPT)
+    assert not result.ok and result.reason["kind"] == "error"
+    end = next(e for e in agent.session.events if e.type == "compaction/end")
+    assert end.data["error"] == "the summary was empty"
+    assert "compaction/summary" not in _types(agent)
+    assert not any(isinstance(e.surface_op, dict) for e in agent.session.events)
+    assert history_messages(agent.session.events)[0].text == PROMPT
+    await agent.aclose()
+
+
+async def test_manual_compaction_between_turns_and_resume_reads_the_surface(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            text_reply("first answer"),
+            text_reply("second answer"),
+            text_reply("## Current Work\n- the two answers"),
+            text_reply("third answer"),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    await agent.run_turn(PROMPT)
+    await agent.run_turn("and again " * 40)
+    done = await agent.compact()
+    assert done.ok and done.replaced == 3 and done.tokens_after < done.tokens_before
+    start = next(e for e in agent.session.events if e.type == "compaction/start")
+    assert start.data["turn"] is None
+    assert [m.role for m in history_messages(agent.session.events)] == ["user", "assistant"]
+    await agent.aclose()
+    resumed = await Agent.resume(
+        SqliteEventStore(tmp_path / "s.db"), agent.id, model=model, tools=builtin_registry(), config=_config()
+    )
+    await resumed.run_turn("third")
+    last = model.requests[-1]
+    assert "the two answers" in _texts(last)[0] and _texts(last)[1:] == ["second answer", "third"]
+    await resumed.aclose()
+
+
+async def test_nothing_to_compact_changes_nothing(tmp_path: Path) -> None:
+    agent = await _agent(tmp_path, ScriptedModel([text_reply("hi")]))
+    await agent.run_turn("hello")
+    before = len(agent.session.events)
+    done = await agent.compact()
+    assert not done.ok and done.error == "nothing to compact yet" and len(agent.session.events) == before
+    await agent.aclose()
+
+
+def _replies(request: ModelRequest, index: int) -> list[Any]:
+    if request.messages and request.messages[-1].get("source", {}).get("plugin") == "dsh-compaction-basic":
+        return text_reply("## Current Work\n- a long conversation, condensed")
+    return text_reply(f"answer {index} " + "words " * 60)
+
+
+async def test_a_long_session_stays_under_its_window(tmp_path: Path) -> None:
+    window = 16_000
+    model = ScriptedModel(_replies)
+    agent = await _agent(tmp_path, model, compaction=CompactionPolicy(context_window=window))
+    for turn in range(300):
+        result = await agent.run_turn(f"turn {turn}: " + "tell me more " * 20)
+        assert result.ok
+    heads = header_price({"system": agent.config.system or "", "tools": list(agent.tools.specs())})
+    for request in model.requests:
+        assert heads + sum(message_price(m) for m in request.messages) < window
+    types = _types(agent)
+    assert types.count("compaction/summary") >= 1 and types.count("compaction/end") == types.count("compaction/start")
+    assert not any("error" in e.data for e in agent.session.events if e.type == "compaction/end")
+    context = [e.data for e in agent.session.events if e.type == "request/context"]
+    assert context == [{"provider": "scripted", "model": "test-model", "contextWindow": window}]
+    check_log_invariants(agent.session.events)
+    await agent.aclose()
