@@ -25,6 +25,7 @@ from dsh.loop.inbox import senders
 from dsh.loop.state import IdleState
 from dsh.model import DeliveryOrder
 from dsh.subagents import texts
+from dsh.subagents.steering import AgentStatus
 from dsh.tools.base import AgentHandle
 
 
@@ -80,7 +81,7 @@ class Child:
     """Its last activation ended with a notice to the parent (reset by new work)."""
 
     @property
-    def status(self) -> str:
+    def status(self) -> AgentStatus:
         """The original's words: ``running`` while it has work, ``ready`` once its activation
         settled (nothing to do until ``send_message``), else ``idle`` (live, between turns of
         an activation that has not settled yet)."""
