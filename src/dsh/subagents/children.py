@@ -99,20 +99,6 @@ class Children:
     def get(self, child_id: str) -> Child | None:
         return self._live.get(child_id)
 
-    def of(self, parent_id: str) -> list[Child]:
-        """The live children ``parent_id`` started, in start order."""
-        return [c for c in self._live.values() if c.parent.id == parent_id]
-
-    def descendants(self, ancestor_id: str) -> list[Child]:
-        """Every live child below ``ancestor_id``, parents before their children."""
-        out: list[Child] = []
-        frontier = [ancestor_id]
-        while frontier:
-            below = [c for p in frontier for c in self.of(p)]
-            out.extend(below)
-            frontier = [c.agent.id for c in below]
-        return out
-
     def adopt(self, child: Child) -> None:
         """Register ``child`` and settle each of its activations with a notice to its parent."""
         self._live[child.agent.id] = child
