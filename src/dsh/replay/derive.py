@@ -61,6 +61,10 @@ class Derived:
     current: int = 0
     """The surface the session's history ends on."""
 
+    def __post_init__(self) -> None:
+        if self.surfaces == [[]] and self.messages:  # given messages only: one surface of them all
+            self.surfaces = [list(range(len(self.messages)))]
+
     def final(self) -> RecordedCall:
         """A call after the last: the whole history the session ends with."""
         return RecordedCall(None, None, len(self.surfaces[self.current]), None, surface=self.current)
