@@ -136,6 +136,9 @@ async def test_unknown_ids_turns_and_seqs_are_one_line_errors(tmp_path: Path) ->
             ("e4", "history_read", {}),
             ("e5", "history_search", {"query": "no such words anywhere"}),
             ("e6", "history_search", {"query": "   "}),
+            ("e7", "history_read", {"turn": 1, "offset": -5}),
+            ("e8", "history_read", {"turn": 1, "seq": 2}),
+            ("e9", "history_search", {"query": "x", "limit": 0}),
         ],
     )
     results = _results(agent)
@@ -146,8 +149,11 @@ async def test_unknown_ids_turns_and_seqs_are_one_line_errors(tmp_path: Path) ->
     assert results["e4"]["text"] == "Error: give one of compaction, turn or seq"
     assert not results["e5"]["error"] and results["e5"]["text"].startswith("No match")
     assert results["e6"]["text"] == "Error: query must be a non-empty string"
-    assert all(results[k]["error"] for k in ("e1", "e2", "e3", "e4", "e6"))
-    assert all("\n" not in results[k]["text"] for k in ("e1", "e2", "e3", "e4", "e6"))
+    assert results["e7"]["text"] == "Error: offset must be a non-negative integer"
+    assert results["e8"]["text"] == "Error: give only one of compaction, turn or seq"
+    assert results["e9"]["text"] == "Error: limit must be between 1 and 50"
+    errors = ("e1", "e2", "e3", "e4", "e6", "e7", "e8", "e9")
+    assert all(results[k]["error"] and "\n" not in results[k]["text"] for k in errors)
     await agent.aclose()
 
 
@@ -247,3 +253,29 @@ async def test_history_read_pages_a_long_span_and_resume_offers_the_tools(tmp_pa
     body = one.split("\n(")[0] + two.split("\n(")[0]
     assert long_prompt.strip() in body.replace("\n", " ")
     await resumed.aclose()
+
+
+async def test_a_fork_child_recalls_what_its_parent_compacted(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            text_reply("first answer"),
+            text_reply("second answer"),
+            text_reply("## Current Work\n- facts were noted"),
+            text_reply("third answer"),
+            tool_call_reply("f1", "history_search", '{"query": "purple-falcon"}'),
+            text_reply("found it"),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    await agent.run_turn(PROMPT)
+    await agent.run_turn(SECOND)
+    assert (await agent.compact()).ok
+    await agent.run_turn("third")  # a fork holds the parent's log through its last turn/end
+    child = await agent.fork()
+    assert set(RECALL) <= set(child.tools.names())
+    result = await child.run_turn("what was the code?")
+    assert result.ok
+    found = _results(child)["f1"]
+    assert not found["error"] and SENTENCE in found["text"] and found["meta"]["matched"] == 1
+    await child.aclose()
+    await agent.aclose()

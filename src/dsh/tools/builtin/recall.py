@@ -166,7 +166,9 @@ class HistoryReadTool(Tool[HistoryReadArgs]):
         body = "\n\n".join(f"--- {_where(s, o)}\n{transcript(o)}" for s, o in chosen)
         text = f"{heading}\n\n{body}"
         offset = args.offset or 0
-        if offset < 0 or (offset and offset >= len(text)):
+        if offset < 0:
+            raise tool_error("offset must be a non-negative integer")
+        if offset and offset >= len(text):
             raise tool_error(f"offset {offset} is past the end of the span ({len(text)} characters)")
         end = min(len(text), offset + PAGE)
         more = end < len(text)
