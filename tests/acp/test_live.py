@@ -31,6 +31,7 @@ async def test_live_model_streams_and_a_failed_turn_is_an_error(tmp_path: Path) 
             assert (await server.call("session/prompt", prompt))["result"] == {"stopReason": "end_turn"}
             updates = [f["params"]["update"] for f in server.frames if f.get("method") == "session/update"]
             assert [(u["sessionUpdate"], u.get("content", {}).get("text")) for u in updates] == [
+                ("available_commands_update", None),  # after session/new: the slash commands
                 ("session_info_update", None),  # the fallback title of the first prompt
                 ("agent_thought_chunk", "hm"),
                 ("agent_message_chunk", "Hel"),
@@ -38,7 +39,7 @@ async def test_live_model_streams_and_a_failed_turn_is_an_error(tmp_path: Path) 
                 ("usage_update", None),
             ]
             assert updates[-1]["used"] == 13
-            assert updates[0]["title"] == "hello"
+            assert updates[1]["title"] == "hello"
             failed = await server.call("session/prompt", prompt)
             assert failed["error"]["code"] == -32603
             assert failed["error"]["message"].startswith("Internal error: turn failed: ")

@@ -95,8 +95,9 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
         reply = await conn.prompt(session_id=session_id, prompt=[text_block(pong)])
         assert reply.stop_reason == "end_turn"
         kinds = [type(u).__name__ for _, u in client.updates]
-        assert kinds[0] == "SessionInfoUpdate"  # the session's fallback title, before the model streams
-        assert kinds[1] == "AgentThoughtChunk" and kinds[-1] == "UsageUpdate"
+        assert kinds[0] == "AvailableCommandsUpdate"  # the slash commands, after session/new
+        assert kinds[1] == "SessionInfoUpdate"  # the session's fallback title, before the model streams
+        assert kinds[2] == "AgentThoughtChunk" and kinds[-1] == "UsageUpdate"
         assert client.text(AgentMessageChunk) == "PONG"
         assert "user wants me" in client.text(AgentThoughtChunk)
         assert {s for s, _ in client.updates} == {session_id}
@@ -153,6 +154,7 @@ async def test_prompt_cancel_load_and_prompt_again(tmp_path: Path, upstream: Pat
             "AgentMessageChunk",
             "UserMessageChunk",
             "AgentMessageChunk",
+            "AvailableCommandsUpdate",  # after the history: the slash commands
         ]
         assert [u.content.text for u in client.of(UserMessageChunk)] == [pong, "wait"]
         assert [u.content.text for u in client.of(AgentMessageChunk)] == ["PONG", "partial"]

@@ -120,10 +120,11 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
         first = await server.start("session/prompt", {"sessionId": session_id, "prompt": text})
         second = await server.call("session/prompt", {"sessionId": session_id, "prompt": text})
         assert_error(second, -32602, "Invalid params: a prompt is already in flight")
-        await server.wait_for(  # the model's first chunk (the title's session_info_update comes before)
+        await server.wait_for(  # the model's first chunk (the commands and the title come before)
             lambda f: (
                 f.get("method") == "session/update"
-                and f["params"]["update"]["sessionUpdate"] != "session_info_update"
+                and f["params"]["update"]["sessionUpdate"]
+                not in ("session_info_update", "available_commands_update")
             )
         )
         assert ready.exists()

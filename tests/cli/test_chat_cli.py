@@ -109,3 +109,53 @@ def test_chat_turns_ctrl_c_cancels_the_turn_and_ctrl_d_exits(tmp_path: Path) -> 
         e["data"]["reason"]["kind"] for e in json.loads(shown.stdout)["events"] if e["type"] == "turn/end"
     ]
     assert ends == ["completed", "aborted", "completed"]
+
+
+def _compacting(req: RecordedRequest) -> Response:
+    if req.prompt.startswith("Stop the task for a moment"):  # the summary request's instruction
+        return stream_reply(text="## Current Work\n- the chat so far")
+    return stream_reply(text=f"ANSWER to {req.prompt[:20]}")
+
+
+def test_slash_compact_replaces_the_history_and_says_what_it_did(tmp_path: Path) -> None:
+    long = "remember this: " + "the sky is blue and water is wet " * 30
+    with OpenAICompatServer(handler=_compacting) as server:
+        term = Terminal(["chat", "--base-url", server.base_url], _env(tmp_path), tmp_path)
+        banner = term.expect("Ctrl-D exits")
+        session = banner.split("session ")[1].split()[0]
+        term.expect("› ")
+        term.send("/compact\r")
+        term.expect("nothing to compact yet")
+        term.expect("› ")
+        term.send(long + "\r")
+        term.expect("ANSWER to remember")
+        term.expect("› ")
+        term.send("second\r")
+        term.expect("ANSWER to second")
+        term.expect("› ")
+        calls = len(server.requests)
+        term.send("/compact\r")
+        line = term.expect(" tokens")
+        term.expect("› ")
+        term.send("/compact please\r")
+        term.expect("/compact takes no arguments")
+        term.expect("› ")
+        term.send("third\r")
+        term.expect("ANSWER to third")
+        term.expect("› ")
+        term.send("\x04")
+        code = term.wait()
+        last = server.requests[-1].json["messages"]
+    assert code == 0 and len(server.requests) == calls + 2  # the summary call, then the third turn
+    assert "compacted " in line and " messages, " in line and " → " in line
+    texts = [str(m.get("content")) for m in last]
+    assert "the chat so far" in texts[1] and not any(long in t for t in texts)  # after the system prompt
+    shown = dsh(tmp_path, "sessions", "show", session, "--events", "--json")
+    events = json.loads(shown.stdout)["events"]
+    runs = [e for e in events if e["type"] == "command/run"]
+    dones = [e["data"] for e in events if e["type"] == "command/done"]
+    assert [r["data"]["args"] for r in runs] == ["", "", "please"]
+    assert [d["kind"] for d in dones] == ["success", "success", "error"]
+    summary = next(e for e in events if e["type"] == "compaction/summary")
+    assert dones[1]["sourceEventSeq"] == summary["seq"]
+    assert summary["data"]["sourceCommandId"] == runs[1]["data"]["commandId"]

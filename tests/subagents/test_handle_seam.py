@@ -37,6 +37,10 @@ class Wrapped:
         return self._agent.own_events
 
     @property
+    def events(self) -> Sequence[Event]:
+        return self._agent.events
+
+    @property
     def sandbox(self) -> SandboxPolicy | None:
         return self._agent.sandbox
 

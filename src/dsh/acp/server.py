@@ -41,6 +41,7 @@ from acp.schema import (
 
 from dsh import __version__
 from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
+from dsh.acp.commands import commands_update, prompt_command, settle_command
 from dsh.acp.mcp import CAPABILITIES as MCP_CAPABILITIES
 from dsh.acp.mcp import acp_servers
 from dsh.acp.modes import checked_mode, mode_state
@@ -52,6 +53,7 @@ from dsh.errors import StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
+from dsh.loop.commands import run_command
 from dsh.loop.prompts import ImagePromptError
 from dsh.mcp import McpServerSpec
 from dsh.model.capabilities import accepts_images
@@ -124,7 +126,8 @@ class AcpSession:
         self.agent = agent
         self.live = live
         self.outbox = outbox
-        self.turn: asyncio.Task[TurnResult] | None = None
+        self.turn: asyncio.Task[Any] | None = None
+        """The turn in flight, or the slash command run instead (``dsh.acp.commands``)."""
         self.started = False
         self.cancel_requested = False
         feed.on_event(self._on_event)
@@ -304,9 +307,10 @@ class DshAcpAgent:
             cwd=workspace,
             feed=feed,
         )
-        self._attach(agent, feed)
+        state = self._attach(agent, feed)
         log.info("session/new %s in %s", agent.id, workspace)
         if self.runtime.profile == "full":
+            state.outbox.put([commands_update()])  # sent after this answer
             return NewSessionResponse(session_id=agent.id, modes=mode_state(agent))
         return NewSessionResponse(session_id=agent.id)
 
@@ -342,6 +346,8 @@ class DshAcpAgent:
             updates = history_updates(
                 agent.session.events, self.runtime.profile, str(agent.cwd), delegations, agent.tools
             )
+            if self.runtime.profile == "full":
+                updates.append(commands_update())
             state.outbox.put(updates)
         await state.outbox.flush()
         log.info("session/load %s: replayed %d update(s)", session_id, len(updates))
@@ -408,6 +414,9 @@ class DshAcpAgent:
         state = self._session(session_id)
         if state.busy:
             raise invalid_params("a prompt is already in flight")
+        command = prompt_command(prompt)
+        if command is not None:
+            return await self._command(state, *command)
         admitted = admit_prompt(prompt, images=self.images_advertised)
         try:
             message = admitted if isinstance(admitted, dict) else await state.agent.prompt_message(admitted)
@@ -441,6 +450,24 @@ class DshAcpAgent:
             state.turn = None
             if current is not None:
                 self._prompts.discard(current)
+
+    async def _command(self, state: AcpSession, name: str, args: str) -> PromptResponse:
+        """A prompt that is a slash command: run it instead of a turn (cancellable at once)."""
+        if self._closing:
+            raise RequestError(-32603, "Internal error: the server is shutting down")
+        state.started, state.cancel_requested = True, False
+        task = asyncio.get_running_loop().create_task(run_command(state.agent, name, args))
+        state.turn = task
+        try:
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise
+            return await settle_command(task, state.outbox.put, state.outbox.flush)
+        finally:
+            state.turn = None
 
     def _settle(self, state: AcpSession, task: asyncio.Task[TurnResult]) -> PromptResponse:
         if task.cancelled():

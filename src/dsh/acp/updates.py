@@ -23,6 +23,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     FileEditToolCallContent,
     PlanEntry,
@@ -48,6 +49,7 @@ PROFILES: Final[tuple[Profile, ...]] = ("full", "dsh-compat")
 
 Update = (
     AgentMessageChunk
+    | AvailableCommandsUpdate
     | AgentThoughtChunk
     | UserMessageChunk
     | ToolCallStart

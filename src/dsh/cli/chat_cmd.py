@@ -2,13 +2,15 @@
 
 Each line typed is a turn (line editing and history from ``readline``); Ctrl-C during a
 turn cancels it (logged as ``turn/end {aborted}``) and the chat goes on; Ctrl-C at the
-prompt drops the line; Ctrl-D (end of input) exits.
+prompt drops the line; Ctrl-D (end of input) exits. ``/compact`` compacts the history
+instead of running a turn (``dsh.loop.commands``) and prints its one-line outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -38,6 +40,7 @@ from dsh.cli.common import ApiKeyOption, BaseUrlOption, ModelOption, StoreOption
 
 if TYPE_CHECKING:
     from dsh.cli.live import LiveSetup
+    from dsh.loop import Agent
 
 PROMPT = "› "
 
@@ -60,10 +63,28 @@ def _read_line() -> str | None:
             return line
 
 
+async def _command(agent: Agent, name: str, args: str) -> str:
+    """Run a slash command; Ctrl-C cancels it (the history is then unchanged)."""
+    from dsh.loop.commands import run_command
+
+    task = asyncio.ensure_future(run_command(agent, name, args))
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return (await task).text
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        return f"/{name} cancelled: the history is unchanged"
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 def _converse(setup: LiveSetup) -> None:
     from dsh.cli.live import cancellable_turn, live_agent
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
+    from dsh.loop.commands import parse_command
 
     feed = Feed()
     with asyncio.Runner() as runner:
@@ -73,6 +94,10 @@ def _converse(setup: LiveSetup) -> None:
             output = TurnOutput(feed, agent.id, as_json=False)
             typer.echo(f"dsh chat · session {agent.id} · Ctrl-C cancels a turn, Ctrl-D exits", err=True)
             while (line := _read_line()) is not None:
+                command = parse_command(line)
+                if command is not None:
+                    typer.echo(runner.run(_command(agent, *command)), err=True)
+                    continue
                 output.start_turn()
                 result = runner.run(cancellable_turn(agent, line, output.cancelled))
                 if result is not None:
@@ -107,7 +132,8 @@ def chat(
 
     Each line you type is a turn, streamed as `dsh run` streams it. Ctrl-C cancels the
     running turn (it is logged as aborted) and the chat goes on; Ctrl-D exits. Up/down
-    recall earlier lines (readline). The options are those of `dsh run`.
+    recall earlier lines (readline). `/compact` replaces the history but the newest
+    exchange by a summary and says what it replaced. The options are those of `dsh run`.
     """
     from dsh.store.notices import warnings_to
 

@@ -135,7 +135,8 @@ class HistoryMessage:
     raw: Message
 
 
-def _typed(seq: int, message: Message) -> HistoryMessage:
+def typed_message(seq: int, message: Message) -> HistoryMessage:
+    """``message`` (the event ``seq``'s) as a :class:`HistoryMessage`."""
     blocks = blocks_of(message)
     source = message.get("source")
     calls = tuple(
@@ -167,4 +168,6 @@ def _typed(seq: int, message: Message) -> HistoryMessage:
 def history_messages(events: Sequence[Event]) -> list[HistoryMessage]:
     """The model-visible history of ``events``, typed, in surface order."""
     surface = Surface().feed_all(events)
-    return [_typed(seq, m) for seq, m in zip(surface.seqs, surface.messages, strict=True) if m is not None]
+    return [
+        typed_message(seq, m) for seq, m in zip(surface.seqs, surface.messages, strict=True) if m is not None
+    ]

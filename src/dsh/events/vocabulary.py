@@ -38,6 +38,8 @@ COMPACTION_START: Final = "compaction/start"  # {compactionId, sourceCommandId?,
 COMPACTION_SUMMARY: Final = "compaction/summary"  # the summary and its span (dsh.events.compaction)
 COMPACTION_END: Final = "compaction/end"  # {compactionId, sourceCommandId?, turn, error?}: the lock released
 REQUEST_CONTEXT: Final = "request/context"  # {provider, model, contextWindow?}: the window from here on
+COMMAND_RUN: Final = "command/run"  # {commandId, name, args, source}: a slash command (events.commands)
+COMMAND_DONE: Final = "command/done"  # {commandId, kind, text, sourceEventSeq?}: its outcome
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -74,6 +76,8 @@ WRITTEN_TYPES: Final = frozenset(
         COMPACTION_SUMMARY,
         COMPACTION_END,
         REQUEST_CONTEXT,
+        COMMAND_RUN,
+        COMMAND_DONE,
     }
 )
 """The version-2 vocabulary dsh writes."""
@@ -93,8 +97,6 @@ LEGACY_TYPES: Final = frozenset(
         "compaction/prune",
         "permission/preset",
         "agent-preset/selected",
-        "command/run",
-        "command/done",
         "feedback/record",
         "goal/change",
         "plan/mode",

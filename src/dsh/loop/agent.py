@@ -13,6 +13,7 @@ from dsh.context.questions import QUESTIONS_EXTRA
 from dsh.context.skill_tool import WORKSPACE_EXTRA
 from dsh.errors import ModelError, SessionTruncatedError, StopRunError
 from dsh.events import Event, SessionHeader
+from dsh.events.compaction import is_checkpoint
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import (
     TurnEndReason,
@@ -52,6 +53,7 @@ from dsh.loop.setup import (
     agent_redaction,
     agent_tools,
     close_all,
+    offer_recall,
     repair_loaded,
 )
 from dsh.loop.state import Activation
@@ -273,7 +275,7 @@ class Agent:
     ) -> Self:
         """An agent over a session that is already stored exactly as ``loaded``."""
         session = Session(loaded.header, loaded.events, inherited_event_count=loaded.inherited_event_count)
-        return cls(
+        agent = cls(
             session=session,
             store=store,
             model=model,
@@ -284,6 +286,9 @@ class Agent:
             delegation=delegation,
             extras=extras,
         )
+        if any(is_checkpoint(e) for e in loaded.events):
+            offer_recall(agent.tools)
+        return agent
 
     @classmethod
     async def resume(
@@ -405,6 +410,11 @@ class Agent:
     def own_events(self) -> Sequence[Event]:
         """The session's own events: everything after its inherited prefix."""
         return self.session.own_events
+
+    @property
+    def events(self) -> Sequence[Event]:
+        """The session's whole log: a fork's inherited prefix, then its own events."""
+        return self.session.events
 
     @property
     def sandbox(self) -> SandboxPolicy | None:

@@ -32,6 +32,7 @@ from dsh.events.spans import head_span
 from dsh.events.tokens import last_header, message_price, pressure
 from dsh.events.vocabulary import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, REQUEST_CONTEXT
 from dsh.loop.compaction_policy import CompactionPolicy
+from dsh.loop.setup import offer_recall
 from dsh.loop.state import TurnState
 from dsh.model import ModelRequest
 from dsh.model.capabilities import known_context_window
@@ -183,6 +184,7 @@ class Compactor:
             data["usage"] = usage
         summary_event = self._agent.append(COMPACTION_SUMMARY, data)
         self._agent.replace_surface(seqs[0], seqs[-1], checkpoint, (start.seq, summary_event.seq, *seqs))
+        offer_recall(self._agent.tools)  # from the next request on: the originals can be recalled
         self._agent.append(COMPACTION_END, end_data(compaction_id, turn, None, command_id))
         await self._agent.checkpoint()
         return Compacted(compaction_id, count, price, after)

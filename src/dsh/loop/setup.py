@@ -1,5 +1,6 @@
-"""What ``Agent.create`` / ``resume`` take and resolve: the tool set, the configuration, the
-crash repair of a resumed log and the closing of what ``from_env`` opened."""
+"""What ``Agent.create`` / ``resume`` take and resolve: the tool set (and the recall tools a
+compacted session gains), the configuration, the crash repair of a resumed log and the
+closing of what ``from_env`` opened."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dsh.loop.state import FedState
 from dsh.model import HoldsSecrets, Model, NamedModel
 from dsh.session import interrupted_turn_closers
 from dsh.tools import ToolLike, ToolRegistry
+from dsh.tools.builtin.recall import recall_tools
 from dsh.tools.environment import secret_values
 from dsh.tools.function import tool
 from dsh.tools.redaction import Redaction
@@ -51,6 +53,15 @@ def agent_tools(
     for item in tools:
         registry.register(item if isinstance(item, ToolLike) else tool(item))
     return registry
+
+
+def offer_recall(tools: ToolRegistry) -> None:
+    """Add ``history_search`` and ``history_read`` to a session's tools: once its log holds a
+    compaction checkpoint, so a session that never compacts keeps its request head
+    (``docs/decisions/2026-12-06-recall-tools.md``). A name the registry has is left alone."""
+    for recall in recall_tools():
+        if recall.name not in tools:
+            tools.register(recall)
 
 
 def agent_config(config: AgentConfig | None, model: Model) -> AgentConfig:

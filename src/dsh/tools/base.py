@@ -66,6 +66,11 @@ class AgentHandle(Protocol):
         ...
 
     @property
+    def events(self) -> Sequence[Event]:
+        """The session's whole log: a fork's inherited prefix, then its own events."""
+        ...
+
+    @property
     def sandbox(self) -> SandboxPolicy | None:
         """The session's file policy (``None``: none), which a delegated child is given."""
         ...

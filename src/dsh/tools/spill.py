@@ -1,7 +1,8 @@
 """The tool-result spill rule: a long text result is saved to a file and replaced by a preview.
 
 After a tool runs, the registry hands its result to :meth:`SpillPolicy.apply`. A
-successful, all-text result of any tool except ``read`` whose UTF-8 size exceeds
+successful, all-text result of any tool except ``read``, ``history_read`` and
+``history_search`` (they bound their own answers and page) whose UTF-8 size exceeds
 ``max_inline_bytes`` (default 800, as in the original's overlay that recorded
 ``bash-spill``) is written to ``<root>/session-<first 12 hex of sha256(session id)>/<12
 random hex>-<tool>.txt`` and replaced by the original's preview::
@@ -38,7 +39,7 @@ from dsh.tools.base import ToolOutput
 
 DEFAULT_MAX_INLINE_BYTES: Final = 800
 SPILL_DIR_ENV: Final = "DSH_SPILL_DIR"
-EXEMPT_TOOLS: Final = frozenset({"read"})
+EXEMPT_TOOLS: Final = frozenset({"read", "history_read", "history_search"})
 
 
 def default_spill_root() -> Path:

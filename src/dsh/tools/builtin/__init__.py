@@ -9,6 +9,13 @@ from dsh.tools.builtin.glob_tool import GlobArgs, GlobTool
 from dsh.tools.builtin.job_tools import JobKillTool, JobListTool, JobOutputTool
 from dsh.tools.builtin.read import ReadArgs, ReadTool
 from dsh.tools.builtin.read_image import ReadImageArgs, ReadImageTool
+from dsh.tools.builtin.recall import (
+    HistoryReadArgs,
+    HistoryReadTool,
+    HistorySearchArgs,
+    HistorySearchTool,
+    recall_tools,
+)
 from dsh.tools.builtin.todo import TodoArgs, TodoWriteTool
 from dsh.tools.builtin.write import WriteArgs, WriteTool
 from dsh.tools.web.tool import WebFetchArgs, WebFetchTool
@@ -20,6 +27,10 @@ __all__ = [
     "EditTool",
     "GlobArgs",
     "GlobTool",
+    "HistoryReadArgs",
+    "HistoryReadTool",
+    "HistorySearchArgs",
+    "HistorySearchTool",
     "JobKillTool",
     "JobListTool",
     "JobOutputTool",
@@ -34,6 +45,7 @@ __all__ = [
     "WriteArgs",
     "WriteTool",
     "builtin_tools",
+    "recall_tools",
 ]
 
 
