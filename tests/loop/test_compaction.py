@@ -25,7 +25,9 @@ def _config(**kw: Any) -> AgentConfig:
 async def _agent(tmp_path: Path, model: ScriptedModel, **kw: Any) -> Agent:
     (tmp_path / "w").mkdir(exist_ok=True)
     store = SqliteEventStore(tmp_path / "s.db")
-    return await Agent.create(store, model=model, tools=builtin_registry(), config=_config(**kw), cwd=tmp_path / "w")
+    return await Agent.create(
+        store, model=model, tools=builtin_registry(), config=_config(**kw), cwd=tmp_path / "w"
+    )
 
 
 def _types(agent: Agent) -> list[str]:
@@ -50,7 +52,12 @@ async def test_an_overflow_compacts_the_head_and_retries_the_step_once(tmp_path:
     assert result.ok and result.text == "COMPACTION RECOVERED"
     types = _types(agent)
     start = types.index("compaction/start")
-    assert types[start : start + 4] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    assert types[start : start + 4] == [
+        "compaction/start",
+        "compaction/summary",
+        "user/message",
+        "compaction/end",
+    ]
     assert types[start - 1] == "assistant/attempt"  # the failed call, in the same step
     assert types.count("step/start") == 2 and types[start + 4] == "assistant/message"
     events = agent.session.events
@@ -165,7 +172,9 @@ async def test_a_long_session_stays_under_its_window(tmp_path: Path) -> None:
     for request in model.requests:
         assert heads + sum(message_price(m) for m in request.messages) < window
     types = _types(agent)
-    assert types.count("compaction/summary") >= 1 and types.count("compaction/end") == types.count("compaction/start")
+    assert types.count("compaction/summary") >= 1 and types.count("compaction/end") == types.count(
+        "compaction/start"
+    )
     assert not any("error" in e.data for e in agent.session.events if e.type == "compaction/end")
     context = [e.data for e in agent.session.events if e.type == "request/context"]
     assert context == [{"provider": "scripted", "model": "test-model", "contextWindow": window}]

@@ -164,6 +164,11 @@ def _typed(seq: int, message: Message) -> HistoryMessage:
     )
 
 
+def typed_message(seq: int, message: Message) -> HistoryMessage:
+    """One logged message (the surface node ``seq``) as a :class:`HistoryMessage`."""
+    return _typed(seq, message)
+
+
 def history_messages(events: Sequence[Event]) -> list[HistoryMessage]:
     """The model-visible history of ``events``, typed, in surface order."""
     surface = Surface().feed_all(events)

@@ -137,7 +137,7 @@ class TranscriptBuilder:
                 return [entry("title", item.inherited, title=item.title)]
             case tl.Step() | tl.Reasoning() | tl.ChildStarted() | tl.ChildEnded():
                 return []
-            case tl.Approval() | tl.Todos():
+            case tl.Approval() | tl.Todos() | tl.Compaction():
                 return []
             case _:
                 assert_never(item)
