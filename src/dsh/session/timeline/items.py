@@ -295,6 +295,20 @@ class Compaction:
         """Whether it replaced a span (``False``: a failed attempt)."""
         return self.error is None
 
+    @property
+    def headline(self) -> str:
+        """The one line every front-end shows (untrusted: the error is the log's; escape it):
+        ``compacted turns 1–12: 37 messages, 9,812 → 640 tokens``, or ``compaction failed:
+        the history is unchanged (WHY)``."""
+        if self.error is not None:
+            return f"compaction failed: the history is unchanged ({self.error})"
+        first, last = self.turns or (None, None)
+        span = "" if first is None else f"turn {first} " if first == last else f"turns {first}–{last} "
+        noun = "message" if self.replaced == 1 else "messages"
+        before = "?" if self.tokens_before is None else f"{self.tokens_before:,}"
+        after = "?" if self.tokens_after is None else f"{self.tokens_after:,}"
+        return f"compacted {span}".rstrip() + f": {self.replaced} {noun}, {before} → {after} tokens"
+
     def record(self) -> dict[str, Any]:
         """The compaction's JSON record (``dsh log --json``, ``dsh run --json``;
         docs/reference/json-output.md): every key always present."""
@@ -311,6 +325,7 @@ class Compaction:
             "summary": self.summary,
             "shadowedSeqs": list(self.shadowed_seqs),
             "error": self.error,
+            "headline": self.headline,
         }
 
 
