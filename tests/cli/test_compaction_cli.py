@@ -106,3 +106,19 @@ def test_run_json_prints_a_compaction_record_live(tmp_path: Path) -> None:
     assert record["turn"] == 1 and record["turns"] == {"first": 1, "last": 1}
     assert record["summary"] == "## Current Work\n- echo alpha ran" and "originals" not in record
     assert lines[-1]["type"] == "result" and lines[-1]["text"] == "RECOVERED"
+
+
+def test_run_live_view_says_a_compaction_happened(tmp_path: Path) -> None:
+    args = json.dumps({"command": "echo alpha"})
+    replies = [
+        stream_reply(tool_calls=[WireToolCall.split("call_1", "bash", args, 2)]),
+        http_error(400, "This model's maximum context length is 100 tokens"),
+        stream_reply(text="## Current Work\n- echo alpha ran"),
+        stream_reply(text="RECOVERED"),
+    ]
+    dsh = Dsh(f"sqlite:{tmp_path / 's.db'}", tmp_path)
+    with OpenAICompatServer(replies) as server:
+        out = dsh("run", PROMPT, "--base-url", server.base_url, "--api-key", "k", "--model", "m").ok()
+    assert out.stdout == "RECOVERED\n"
+    (line,) = [x for x in out.stderr.splitlines() if "⟲" in x]
+    assert line.startswith("⟲ compacted turn 1: ") and line.endswith(" tokens")

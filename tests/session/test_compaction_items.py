@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh.events.tokens import message_price
+from dsh.loop import NO_DELAY, Agent, AgentConfig
+from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.session.digest import derive
 from dsh.session.timeline import Compaction, Prompt, Relayed, Timeline
 from dsh.store import LoadedSession
@@ -75,3 +77,37 @@ async def test_the_digest_counts_compactions(tmp_path: Path) -> None:
     loaded = await _load(db, await compacted(db))
     derived = derive(loaded.header, loaded.events, loaded.inherited_event_count)
     assert derived.compactions == 1 and derived.first_prompt == PROMPT
+
+
+async def test_a_second_compaction_spans_the_first_and_shows_its_summary_not_its_framing(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [
+            text_reply("first answer"),
+            text_reply("second answer"),
+            text_reply("FIRST SUMMARY"),
+            text_reply("third answer"),
+            text_reply("SECOND SUMMARY"),
+        ]
+    )
+    config = AgentConfig(model="test-model", retry=NO_DELAY)
+    (tmp_path / "w").mkdir()
+    agent = await Agent.create(
+        SqliteEventStore(tmp_path / "s.db"), model=model, config=config, cwd=tmp_path / "w"
+    )
+    await agent.run_turn(PROMPT)
+    await agent.run_turn(SECOND)
+    assert (await agent.compact()).ok
+    await agent.run_turn("third " * 60)
+    assert (await agent.compact()).ok
+    events = list(agent.session.events)
+    await agent.aclose()
+    timeline = Timeline()
+    items = [i for e in events for i in timeline.feed("s", e)]
+    first, second = [i for i in items if isinstance(i, Compaction)]
+    assert first.turns == (1, 2) and first.summary == "FIRST SUMMARY"
+    assert second.turns == (1, 3) and second.summary == "SECOND SUMMARY"
+    assert second.shadowed_seqs[0] == first.event.seq
+    assert second.originals[0].text == "FIRST SUMMARY"  # the earlier checkpoint, unframed
+    assert timeline.state("s").compactions == 2
