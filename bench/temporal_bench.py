@@ -285,7 +285,7 @@ def _start_workers(
         with (logs / f"{queue}-{i}.log").open("wb") as sink:
             procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=sink))
     for i, proc in enumerate(procs):
-        while b"worker polling" not in (logs / f"{queue}-{i}.log").read_bytes():
+        while b"dsh worker: polling" not in (logs / f"{queue}-{i}.log").read_bytes():
             assert proc.poll() is None, "a worker exited"
             time.sleep(0.05)
     return procs

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh.events.compaction import CLOSE_TAG, INSTRUCTION, OPEN_TAG
 from dsh.events.history import history_messages
+from dsh.events.messages import user_message
 from dsh.events.tokens import header_price, message_price
 from dsh.loop import NO_DELAY, Agent, AgentConfig, CompactionPolicy
 from dsh.model.base import ModelRequest
-from dsh.model.scripted import ScriptedModel, error_reply, text_reply, tool_call_reply
+from dsh.model.scripted import HANG, ScriptedModel, error_reply, text_reply, tool_call_reply
+from dsh.store.memory import MemoryEventStore, MemorySpace
 from dsh.store.sqlite import SqliteEventStore
-from dsh.tools.registry import builtin_registry
+from dsh.tools import ToolContext, ToolOutput
+from dsh.tools.function import tool
+from dsh.tools.registry import ToolRegistry, builtin_registry
 from tests.invariants import check_log_invariants
+from tests.patience import until
 
 PROMPT = "Note these facts for later: " + "the sky is blue, water is wet. " * 30
 
@@ -180,3 +188,100 @@ async def test_a_long_session_stays_under_its_window(tmp_path: Path) -> None:
     assert context == [{"provider": "scripted", "model": "test-model", "contextWindow": window}]
     check_log_invariants(agent.session.events)
     await agent.aclose()
+
+
+async def test_resume_closes_a_compaction_a_crash_left_open(tmp_path: Path) -> None:
+    store = MemoryEventStore()
+    agent = await Agent.create(
+        store, model=ScriptedModel([]), tools=builtin_registry(), config=_config(), cwd=tmp_path
+    )
+    agent.append("turn/start", {"turn": 1})
+    agent.append("step/start", {"turn": 1, "step": 1})
+    agent.append("compaction/start", {"compactionId": "c-1", "turn": 1})
+    await store.append(agent.id, agent.session.events)
+    resumed = await Agent.resume(
+        store, agent.id, model=ScriptedModel([]), tools=builtin_registry(), config=_config(), lease_wait=0
+    )
+    tail = [(e.type, e.data) for e in resumed.session.events[-3:]]
+    assert tail == [
+        ("compaction/end", {"compactionId": "c-1", "turn": 1, "error": "interrupted"}),
+        ("step/end", {"turn": 1, "step": 1}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}}),
+    ]
+    check_log_invariants(resumed.session.events)
+    await resumed.aclose()
+
+
+async def test_resume_closes_a_manual_compaction_a_crash_left_open(tmp_path: Path) -> None:
+    store = MemoryEventStore()
+    agent = await Agent.create(
+        store, model=ScriptedModel([]), tools=builtin_registry(), config=_config(), cwd=tmp_path
+    )
+    agent.append("compaction/start", {"compactionId": "c-2", "turn": None})
+    await store.append(agent.id, agent.session.events)
+    resumed = await Agent.resume(
+        store, agent.id, model=ScriptedModel([]), tools=builtin_registry(), config=_config(), lease_wait=0
+    )
+    last = resumed.session.events[-1]
+    assert (last.type, last.data) == (
+        "compaction/end",
+        {"compactionId": "c-2", "turn": None, "error": "interrupted"},
+    )
+    await resumed.aclose()
+
+
+async def test_a_cancelled_summary_closes_its_compaction_and_changes_nothing(tmp_path: Path) -> None:
+    model = ScriptedModel([text_reply("a " * 300), text_reply("b " * 300), [HANG]])
+    agent = await _agent(tmp_path, model)
+    await agent.run_turn("one " * 100)
+    await agent.run_turn("two " * 100)
+    task = asyncio.create_task(agent.compact())
+    await until(lambda: len(model.requests) == 3, "the summary call")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    end = agent.session.events[-1]
+    assert (end.type, end.data["error"]) == ("compaction/end", "cancelled")
+    assert not any(isinstance(e.surface_op, dict) for e in agent.session.events)
+    await agent.aclose()
+
+
+def _overflowing() -> list[Any]:
+    return [
+        tool_call_reply("call_1", "note", {"text": "once"}),
+        error_reply("CONTEXT_OVERFLOW", "too long"),
+        text_reply("## Current Work\n- noting"),
+        text_reply("done"),
+    ]
+
+
+async def test_a_stepwise_driver_compacts_as_the_loop_does(tmp_path: Path) -> None:
+    """Temporal's pieces (``Agent.stepwise``) run the same compaction: the same log."""
+
+    @tool
+    async def note(text: str, ctx: ToolContext) -> ToolOutput:
+        """Note something."""
+        return ToolOutput.text("noted")
+
+    tools = ToolRegistry([note])
+    config = _config(compaction=CompactionPolicy(context_window=100_000))
+    inline = await Agent.create(MemoryEventStore(), model=ScriptedModel(_overflowing()), tools=tools,
+                                config=config, cwd=tmp_path)  # fmt: skip
+    assert (await inline.run_turn(PROMPT)).text == "done"
+    space = MemorySpace()
+    model = ScriptedModel(_overflowing())
+    first = await Agent.create(MemoryEventStore(space), model=model, tools=tools, config=config, cwd=tmp_path)
+
+    async def fresh() -> Agent:  # what an activity on another worker attaches to
+        loaded = await MemoryEventStore(space).load(first.id)
+        return Agent.attach(loaded, store=MemoryEventStore(space), model=model, tools=tools, config=config)
+
+    turn = await (await fresh()).stepwise().begin(0)
+    step1 = await (await fresh()).stepwise().model_step(turn, 1, 0, user_message(PROMPT))
+    assert await (await fresh()).stepwise().tool_call(turn, 1, 0, step1.calls[0].call_id)
+    await (await fresh()).stepwise().model_step(turn, 2, 0, None)
+    result = await (await fresh()).stepwise().end(turn, 0, {"kind": "completed"})
+    assert result.text == "done"
+    stepped = (await MemoryEventStore(space).load(first.id)).events
+    assert [e.type for e in stepped] == [e.type for e in inline.session.events]
+    assert "compaction/summary" in [e.type for e in stepped]

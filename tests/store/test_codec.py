@@ -99,6 +99,18 @@ MINIMAL_DATA: dict[str, dict[str, Any]] = {
     "approval/decided": {"id": "a", "outcome": "rejected"},
     "agent/inbox/spliced": {"target": "next-turn", "start": 0, "inserted": []},
     "todo/write": {"todos": []},
+    "compaction/start": {"compactionId": "c", "turn": None},
+    "compaction/end": {"compactionId": "c", "turn": 1},
+    "compaction/summary": {
+        "compactionId": "c",
+        "summary": [],
+        "rawOutput": [],
+        "shadowedRange": {"start": 0, "end": 0},
+        "shadowedSeqs": [0],
+        "shadowedTokenCount": 1,
+        "provider": "p",
+        "model": "m",
+    },
 }
 """The least ``data`` each type needs (types not listed need only an object)."""
 

@@ -141,7 +141,7 @@ class Workers:
         """Wait until every started worker says it polls."""
         deadline = time.monotonic() + patience(within)
         for proc in self.waiting:
-            while "worker polling" not in self.log(proc):
+            while "dsh worker: polling" not in self.log(proc):
                 assert proc.poll() is None, self.log(proc)
                 assert time.monotonic() < deadline, "a worker did not start"
                 time.sleep(0.05)

@@ -182,7 +182,7 @@ def test_sigterm_stops_a_worker_gracefully(workers: Workers) -> None:
     proc = workers.procs[-1]
     proc.terminate()
     assert proc.wait(30) == 0
-    assert workers.log(proc).strip().splitlines()[-1] == "dsh: worker stopped"
+    assert workers.log(proc).strip().splitlines()[-1] == "dsh worker: stopped"
 
 
 async def test_an_approval_request_is_answered_by_the_approve_signal(

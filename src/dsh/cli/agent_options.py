@@ -136,6 +136,19 @@ MaxStepsOption = Annotated[
         show_default=False,
     ),
 ]
+ContextWindowOption = Annotated[
+    int | None,
+    typer.Option(
+        "--context-window",
+        envvar="DSH_CONTEXT_WINDOW",
+        metavar="TOKENS",
+        min=1,
+        help="The model's context window: a request past 80% of it compacts the conversation's "
+        "head into a summary first (default: the model's known window, else what the session "
+        "logged; unknown: only a context overflow compacts).",
+        show_default=False,
+    ),
+]
 
 
 def system_prompt(value: str | None) -> str | None:
@@ -197,6 +210,7 @@ def live_setup(
     tools: str | None,
     no_tools: bool,
     max_steps: int | None,
+    context_window: int | None,
     background: str | None,
     mcp_config: list[Path] | None,
     trust_mcp: bool,
@@ -233,6 +247,7 @@ def live_setup(
         system=system_prompt(system),
         tools=tool_names(tools, no_tools),
         max_steps=max_steps,
+        context_window=context_window,
         background_wait=background_wait(background),
         mcp_servers=session_servers(
             workspace,

@@ -9,6 +9,7 @@ import typer
 from dsh.cli.acp_cmd import acp
 from dsh.cli.chat_cmd import chat
 from dsh.cli.common import HelpGroup
+from dsh.cli.compact_cmd import compact
 from dsh.cli.diff_cmd import diff_cmd
 from dsh.cli.export_cmd import export_cmd
 from dsh.cli.list_cmd import list_cmd
@@ -66,6 +67,7 @@ def _main(
 
 app.command(name="run")(run)
 app.command(name="chat")(chat)
+app.command(name="compact")(compact)
 app.add_typer(log_app, name="log")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(scenario_app, name="scenario")

@@ -28,7 +28,7 @@ from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
 from dsh.events.messages import Message
 from dsh.hooks import HookSet
-from dsh.loop import Agent, AgentConfig, Feed, TurnResult
+from dsh.loop import Agent, AgentConfig, CompactionPolicy, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
 from dsh.mcp.config import McpServerSpec
 from dsh.model.settings import resolve_provider
@@ -67,6 +67,8 @@ class LiveSetup:
     tools: tuple[str, ...] | None = None
     """The tools to offer (``None``: every standard tool; empty: none)."""
     max_steps: int | None = None
+    context_window: int | None = None
+    """``--context-window``: the model's window in tokens (``None``: known or logged)."""
     background_wait: float = 30.0
     """At exit: how long background subagents still running may finish before they are stopped."""
     mcp_servers: tuple[McpServerSpec, ...] = ()
@@ -144,6 +146,10 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
         )
         if setup.max_steps is not None:
             config = dataclasses.replace(config, max_steps=setup.max_steps)
+        if setup.context_window is not None:
+            config = dataclasses.replace(
+                config, compaction=CompactionPolicy(context_window=setup.context_window)
+            )
         if sid is not None:
             agent = await Agent.resume(
                 store, sid, model=model, tools=tools, config=config, feed=feed, lease_wait=setup.wait

@@ -13,6 +13,7 @@ from dsh.cli.agent_options import (
     DEFAULT_SANDBOX,
     ApproveOption,
     BackgroundWaitOption,
+    ContextWindowOption,
     ContinueOption,
     CwdOption,
     DenyOption,
@@ -69,6 +70,7 @@ def run(
     tools: ToolsOption = None,
     no_tools: NoToolsOption = False,
     max_steps: MaxStepsOption = None,
+    context_window: ContextWindowOption = None,
     mcp_config: McpConfigOption = None,
     trust_mcp: TrustMcpOption = False,
     as_json: Annotated[
@@ -133,7 +135,7 @@ def run(
 
         parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
     if temporal is not None:
-        _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image)
+        _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image, context_window)
         from dsh.cli.approve import AnnouncedApprover, approver_for
         from dsh.cli.temporal_cmd import run_on_temporal
 
@@ -165,7 +167,7 @@ def _check_temporal_options(*given: object) -> None:
     if any(value not in (None, False, []) for value in given):
         fail(
             "--temporal runs the turn on the workers: --model, --base-url, --api-key, --system, "
-            "--tools, --no-tools and --image are theirs (give them to dsh worker)",
+            "--tools, --no-tools, --image and --context-window are theirs (give them to dsh worker)",
             2,
         )
 

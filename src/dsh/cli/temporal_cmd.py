@@ -92,6 +92,9 @@ async def _worker(
     from dsh.model.settings import resolve_provider
     from dsh.store.url import open_store
     from dsh.temporal import Worker
+    from dsh.temporal.logs import plain_worker_log, worker_line
+
+    plain_worker_log(sys.stderr)  # before the client connects: the core's runtime forwards its log
 
     model_name, base_url, api_key = provider
     settings = resolve_provider(api_key=api_key, base_url=base_url, model=model_name)
@@ -122,13 +125,14 @@ async def _worker(
             loop.add_signal_handler(sig, stop.set)
 
         def polling() -> None:
-            typer.echo(f"dsh: worker polling task queue {queue!r} at {address} ({runner.identity})", err=True)
+            polling = f"polling task queue {queue!r} at {address} ({runner.identity})"
+            typer.echo(worker_line(polling), err=True)
 
         try:
             await runner.run(stop, polling)
         except TemporalError as exc:
             _exit_now(str(exc), 2)
-        typer.echo("dsh: worker stopped", err=True)
+        typer.echo(worker_line("stopped"), err=True)
     finally:
         try:
             await store.close()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
+from dsh.events.compaction import CompactionEndData, CompactionStartData, CompactionSummaryData
 from dsh.events.messages import Message
 from dsh.events.payloads import (
     ApprovalAskedData,
@@ -39,6 +40,9 @@ from dsh.events.vocabulary import (
     APPROVAL_POLICY,
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
     INBOX_SPLICED,
     REQUEST_HEADER,
     SANDBOX_MODE,
@@ -69,6 +73,9 @@ PAYLOADS: Final[Mapping[str, Any]] = {
     APPROVAL_DECIDED: ApprovalDecidedData,
     INBOX_SPLICED: InboxSplicedData,
     TODO_WRITE: TodoWriteData,
+    COMPACTION_START: CompactionStartData,
+    COMPACTION_SUMMARY: CompactionSummaryData,
+    COMPACTION_END: CompactionEndData,
 }
 """Event type → the TypedDict of the payload dsh writes for it."""
 

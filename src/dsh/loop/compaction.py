@@ -87,14 +87,15 @@ class Compactor:
         return self._agent.config.compaction
 
     def window(self) -> int | None:
-        """The context window: the policy's, else the model's known one, else the last logged."""
+        """The context window: the policy's, else the last one the session logged (a
+        ``--context-window`` given before, the original's ``request/context``), else the
+        model's known one."""
         if self.policy.context_window is not None:
             return self.policy.context_window
-        known = known_context_window(self._agent.config.model)
-        if known is not None:
-            return known
         size = self._context.get("contextWindow") if self._context is not None else None
-        return size if type(size) is int and size > 0 else None
+        if type(size) is int and size > 0:
+            return size
+        return known_context_window(self._agent.config.model)
 
     def log_window(self) -> None:
         """``request/context`` beside a request header when a configured window (the policy's)
@@ -161,7 +162,8 @@ class Compactor:
             reason = "cancelled" if isinstance(exc, asyncio.CancelledError) else str(exc)
             self._agent.append(COMPACTION_END, end_data(compaction_id, turn, reason, command_id))
             if isinstance(exc, asyncio.CancelledError):
-                raise
+                raise  # the turn's closing path checkpoints
+            await self._agent.checkpoint()
             return Compacted(compaction_id, 0, price, price, reason)
         data: CompactionSummaryData = {
             "compactionId": compaction_id,

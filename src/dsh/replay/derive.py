@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from dsh.errors import ReplayError
 from dsh.events import Event
@@ -61,6 +61,10 @@ class Derived:
     current: int = 0
     """The surface the session's history ends on."""
 
+    def __post_init__(self) -> None:
+        if self.surfaces == [[]] and self.messages:  # given messages only: one surface of them all
+            self.surfaces = [list(range(len(self.messages)))]
+
     def final(self) -> RecordedCall:
         """A call after the last: the whole history the session ends with."""
         return RecordedCall(None, None, len(self.surfaces[self.current]), None, surface=self.current)
@@ -94,6 +98,14 @@ def _summary_call(data: dict[str, Any], where: str) -> Entry:
         chunks.append({"type": "usage", "usage": data["usage"]})
     chunks.append({"type": "finish", "reason": {"kind": "stop"}})
     return Entry("chunks", tuple(chunks))
+
+
+def _summary_header(header: RequestHeader | None, max_tokens: int | None) -> RequestHeader | None:
+    """The head a summary request sent: the conversation's, with the summary's output cap."""
+    if header is None:
+        return None
+    config = header.get("config") or {}
+    return cast(RequestHeader, {**header, "config": {**config, "maxTokens": max_tokens}})
 
 
 def _settled_call(etype: str, data: dict[str, Any], chunks: tuple[Chunk, ...]) -> Entry:
@@ -211,11 +223,14 @@ def derive(
     called = False  # whether the turn in progress asked the model
     steps = turns_ended = 0
 
-    def call(turn: object, step: object, surface: int | None = None) -> None:
+    def call(
+        turn: object, step: object, surface: int | None = None, asked: RequestHeader | None = None
+    ) -> None:
         nonlocal called
         called = True
         at = seen.current if surface is None else surface
-        out.calls.append(RecordedCall(_int(turn), _int(step), len(out.surfaces[at]), header, surface=at))
+        sent = header if asked is None else asked
+        out.calls.append(RecordedCall(_int(turn), _int(step), len(out.surfaces[at]), sent, surface=at))
 
     def close() -> None:
         nonlocal group, key
@@ -253,7 +268,8 @@ def derive(
             close()
             summary = summary_of(event)
             if summary is not None and summary.get("llmStreamCall") is True:
-                call(None, None, seen.summary_request(summary["shadowedSeqs"]))
+                asked = _summary_header(header, summary.get("maxTokens"))
+                call(None, None, seen.summary_request(summary["shadowedSeqs"]), asked)
                 script.append(_summary_call(event.data, where))
         elif etype == REQUEST_HEADER:
             header = request_header_of(event)

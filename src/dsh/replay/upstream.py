@@ -45,7 +45,7 @@ from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, Source, user_message
 from dsh.events.payloads import blocks_of, message_of, request_header_of
-from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
+from dsh.events.vocabulary import REQUEST_CONTEXT, REQUEST_HEADER, SESSION_TITLE, TOOL_RESULT, USER_MESSAGE
 from dsh.mcp import recorded_tools
 from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.replay.files import RecordedLogs, read_override, titles_by_model
@@ -108,6 +108,9 @@ class Composition:
     logs: RecordedLogs | None = None
     context: bool = True
     """Whether the context tools are composed (dsh's own recordings: when their header had them)."""
+    context_window: int | None = None
+    """The context window the recording logged (its first ``request/context``), so a replay
+    compacts where the recording did; ``None``: it logged none."""
 
     def tools(self, *, live_mcp: bool = False) -> list[ToolLike]:
         """The tools to register over the standard ones (fixtures replace theirs); the
@@ -171,14 +174,28 @@ def composition(directory: Path, logs: RecordedLogs) -> Composition:
         kinds = _injected_kinds(logs.primary)
         shown = WorkspaceConfig.inside() if kinds & {"agent-instructions", "skill-catalog"} else None
         tools = bool(_recorded_tools(logs.primary) & {t.name for t in context_tools()})
-        return Composition(directory.name, shown, None, titles=titled, logs=logs, context=tools)
+        window = recorded_window(logs.primary)
+        return Composition(
+            directory.name, shown, None, titles=titled, logs=logs, context=tools, context_window=window
+        )
     workspace = WorkspaceConfig.inside(_instructions(logs.primary))
     sessions = [logs.primary, *(loaded for _, loaded in logs.children)]
     spilled = any(_spilled(loaded) for loaded in sessions if loaded is not None)
     scripts, route = _title_scripts(directory, logs)
     return Composition(
-        directory.name, workspace, spill_root(directory), spilled, titled, scripts, route, logs
-    )
+        directory.name, workspace, spill_root(directory), spilled, titled, scripts, route, logs,
+        context_window=recorded_window(logs.primary),
+    )  # fmt: skip
+
+
+def recorded_window(loaded: LoadedSession | None) -> int | None:
+    """The context window a recording's first ``request/context`` states, if any."""
+    for event in loaded.events if loaded is not None else ():
+        if event.type == REQUEST_CONTEXT and isinstance(event.data, dict):
+            size = event.data.get("contextWindow")
+            if type(size) is int and size > 0:
+                return size
+    return None
 
 
 def _title_scripts(

@@ -6,11 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh.events import Event
+from dsh.events.compaction import bracket_of, end_data
 from dsh.events.messages import joined_text, text_block, tool_result_message
 from dsh.events.payloads import ToolResultData, tool_result_data, turn_end
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    COMPACTION_END,
     STEP_END,
     STEP_START,
     TOOL_CALL,
@@ -76,16 +78,34 @@ Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]
 """``(type, data, sourceEventSeqs)`` of one event to append."""
 
 
+def _open_compaction(events: Sequence[Event]) -> tuple[str, int | None] | None:
+    """``(id, owner turn)`` of a ``compaction/start`` with no ``compaction/end`` after it."""
+    for event in reversed(events):
+        bracket = bracket_of(event)
+        if bracket is None:
+            continue
+        if event.type == COMPACTION_END:
+            return None
+        turn = bracket.get("turn")
+        return str(bracket.get("compactionId", "")), turn if type(turn) is int else None
+    return None
+
+
 def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
     """The events that close a turn a crash left open, in append order.
 
-    One error ``tool/result`` per logged ``tool/call`` without a result
-    (``TOOL_OUTCOME_UNKNOWN``), ``step/end`` if a step is open, then
-    ``turn/end {kind: "interrupted"}``. Empty when no turn is open.
+    First ``compaction/end {error: "interrupted"}`` for a compaction it left open (its lock
+    released; the history unchanged), then one error ``tool/result`` per logged
+    ``tool/call`` without a result (``TOOL_OUTCOME_UNKNOWN``), ``step/end`` if a step is
+    open, then ``turn/end {kind: "interrupted"}``. Empty when nothing is open.
     """
+    out: list[Closer] = []
+    compaction = _open_compaction(events)
+    if compaction is not None:
+        out.append((COMPACTION_END, dict(end_data(compaction[0], compaction[1], "interrupted")), None))
     turn = open_turn(events)
     if turn is None:
-        return []
+        return out
     start = max(i for i, e in enumerate(events) if e.type == TURN_START)
     calls: dict[str, Event] = {}
     step_open: dict[str, Any] | None = None
@@ -99,7 +119,6 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
             step_open = {"turn": event.data["turn"], "step": event.data["step"]}
         elif event.type == STEP_END:
             step_open = None
-    out: list[Closer] = []
     for call_id, call in calls.items():
         message_id = f"interrupted-tool-result-{call_id}-{call.seq}"
         data = outcome_unknown(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from dsh.context import WorkspaceConfig
 from dsh.errors import ScenarioError, UsageError
 from dsh.hooks import HookSet, reset_handler_ids
-from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, Feed, RetryPolicy
+from dsh.loop import CLEAN_ENDS, NO_DELAY, Agent, AgentConfig, CompactionPolicy, Feed, RetryPolicy
 from dsh.mcp import McpServerSpec, workspace_servers
 from dsh.model import Model
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
@@ -112,6 +112,8 @@ class AgentSetup:
     """The MCP servers a live-MCP replay (or a recording) starts: the workspace's ``.mcp.json``."""
     live_mcp: bool = False
     """Whether MCP calls run for real in a replay (``--live-mcp``) instead of being served."""
+    context_window: int | None = None
+    """The context window the recording logged (compaction happens where it did)."""
 
 
 AgentFactory = Callable[[AgentSetup], Awaitable[Agent]]
@@ -137,6 +139,7 @@ async def default_agent_factory(setup: AgentSetup) -> Agent:
         title_model=setup.title_model,
         mcp_servers=setup.mcp_servers,
         live_mcp=setup.live_mcp,
+        compaction=CompactionPolicy(context_window=setup.context_window),
     )
     return await Agent.create(
         setup.store,
@@ -347,6 +350,7 @@ async def _prepare(
         glob_cap=policy.glob_cap or 100,
         mcp_servers=workspace_servers(cwd) if live_mcp or mode == "record" else (),
         live_mcp=live_mcp,
+        context_window=composed.context_window,
     )
     owns = mode == "record" and record_model is None
     return _Prepared(

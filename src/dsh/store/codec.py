@@ -27,6 +27,7 @@ from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_CHUNK,
     ASSISTANT_MESSAGE,
+    COMPACTION_SUMMARY,
     KNOWN_TYPES,
     REQUEST_HEADER,
     SESSION_END_SEED,
@@ -511,8 +512,9 @@ def _assistant_chunk(data: dict[str, Any]) -> None:
 
 
 def _compaction_summary(data: dict[str, Any]) -> None:
+    _SUMMARY_FIELDS(data)
     _blocks(_get(data, "rawOutput", list, ""), ".rawOutput")
-    _get(data, "usage", dict, "")
+    _blocks(_get(data, "summary", list, ""), ".summary")
 
 
 def _derived(typed: Any) -> Callable[[dict[str, Any]], None]:
@@ -532,6 +534,8 @@ def _derived(typed: Any) -> Callable[[dict[str, Any]], None]:
 
     return check
 
+
+_SUMMARY_FIELDS: Final = _derived(PAYLOADS[COMPACTION_SUMMARY])
 
 READ_LENIENT: Final[dict[str, frozenset[str]]] = {
     STEP_END: frozenset({"turn", "step"}),
@@ -564,7 +568,7 @@ _SHAPES: Final[dict[str, Any]] = {
     SESSION_END_SEED: _end_seed,
     SESSION_TITLE: _title,
     ASSISTANT_CHUNK: _assistant_chunk,
-    "compaction/summary": _compaction_summary,
+    COMPACTION_SUMMARY: _compaction_summary,
 }
 """Per event type, the fields something reads: required ones must be there; any present must
 have the JSON type its readers use. A written type without a hand-written checker (the hot

@@ -137,10 +137,12 @@ class _Token(Generic[L]):
         self.holder = holder
 
     async def release(self) -> None:
+        """Give the grant back; a cancel that comes meanwhile does not stop the backend's
+        release half-way (it goes on, shielded, and the cancel is raised here)."""
         if self._released:
             return
         self._released = True
-        await self._table.release(self.session_id)
+        await asyncio.shield(self._table.release(self.session_id))
 
     def __repr__(self) -> str:
         return f"SessionLease({self.session_id!r}, pid {self.holder.pid})"

@@ -25,6 +25,7 @@ from dsh.loop.inbox import senders
 from dsh.loop.state import IdleState
 from dsh.model import DeliveryOrder
 from dsh.subagents import texts
+from dsh.subagents.steering import AgentStatus
 from dsh.tools.base import AgentHandle
 
 
@@ -80,7 +81,7 @@ class Child:
     """Its last activation ended with a notice to the parent (reset by new work)."""
 
     @property
-    def status(self) -> str:
+    def status(self) -> AgentStatus:
         """The original's words: ``running`` while it has work, ``ready`` once its activation
         settled (nothing to do until ``send_message``), else ``idle`` (live, between turns of
         an activation that has not settled yet)."""
@@ -97,20 +98,6 @@ class Children:
 
     def get(self, child_id: str) -> Child | None:
         return self._live.get(child_id)
-
-    def of(self, parent_id: str) -> list[Child]:
-        """The live children ``parent_id`` started, in start order."""
-        return [c for c in self._live.values() if c.parent.id == parent_id]
-
-    def descendants(self, ancestor_id: str) -> list[Child]:
-        """Every live child below ``ancestor_id``, parents before their children."""
-        out: list[Child] = []
-        frontier = [ancestor_id]
-        while frontier:
-            below = [c for p in frontier for c in self.of(p)]
-            out.extend(below)
-            frontier = [c.agent.id for c in below]
-        return out
 
     def adopt(self, child: Child) -> None:
         """Register ``child`` and settle each of its activations with a notice to its parent."""

@@ -1,10 +1,12 @@
 """The tools that steer background children: ``send_message``, ``list_agents``,
-``interrupt_agent`` (a parent's) and ``report`` (a continuable child's).
+``interrupt_agent`` (a parent's) and ``report`` (a continuable child's) — for both drivers.
 
 Names, arguments and result texts are the original's; the descriptions are our own.
-Only the direct parent may message a child; any ancestor may interrupt one. A child that is
-not live in this process but stored under the caller is resumed from its log for the
-message (its lease is taken; one held by another process makes it unavailable).
+The rules live here: only the direct parent may message a child, any ancestor may
+interrupt one, ``list_agents`` walks the stored tree below the caller and says how deep
+each child sits (:mod:`dsh.subagents.delegate`). How another session is reached — an
+in-process agent or a workflow — is the :class:`~dsh.subagents.steering.SteeringReach`
+each tool is built over.
 """
 
 from __future__ import annotations
@@ -13,19 +15,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from dsh.errors import DshError
-from dsh.loop import Agent
 from dsh.subagents import delegate, texts
-from dsh.subagents.children import Child, Children, in_recorded_order
-from dsh.subagents.lifecycle import stored_children
+from dsh.subagents.lifecycle import StoredChild
+from dsh.subagents.steering import Reached, SteeringReach
 from dsh.tools import Tool, ToolArgs, ToolContext, ToolOutput
 from dsh.tools.base import A
-from dsh.tools.registry import ToolRegistry
-
-
-def _caller(ctx: ToolContext) -> Agent | None:
-    agent = ctx.agent
-    return agent if isinstance(agent, Agent) else None
 
 
 class SendArgs(ToolArgs):
@@ -49,14 +43,30 @@ class ReportArgs(ToolArgs):
     output: str = Field(description="The finding or result for the agent that started you, self-contained.")
 
 
-class _ControlTool(Tool[A]):
-    """A tool over the background children of one tool set."""
+class SteeringTool(Tool[A]):
+    """A tool over the sessions its :class:`SteeringReach` reaches."""
 
-    def __init__(self, children: Children) -> None:
-        self.children = children
+    def __init__(self, reach: SteeringReach) -> None:
+        self.reach = reach
+
+    async def below(self, ctx: ToolContext, *, deep: bool) -> list[tuple[str, Reached]]:
+        """The caller's stored children as (their parent, it) — with ``deep`` every
+        descendant, parents before their children."""
+        out: list[tuple[str, Reached]] = []
+        frontier = [ctx.session_id]
+        while frontier:
+            found = [(p, r) for p in frontier for r in await self.reach.children(ctx, p)]
+            out.extend(found)
+            frontier = [r.child.id for _, r in found] if deep else []
+        return out
+
+    async def find(self, ctx: ToolContext, session_id: str, *, deep: bool) -> StoredChild | None:
+        """The caller's child (``deep``: descendant) ``session_id``, else ``None``."""
+        found = [r.child for _, r in await self.below(ctx, deep=deep) if r.child.id == session_id]
+        return found[0] if found else None
 
 
-class SendMessageTool(_ControlTool[SendArgs]):
+class SendMessageTool(SteeringTool[SendArgs]):
     """``send_message {subagent_id, message}``: queue the message as the child's next turn."""
 
     name = "send_message"
@@ -68,43 +78,14 @@ class SendMessageTool(_ControlTool[SendArgs]):
     args_model = SendArgs
 
     async def call(self, args: SendArgs, ctx: ToolContext) -> ToolOutput:
-        caller = _caller(ctx)
-        child = self.children.get(args.subagent_id)
-        if caller is not None and child is None:
-            child = await self._resume(caller, args.subagent_id)
-        if caller is None or child is None or child.parent.id != caller.id:
+        child = await self.find(ctx, args.subagent_id, deep=False)  # the direct parent only
+        relay = texts.coordinator_relay(ctx.session_id, args.message)
+        if child is None or not await self.reach.message(ctx, child, relay):
             return ToolOutput.error(texts.unavailable(args.subagent_id), "NOT_RESUMABLE")
-        child.settled = False  # a new activation
-        child.agent.deliver(texts.coordinator_relay(caller.id, args.message), "next-turn", wake=True)
         return ToolOutput.text(texts.queued(args.subagent_id))
 
-    async def _resume(self, caller: Agent, child_id: str) -> Child | None:
-        """A stored child of ``caller`` not live here, resumed under its lease (else ``None``)."""
-        stored = {s.id: s for s in await stored_children(caller.store, caller.id)}
-        found = stored.get(child_id)
-        if found is None:
-            return None
-        try:
-            agent = await Agent.resume(
-                caller.store,
-                child_id,
-                model=caller.model,
-                tools=caller.tools if "report" in caller.tools else with_report(caller, self.children),
-                config=caller.config,
-                feed=caller.feed,
-                delegation=found.delegation,
-                extras=caller.extras,
-            )
-        except DshError:
-            return None  # running in another process (its lease is held) or unreadable
-        child = Child(
-            agent, caller, found.label, delegate.child_depth(caller.session.header.delegation_depth)
-        )
-        self.children.adopt(child)
-        return child
 
-
-class ListAgentsTool(_ControlTool[ListArgs]):
+class ListAgentsTool(SteeringTool[ListArgs]):
     """``list_agents {scope?}``: the caller's continuable children and their status."""
 
     name = "list_agents"
@@ -116,31 +97,24 @@ class ListAgentsTool(_ControlTool[ListArgs]):
     args_model = ListArgs
 
     async def call(self, args: ListArgs, ctx: ToolContext) -> ToolOutput:
-        caller = _caller(ctx)
-        if caller is None:
+        if ctx.agent is None:
             return ToolOutput.text(texts.NO_SUBAGENTS)
         deep = args.scope == "descendants"
-        lines: list[str] = []
-        base = caller.session.header.delegation_depth
-        frontier = [caller.id]
-        while frontier:
-            below: list[str] = []
-            for parent_id in frontier:
-                for entry in await stored_children(caller.store, parent_id):
-                    live = self.children.get(entry.id)
-                    status = live.status if live is not None else "ready"
-                    depth = delegate.depth_below(entry.depth, base)
-                    lines.append(
-                        texts.agent_line(
-                            entry.id, status, entry.label, parent=parent_id if deep else None, depth=depth
-                        )
-                    )
-                    below.append(entry.id)
-            frontier = below if deep else []
+        base = ctx.agent.header.delegation_depth
+        lines = [
+            texts.agent_line(
+                r.child.id,
+                r.status,
+                r.child.label,
+                parent=parent if deep else None,
+                depth=delegate.depth_below(r.child.depth, base),
+            )
+            for parent, r in await self.below(ctx, deep=deep)
+        ]
         return ToolOutput.text("\n".join(lines) if lines else texts.NO_SUBAGENTS)
 
 
-class InterruptAgentTool(_ControlTool[InterruptArgs]):
+class InterruptAgentTool(SteeringTool[InterruptArgs]):
     """``interrupt_agent {agent_id}``: stop a descendant's current turn; its inbox is kept."""
 
     name = "interrupt_agent"
@@ -152,16 +126,13 @@ class InterruptAgentTool(_ControlTool[InterruptArgs]):
     args_model = InterruptArgs
 
     async def call(self, args: InterruptArgs, ctx: ToolContext) -> ToolOutput:
-        caller = _caller(ctx)
-        below = {c.agent.id: c for c in self.children.descendants(caller.id)} if caller else {}
-        child = below.get(args.agent_id)
-        if child is None:
+        agent = await self.find(ctx, args.agent_id, deep=True)  # any ancestor
+        if agent is None or not await self.reach.interrupt(ctx, agent):
             return ToolOutput.error(texts.unavailable(args.agent_id), "NOT_RESUMABLE")
-        child.agent.interrupt()
         return ToolOutput.text(texts.interrupt_requested(args.agent_id))
 
 
-class ReportTool(_ControlTool[ReportArgs]):
+class ReportTool(SteeringTool[ReportArgs]):
     """``report {output}``: a continuable child's message to its parent (at the parent's next step)."""
 
     name = "report"
@@ -173,17 +144,7 @@ class ReportTool(_ControlTool[ReportArgs]):
     args_model = ReportArgs
 
     async def call(self, args: ReportArgs, ctx: ToolContext) -> ToolOutput:
-        child = self.children.get(ctx.session_id)
-        if child is None or child.parent.closed:
+        relay = texts.report_relay(ctx.session_id, args.output)
+        if not await self.reach.report(ctx, relay):
             return ToolOutput.error(texts.PARENT_NOT_LIVE, "PARENT_UNAVAILABLE")
-        await in_recorded_order(child.agent, child.parent)
-        relay = texts.report_relay(child.agent.id, args.output)
-        child.parent.deliver(relay, "next-step", wake=True)
         return ToolOutput.text(texts.report_accepted(relay["id"]))
-
-
-def with_report(parent: Agent, children: Children) -> ToolRegistry:
-    """``parent``'s tools plus ``report``: what a continuable child of it may call."""
-    tools = parent.tools
-    found = [tool for name in tools.names() if (tool := tools.get(name)) is not None]
-    return ToolRegistry([*found, ReportTool(children)], spill=tools.spill)

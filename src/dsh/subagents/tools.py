@@ -25,12 +25,8 @@ from dsh.loop.delegation import log_delegated_policies
 from dsh.session import final_assistant_text
 from dsh.subagents import delegate, texts
 from dsh.subagents.children import Child, Children, continuable
-from dsh.subagents.control import (
-    InterruptAgentTool,
-    ListAgentsTool,
-    SendMessageTool,
-    with_report,
-)
+from dsh.subagents.control import InterruptAgentTool, ListAgentsTool, SendMessageTool
+from dsh.subagents.live import LiveReach, with_report
 from dsh.tools import Tool, ToolArgs, ToolContext, ToolLike, ToolOutput
 from dsh.tools.base import A, AgentHandle, TurnOutcome, arg_text
 from dsh.tools.registry import ToolRegistry, builtin_registry
@@ -280,12 +276,13 @@ def subagent_tools(*, max_depth: int = DEFAULT_MAX_DEPTH, children: Children | N
     """Both delegation tools and the three that steer background children, sharing one
     :class:`Children`, ready to register."""
     children = children or Children()
+    reach = LiveReach(children)
     return [
         SpawnTool(max_depth=max_depth, children=children),
         ForkTool(max_depth=max_depth, children=children),
-        SendMessageTool(children),
-        ListAgentsTool(children),
-        InterruptAgentTool(children),
+        SendMessageTool(reach),
+        ListAgentsTool(reach),
+        InterruptAgentTool(reach),
     ]
 
 

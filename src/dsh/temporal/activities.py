@@ -13,9 +13,9 @@ once, and the later attempt then finds the earlier one's work in the log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from temporalio import activity
 from temporalio.client import Client
@@ -27,6 +27,7 @@ from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
 from dsh.model import Delegation
 from dsh.subagents import Agent, delegate
 from dsh.temporal.approvals import SignalApprover
+from dsh.temporal.attempts import Attempts
 from dsh.temporal.children import delegates, finish_child, start_child
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import (
@@ -99,6 +100,11 @@ class TurnActivities:
     def __init__(self, recipe: AgentRecipe, client: Client | None = None) -> None:
         self._recipe = recipe
         self._client = client
+        self._attempts = Attempts()
+
+    async def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        """``work`` as its activity's one running attempt on this worker, heartbeating."""
+        return await heartbeating(self._attempts.sole(work))
 
     def _agent(
         self,
@@ -127,7 +133,7 @@ class TurnActivities:
     @activity.defn(name="dsh.begin_turn")
     async def begin_turn(self, turn: TurnInput) -> TurnBegun:
         """Open the turn (a delegated child's descriptor first)."""
-        return await heartbeating(self._begin(turn))
+        return await self._run(self._begin(turn))
 
     async def _begin(self, turn: TurnInput) -> TurnBegun:
         preamble = []
@@ -149,7 +155,7 @@ class TurnActivities:
     @activity.defn(name="dsh.model_step")
     async def model_step(self, step: StepInput) -> StepSettled:
         """One model step, unless its settlement is logged."""
-        return await heartbeating(self._step(step))
+        return await self._run(self._step(step))
 
     async def _step(self, step: StepInput) -> StepSettled:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
@@ -166,7 +172,7 @@ class TurnActivities:
     @activity.defn(name="dsh.tool_call")
     async def tool_call(self, call: CallInput) -> bool:
         """One tool call, unless its result is logged; ``True`` when it ran now."""
-        return await heartbeating(self._tool(call))
+        return await self._run(self._tool(call))
 
     async def _tool(self, call: CallInput) -> bool:
         async with self._agent(call.session_id, call.delegated, approver=self._approver()) as agent:
@@ -175,7 +181,7 @@ class TurnActivities:
     @activity.defn(name="dsh.end_turn")
     async def end_turn(self, end: EndInput) -> TurnOutcome:
         """Close the turn with its ending, unless its ``turn/end`` is logged."""
-        return await heartbeating(self._end(end))
+        return await self._run(self._end(end))
 
     async def _end(self, end: EndInput) -> TurnOutcome:
         async with self._agent(end.session_id, end.delegated) as agent:
@@ -186,17 +192,17 @@ class TurnActivities:
     async def start_child(self, call: CallInput) -> ChildStarted | None:
         """A foreground ``subagent`` call's child session, stored for a child workflow
         (``None``: the call runs as an ordinary tool call)."""
-        return await heartbeating(start_child(self._recipe, call))
+        return await self._run(start_child(self._recipe, call))
 
     @activity.defn(name="dsh.finish_child")
     async def finish_child(self, finished: ChildFinished) -> bool:
         """The parent's call settled with its child's answer."""
-        return await heartbeating(finish_child(self._recipe, finished))
+        return await self._run(finish_child(self._recipe, finished))
 
     @activity.defn(name="dsh.take_inbound")
     async def take_inbound(self, intake: Intake) -> int | None:
         """Log the messages sent to the session; where a woken turn starts if work waits."""
-        return await heartbeating(take(self._recipe, intake))
+        return await self._run(take(self._recipe, intake))
 
     @activity.defn(name="dsh.settle_child")
     async def settle_child(self, settling: Settling) -> bool:
@@ -204,7 +210,7 @@ class TurnActivities:
         client = self._client
         if client is None:
             raise ApplicationError("settling a child needs the worker's client", non_retryable=True)
-        return await heartbeating(settle(self._recipe, client, settling, activity.info().task_queue))
+        return await self._run(settle(self._recipe, client, settling, activity.info().task_queue))
 
     def all(self) -> list[Callable[..., Awaitable[object]]]:
         """Every activity, for a worker."""
