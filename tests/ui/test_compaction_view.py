@@ -9,8 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+from starlette.testclient import TestClient
 
+from dsh.store.url import open_store
+from dsh.ui.app import create_app
 from tests.compacted import FAILURE, PROMPT, SECOND, compacted, failed
 from tests.ui import pages
 from tests.ui.browser import serving
@@ -74,3 +78,17 @@ def test_the_originals_are_one_click_away_in_a_browser(page: Any, store: Store) 
         marker.locator("details.originals > summary").click()
         assert original.is_visible() and "Note these facts" in original.inner_text()
         assert page.evaluate("document.querySelectorAll('.item.compaction b').length") == 0
+
+
+def test_the_live_stream_sends_the_marker_at_the_checkpoint(store: Store) -> None:
+    app = create_app(lambda: open_store(store.url), poll_interval=0.02)
+    with TestClient(app) as client:
+        events = client.get(f"/api/sessions/{store.compacted}").json()["events"]
+        start = next(e["seq"] for e in events if e["type"] == "compaction/start")
+        with client.stream("GET", f"/s/{store.compacted}/live", params={"from": start}) as response:
+            body = "".join(response.iter_text())
+    frames = [orjson.loads(f.split("data: ", 1)[1]) for f in body.split("\n\n") if "event: append" in f]
+    (marker,) = [f for f in frames if "item compaction" in f["items"]]
+    assert marker["type"] == "user/message" and "⟲ compacted turns 1–2: 5 messages" in marker["items"]
+    assert '<details class="originals">' in marker["items"] and "Note these facts" in marker["items"]
+    assert "item prompt" not in marker["items"]
