@@ -122,3 +122,12 @@ def test_run_live_view_says_a_compaction_happened(tmp_path: Path) -> None:
     assert out.stdout == "RECOVERED\n"
     (line,) = [x for x in out.stderr.splitlines() if "⟲" in x]
     assert line.startswith("⟲ compacted turn 1: ") and line.endswith(" tokens")
+
+
+def test_sessions_show_and_export_print_the_same_transcript_with_originals(tmp_path: Path) -> None:
+    dsh, sid = _store(tmp_path)
+    logged = dsh("log", sid, "--originals").ok().stdout
+    assert "replaced messages" in logged
+    assert dsh("sessions", "show", sid, "--transcript", "--originals").ok().stdout == logged
+    assert dsh("sessions", "export", sid, "--format", "markdown", "--originals").ok().stdout == logged
+    assert "replaced messages" not in dsh("sessions", "export", sid, "--format", "markdown").ok().stdout
