@@ -4,7 +4,8 @@ Two profiles. ``full`` streams reasoning as ``agent_thought_chunk`` and text as
 ``agent_message_chunk`` as the deltas arrive, shows every tool call as ``tool_call`` /
 ``tool_call_update`` (status and result), names the child session and its kind on a
 subagent delegation, sends the task list as a ``plan`` at every ``todo/write``, and ends
-each turn with ``usage_update``. ``dsh-compat`` is exactly
+each turn with ``usage_update``, and shows each compaction as a finished ``tool_call`` card
+(:func:`compaction_update`). ``dsh-compat`` is exactly
 the original's automation subset: one ``agent_message_chunk`` per non-empty text block of
 each committed assistant message of the top-level session, nothing else.
 
@@ -186,6 +187,30 @@ def plan_update(todos: tl.Todos) -> AgentPlanUpdate:
     return AgentPlanUpdate(session_update="plan", entries=entries)
 
 
+def compaction_update(item: tl.Compaction) -> ToolCallStart:
+    """A compaction as one settled ``tool_call`` (``full`` profile; the original sends none).
+
+    A client such as Zed shows a tool call as a collapsed card: the title is the compaction's
+    headline (``compacted turns 1–2: 5 messages, 9,812 → 640 tokens``) and the content — the
+    summary the model continues from — is one click away; a failed attempt is a ``failed``
+    card saying the history is unchanged and why. Not a message chunk: the summary is not the
+    agent speaking to the user, and a thought chunk would merge into the next reasoning.
+    ``_meta["dsh/compaction"]`` is the record (``Compaction.record()``) without ``sessionId``
+    (the update names its session).
+    """
+    body = item.summary if item.ok and item.summary else item.headline
+    start = ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=f"compaction-{item.compaction_id}",
+        title=_one_line(item.headline),
+        kind="other",
+        status="completed" if item.ok else "failed",
+        content=[_text_content(body)],
+    )
+    start.field_meta = {"dsh/compaction": {k: v for k, v in item.record().items() if k != "sessionId"}}
+    return start
+
+
 def context_tokens(usage: Usage | None) -> int | None:
     """Tokens in context after one model call: input + cached input + output."""
     if usage is None:
@@ -257,6 +282,8 @@ class LiveUpdates:
                 return [SessionInfoUpdate(session_update="session_info_update", title=item.title)]
             case tl.Todos():
                 return [plan_update(item)]
+            case tl.Compaction():
+                return [compaction_update(item)]
             case tl.TurnEnd() if self._context is not None:
                 used, self._context = self._context, None
                 size = max(self.context_window, used)
@@ -290,8 +317,9 @@ def history_updates(
 
     User prompts become ``user_message_chunk``; assistant messages become message chunks
     (and, in ``full``, thought chunks plus a ``tool_call`` per tool-call block); tool
-    results settle their calls (``full`` only). Chunks carry the logged message id. ``tools``
-    says how each call looks (the session's registry).
+    results settle their calls (``full`` only); each compaction is its card at its
+    checkpoint (``full`` only; the replaced messages replay where they happened). Chunks
+    carry the logged message id. ``tools`` says how each call looks (the session's registry).
     """
     delegations = delegations or {}
     out: list[Update] = []
@@ -311,6 +339,8 @@ def _history_item(
 ) -> list[Update]:
     if isinstance(item, tl.Todos):
         return [plan_update(item)] if profile == "full" else []
+    if isinstance(item, tl.Compaction):
+        return [compaction_update(item)] if profile == "full" else []
     if item.event.surface_op != "append":  # only what the model saw (``dsh.events.history``)
         return []
     if isinstance(item, tl.Answer):

@@ -12,7 +12,7 @@ import typer
 
 from dsh.cli.common import StoreOption, fail, run_async, user_errors
 from dsh.cli.tables import terminal_safe
-from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, load_tree
+from dsh.cli.transcript_cmd import ChildrenOption, OriginalsOption, ReasoningOption, load_tree
 from dsh.jsonx import dumps_unchecked
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def export_cmd(
     ] = None,
     reasoning: ReasoningOption = False,
     children: ChildrenOption = False,
+    originals: OriginalsOption = False,
     store: StoreOption = None,
 ) -> None:
     """Export a session as a log, a JSON document or a Markdown transcript.
@@ -72,7 +73,7 @@ def export_cmd(
     jsonl: a self-contained version-2 log (a fork child's file includes its inherited
     prefix); importing it into any store gives back every event and the cut exactly. json:
     {"session", "events", "children": [the same, nested]} — the session with every
-    descendant. markdown: the transcript `dsh log ID` prints (--reasoning, --children).
+    descendant. markdown: the transcript `dsh log ID` prints (--reasoning, --children, --originals).
     """
     if fmt not in FORMATS:
         fail(f"--format {fmt}: expected one of {', '.join(FORMATS)}", 2)
@@ -80,7 +81,7 @@ def export_cmd(
     from dsh.store.logfile import compress, encode_log, write_file_atomic
     from dsh.store.url import open_store
 
-    options = ViewOptions(reasoning=reasoning, children=children)
+    options = ViewOptions(reasoning=reasoning, children=children, originals=originals)
 
     async def body() -> tuple[LoadedSession, bytes]:
         store_ = open_store(store, create=False)

@@ -1,4 +1,5 @@
-"""``dsh sessions list``: every session with its title, model, last activity, status and children."""
+"""``dsh sessions list``: every session with its title, model, last activity, status, children
+and compaction count."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def _render(rows: list[Row], label: str, now: int) -> None:
     table.add_column("id", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("kids", justify="right", no_wrap=True)
+    table.add_column("compacted", justify="right", no_wrap=True)
     table.add_column("active", no_wrap=True)
     table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
     table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=1)
@@ -59,6 +61,7 @@ def _render(rows: list[Row], label: str, now: int) -> None:
             terminal_safe(short[h.id]),
             d.status,
             str(row.children),
+            str(d.compactions),
             ago(d.last_activity, now),
             terminal_safe(d.model or "—"),
             title,
@@ -83,14 +86,15 @@ def list_cmd(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List sessions, oldest first: short id, status, children, last activity, model, title.
+    """List sessions, oldest first: short id, status, children, compactions, last activity, model, title.
 
     The title is the recorded session/title, else the first prompt, shortened; a child
     session's title says whose child it is. Status is running, completed, interrupted,
     error or empty. Ids are shown as their shortest unique prefix (8 characters or more):
     every command taking an ID accepts a unique prefix. With --json: a list of session
     objects (docs/reference/json-output.md) with "title", "firstPrompt", "model", "lastActivity" (epoch
-    ms), "status" and "children" (the child count).
+    ms), "status", "children" (the child count) and "compactions" (how many times its history
+    was compacted).
     """
     now = now_ms()
     with user_errors():

@@ -183,6 +183,9 @@ class LiveView:
                 self._line(session_id, escape(_short(item.text, 400)))
             case tl.ChildEnded():
                 self._line(session_id, f"[magenta]⇠ {_safe(item.reason)}[/magenta]")
+            case tl.Compaction():
+                style = "dim" if item.ok else "red"
+                self._line(session_id, f"[{style}]⟲ {_safe(item.headline)}[/{style}]")
             case _:
                 pass
 

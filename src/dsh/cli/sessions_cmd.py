@@ -25,7 +25,7 @@ from dsh.cli.tables import (
     type_counts,
     warn,
 )
-from dsh.cli.transcript_cmd import ChildrenOption, ReasoningOption, print_transcript
+from dsh.cli.transcript_cmd import ChildrenOption, OriginalsOption, ReasoningOption, print_transcript
 from dsh.errors import SessionExistsError
 
 if TYPE_CHECKING:  # what the commands run is imported when they run (see tests/cli/test_startup.py)
@@ -179,20 +179,22 @@ def show_cmd(
     ] = False,
     reasoning: ReasoningOption = False,
     children: ChildrenOption = False,
+    originals: OriginalsOption = False,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one session: header, inherited cut, event counts per type and children.
 
-    With --transcript: the conversation as `dsh log ID` prints it (--reasoning and
-    --children apply there). With --json: the session object plus "types", "children" and
+    With --transcript: the conversation as `dsh log ID` prints it (--reasoning, --children
+    and --originals apply there). With --json: the session object plus "types", "children" and
     "warnings" (and "events", the wire dicts, with --events).
     """
     from dsh.cli.resolve import resolve_id
     from dsh.cli.transcript_view import ViewOptions
 
     if transcript:
-        print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))
+        options = ViewOptions(reasoning=reasoning, children=children, originals=originals)
+        print_transcript(store, session_id, options)
         return
 
     async def body(s: EventStore) -> _Shown:

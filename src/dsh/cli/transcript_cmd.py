@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from dsh.cli.common import StoreOption, run_async, user_errors
+from dsh.cli.common import JsonOption, StoreOption, run_async, user_errors, write_json_line
 from dsh.cli.tables import make_console
 
 if TYPE_CHECKING:
     from dsh.cli.transcript_view import ViewOptions
     from dsh.store.base import EventStore, LoadedSession
+
+T = TypeVar("T")
 
 ReasoningOption = Annotated[
     bool, typer.Option("--reasoning", help="Show the model's reasoning (hidden by default).")
@@ -21,6 +24,16 @@ ChildrenOption = Annotated[
     bool,
     typer.Option(
         "--children", help="Nest each subagent's transcript where it was called (default: link it)."
+    ),
+]
+
+
+OriginalsOption = Annotated[
+    bool,
+    typer.Option(
+        "--originals",
+        help="In each compaction's block, also list the messages it replaced, in full "
+        "(they always print where they happened).",
     ),
 ]
 
@@ -44,17 +57,33 @@ async def load_tree(store: EventStore, raw_id: str) -> tuple[str, dict[str, Load
 def markdown_of(url: str | None, raw_id: str, options: ViewOptions) -> str:
     """The Markdown transcript of the session ``raw_id`` in the store ``url``."""
     from dsh.cli.transcript_view import transcript_markdown
+
+    return _with_tree(url, raw_id, lambda sessions, root: transcript_markdown(sessions, root, options))
+
+
+def _with_tree(url: str | None, raw_id: str, render: Callable[[dict[str, LoadedSession], str], T]) -> T:
     from dsh.store.url import open_store
 
-    async def body() -> str:
+    async def body() -> T:
         store = open_store(url, create=False)
         try:
             root, sessions = await load_tree(store, raw_id)
-            return transcript_markdown(sessions, root, options)
+            return render(sessions, root)
         finally:
             await store.close()
 
     return run_async(body)
+
+
+def print_lines(url: str | None, raw_id: str) -> None:
+    """``dsh log ID --json``: the transcript's lines (``build_transcript(detail=True)``), one
+    JSON object per line (docs/reference/json-output.md)."""
+    from dsh.snapshot.transcript import build_transcript
+
+    lines = _with_tree(url, raw_id, lambda sessions, root: build_transcript(sessions, root, detail=True))
+    with user_errors():
+        for line in lines:
+            write_json_line(line)
 
 
 def print_transcript(url: str | None, raw_id: str, options: ViewOptions) -> None:
@@ -76,6 +105,8 @@ def log_show(
     ],
     reasoning: ReasoningOption = False,
     children: ChildrenOption = False,
+    originals: OriginalsOption = False,
+    as_json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Print a session's conversation: prompts, answers, tool calls, subagents, usage per turn.
@@ -84,7 +115,18 @@ def log_show(
     as is (the same as `dsh sessions export ID --format markdown`). Tool calls and results
     are cut to one line; each subagent call links its child (`dsh log CHILD`), or with
     --children shows the child's transcript nested. Same as `dsh sessions show ID --transcript`.
+
+    Each compaction is a block where its checkpoint was logged: `── compacted turns A–B: N
+    messages, X → Y tokens ──` and the summary the model continued from. The messages it
+    replaced still print where they happened; --originals also lists them, in full, in the
+    block. A failed compaction is one line saying the history is unchanged and why.
+    With --json: the transcript's lines, one JSON object per line (a subagent's are
+    spliced in where it was called), a compaction's carrying its record and its originals.
     """
     from dsh.cli.transcript_view import ViewOptions
 
-    print_transcript(store, session_id, ViewOptions(reasoning=reasoning, children=children))
+    if as_json:
+        print_lines(store, session_id)
+        return
+    options = ViewOptions(reasoning=reasoning, children=children, originals=originals)
+    print_transcript(store, session_id, options)

@@ -2,7 +2,10 @@
 
 Built from :func:`dsh.snapshot.transcript.build_transcript` (``detail=True``): prompts,
 answers, reasoning (only with ``reasoning``), tool calls and results abbreviated to one
-line, and each subagent call either linked (``dsh log CHILD``) or, with ``children``, its
+line, each compaction as a ``── compacted turns A–B: N messages, X → Y tokens ──`` block
+with its summary quoted (the replaced messages stay where they happened; ``originals``
+lists them, in full, in the block too; a failed one is its one line), and each subagent
+call either linked (``dsh log CHILD``) or, with ``children``, its
 child's transcript nested as a block quote. A terminal shows the Markdown rendered; a pipe,
 ``sessions export --format markdown`` and the golden tests get the text itself.
 Everything recorded is untrusted: control characters are escaped (:func:`terminal_safe`).
@@ -31,6 +34,8 @@ class ViewOptions:
 
     reasoning: bool = False
     children: bool = False
+    originals: bool = False
+    """List the messages each compaction replaced, in full, in its block."""
 
 
 def _one_line(text: str, limit: int = ABBREVIATE) -> str:
@@ -58,6 +63,18 @@ def _result(line: Line) -> str:
     more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
     mark = "✗" if line.get("isError") else "←"
     return f"- {mark} {_one_line(lines[0]) if lines else '(empty)'}{more}"
+
+
+def _original(message: Line) -> list[str]:
+    """One replaced message, in full: ``**#SEQ · ROLE**``, its text, its calls and results."""
+    out = [f"**#{message['seq']} · {terminal_safe(str(message['role']))}**", ""]
+    text = _block(str(message.get("text", "")))
+    out += [text, ""] if text else []
+    calls = [
+        f"- → **{terminal_safe(str(c['name']))}** {_arguments(c['arguments'])}" for c in message["toolCalls"]
+    ]
+    results = [f"- {'✗' if r['isError'] else '←'} {_block(str(r['text']))}" for r in message["toolResults"]]
+    return out + ([*calls, *results, ""] if calls or results else [])
 
 
 class _Writer:
@@ -97,11 +114,26 @@ class _Writer:
                 out += [f"- ☰ todo list: {_one_line('; '.join(todo_lines(line['todos'])), 400)}", ""]
             elif kind == "attempt-failed":
                 out += [f"- ! model call failed: {terminal_safe(str(line.get('code')))}", ""]
+            elif kind == "compaction":
+                out += self._compaction(line)
             elif kind == "subagent-start":
                 out += self._child(line)
             elif kind == "turn-end":
                 usage = usage_text(line.get("usage") or {})
                 out += [f"_{terminal_safe(str(line.get('reason')))} · {usage}_", ""]
+        return out
+
+    def _compaction(self, line: Line) -> list[str]:
+        """``── HEADLINE ──``, the summary quoted; with ``originals`` the replaced messages."""
+        out = [f"── {_one_line(str(line['headline']), 400)} ──", ""]
+        if line.get("error") is not None:
+            return out
+        summary = _block(str(line.get("summary", "")))
+        out += [*_quoted(summary), ""] if summary else []
+        if self.options.originals:
+            out += ["_replaced messages:_", ""]
+            for message in line.get("originals", []):
+                out += _original(message)
         return out
 
     def _child(self, line: Line) -> list[str]:

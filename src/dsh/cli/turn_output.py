@@ -7,7 +7,9 @@
   to stderr.
 - ``--json``: one JSON object per line on stdout — every log event
   (``{"sessionId", "type", "seq", "time", "data", ...}``), every streamed delta
-  (``{"type": "delta", "sessionId", "kind": "text" | "reasoning", "text"}``), and last
+  (``{"type": "delta", "sessionId", "kind": "text" | "reasoning", "text"}``), a
+  compaction's record right after its checkpoint's (or failed ``compaction/end``'s) event
+  line (``{"type": "compaction", ...}``: :meth:`dsh.session.timeline.Compaction.record`), and last
   ``{"type": "result", "sessionId", "turn", "reason", "text", "usage", "ownUsage",
   "children": [{"sessionId", "usage"}]}``.
 
@@ -33,7 +35,7 @@ from dsh.cli.tables import make_console, terminal_safe, usage_text
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.loop import Feed, TurnResult
-from dsh.session.timeline import Answer, Attempt, Timeline, TurnEnd
+from dsh.session.timeline import Answer, Attempt, Compaction, Timeline, TurnEnd
 from dsh.session.timeline.state import add_usage
 
 
@@ -68,6 +70,9 @@ class TurnOutput:
                     add_usage(self.children.setdefault(session_id, {}), item.usage)
         if self.as_json:
             write_json_line({"sessionId": session_id, **event.to_wire()})
+            for item in items:
+                if isinstance(item, Compaction):
+                    write_json_line(item.record())
         elif self.view is not None:
             self.view.show(session_id, items)
         if session_id == self.root and self._ended is not None:

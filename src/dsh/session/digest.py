@@ -56,6 +56,8 @@ class Derived:
     kind: str | None
     label: str | None
     call_id: str | None
+    compactions: int = 0
+    """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
@@ -71,6 +73,7 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         kind=descriptor_kind(header, descriptor),
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
+        compactions=state.compactions,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.events.descriptor import child_kind as session_child_kind
 from dsh.events.descriptor import find_descriptor
+from dsh.events.history import HistoryMessage
 from dsh.session import timeline as tl
 from dsh.session.timeline import RELAYED_SOURCES, SUBAGENT_TOOLS, Timeline, child_calls
 from dsh.store import LoadedSession
@@ -28,6 +29,7 @@ __all__ = [
     "children_by_call",
     "dumps_lines",
     "normalize",
+    "original",
 ]
 
 RELAYED = RELAYED_SOURCES
@@ -54,8 +56,10 @@ def build_transcript(
     """The raw (not yet normalized) transcript lines of a run rooted at ``primary``.
 
     ``detail`` (the reading view of ``dsh log``) adds ``reasoning`` lines before an
-    answer's text and a ``usage`` total (every settlement of that session's turn) to each
-    ``turn-end``; recorded ``transcript.expected.jsonl`` files are built without it.
+    answer's text, a ``usage`` total (every settlement of that session's turn) to each
+    ``turn-end``, ``todos`` lines, and a ``compaction`` line per compaction (its
+    :meth:`~dsh.session.timeline.Compaction.record` and its ``originals``, each
+    :func:`original`); recorded ``transcript.expected.jsonl`` files are built without it.
     """
     timeline = Timeline(child_calls(sessions))
     lines: list[Line] = []
@@ -106,6 +110,8 @@ def build_transcript(
                     {"session": sid, "type": "tool-result", "isError": item.is_error, "text": item.text}
                 )
                 return out
+            case tl.Compaction() if detail:
+                return [{"session": sid, **item.record(), "originals": [original(m) for m in item.originals]}]
             case tl.Todos() if detail:
                 return [{"session": sid, "type": "todos", "todos": list(item.todos)}]
             case tl.TurnEnd():
@@ -118,6 +124,23 @@ def build_transcript(
 
     walk(primary)
     return lines
+
+
+def original(message: HistoryMessage) -> Line:
+    """A message a compaction replaced, as a ``compaction`` line lists it (``originals``)."""
+    return {
+        "seq": message.seq,
+        "role": message.role,
+        "source": message.source,
+        "text": message.text,
+        "reasoning": message.reasoning,
+        "toolCalls": [
+            {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ],
+        "toolResults": [
+            {"toolCallId": r.call_id, "text": r.text, "isError": r.is_error} for r in message.tool_results
+        ],
+    }
 
 
 def _label(loaded: LoadedSession) -> str | None:

@@ -69,6 +69,10 @@ pre.problem { white-space:pre-wrap; }
 .item.turn-start { color:var(--muted); font-size:12px; border-top:2px solid #cbd5e1; margin-top:8px; }
 .item.turn-end, .item.usage, .item.request { color:var(--muted); font-size:12px; }
 .item.cut { color:var(--fork); font-weight:600; border-top:3px solid var(--fork); }
+.item.compaction { border-top:3px double #94a3b8; }
+.item.compaction .summary { background:#f8fafc; padding:6px 10px; border-radius:6px; }
+.item.compaction.error { color:var(--err); }
+.item.compaction .original { margin:6px 0 6px 12px; }
 .item.tool-result.error pre { border-color:var(--err); }
 details summary { cursor:pointer; color:var(--muted); }
 table.events td.data pre { max-height:160px; margin:0; }

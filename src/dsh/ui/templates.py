@@ -120,6 +120,13 @@ ITEMS: Final = """{% macro items(list) %}{% for it in list %}{% set f = it.field
 {%- elif it.kind == "turn-end" -%}turn end · {{ f.reason or "—" }}
 {%- elif it.kind == "cut" -%}✂ inherited prefix ends here (cut {{ f.seq_cut }}); the child's own events follow
 {%- elif it.kind == "title" -%}title: {{ f.title }}
+{%- elif it.kind == "compaction" -%}<div class="who">⟲ {{ f.headline }}</div>
+  {% if f.ok %}<div class="body md summary">{{ markdown(f.summary) }}</div>
+  <details class="originals"><summary>the {{ f.originals | length }} replaced message{{ "" if f.originals | length == 1 else "s" }}</summary>
+  {% for m in f.originals %}<div class="original" data-seq="{{ m.seq }}"><div class="who">#{{ m.seq }} · {{ m.role }}</div>
+  {% if m.text %}<pre>{{ m.text }}</pre>{% endif %}{% for name, args in m.calls %}<div class="call">→ {{ name }}</div><pre>{{ args }}</pre>{% endfor %}
+  {% for text, bad in m.results %}<pre class="{{ 'error' if bad else '' }}">{{ text }}</pre>{% endfor %}</div>{% endfor %}
+  </details>{% endif %}
 {%- endif -%}
 </div>{% endfor %}{% endmacro %}
 {% macro event_row(e, cut) %}

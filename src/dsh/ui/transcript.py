@@ -14,6 +14,7 @@ from typing import Any, assert_never
 from dsh import jsonx
 from dsh.events import Event
 from dsh.events.header import SessionHeader
+from dsh.events.history import HistoryMessage
 from dsh.session import timeline as tl
 from dsh.session.timeline import SUBAGENT_TOOLS, SessionState, Status, Timeline
 
@@ -40,6 +41,17 @@ def _pretty(raw: object) -> str:
         return jsonx.dumps_pretty(raw)
     except TypeError:
         return repr(raw)
+
+
+def _original(message: HistoryMessage) -> dict[str, Any]:
+    """A message a compaction replaced, for the template: who, its text, calls and results."""
+    return {
+        "seq": message.seq,
+        "role": message.role,
+        "text": message.text,
+        "calls": [(c.name, _pretty(c.arguments)) for c in message.tool_calls],
+        "results": [(r.text, r.is_error) for r in message.tool_results],
+    }
 
 
 def pretty_json(value: object) -> str:
@@ -137,6 +149,14 @@ class TranscriptBuilder:
                 return [entry("title", item.inherited, title=item.title)]
             case tl.Step() | tl.Reasoning() | tl.ChildStarted() | tl.ChildEnded():
                 return []
+            case tl.Compaction():
+                return [
+                    entry(
+                        "compaction", item.inherited, headline=item.headline, ok=item.ok,
+                        is_error=not item.ok, summary=item.summary, compaction_id=item.compaction_id,
+                        originals=[_original(m) for m in item.originals],
+                    )
+                ]  # fmt: skip
             case tl.Approval() | tl.Todos():
                 return []
             case _:

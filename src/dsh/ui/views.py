@@ -64,6 +64,7 @@ class Row:
             "lastActivity": d.last_activity,
             "status": d.status,
             "children": self.children,
+            "compactions": d.compactions,
         }
 
 

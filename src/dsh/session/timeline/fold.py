@@ -22,6 +22,9 @@ from dsh.events.vocabulary import (
     APPROVAL_DECIDED,
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
+    COMPACTION_END,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
     HOOK_RESULT,
     REQUEST_HEADER,
     SESSION_END_SEED,
@@ -40,6 +43,7 @@ from dsh.session.timeline.items import (
     Approval,
     ChildEnded,
     ChildStarted,
+    Compaction,
     Cut,
     Delta,
     Item,
@@ -52,7 +56,7 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import SessionState, add_usage
+from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, add_usage
 
 
 class Timeline:
@@ -100,12 +104,21 @@ class Timeline:
         state.last_time = event.time
         inherited = event.seq < state.cut
         etype = event.type
+        if event.surface_op == "append":
+            self._node(state, event)
         if etype == TURN_START:
             turn = read.int_or_none(read.data_of(event).get("turn"))
             state.open_turn = turn if turn is not None else 0
             state.pending.clear()
+            for seq in state.unturned:
+                if seq in state.surface:
+                    state.surface[seq].turns = (state.open_turn, state.open_turn)
+            state.unturned.clear()
             return [TurnStart(session_id, event, state.open_turn, inherited)]
         if etype == USER_MESSAGE:
+            compaction_id = read.checkpoint_id(event)
+            if compaction_id is not None:
+                return [self._checkpoint(session_id, state, event, compaction_id, inherited)]
             message = read.user_message(session_id, event, inherited)
             if isinstance(message, Prompt):
                 if state.first_any_prompt is None:
@@ -129,6 +142,57 @@ class Timeline:
         if etype == TURN_END:
             return self._turn_end(session_id, state, event, inherited)
         return self._other(session_id, state, event, inherited)
+
+    def _node(self, state: SessionState, event: Event) -> None:
+        turn = state.open_turn
+        state.surface[event.seq] = SurfaceNode(
+            (turn, turn) if turn is not None else None, read.surface_message(event)
+        )
+        if turn is None:
+            state.unturned.append(event.seq)
+
+    def _checkpoint(
+        self, session_id: str, state: SessionState, event: Event, compaction_id: str, inherited: bool
+    ) -> Compaction:
+        """A checkpoint: the span it replaces comes off the surface, it goes on in its place."""
+        opened = state.compacting.pop(compaction_id, None) or Opened(None)
+        summary = opened.summary
+        seqs = summary["shadowedSeqs"] if summary is not None else list((event.source_event_seqs or ())[2:])
+        nodes = [(seq, state.surface.pop(seq, None)) for seq in seqs]
+        spans = [n.turns for _, n in nodes if n is not None and n.turns is not None]
+        turns = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+        state.surface[event.seq] = SurfaceNode(turns, read.surface_message(event))
+        if not inherited:
+            state.compactions += 1
+        originals = [(seq, n.message if n is not None else None) for seq, n in nodes]
+        return read.compaction(
+            session_id, event, compaction_id, opened.turn, summary, originals, turns, inherited
+        )
+
+    def _compaction_event(
+        self, session_id: str, state: SessionState, event: Event, inherited: bool
+    ) -> list[Item]:
+        """``compaction/start`` and ``/summary`` are remembered; a failed ``/end`` is an item."""
+        if event.type == COMPACTION_START:
+            started = read.compaction_started(event)
+            if started is not None:
+                state.compacting[started[0]] = Opened(started[1])
+            return []
+        if event.type == COMPACTION_SUMMARY:
+            summary = read.compaction_summary(event)
+            if summary is not None:
+                opened = state.compacting.setdefault(str(summary.get("compactionId", "")), Opened(None))
+                opened.summary = summary
+            return []
+        failed = read.failed_compaction(session_id, event, inherited)
+        started = read.compaction_started(event)
+        if started is not None:
+            state.compacting.pop(started[0], None)
+        if failed is None:
+            return []
+        if not inherited:
+            state.failed_compactions += 1
+        return [failed]
 
     def _settled(self, state: SessionState, usage: object, inherited: bool) -> None:
         if isinstance(usage, dict):
@@ -216,6 +280,8 @@ class Timeline:
             return self._descriptor(session_id, state, event)
         if etype in (APPROVAL_ASKED, APPROVAL_DECIDED):
             return [self._approval(session_id, state, event, inherited)]
+        if etype in (COMPACTION_START, COMPACTION_SUMMARY, COMPACTION_END):
+            return self._compaction_event(session_id, state, event, inherited)
         return []
 
     def _descriptor(self, session_id: str, state: SessionState, event: Event) -> list[Item]:

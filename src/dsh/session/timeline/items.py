@@ -15,6 +15,7 @@ from typing import Any, Literal
 from dsh.events import Event
 from dsh.events.chunks import Usage
 from dsh.events.descriptor import kind_or_default
+from dsh.events.history import HistoryMessage
 from dsh.events.messages import Block
 from dsh.events.todos import TodoItem
 
@@ -263,6 +264,72 @@ class TurnEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class Compaction:
+    """A compaction, at its checkpoint ``user/message`` (``event``): the surface span it
+    replaced — ``replaced`` nodes (``shadowed_seqs``, in surface order; ``originals``: their
+    messages, typed), covering turns ``turns`` (first, last) — priced ``tokens_before`` (the
+    summary's ``shadowedTokenCount``) and ``tokens_after`` (the checkpoint's price), and the
+    ``summary`` text (never the checkpoint's framing). ``turn``: the turn that owned it
+    (``None``: a manual compaction between turns).
+
+    A failed attempt is one too, at its ``compaction/end``: ``error`` says why, nothing was
+    replaced and the history is unchanged.
+    """
+
+    session: str
+    event: Event
+    compaction_id: str
+    turn: int | None
+    replaced: int
+    turns: tuple[int, int] | None
+    tokens_before: int | None
+    tokens_after: int | None
+    summary: str
+    shadowed_seqs: tuple[int, ...]
+    originals: tuple[HistoryMessage, ...]
+    error: str | None
+    inherited: bool
+
+    @property
+    def ok(self) -> bool:
+        """Whether it replaced a span (``False``: a failed attempt)."""
+        return self.error is None
+
+    @property
+    def headline(self) -> str:
+        """The one line every front-end shows (untrusted: the error is the log's; escape it):
+        ``compacted turns 1–12: 37 messages, 9,812 → 640 tokens``, or ``compaction failed:
+        the history is unchanged (WHY)``."""
+        if self.error is not None:
+            return f"compaction failed: the history is unchanged ({self.error})"
+        first, last = self.turns or (None, None)
+        span = "" if first is None else f"turn {first} " if first == last else f"turns {first}–{last} "
+        noun = "message" if self.replaced == 1 else "messages"
+        before = "?" if self.tokens_before is None else f"{self.tokens_before:,}"
+        after = "?" if self.tokens_after is None else f"{self.tokens_after:,}"
+        return f"compacted {span}".rstrip() + f": {self.replaced} {noun}, {before} → {after} tokens"
+
+    def record(self) -> dict[str, Any]:
+        """The compaction's JSON record (``dsh log --json``, ``dsh run --json``;
+        docs/reference/json-output.md): every key always present."""
+        return {
+            "type": "compaction",
+            "sessionId": self.session,
+            "seq": self.event.seq,
+            "compactionId": self.compaction_id,
+            "turn": self.turn,
+            "replacedMessages": self.replaced,
+            "turns": {"first": self.turns[0], "last": self.turns[1]} if self.turns else None,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "summary": self.summary,
+            "shadowedSeqs": list(self.shadowed_seqs),
+            "error": self.error,
+            "headline": self.headline,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Cut:
     """``session/end-seed``: a fork child's inherited prefix ends here."""
 
@@ -297,6 +364,7 @@ Item = (
     | Approval
     | Todos
     | TurnEnd
+    | Compaction
     | Cut
     | Title
 )

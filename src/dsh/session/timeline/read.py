@@ -11,6 +11,8 @@ from typing import Any, cast
 
 from dsh import jsonx
 from dsh.events import Event
+from dsh.events.compaction import CompactionSummaryData, bracket_of, is_checkpoint, summary_of, unframed
+from dsh.events.history import event_message, typed_message
 from dsh.events.messages import Block, Message, joined_text
 from dsh.events.payloads import (
     assistant_blocks_of,
@@ -22,11 +24,13 @@ from dsh.events.payloads import (
     usage_of,
 )
 from dsh.events.todos import todos_of
+from dsh.events.tokens import message_price
 from dsh.session.timeline.items import (
     Answer,
     Approval,
     Attempt,
     CallPart,
+    Compaction,
     Hook,
     Part,
     Prompt,
@@ -75,6 +79,74 @@ def user_message(session: str, event: Event, inherited: bool) -> Prompt | Relaye
         return Prompt(session, event, text, parts, str_or_none(data.get("id")), inherited)
     parts = tuple(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     return Relayed(session, event, kind if isinstance(kind, str) else "", text, parts, inherited)
+
+
+def surface_message(event: Event) -> Message | None:
+    """The message a surface event puts on the history (a checkpoint: its summary blocks,
+    unframed — the framing is never shown)."""
+    message = event_message(event)
+    if message is not None and is_checkpoint(event):
+        return cast(Message, {**message, "content": unframed(message)})
+    return message
+
+
+def compaction_started(event: Event) -> tuple[str, int | None] | None:
+    """A ``compaction/start``'s compaction id and owner turn."""
+    data = bracket_of(event)
+    if data is None:
+        return None
+    return str(data.get("compactionId", "")), int_or_none(data.get("turn"))
+
+
+def compaction_summary(event: Event) -> CompactionSummaryData | None:
+    """A ``compaction/summary``'s data (``None``: not one a reader can use)."""
+    return summary_of(event)
+
+
+def checkpoint_id(event: Event) -> str | None:
+    """The compaction id a checkpoint ``user/message`` names (``None``: not a checkpoint)."""
+    if not is_checkpoint(event):
+        return None
+    source = data_of(event).get("source")
+    return str_or_none(source.get("compactionId")) if isinstance(source, dict) else None
+
+
+def compaction(
+    session: str,
+    event: Event,
+    compaction_id: str,
+    turn: int | None,
+    summary: CompactionSummaryData | None,
+    originals: list[tuple[int, Message | None]],
+    turns: tuple[int, int] | None,
+    inherited: bool,
+) -> Compaction:
+    """A checkpoint: ``summary`` its ``compaction/summary`` (``None``: not in the log — the
+    summary text is then the checkpoint's own, unframed), ``originals`` the shadowed nodes."""
+    if summary is not None:
+        seqs = tuple(summary["shadowedSeqs"])
+        text = joined_text([b for b in summary.get("summary", []) if isinstance(b, dict)])
+        before = int_or_none(summary.get("shadowedTokenCount"))
+    else:
+        seqs = tuple(event.source_event_seqs[2:]) if event.source_event_seqs else ()
+        text = joined_text(unframed(cast(Message, data_of(event))))
+        before = None
+    typed = tuple(typed_message(seq, m) for seq, m in originals if m is not None)
+    return Compaction(
+        session, event, compaction_id, turn, len(seqs), turns, before,
+        message_price(cast(Message, data_of(event))), text, seqs, typed, None, inherited,
+    )  # fmt: skip
+
+
+def failed_compaction(session: str, event: Event, inherited: bool) -> Compaction | None:
+    """A ``compaction/end`` with an ``error``: the attempt failed, the history is unchanged."""
+    data = bracket_of(event)
+    error = data.get("error") if data is not None else None
+    if data is None or not isinstance(error, str):
+        return None
+    compaction_id = str(data.get("compactionId", ""))
+    turn = int_or_none(data.get("turn"))
+    return Compaction(session, event, compaction_id, turn, 0, None, None, None, "", (), (), error, inherited)
 
 
 def request(session: str, event: Event, inherited: bool) -> Request:
@@ -174,7 +246,12 @@ __all__ = [
     "approval_asked",
     "approval_decided",
     "attempt",
+    "checkpoint_id",
+    "compaction",
+    "compaction_started",
+    "compaction_summary",
     "data_of",
+    "failed_compaction",
     "hook",
     "int_or_none",
     "parse_arguments",
@@ -182,6 +259,7 @@ __all__ = [
     "request",
     "step",
     "str_or_none",
+    "surface_message",
     "todos_of",
     "tool_call_of",
     "tool_result_of",

@@ -13,7 +13,9 @@ from typing import Literal
 
 from dsh.events import Event
 from dsh.events.chunks import Usage
+from dsh.events.compaction import CompactionSummaryData
 from dsh.events.descriptor import SubagentDescriptor
+from dsh.events.messages import Message
 from dsh.events.vocabulary import TURN_END, TURN_START
 from dsh.session.timeline.items import Approval, ToolCall
 
@@ -36,6 +38,24 @@ def add_usage(totals: dict[str, int], usage: Usage | None) -> None:
     for key, value in (usage or {}).items():
         if type(value) is int:
             totals[key] = totals.get(key, 0) + value
+
+
+@dataclass(slots=True)
+class SurfaceNode:
+    """A node of the model-visible history: the turns it covers (a checkpoint: the span it
+    replaced; ``None``: logged before its turn opened, settled at the next ``turn/start``)
+    and its message (a checkpoint: its summary, unframed; ``None``: it shows nothing)."""
+
+    turns: tuple[int, int] | None
+    message: Message | None
+
+
+@dataclass(slots=True)
+class Opened:
+    """A compaction between its ``compaction/start`` and its checkpoint or ``compaction/end``."""
+
+    turn: int | None
+    summary: CompactionSummaryData | None = None
 
 
 @dataclass(slots=True)
@@ -64,6 +84,16 @@ class SessionState:
     """Calls of the open turn without a result yet."""
     asked: dict[str, Approval] = field(default_factory=dict)
     events: int = 0
+    compactions: int = 0
+    """Own compactions that replaced a span (a fork child's inherited ones are not counted)."""
+    failed_compactions: int = 0
+    """Own compaction attempts that ended with an error (the history unchanged)."""
+    surface: dict[int, SurfaceNode] = field(default_factory=dict)
+    """The model-visible history so far, by seq (a compaction takes its span off)."""
+    unturned: list[int] = field(default_factory=list)
+    """Surface nodes logged while no turn was open (the original logs a prompt before its turn)."""
+    compacting: dict[str, Opened] = field(default_factory=dict)
+    """Compactions started and not yet ended, by compaction id."""
 
     def status(self, now_ms: int | None = None) -> Status:
         """``running`` if a turn is open and the last event is younger than five minutes, else
