@@ -64,6 +64,9 @@ def test_a_long_run_with_a_small_window_compacts_replays_and_shows_it(tmp_path: 
     shown = _dsh("sessions", "show", sid, "--events", cwd=tmp_path, store=store)
     assert shown.returncode == 0, shown.stderr
     assert "compaction/summary" in shown.stdout and "request/context" in shown.stdout
+    log = _dsh("log", sid, cwd=tmp_path, store=store)
+    assert log.returncode == 0, log.stderr
+    assert "── compacted turns 1–" in log.stdout and "the story so far, condensed" in log.stdout
     scenario = tmp_path / "saved"
     saved = _dsh("scenario", "save", sid, str(scenario), cwd=tmp_path, store=store)
     assert saved.returncode == 0, saved.stderr

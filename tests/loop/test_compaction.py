@@ -279,3 +279,27 @@ async def test_a_stepwise_driver_compacts_as_the_loop_does(tmp_path: Path) -> No
     stepped = (await MemoryEventStore(space).load(first.id)).events
     assert [e.type for e in stepped] == [e.type for e in inline.session.events]
     assert "compaction/summary" in [e.type for e in stepped]
+
+
+async def test_a_prefix_before_the_compaction_has_the_original_history_and_a_fork_after_it_the_summary(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        [
+            text_reply("first answer"),
+            text_reply("second answer"),
+            text_reply("## Current Work\n- both"),
+            text_reply("fine"),
+        ]
+    )
+    agent = await _agent(tmp_path, model)
+    await agent.run_turn(PROMPT)
+    await agent.run_turn("and again " * 40)
+    before = list(agent.session.events)
+    assert (await agent.compact()).ok
+    assert history_messages(before)[0].text == PROMPT  # the log up to any earlier turn
+    await agent.run_turn("after")  # the fork rule takes completed turns: the compaction is inside
+    child = await agent.store.fork(agent.id)
+    texts = [m.text for m in history_messages(child.events)]
+    assert "both" in texts[0] and PROMPT not in texts
+    await agent.aclose()
