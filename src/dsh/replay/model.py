@@ -21,7 +21,8 @@ from dsh.events.chunks import Chunk
 from dsh.events.descriptor import find_descriptor
 from dsh.events.messages import Message
 from dsh.model import ModelRequest, SessionProgress
-from dsh.replay.derive import derive, sender_of
+from dsh.replay.derive import Derived, derive, sender_of
+from dsh.replay.derive import RecordedCall as SeenCall
 from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances, recorded_cwd_spellings
 from dsh.replay.fixtures import SnapshotFixtures
@@ -78,6 +79,24 @@ def delegation_call_id(own_events: Sequence[Event]) -> str | None:
     return descriptor.call_id if descriptor is not None else None
 
 
+def _foreign_counts(derived: Derived) -> Callable[[SeenCall], int]:
+    """How many messages from other sessions each call's recorded history holds: a running
+    count per surface, so every call costs O(1) however long the session."""
+    senders = [sender_of(m) is not None for m in derived.messages]
+    sums: dict[int, list[int]] = {}
+
+    def count(call: SeenCall) -> int:
+        running = sums.get(call.surface)
+        if running is None:
+            running = [0]
+            for i in derived.surfaces[call.surface]:
+                running.append(running[-1] + senders[i])
+            sums[call.surface] = running
+        return running[call.history]
+
+    return count
+
+
 def script_for(
     label: str,
     recorded_id: str,
@@ -106,7 +125,7 @@ def script_for(
             label, recorded_id, seen, version=version, tolerances=tolerances, cwd=cwd,
             recorded_cwd=recorded_cwd,
         )  # fmt: skip
-    senders = [sender_of(m) is not None for m in derived.messages]
+    foreign = _foreign_counts(derived)
     return SessionScript(
         label=label,
         recorded_id=recorded_id,
@@ -117,7 +136,7 @@ def script_for(
         check=check,
         wire=wire,
         received=derived.received,
-        foreign=[sum(senders[i] for i in derived.history_of(c)) for c in derived.calls],
+        foreign=[foreign(c) for c in derived.calls],
         turns=[c.turn for c in derived.calls],
         recorded_cwd=(*recorded_cwd_spellings(recorded_cwd), "{{cwd}}"),
         tool_calls=recorded_calls(own),
