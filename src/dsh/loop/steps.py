@@ -130,7 +130,7 @@ class Steps:
                     pending = ran.next_step
             finally:
                 self._agent.append(STEP_END, step_mark(turn, step))
-            if calls and not max_tokens_hit:
+            if plan.continues(called=bool(calls), cut_off=max_tokens_hit, waiting=False):
                 continue
             if not pending and hooks is not None:
                 stopping = await hooks.stop(turn)
@@ -138,12 +138,13 @@ class Steps:
                     pending = stopping.steer_messages()
             if not pending:
                 await self._in_recorded_order(pending, ending=turn)
-            if not pending and not self._agent.inbox.has_step_work:
+            waiting = bool(pending) or self._agent.inbox.has_step_work
+            if not plan.continues(called=False, cut_off=max_tokens_hit, waiting=waiting):
                 break
         else:
             limit = plan.step_limit(turn, self._agent.config.max_steps)
             raise ModelError(limit.code, limit.message)
-        return {"kind": "max-tokens"} if max_tokens_hit else {"kind": "completed"}
+        return {"kind": plan.ending(max_tokens_hit)}
 
     async def _pre_step(
         self, pending: list[Message], additions: list[Message], turn: int, step: int
