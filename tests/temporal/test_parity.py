@@ -1,0 +1,308 @@
+"""Parity: the same scripted conversation run in-process and on Temporal gives the same log.
+
+Each case runs one conversation twice against the same scripted model (``Model``) and the
+same PostgreSQL store: first through ``dsh.Agent.create`` + ``run_turn`` (the in-process
+loop), then through a ``dsh.temporal.Worker`` embedded in this process + ``submit_turn``
+(the stepwise pieces as activities). Both sessions' logs are loaded from the store and
+compared event by event, modulo what differs by nature (:func:`shape`):
+
+- ids and times: every session id (the parent's and a child's, each as a placeholder by
+  order of appearance), event ``time``, hook ``durationMs``, the hook handler's process-wide
+  counter (``claude-code:PreToolUse:<n>``), request/usage figures that are wall-clock;
+- the ``request/header`` *reason*: the in-process agent lives for the whole turn (its
+  first request is ``initial``), each Temporal activity attaches a fresh agent to the
+  stored log (its header is logged when it changed, never repeated); the headers' bodies
+  must be equal and logged at the same place.
+
+Nothing else is allowed to differ: a Temporal-only difference is a parity bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.events import Event
+from dsh.hooks import HookSet, reset_handler_ids
+from dsh.loop import NO_DELAY, AgentConfig
+from dsh.model.openai_compat import OpenAICompatModel
+from dsh.store import EventStore
+from dsh.subagents import Agent
+from dsh.temporal import Worker, connect, submit_turn
+from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
+from dsh.tools.sandbox import SandboxPolicy
+from tests.patience import patience
+from tests.temporal.conftest import Model
+
+pytestmark = [pytest.mark.postgres]
+
+Script = Callable[[RecordedRequest], Response]
+Settled = Callable[[Sequence[Event]], bool]
+
+_VOLATILE = {"dt", "durationMs", "createdAt", "startedAt", "endedAt", "latencyMs", "elapsedMs"}
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _scrub(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _scrub(v, ids) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_scrub(v, ids) for v in value]
+    if isinstance(value, str):
+        value = _UUID.sub(lambda m: ids.setdefault(m.group(0), f"<id{len(ids)}>"), value)
+        return re.sub(r"^(claude-code|codex):(\w+):\d+$", r"\1:\2:<n>", value)
+    return value
+
+
+Shape = list[tuple[str, Any, Any]]
+
+
+def shape(events: Sequence[Event], ids: dict[str, str]) -> Shape:
+    """The log as (type, data, sources relative to the first event) modulo ids and times
+    (see the module docstring); ``ids`` numbers every uuid by first appearance."""
+    out: Shape = []
+    base = events[0].seq if events else 0
+    for event in events:
+        data = _scrub(event.data, ids)
+        if event.type == "request/header" and isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "reason"}
+        sources = None if event.source_event_seqs is None else [s - base for s in event.source_event_seqs]
+        out.append((event.type, data, sources))
+    return out
+
+
+async def shapes(store: EventStore, session_id: str, settled: Settled | None) -> Shape:
+    """The session's log shape, then each child's (by creation order), one after another."""
+    ids = {session_id: "<session>"}
+    out = shape(await _settle(store, session_id, settled), ids)
+    for child in sorted(await store.children(session_id), key=lambda c: c.header.created_at):
+        out.append(("-- child --", None, None))
+        out.extend(shape(list((await store.load(child.header.id)).own_events), ids))
+    return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """One scripted conversation: the model's script (made fresh per run), the prompt, the
+    hooks of the workspace, a file the test creates once the first turn ended (a background
+    job waits for it), and when the log is complete (a woken turn ended)."""
+
+    script: Callable[[], Script]
+    prompt: str = "go"
+    hooks: dict[str, Any] | None = None
+    gate: str | None = None
+    turns: int = 1
+
+
+def _config() -> AgentConfig:
+    return AgentConfig(
+        model="scripted",
+        retry=NO_DELAY,
+        hooks=HookSet(user_dir=None),
+        sandbox=SandboxPolicy(mode="danger-full-access"),
+    )
+
+
+def _ended(turns: int) -> Settled:
+    return lambda events: sum(1 for e in events if e.type == "turn/end") >= turns
+
+
+async def _settle(store: EventStore, session_id: str, settled: Settled | None) -> list[Event]:
+    events: list[Event] = []
+    for _ in range(int(patience(60) / 0.1)):
+        events = list((await store.load(session_id)).events)
+        if settled is None or settled(events):
+            return events
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"session {session_id} never settled: {[e.type for e in events]}")
+
+
+async def _in_process(case: Case, model: OpenAICompatModel, store: EventStore, cwd: Path) -> Shape:
+    agent = await Agent.create(store, model=model, cwd=cwd, config=_config())
+    async with agent:
+        await agent.run_turn(case.prompt)
+        if case.gate is not None:
+            (cwd / case.gate).touch()
+        await _settle(store, agent.id, _ended(case.turns))
+        await agent.until_idle()
+    return await shapes(store, agent.id, _ended(case.turns))
+
+
+async def _on_temporal(
+    case: Case, model: OpenAICompatModel, store: EventStore, cwd: Path, address: str, queue: str
+) -> Shape:
+    worker = Worker(address, task_queue=queue, store=store, model=model, config=_config())
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        client = await connect(address)
+        submitted = await submit_turn(client, case.prompt, task_queue=queue, store=store, cwd=cwd)
+        await asyncio.wait_for(submitted.result(store), patience(60))
+        if case.gate is not None:
+            (cwd / case.gate).touch()
+        await _settle(store, submitted.session_id, _ended(case.turns))
+        await asyncio.wait_for(submitted.handle.result(), patience(60))  # woken turns too
+        return await shapes(store, submitted.session_id, _ended(case.turns))
+    finally:
+        stop.set()
+        await running
+
+
+async def run_both(
+    case: Case, *, model: Model, store: EventStore, temporal_address: str, tmp_path: Path
+) -> tuple[Shape, Shape]:
+    """The case's log shape in-process, then on Temporal (the same workspace, emptied of
+    the gate in between)."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    if case.hooks is not None:
+        (cwd / "hooks.json").write_text(json.dumps({"hooks": case.hooks}))
+    worker_model = OpenAICompatModel(base_url=model.server.base_url, api_key="test", default_model="scripted")
+    try:
+        reset_handler_ids()
+        model.script = case.script()
+        local = await _in_process(case, worker_model, store, cwd)
+        if case.gate is not None:
+            (cwd / case.gate).unlink()
+        reset_handler_ids()
+        model.script = case.script()
+        remote = await _on_temporal(
+            case, worker_model, store, cwd, temporal_address, f"parity-{tmp_path.name}"
+        )
+    finally:
+        await worker_model.aclose()
+    return local, remote
+
+
+def assert_same(local: Shape, remote: Shape) -> None:
+    """Equal shapes, else the first difference and the two type sequences."""
+    if local == remote:
+        return
+    first = next((i for i, (a, b) in enumerate(zip(local, remote, strict=False)) if a != b), None)
+    if first is None:
+        first = min(len(local), len(remote))
+    a = local[first] if first < len(local) else None
+    b = remote[first] if first < len(remote) else None
+    raise AssertionError(
+        f"in-process and Temporal logs differ at event {first}:\n  in-process: {a}\n  Temporal:   {b}\n"
+        f"in-process types: {[e[0] for e in local]}\nTemporal types:   {[e[0] for e in remote]}"
+    )
+
+
+def by_count(*replies: Callable[[], Response]) -> Callable[[], Script]:
+    """A fresh script per run: the n-th request gets ``replies[n]`` (past the end, the last)."""
+
+    def fresh() -> Script:
+        served = [0]
+
+        def answer(request: RecordedRequest) -> Response:
+            n, served[0] = served[0], served[0] + 1
+            return replies[min(n, len(replies) - 1)]()
+
+        return answer
+
+    return fresh
+
+
+def _tool(call_id: str, name: str, **arguments: Any) -> WireToolCall:
+    return WireToolCall.split(call_id, name, json.dumps(arguments), 2)
+
+
+def _bash(call_id: str, command: str, **more: Any) -> WireToolCall:
+    return _tool(call_id, "bash", command=command, description="test", **more)
+
+
+def _calls(*calls: WireToolCall) -> Callable[[], Response]:
+    return lambda: stream_reply(tool_calls=list(calls))
+
+
+def _text(text: str) -> Callable[[], Response]:
+    return lambda: stream_reply(text=text)
+
+
+def _spawning() -> Script:
+    def answer(request: RecordedRequest) -> Response:
+        asked = request.text()
+        if "child task" in asked and "child answer" not in asked:
+            return stream_reply(text="child answer")
+        if "child answer" in asked:
+            return stream_reply(text="parent done")
+        return _calls(_tool("s1", "subagent", description="helper", prompt="the child task"))()
+
+    return answer
+
+
+def _forking() -> Script:
+    def answer(request: RecordedRequest) -> Response:
+        asked = request.text()
+        if "child says PLUM" in asked:
+            return stream_reply(text="parent done")
+        if "which code word was given" in asked:
+            return stream_reply(text="child says PLUM")
+        return _calls(
+            _tool("f1", "subagent_fork", description="recall", prompt="which code word was given?")
+        )()
+
+    return answer
+
+
+CASES = {
+    "plain tools": Case(
+        by_count(_calls(_bash("c1", "echo one")), _calls(_bash("c2", "echo two")), _text("done"))
+    ),
+    "two concurrent calls": Case(
+        by_count(
+            _calls(_tool("r1", "glob", pattern="*.txt"), _tool("r2", "glob", pattern="*.md")), _text("done")
+        )
+    ),
+    "a PreToolUse hook blocks a call": Case(
+        by_count(_calls(_bash("c1", "echo blocked")), _calls(_bash("c2", "echo allowed")), _text("done")),
+        hooks={
+            "PreToolUse": [
+                {
+                    "matcher": "bash",
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "grep -q blocked && { echo no >&2; exit 2; } || exit 0",
+                        }
+                    ],
+                }
+            ],
+            "PostToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "exit 0"}]}],
+        },
+    ),
+    "a background bash job's notice": Case(
+        by_count(
+            _calls(
+                _bash("j1", "while [ ! -e gate ]; do sleep 0.05; done; echo bg done", run_in_background=True)
+            ),
+            _text("waiting"),
+            _text("noticed"),
+        ),
+        gate="gate",
+        turns=2,
+    ),
+    "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
+    "a spawn": Case(_spawning, prompt="delegate"),
+    "a fork": Case(_forking, prompt="the code word is PLUM; delegate it"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_the_same_log_in_process_and_on_temporal(
+    name: str, model: Model, store: EventStore, temporal_address: str, tmp_path: Path
+) -> None:
+    local, remote = await run_both(
+        CASES[name], model=model, store=store, temporal_address=temporal_address, tmp_path=tmp_path
+    )
+    assert_same(local, remote)
