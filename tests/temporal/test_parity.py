@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.worker import Replayer
 
 from dsh.events import Event
 from dsh.hooks import HookSet, reset_handler_ids
@@ -35,7 +36,7 @@ from dsh.loop import NO_DELAY, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
 from dsh.subagents import Agent
-from dsh.temporal import Worker, connect, submit_turn
+from dsh.temporal import TurnWorkflow, Worker, connect, submit_turn
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
 from dsh.tools.sandbox import SandboxPolicy
 from tests.patience import patience
@@ -151,6 +152,8 @@ async def _on_temporal(
             (cwd / case.gate).touch()
         await _settle(store, submitted.session_id, _ended(case.turns))
         await asyncio.wait_for(submitted.handle.result(), patience(60))  # woken turns too
+        history = await submitted.handle.fetch_history()
+        await Replayer(workflows=[TurnWorkflow]).replay_workflow(history)  # raises on nondeterminism
         return await shapes(store, submitted.session_id, _ended(case.turns))
     finally:
         stop.set()

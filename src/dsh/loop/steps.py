@@ -104,7 +104,7 @@ class Steps:
         context opens the next step), and ``Stop`` fires after the last step's ``step/end``
         (a block continues the turn with its reason as the next step's message).
         """
-        hooks = await self._session_hooks()
+        hooks = await self.session_hooks()
         pending: list[Message] = list(messages)
         additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
         if hooks is not None and prompted:
@@ -204,7 +204,7 @@ class Steps:
             self._context_text = joined_text(message["content"])
         return message
 
-    async def _session_hooks(self) -> SessionHooks | None:
+    async def session_hooks(self) -> SessionHooks | None:
         """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""
         hook_set = self._agent.config.hooks
         if hook_set is None:

@@ -184,20 +184,34 @@ class StepwiseTurn:
         return None
 
     async def tool_call(self, turn: int, step: int, from_seq: int, call_id: str) -> bool:
-        """Run the call unless its result is logged; ``True`` when it ran now. A call logged
-        as started without a result (its runner died) is settled "outcome unknown", not rerun."""
-        started, settled = self._find_call(from_seq, call_id)
-        if settled:
-            return False
-        if started is not None:
-            self._settle_unknown(turn, step, call_id, started)
+        """:meth:`tool_calls` of the one call ``call_id``."""
+        return await self.tool_calls(turn, step, from_seq, [call_id])
+
+    async def tool_calls(self, turn: int, step: int, from_seq: int, call_ids: Sequence[str]) -> bool:
+        """Run the step's calls ``call_ids`` (in model order) as the loop runs a step's calls
+        — the agent's :class:`~dsh.loop.scheduler.ToolScheduler` with the session's hooks:
+        concurrency-safe neighbours together, ``PreToolUse`` / ``PostToolUse`` around each,
+        results committed in model order — except those whose result is logged; a call
+        logged as started without a result (its runner died) is settled "outcome unknown",
+        not rerun. ``True`` when a call ran now."""
+        blocks: list[Block] = []
+        for call_id in call_ids:
+            started, settled = self._find_call(from_seq, call_id)
+            if settled:
+                continue
+            if started is not None:  # a crash leaves these before the calls never started
+                self._settle_unknown(turn, step, call_id, started)
+                continue
+            block = self.find_block(turn, step, from_seq, call_id)
+            if block is None:
+                raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
+            blocks.append(block)
+        if not blocks:
             await self._agent.checkpoint()
             return False
-        block = self.find_block(turn, step, from_seq, call_id)
-        if block is None:
-            raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
         try:
-            await self._steps.scheduler.run([block], turn=turn, step=step)
+            hooks = await self._steps.session_hooks()
+            await self._steps.scheduler.run(blocks, turn=turn, step=step, hooks=hooks)
         finally:
             await asyncio.shield(self._agent.checkpoint())
         return True

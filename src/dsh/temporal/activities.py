@@ -33,6 +33,7 @@ from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import (
     Call,
     CallInput,
+    CallsInput,
     ChildFinished,
     ChildStarted,
     Delegated,
@@ -178,6 +179,17 @@ class TurnActivities:
         async with self._agent(call.session_id, call.delegated, approver=self._approver()) as agent:
             return await agent.stepwise().tool_call(call.turn, call.step, call.from_seq, call.call_id)
 
+    @activity.defn(name="dsh.tool_calls")
+    async def tool_calls(self, calls: CallsInput) -> bool:
+        """A step's calls run together as the loop runs them (hooks, concurrency-safe calls
+        at once, results in model order), except those whose result is logged; ``True``
+        when one ran now."""
+        return await self._run(self._tools(calls))
+
+    async def _tools(self, calls: CallsInput) -> bool:
+        async with self._agent(calls.session_id, calls.delegated, approver=self._approver()) as agent:
+            return await agent.stepwise().tool_calls(calls.turn, calls.step, calls.from_seq, calls.call_ids)
+
     @activity.defn(name="dsh.end_turn")
     async def end_turn(self, end: EndInput) -> TurnOutcome:
         """Close the turn with its ending, unless its ``turn/end`` is logged."""
@@ -218,6 +230,7 @@ class TurnActivities:
             self.begin_turn,
             self.model_step,
             self.tool_call,
+            self.tool_calls,
             self.end_turn,
             self.start_child,
             self.finish_child,

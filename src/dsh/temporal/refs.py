@@ -91,6 +91,19 @@ class CallInput:
 
 
 @dataclass(frozen=True)
+class CallsInput:
+    """Tool calls of step ``step`` run together, in model order, as the loop runs a step's
+    calls (the call's arguments are in the logged step)."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    step: int
+    call_ids: tuple[str, ...]
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
 class Ending:
     """How a turn ends: a ``turn/end`` reason kind with its failure or abort cause."""
 

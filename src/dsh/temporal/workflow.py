@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalDecision,
         Call,
         CallInput,
+        CallsInput,
         ChildFinished,
         ChildStarted,
         Ending,
@@ -53,6 +54,10 @@ RETRIES: Final = RetryPolicy(
     maximum_attempts=20,
     non_retryable_error_types=["SessionNotFoundError", "UsageError"],
 )
+
+BATCHED_CALLS: Final = "dsh-batched-calls"
+"""The ``workflow.patched`` id of a step's ordinary calls run together by one ``dsh.tool_calls``
+activity (before it: one ``dsh.tool_call`` per call, which a run started then replays)."""
 
 T = TypeVar("T")
 
@@ -180,12 +185,38 @@ class TurnWorkflow:
                 if any(not item.next_turn for item in self._inbound):
                     continue  # a notice came during the step: it keeps the turn going, as in the loop
                 return Ending("completed")
+            if workflow.patched(BATCHED_CALLS):
+                if not await self._calls(turn_input, begun.turn, step, settled.calls):
+                    return self._aborted(delegated is not None)
+                continue
             for call in settled.calls:
                 if self._stopped():  # the cancel came as the step settled
                     return self._aborted(delegated is not None)
                 await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
         limit = plan.step_limit(begun.turn, begun.max_steps)
         return Ending("error", limit.code, limit.message)
+
+    async def _calls(self, turn_input: TurnInput, turn: int, step: int, calls: tuple[Call, ...]) -> bool:
+        """The step's calls in model order: each run of ordinary calls by one ``dsh.tool_calls``
+        (the loop's scheduler: hooks, concurrency-safe calls together), each delegation call
+        as :meth:`_call`; ``False`` when a cancel stopped them."""
+        sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        at = 0
+        while at < len(calls):
+            if self._stopped():  # the cancel came as the step settled, or during a call
+                return False
+            if calls[at].delegates:
+                call_input = CallInput(sid, start, turn, step, calls[at].call_id, delegated)
+                await self._call(call_input, calls[at])
+                at += 1
+                continue
+            end = at
+            while end < len(calls) and not calls[end].delegates:
+                end += 1
+            ids = tuple(call.call_id for call in calls[at:end])
+            await self._act("dsh.tool_calls", CallsInput(sid, start, turn, step, ids, delegated), bool)
+            at = end
+        return True
 
     async def _call(self, call_input: CallInput, call: Call) -> None:
         if call.delegates:
