@@ -13,8 +13,8 @@ once, and the later attempt then finds the earlier one's work in the log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, Final, TypeVar
 
 from temporalio import activity
@@ -29,6 +29,7 @@ from dsh.subagents import Agent, delegate
 from dsh.temporal.approvals import SignalApprover
 from dsh.temporal.attempts import Attempts
 from dsh.temporal.children import delegates, finish_child, start_child
+from dsh.temporal.jobs import WorkerJobs
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import (
     Call,
@@ -102,23 +103,31 @@ class TurnActivities:
         self._recipe = recipe
         self._client = client
         self._attempts = Attempts()
+        self.jobs = None if client is None else WorkerJobs(client, recipe.store)
+        """The worker's background jobs (``dsh.temporal.jobs``; ``None`` without a client:
+        an agent's jobs end with its activity)."""
 
     async def _run(self, work: Coroutine[Any, Any, T]) -> T:
         """``work`` as its activity's one running attempt on this worker, heartbeating."""
         return await heartbeating(self._attempts.sole(work))
 
-    def _agent(
+    @asynccontextmanager
+    async def _agent(
         self,
         session_id: str,
         delegated: Delegated | None,
         approver: Callable[[str], Approver] | None = None,
-    ) -> AbstractAsyncContextManager[Agent]:
-        """The recipe's agent over ``session_id`` as the child ``delegated`` says it is."""
+    ) -> AsyncIterator[Agent]:
+        """The recipe's agent over ``session_id`` as the child ``delegated`` says it is, its
+        background jobs the worker's (they outlive the activity)."""
         continuable = delegated is not None and delegated.continuable
         delegation = _delegation(delegated)
-        return self._recipe.agent(
+        async with self._recipe.agent(
             session_id, delegation=delegation, approver=approver, continuable=continuable
-        )
+        ) as agent:
+            if self.jobs is not None:
+                self.jobs.lend(agent, activity.info().task_queue)
+            yield agent
 
     def _approver(self) -> Callable[[str], Approver] | None:
         client = self._client
