@@ -31,14 +31,16 @@ import pytest
 from temporalio.worker import Replayer
 
 from dsh.events import Event
+from dsh.events.vocabulary import APPROVAL_ASKED
 from dsh.hooks import HookSet, reset_handler_ids
 from dsh.loop import NO_DELAY, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
 from dsh.store import EventStore
 from dsh.subagents import Agent
-from dsh.temporal import TurnWorkflow, Worker, connect, submit_turn
+from dsh.temporal import SubmittedTurn, TurnWorkflow, Worker, connect, submit_turn
 from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
-from dsh.tools.sandbox import SandboxPolicy
+from dsh.tools.approval import Approver, FixedApprover
+from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 from tests.patience import patience
 from tests.temporal.conftest import Model
 
@@ -102,15 +104,34 @@ class Case:
     hooks: dict[str, Any] | None = None
     gate: str | None = None
     turns: int = 1
+    shows: tuple[tuple[str, ...], ...] = ()
+    """Runs of event types the log must hold (what the case is about)."""
+    sandbox: SandboxMode = "danger-full-access"
+    approve: bool = False
+    """Allow once every approval asked: in-process the agent's approver, on Temporal the
+    ``approve`` signal sent when ``approval/asked`` is in the log."""
 
 
-def _config() -> AgentConfig:
+def _config(case: Case, approver: Approver | None = None) -> AgentConfig:
     return AgentConfig(
         model="scripted",
         retry=NO_DELAY,
         hooks=HookSet(user_dir=None),
-        sandbox=SandboxPolicy(mode="danger-full-access"),
+        sandbox=SandboxPolicy(mode=case.sandbox),
+        approver=approver,
     )
+
+
+async def _approving(store: EventStore, submitted: SubmittedTurn) -> None:
+    """Allow once each approval the turn asks for, as its ``approval/asked`` is logged."""
+    answered: set[str] = set()
+    while True:
+        for event in (await store.load(submitted.session_id)).events:
+            call_id = event.data.get("callId") if event.type == APPROVAL_ASKED else None
+            if isinstance(call_id, str) and call_id not in answered:
+                answered.add(call_id)
+                await submitted.approve(call_id)
+        await asyncio.sleep(0.1)
 
 
 def _ended(turns: int) -> Settled:
@@ -128,7 +149,8 @@ async def _settle(store: EventStore, session_id: str, settled: Settled | None) -
 
 
 async def _in_process(case: Case, model: OpenAICompatModel, store: EventStore, cwd: Path) -> Shape:
-    agent = await Agent.create(store, model=model, cwd=cwd, config=_config())
+    approver = FixedApprover("allowed-once") if case.approve else None
+    agent = await Agent.create(store, model=model, cwd=cwd, config=_config(case, approver))
     async with agent:
         await agent.run_turn(case.prompt)
         if case.gate is not None:
@@ -141,13 +163,18 @@ async def _in_process(case: Case, model: OpenAICompatModel, store: EventStore, c
 async def _on_temporal(
     case: Case, model: OpenAICompatModel, store: EventStore, cwd: Path, address: str, queue: str
 ) -> Shape:
-    worker = Worker(address, task_queue=queue, store=store, model=model, config=_config())
+    worker = Worker(address, task_queue=queue, store=store, model=model, config=_config(case))
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     try:
         client = await connect(address)
         submitted = await submit_turn(client, case.prompt, task_queue=queue, store=store, cwd=cwd)
-        await asyncio.wait_for(submitted.result(store), patience(60))
+        approving = asyncio.create_task(_approving(store, submitted)) if case.approve else None
+        try:
+            await asyncio.wait_for(submitted.result(store), patience(60))
+        finally:
+            if approving is not None:
+                approving.cancel()
         if case.gate is not None:
             (cwd / case.gate).touch()
         await _settle(store, submitted.session_id, _ended(case.turns))
@@ -258,6 +285,18 @@ def _forking() -> Script:
     return answer
 
 
+_BLOCKING = {  # PreToolUse blocks a bash call whose input says "blocked"; PostToolUse lets all pass
+    "PreToolUse": [
+        {
+            "matcher": "bash",
+            "hooks": [
+                {"type": "command", "command": "grep -q blocked && { echo no >&2; exit 2; } || exit 0"}
+            ],
+        }
+    ],
+    "PostToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "exit 0"}]}],
+}
+
 CASES = {
     "plain tools": Case(
         by_count(_calls(_bash("c1", "echo one")), _calls(_bash("c2", "echo two")), _text("done"))
@@ -265,24 +304,13 @@ CASES = {
     "two concurrent calls": Case(
         by_count(
             _calls(_tool("r1", "glob", pattern="*.txt"), _tool("r2", "glob", pattern="*.md")), _text("done")
-        )
+        ),
+        shows=(("tool/call", "tool/call", "tool/result", "tool/result"),),
     ),
     "a PreToolUse hook blocks a call": Case(
         by_count(_calls(_bash("c1", "echo blocked")), _calls(_bash("c2", "echo allowed")), _text("done")),
-        hooks={
-            "PreToolUse": [
-                {
-                    "matcher": "bash",
-                    "hooks": [
-                        {
-                            "type": "command",
-                            "command": "grep -q blocked && { echo no >&2; exit 2; } || exit 0",
-                        }
-                    ],
-                }
-            ],
-            "PostToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "exit 0"}]}],
-        },
+        hooks=_BLOCKING,
+        shows=(("tool/call", "hook/invoked", "hook/result", "tool/result"),),
     ),
     "a background bash job's notice": Case(
         by_count(
@@ -294,10 +322,46 @@ CASES = {
         ),
         gate="gate",
         turns=2,
+        shows=(("turn/end", "agent/inbox/spliced", "turn/start"),),
+    ),
+    "a blocked call, a background job and two concurrent calls in one conversation": Case(
+        by_count(
+            _calls(_tool("r1", "glob", pattern="*.txt"), _tool("r2", "glob", pattern="*.md")),
+            _calls(
+                _bash("c1", "echo blocked"),
+                _bash("j1", "while [ ! -e gate ]; do sleep 0.05; done; echo bg done", run_in_background=True),
+            ),
+            _text("waiting"),
+            _text("noticed"),
+        ),
+        hooks=_BLOCKING,
+        gate="gate",
+        turns=2,
+        shows=(
+            ("tool/call", "tool/call", "tool/result", "tool/result"),
+            ("tool/call", "hook/invoked", "hook/result", "tool/result"),
+            ("turn/end", "agent/inbox/spliced", "turn/start"),
+        ),
     ),
     "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
-    "a spawn": Case(_spawning, prompt="delegate"),
-    "a fork": Case(_forking, prompt="the code word is PLUM; delegate it"),
+    "a spawn": Case(_spawning, prompt="delegate", shows=(("-- child --",),)),
+    "an approval": Case(
+        by_count(
+            _calls(
+                _bash(
+                    "a1",
+                    "echo ok > approved.txt",
+                    sandbox_permissions="danger-full-access",
+                    justification="it must write a file",
+                )
+            ),
+            _text("written"),
+        ),
+        sandbox="read-only",
+        approve=True,
+        shows=(("tool/call", "approval/asked", "approval/decided"),),
+    ),
+    "a fork": Case(_forking, prompt="the code word is PLUM; delegate it", shows=(("-- child --",),)),
 }
 
 
@@ -308,4 +372,7 @@ async def test_the_same_log_in_process_and_on_temporal(
     local, remote = await run_both(
         CASES[name], model=model, store=store, temporal_address=temporal_address, tmp_path=tmp_path
     )
+    types = [e[0] for e in local]
+    for run in CASES[name].shows:  # the case exercises what it is named for
+        assert any(tuple(types[i : i + len(run)]) == run for i in range(len(types))), (run, types)
     assert_same(local, remote)
