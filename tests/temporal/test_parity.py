@@ -22,6 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +45,7 @@ from dsh.testing import RecordedRequest, Response, WireToolCall, stream_reply
 from dsh.tools.approval import Approver, FixedApprover
 from dsh.tools.sandbox import SandboxMode, SandboxPolicy
 from tests.patience import patience
-from tests.temporal.conftest import Model
+from tests.temporal.conftest import Model, Workers
 
 pytestmark = [pytest.mark.postgres]
 
@@ -190,8 +193,8 @@ async def _on_temporal(
 async def run_both(
     case: Case, *, model: Model, store: EventStore, temporal_address: str, tmp_path: Path
 ) -> tuple[Shape, Shape]:
-    """The case's log shape in-process, then on Temporal (the same workspace, emptied of
-    the gate in between)."""
+    """The case's log shape in-process, then on Temporal (the same workspace, emptied of all
+    but the hooks in between)."""
     cwd = tmp_path / "work"
     cwd.mkdir()
     if case.hooks is not None:
@@ -201,8 +204,9 @@ async def run_both(
         reset_handler_ids()
         model.script = case.script()
         local = await _in_process(case, worker_model, store, cwd)
-        if case.gate is not None:
-            (cwd / case.gate).unlink()
+        for left in cwd.iterdir():  # what the first run left (the gate, a hook's marker, a file written)
+            if left.name != "hooks.json" and left.is_file():
+                left.unlink()
         reset_handler_ids()
         model.script = case.script()
         remote = await _on_temporal(
@@ -297,6 +301,17 @@ _BLOCKING = {  # PreToolUse blocks a bash call whose input says "blocked"; PostT
     "PostToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "exit 0"}]}],
 }
 
+
+def _hook_output(point: str, **output: Any) -> str:
+    """A hook command printing Claude Code's JSON output for ``point``."""
+    return "echo " + shlex.quote(json.dumps({"hookSpecificOutput": {"hookEventName": point, **output}}))
+
+
+def _hooks(point: str, command: str, matcher: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+    return {point: [entry if matcher is None else {"matcher": matcher, **entry}]}
+
+
 CASES = {
     "plain tools": Case(
         by_count(_calls(_bash("c1", "echo one")), _calls(_bash("c2", "echo two")), _text("done"))
@@ -343,6 +358,28 @@ CASES = {
             ("turn/end", "agent/inbox/spliced", "turn/start"),
         ),
     ),
+    "a PostToolUse hook's context opens the next step": Case(
+        by_count(_calls(_bash("c1", "echo hi")), _text("done")),
+        hooks=_hooks("PostToolUse", _hook_output("PostToolUse", additionalContext="Verified."), "bash"),
+        shows=(("tool/result", "step/end", "step/start", "user/message", "assistant/message"),),
+    ),
+    "a UserPromptSubmit hook blocks the prompt": Case(
+        by_count(_text("never asked")),
+        hooks=_hooks("UserPromptSubmit", "echo 'not this' >&2; exit 2"),
+        shows=(("hook/invoked", "hook/result", "turn/end"),),
+    ),
+    "a UserPromptSubmit hook's context follows the prompt": Case(
+        by_count(_text("ok")),
+        hooks=_hooks(
+            "UserPromptSubmit", _hook_output("UserPromptSubmit", additionalContext="Today is Friday.")
+        ),
+        shows=(("sandbox/mode", "hook/invoked", "hook/result", "step/start"),),
+    ),
+    "a Stop hook keeps the turn going once": Case(
+        by_count(_text("first"), _text("second")),
+        hooks=_hooks("Stop", "[ -f .once ] && exit 0; touch .once; exit 2"),
+        shows=(("step/end", "hook/invoked", "hook/result", "step/start", "user/message"),),
+    ),
     "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
     "a spawn": Case(_spawning, prompt="delegate", shows=(("-- child --",),)),
     "an approval": Case(
@@ -375,4 +412,52 @@ async def test_the_same_log_in_process_and_on_temporal(
     types = [e[0] for e in local]
     for run in CASES[name].shows:  # the case exercises what it is named for
         assert any(tuple(types[i : i + len(run)]) == run for i in range(len(types))), (run, types)
+    assert_same(local, remote)
+
+
+def _dsh(workers: Workers, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "dsh.cli", *args]
+    return subprocess.run(
+        argv, env=workers.env, capture_output=True, text=True, timeout=patience(120), check=False
+    )
+
+
+async def _new_session(store: EventStore, known: set[str]) -> str:
+    (fresh,) = [s.header.id for s in await store.list_sessions() if s.header.id not in known]
+    known.add(fresh)
+    return fresh
+
+
+async def test_dsh_run_and_dsh_run_on_temporal_log_alike(
+    workers: Workers, model: Model, store: EventStore, tmp_path: Path
+) -> None:
+    """The CLI: ``dsh run`` here and ``dsh run --temporal`` on ``dsh worker`` processes (the
+    workers compose hooks and titles as ``dsh run`` does), a workspace hook blocking a call."""
+    case = Case(
+        by_count(
+            _calls(_tool("r1", "glob", pattern="*.txt"), _tool("r2", "glob", pattern="*.md")),
+            _calls(_bash("c1", "echo blocked"), _bash("c2", "echo allowed")),
+            _text("done"),
+        ),
+        hooks=_BLOCKING,
+        shows=(("tool/call", "hook/invoked", "hook/result", "tool/result"),),
+    )
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / "hooks.json").write_text(json.dumps({"hooks": case.hooks}))
+    known = {s.header.id for s in await store.list_sessions()}
+    shapes_: list[Shape] = []
+    # the sandbox is the workers' (conftest: danger-full-access); --temporal takes theirs
+    for where in (
+        ["--sandbox", "danger-full-access"],
+        ["--temporal", workers.address, "--task-queue", workers.queue],
+    ):
+        model.script = case.script()
+        out = _dsh(workers, "run", "go", "--cwd", str(cwd), "--store", workers.store, *where)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "done\n"
+        shapes_.append(await shapes(store, await _new_session(store, known), None))
+    local, remote = shapes_
+    types = [e[0] for e in local]
+    assert "hook/result" in types and "session/title" in types
     assert_same(local, remote)
