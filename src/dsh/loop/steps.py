@@ -171,10 +171,13 @@ class Steps:
             self._agent.append(USER_MESSAGE, m)
         self._fallback_title()
 
-    async def open_step(self, turn: int, step: int, pending: list[Message]) -> None:
+    async def open_step(
+        self, turn: int, step: int, pending: list[Message], additions: Sequence[Message] = ()
+    ) -> None:
         """One step's opening as :meth:`run` logs it: ``step/start`` and what the step shows the
-        model (``pending`` first), for a driver that runs the steps one at a time (``stepwise``)."""
-        pending = await self._pre_step(pending, [], turn, step)
+        model (``pending`` first, ``additions`` — a ``UserPromptSubmit`` hook's context — last),
+        for a driver that runs the steps one at a time (``stepwise``)."""
+        pending = await self._pre_step(pending, list(additions), turn, step)
         self._agent.append(STEP_START, step_mark(turn, step))
         self.started += 1
         self._enter(pending)
