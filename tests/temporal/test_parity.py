@@ -25,7 +25,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from tests.temporal.conftest import Model, Workers
 
 pytestmark = [pytest.mark.postgres]
 
-Script = Callable[[RecordedRequest], Response]
+Script = Callable[[RecordedRequest], Response | Awaitable[Response]]
 Settled = Callable[[Sequence[Event]], bool]
 
 _VOLATILE = {"dt", "durationMs", "createdAt", "startedAt", "endedAt", "latencyMs", "elapsedMs"}
@@ -102,7 +102,8 @@ class Case:
     hooks of the workspace, a file the test creates once the first turn ended (a background
     job waits for it), and when the log is complete (a woken turn ended)."""
 
-    script: Callable[[], Script]
+    script: Callable[[Path], Script]
+    """The model's script for a run in the workspace it is given."""
     prompt: str = "go"
     hooks: dict[str, Any] | None = None
     gate: str | None = None
@@ -202,13 +203,13 @@ async def run_both(
     worker_model = OpenAICompatModel(base_url=model.server.base_url, api_key="test", default_model="scripted")
     try:
         reset_handler_ids()
-        model.script = case.script()
+        model.script = case.script(cwd)
         local = await _in_process(case, worker_model, store, cwd)
         for left in cwd.iterdir():  # what the first run left (the gate, a hook's marker, a file written)
             if left.name != "hooks.json" and left.is_file():
                 left.unlink()
         reset_handler_ids()
-        model.script = case.script()
+        model.script = case.script(cwd)
         remote = await _on_temporal(
             case, worker_model, store, cwd, temporal_address, f"parity-{tmp_path.name}"
         )
@@ -232,10 +233,10 @@ def assert_same(local: Shape, remote: Shape) -> None:
     )
 
 
-def by_count(*replies: Callable[[], Response]) -> Callable[[], Script]:
+def by_count(*replies: Callable[[], Response]) -> Callable[[Path], Script]:
     """A fresh script per run: the n-th request gets ``replies[n]`` (past the end, the last)."""
 
-    def fresh() -> Script:
+    def fresh(cwd: Path) -> Script:
         served = [0]
 
         def answer(request: RecordedRequest) -> Response:
@@ -263,7 +264,7 @@ def _text(text: str) -> Callable[[], Response]:
     return lambda: stream_reply(text=text)
 
 
-def _spawning() -> Script:
+def _spawning(cwd: Path) -> Script:
     def answer(request: RecordedRequest) -> Response:
         asked = request.text()
         if "child task" in asked and "child answer" not in asked:
@@ -275,7 +276,7 @@ def _spawning() -> Script:
     return answer
 
 
-def _forking() -> Script:
+def _forking(cwd: Path) -> Script:
     def answer(request: RecordedRequest) -> Response:
         asked = request.text()
         if "child says PLUM" in asked:
@@ -310,6 +311,26 @@ def _hook_output(point: str, **output: Any) -> str:
 def _hooks(point: str, command: str, matcher: str | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
     return {point: [entry if matcher is None else {"matcher": matcher, **entry}]}
+
+
+def _backgrounding(cwd: Path) -> Script:
+    """A background subagent; its answer waits for the gate (the parent's turn has ended),
+    then its settlement notice wakes the idle parent."""
+
+    async def answer(request: RecordedRequest) -> Response:
+        asked = request.text()
+        if "Its closing message:" in asked:
+            return stream_reply(text="thanks, noted")
+        if "started subagent" in asked:
+            return stream_reply(text="it runs")
+        if "the background task" in asked:
+            while not (cwd / "gate").exists():
+                await asyncio.sleep(0.05)
+            return stream_reply(text="background answer")
+        call = _tool("b1", "subagent", description="bg", prompt="the background task", run_in_background=True)
+        return _calls(call)()
+
+    return answer
 
 
 CASES = {
@@ -398,6 +419,13 @@ CASES = {
         approve=True,
         shows=(("tool/call", "approval/asked", "approval/decided"),),
     ),
+    "a background subagent's notice": Case(
+        _backgrounding,
+        prompt="start it",
+        gate="gate",
+        turns=2,
+        shows=(("turn/end", "agent/inbox/spliced", "turn/start"), ("-- child --",)),
+    ),
     "a fork": Case(_forking, prompt="the code word is PLUM; delegate it", shows=(("-- child --",),)),
 }
 
@@ -452,7 +480,7 @@ async def test_dsh_run_and_dsh_run_on_temporal_log_alike(
         ["--sandbox", "danger-full-access"],
         ["--temporal", workers.address, "--task-queue", workers.queue],
     ):
-        model.script = case.script()
+        model.script = case.script(cwd)
         out = _dsh(workers, "run", "go", "--cwd", str(cwd), "--store", workers.store, *where)
         assert out.returncode == 0, out.stderr
         assert out.stdout == "done\n"
