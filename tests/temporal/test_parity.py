@@ -419,6 +419,19 @@ CASES = {
         approve=True,
         shows=(("tool/call", "approval/asked", "approval/decided"),),
     ),
+    "tool hooks around a spawn": Case(
+        _spawning,
+        prompt="delegate",
+        hooks={**_hooks("PreToolUse", "exit 0", "subagent"), **_hooks("PostToolUse", "exit 0", "subagent")},
+        shows=(("tool/call", "hook/invoked", "hook/result", "hook/invoked", "hook/result", "tool/result"),),
+    ),
+    "a PreToolUse hook blocks a spawn": Case(
+        by_count(
+            _calls(_tool("s1", "subagent", description="helper", prompt="the child task")), _text("done")
+        ),
+        hooks=_hooks("PreToolUse", "echo 'no children' >&2; exit 2", "subagent"),
+        shows=(("tool/call", "hook/invoked", "hook/result", "tool/result"),),
+    ),
     "a background subagent's notice": Case(
         _backgrounding,
         prompt="start it",

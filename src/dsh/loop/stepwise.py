@@ -276,31 +276,50 @@ class StepwiseTurn:
         return started, False
 
     async def start_call(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
-        """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is;
-        the call's block, ``None`` when its result is logged already."""
+        """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is,
+        then the session's ``PreToolUse`` hooks as the scheduler fires them (a block or a
+        refused ask settles the call); the call's block, ``None`` when its result is logged."""
         started, settled = self._find_call(from_seq, call_id)
         if settled:
             return None
         block = self.find_block(turn, step, from_seq, call_id)
         if block is None:
             raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
-        if started is None:
-            data = tool_call(turn, step, call_id, str(block["name"]), str(block.get("arguments", "")))
-            self._agent.append(TOOL_CALL, data)
-            await self._agent.checkpoint()
-        return block
+        if started is not None:
+            return block
+        data = tool_call(turn, step, call_id, str(block["name"]), str(block.get("arguments", "")))
+        seq = self._agent.append(TOOL_CALL, data).seq
+        await self._agent.checkpoint()
+        scheduler = self._steps.scheduler
+        hooks = scheduler.hooked(await self._steps.session_hooks(), block)
+        if hooks is None:
+            return block
+        refused, _ = await scheduler.before(hooks, block, turn=turn, step=step)
+        if refused is not None:
+            self._commit(turn, step, call_id, seq, refused)
+        await self._agent.checkpoint()
+        return block if refused is None else None
 
     async def settle_call(self, turn: int, step: int, from_seq: int, call_id: str, out: ToolOutput) -> None:
-        """The result of a call :meth:`start_call` started, unless one is logged."""
+        """The result of a call :meth:`start_call` started, unless one is logged — after the
+        session's ``PostToolUse`` hooks (a block's text instead)."""
         started, settled = self._find_call(from_seq, call_id)
-        if settled or started is None:
+        block = self.find_block(turn, step, from_seq, call_id)
+        if settled or started is None or block is None:
             return
+        scheduler = self._steps.scheduler
+        hooks = scheduler.hooked(await self._steps.session_hooks(), block)
+        if hooks is not None:
+            out, _ = await scheduler.after(hooks, block, out, turn=turn)
+        self._commit(turn, step, call_id, started.seq, out)
+        await self._agent.checkpoint()
+
+    def _commit(self, turn: int, step: int, call_id: str, call_seq: int, out: ToolOutput) -> None:
         message = tool_result_message(call_id, out.content, is_error=out.is_error)
         data = tool_result_data(
             turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
         )
-        self._agent.append(TOOL_RESULT, data, source_event_seqs=[started.seq])
-        await self._agent.checkpoint()
+        self._agent.append(TOOL_RESULT, data, source_event_seqs=[call_seq])
 
     def _settle_unknown(self, turn: int, step: int, call_id: str, started: Event) -> None:
         data = outcome_unknown(turn, step, call_id, "the worker running it was lost")
