@@ -401,6 +401,15 @@ CASES = {
         hooks=_hooks("Stop", "[ -f .once ] && exit 0; touch .once; exit 2"),
         shows=(("step/end", "hook/invoked", "hook/result", "step/start", "user/message"),),
     ),
+    "the repeat-tool reminder across steps": Case(
+        by_count(
+            _calls(_bash("c1", "echo same")),
+            _calls(_bash("c2", "echo same")),
+            _calls(_bash("c3", "echo same")),
+            _text("done"),
+        ),
+        shows=(("tool/result", "step/end", "step/start", "user/message", "assistant/message"),),
+    ),
     "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
     "a spawn": Case(_spawning, prompt="delegate", shows=(("-- child --",),)),
     "an approval": Case(

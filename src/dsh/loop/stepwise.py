@@ -256,6 +256,9 @@ class StepwiseTurn:
         if not blocks:
             await self._agent.checkpoint()
             return CallsRan(False)
+        reminder = self._steps.scheduler.reminder
+        if reminder is not None:  # its chain of identical calls, as the live agent has it
+            reminder.replay(self._agent.session.events)
         try:
             hooks = await self._steps.session_hooks()
             ran = await self._steps.scheduler.run(blocks, turn=turn, step=step, hooks=hooks)
