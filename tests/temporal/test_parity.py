@@ -410,6 +410,9 @@ CASES = {
         ),
         shows=(("tool/result", "step/end", "step/start", "user/message", "assistant/message"),),
     ),
+    "a max-tokens step with a complete call": Case(
+        by_count(lambda: stream_reply(tool_calls=[_bash("c1", "echo cut")], finish_reason="length"))
+    ),
     "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
     "a spawn": Case(_spawning, prompt="delegate", shows=(("-- child --",),)),
     "an approval": Case(
