@@ -9,6 +9,9 @@ compared event by event, modulo what differs by nature (:func:`shape`):
 - ids and times: every session id (the parent's and a child's, each as a placeholder by
   order of appearance), event ``time``, hook ``durationMs``, the hook handler's process-wide
   counter (``claude-code:PreToolUse:<n>``), request/usage figures that are wall-clock;
+- the streamed argument pieces of a tool call (``tool-call-delta.argumentsDelta``): the wire
+  splits them anywhere, so an id among them (a child's, which differs) cannot be told; the
+  call's whole arguments (its ``block-end`` and the message) are compared, ids scrubbed;
 - the ``request/header`` *reason*: the in-process agent lives for the whole turn (its
   first request is ``initial``), each Temporal activity attaches a fresh agent to the
   stored log (its header is logged when it changed, never repeated); the headers' bodies
@@ -60,6 +63,8 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 def _scrub(value: Any, ids: dict[str, str]) -> Any:
     if isinstance(value, dict):
+        if value.get("type") == "tool-call-delta" and "argumentsDelta" in value:
+            value = {**value, "argumentsDelta": "<delta>"}  # a piece of the arguments (see above)
         return {k: _scrub(v, ids) for k, v in value.items() if k not in _VOLATILE}
     if isinstance(value, list):
         return [_scrub(v, ids) for v in value]
@@ -100,13 +105,15 @@ async def shapes(store: EventStore, session_id: str, settled: Settled | None) ->
 class Case:
     """One scripted conversation: the model's script (made fresh per run), the prompt, the
     hooks of the workspace, a file the test creates once the first turn ended (a background
-    job waits for it), and when the log is complete (a woken turn ended)."""
+    job waits for it) and more files each created once the session has ended that many turns
+    (``later``), and when the log is complete (a woken turn ended)."""
 
     script: Callable[[Path], Script]
     """The model's script for a run in the workspace it is given."""
     prompt: str = "go"
     hooks: dict[str, Any] | None = None
     gate: str | None = None
+    later: tuple[tuple[str, int], ...] = ()
     turns: int = 1
     shows: tuple[tuple[str, ...], ...] = ()
     """Runs of event types the log must hold (what the case is about)."""
@@ -152,13 +159,21 @@ async def _settle(store: EventStore, session_id: str, settled: Settled | None) -
     raise AssertionError(f"session {session_id} never settled: {[e.type for e in events]}")
 
 
+async def _open_gates(case: Case, store: EventStore, session_id: str, cwd: Path) -> None:
+    """The case's gate now (its first turn ended), then each later one when its turn ended."""
+    if case.gate is not None:
+        (cwd / case.gate).touch()
+    for name, turns in case.later:
+        await _settle(store, session_id, _ended(turns))
+        (cwd / name).touch()
+
+
 async def _in_process(case: Case, model: OpenAICompatModel, store: EventStore, cwd: Path) -> Shape:
     approver = FixedApprover("allowed-once") if case.approve else None
     agent = await Agent.create(store, model=model, cwd=cwd, config=_config(case, approver))
     async with agent:
         await agent.run_turn(case.prompt)
-        if case.gate is not None:
-            (cwd / case.gate).touch()
+        await _open_gates(case, store, agent.id, cwd)
         await _settle(store, agent.id, _ended(case.turns))
         await agent.until_idle()
     return await shapes(store, agent.id, _ended(case.turns))
@@ -179,8 +194,7 @@ async def _on_temporal(
         finally:
             if approving is not None:
                 approving.cancel()
-        if case.gate is not None:
-            (cwd / case.gate).touch()
+        await _open_gates(case, store, submitted.session_id, cwd)
         await _settle(store, submitted.session_id, _ended(case.turns))
         await asyncio.wait_for(submitted.handle.result(), patience(60))  # woken turns too
         history = await submitted.handle.fetch_history()
@@ -333,6 +347,33 @@ def _backgrounding(cwd: Path) -> Script:
     return answer
 
 
+_KID = re.compile(r"started subagent ([0-9a-f-]{36})")
+
+
+def _messaging(cwd: Path) -> Script:
+    """A background subagent; once its notice woke the parent, the parent sends it one more
+    thing with ``send_message`` (the idle child gets a woken turn), whose notice — held until
+    the parent's second turn ended — wakes the parent again."""
+
+    async def answer(request: RecordedRequest) -> Response:
+        asked = request.text()
+        if "second answer" in asked:
+            return stream_reply(text="all done")
+        if "one more thing" in asked and "message queued" not in asked:  # the child's second turn
+            while not (cwd / "gate2").exists():
+                await asyncio.sleep(0.05)
+            return stream_reply(text="second answer")
+        if "message queued" in asked:
+            return stream_reply(text="sent")
+        if "Its closing message:" in asked:  # the first notice: more work for the child
+            (kid,) = set(_KID.findall(asked))
+            return _calls(_tool("m1", "send_message", subagent_id=kid, message="one more thing"))()
+        first = _backgrounding(cwd)(request)
+        return first if isinstance(first, Response) else await first
+
+    return answer
+
+
 CASES = {
     "plain tools": Case(
         by_count(_calls(_bash("c1", "echo one")), _calls(_bash("c2", "echo two")), _text("done"))
@@ -449,6 +490,14 @@ CASES = {
         prompt="start it",
         gate="gate",
         turns=2,
+        shows=(("turn/end", "agent/inbox/spliced", "turn/start"), ("-- child --",)),
+    ),
+    "a message to a background subagent": Case(
+        _messaging,
+        prompt="start it",
+        gate="gate",
+        later=(("gate2", 2),),
+        turns=3,
         shows=(("turn/end", "agent/inbox/spliced", "turn/start"), ("-- child --",)),
     ),
     "a fork": Case(_forking, prompt="the code word is PLUM; delegate it", shows=(("-- child --",),)),
