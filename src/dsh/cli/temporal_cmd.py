@@ -87,6 +87,7 @@ async def _worker(
 ) -> None:
     from dsh.cli.live import select_tools
     from dsh.context import WorkspaceConfig
+    from dsh.hooks import HookSet
     from dsh.loop import AgentConfig
     from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
     from dsh.model.settings import resolve_provider
@@ -102,11 +103,13 @@ async def _worker(
     client = await _connected(address)
     store = open_store(store_url)
     try:
-        config = AgentConfig(
+        config = AgentConfig(  # what `dsh run` composes (dsh.cli.live), less the terminal's parts
             model=settings.model,
             system=DEFAULT_SYSTEM_PROMPT,
+            hooks=HookSet.from_environment(),
             sandbox=policy,
             workspace=WorkspaceConfig.from_env(),
+            titles=True,
         )
         runner = Worker(
             client,

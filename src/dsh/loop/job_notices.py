@@ -12,6 +12,7 @@ recording received it, so it is claimed by the same step as there.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Final
 
 from dsh.events.messages import JOB_NOTICE_SENDER, Message, joined_text
@@ -37,14 +38,25 @@ def _result_texts(agent: NoticeState) -> list[str]:
     return out
 
 
-class JobNotices:
-    """One agent's job table and the delivery of its completion notices."""
+def job_table(agent: NoticeState, on_settled: Callable[[Job], None]) -> JobTable:
+    """A job table for ``agent``'s session: job ids after the ones its log gave out, its
+    config's admission limit; ``on_settled`` is told when a job settles."""
+    return JobTable(
+        on_settled=on_settled, started=started_ids(_result_texts(agent)), limit=agent.config.max_jobs
+    )
 
-    def __init__(self, agent: NoticeState) -> None:
+
+class JobNotices:
+    """One agent's job table and the delivery of its completion notices.
+
+    ``table``: a table someone else owns and delivers the notices of (a Temporal worker's,
+    which outlives the agent of one activity): the agent uses it, and :meth:`aclose` leaves
+    its jobs running."""
+
+    def __init__(self, agent: NoticeState, table: JobTable | None = None) -> None:
         self._agent = agent
-        self.table = JobTable(
-            on_settled=self._settled, started=started_ids(_result_texts(agent)), limit=agent.config.max_jobs
-        )
+        self._owned = table is None
+        self.table = job_table(agent, self._settled) if table is None else table
         self.wakes = 0
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -83,8 +95,10 @@ class JobNotices:
             agent.deliver(message, "next-step")
 
     async def aclose(self) -> None:
-        """Kill the jobs still running (no notices from here on) and drop undelivered notices."""
-        await self.table.aclose()
+        """Kill the jobs still running (no notices from here on; a table it does not own is
+        left running) and drop undelivered notices."""
+        if self._owned:
+            await self.table.aclose()
         pending, self._pending = list(self._pending), set()
         for task in pending:
             task.cancel()

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
+from dsh.events import Event
 from dsh.events.messages import Message, text_block
+from dsh.events.payloads import tool_call_of, tool_result_of
+from dsh.events.vocabulary import USER_MESSAGE
 from dsh.ids import new_message_id
 from dsh.jsonx import JSONDecodeError, dumps_sorted, loads
 
@@ -91,6 +95,20 @@ class RepeatReminder:
             return None
         gentle = self._count == min(self.thresholds)
         return reminder_message(name, self._count, arguments, gentle=gentle)
+
+    def replay(self, events: Iterable[Event]) -> None:
+        """Rebuild the chain from a session's log (a driver whose agent lives for one piece,
+        ``dsh.loop.stepwise``): each settled call counted in log order, a logged user prompt
+        dropping the chain, as the live agent would have counted them; notices not repeated."""
+        self._key, self._count = None, 0
+        started: dict[str, tuple[str, str]] = {}
+        for event in events:
+            if event.type == USER_MESSAGE:
+                self.claimed([cast(Message, event.data)] if isinstance(event.data, dict) else [])
+            elif (call := tool_call_of(event)) is not None:
+                started[call["callId"]] = (call["name"], call["arguments"])
+            elif (result := tool_result_of(event)) is not None and result["toolCallId"] in started:
+                self.observe(*started.pop(result["toolCallId"]))
 
     def claimed(self, messages: Iterable[Message]) -> None:
         """A step's claimed batch: a user's message among them drops the chain."""

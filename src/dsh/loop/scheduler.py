@@ -108,6 +108,37 @@ class ToolScheduler:
             return "unavailable"
         return await approvals.request(name, call_id, reason, scope=f"tool:{name}")
 
+    async def before(
+        self, hooks: SessionHooks, call: Block, *, turn: int, step: int
+    ) -> tuple[ToolOutput | None, list[Message]]:
+        """``PreToolUse`` for ``call`` (an ask goes through the session's approvals): the answer
+        that stands for the tool when it may not run (``None``: it may), and the context the
+        hooks gave the next step."""
+        name, call_id = str(call["name"]), str(call["id"])
+        pre = await hooks.pre_tool_use(turn, name, tool_input(str(call.get("arguments", ""))), call_id)
+        context = list(pre.context_messages)
+        if pre.blocked:
+            return pre.denied_result(), context
+        if pre.asked:
+            outcome = await self._approve(name, call_id, pre.reason, turn, step)
+            if outcome != "allowed-once":
+                return approval_refusal(name, outcome), context
+        return None, context
+
+    async def after(
+        self, hooks: SessionHooks, call: Block, out: ToolOutput, *, turn: int
+    ) -> tuple[ToolOutput, list[Message]]:
+        """``PostToolUse`` for ``call``'s result ``out``: the result to commit (a block's text
+        instead), and the context the hooks gave the next step."""
+        name, call_id = str(call["name"]), str(call["id"])
+        args = tool_input(str(call.get("arguments", "")))
+        post = await hooks.post_tool_use(turn, name, args, call_id, _result_text(out))
+        return (post.blocked_result() if post.blocked else out), list(post.context_messages)
+
+    def hooked(self, hooks: SessionHooks | None, call: Block) -> SessionHooks | None:
+        """``hooks`` when they fire around ``call`` (a call of a registered tool), else ``None``."""
+        return hooks if hooks is not None and str(call["name"]) in self._registry else None
+
     async def run(
         self, calls: list[Block], *, turn: int, step: int, hooks: SessionHooks | None = None
     ) -> StepTools:
@@ -153,30 +184,22 @@ class ToolScheduler:
             return await self._registry.run(p, ctx)
 
         async def hooked(i: int, hooks: SessionHooks) -> ToolOutput:
-            name, call_id = str(calls[i]["name"]), str(calls[i]["id"])
-            args = tool_input(str(calls[i].get("arguments", "")))
-            pre = await hooks.pre_tool_use(turn, name, args, call_id)
-            injected[i].extend(pre.context_messages)
-            if pre.blocked:
-                return pre.denied_result()
-            if pre.asked:
-                outcome = await self._approve(name, call_id, pre.reason, turn, step)
-                if outcome != "allowed-once":
-                    return approval_refusal(name, outcome)
+            refused, context = await self.before(hooks, calls[i], turn=turn, step=step)
+            injected[i].extend(context)
+            if refused is not None:
+                return refused
             out = await execute(i)
             post_at[i] = len(injected[i])
-            post = await hooks.post_tool_use(turn, name, args, call_id, _result_text(out))
-            injected[i].extend(post.context_messages)
-            return post.blocked_result() if post.blocked else out
+            out, context = await self.after(hooks, calls[i], out, turn=turn)
+            injected[i].extend(context)
+            return out
 
         async def run_one(i: int) -> None:
             async with sem:
                 log_call(i)
                 await self._persister.flush()
-                if hooks is not None and str(calls[i]["name"]) in self._registry:
-                    results[i] = await hooked(i, hooks)
-                else:
-                    results[i] = await execute(i)
+                around = self.hooked(hooks, calls[i])
+                results[i] = await (hooked(i, around) if around is not None else execute(i))
 
         try:
             for group in _groups(prepared):

@@ -104,7 +104,7 @@ class Steps:
         context opens the next step), and ``Stop`` fires after the last step's ``step/end``
         (a block continues the turn with its reason as the next step's message).
         """
-        hooks = await self._session_hooks()
+        hooks = await self.session_hooks()
         pending: list[Message] = list(messages)
         additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
         if hooks is not None and prompted:
@@ -172,10 +172,13 @@ class Steps:
             self._agent.append(USER_MESSAGE, m)
         self._fallback_title()
 
-    async def open_step(self, turn: int, step: int, pending: list[Message]) -> None:
+    async def open_step(
+        self, turn: int, step: int, pending: list[Message], additions: Sequence[Message] = ()
+    ) -> None:
         """One step's opening as :meth:`run` logs it: ``step/start`` and what the step shows the
-        model (``pending`` first), for a driver that runs the steps one at a time (``stepwise``)."""
-        pending = await self._pre_step(pending, [], turn, step)
+        model (``pending`` first, ``additions`` — a ``UserPromptSubmit`` hook's context — last),
+        for a driver that runs the steps one at a time (``stepwise``)."""
+        pending = await self._pre_step(pending, list(additions), turn, step)
         self._agent.append(STEP_START, step_mark(turn, step))
         self.started += 1
         self._enter(pending)
@@ -205,7 +208,7 @@ class Steps:
             self._context_text = joined_text(message["content"])
         return message
 
-    async def _session_hooks(self) -> SessionHooks | None:
+    async def session_hooks(self) -> SessionHooks | None:
         """This session's hooks (its own id, cwd and log), or ``None`` when none are configured."""
         hook_set = self._agent.config.hooks
         if hook_set is None:

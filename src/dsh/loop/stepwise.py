@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dsh.errors import ModelError
 from dsh.events import Event
 from dsh.events.chunks import Failure
-from dsh.events.messages import Block, Message, tool_result_message
+from dsh.events.messages import Block, Message, joined_text, tool_result_message
 from dsh.events.payloads import (
     TurnEndReason,
     assistant_blocks_of,
@@ -72,6 +72,19 @@ class StepOutcome:
     max_tokens: bool
     failure: Failure | None
     ran: bool
+    blocked: bool = False
+    """``UserPromptSubmit`` blocked the prompt: the turn ends ``blocked``, no step opened."""
+    next_step: tuple[Message, ...] = ()
+    """A ``Stop`` hook blocked the turn's end: the next step opens with these."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallsRan:
+    """What :meth:`StepwiseTurn.tool_calls` did: ``ran``, a call ran now; ``next_step``, the
+    messages the calls' hooks gave the next step (in model order of their calls)."""
+
+    ran: bool
+    next_step: tuple[Message, ...] = ()
 
 
 def _data(event: Event) -> dict[str, Any]:
@@ -152,19 +165,39 @@ class StepwiseTurn:
             self._agent.append(STEP_END, step_mark(turn, open_step))
 
     async def model_step(
-        self, turn: int, step: int, from_seq: int, prompt: Message | None, *, woken: bool = False
+        self,
+        turn: int,
+        step: int,
+        from_seq: int,
+        prompt: Message | None,
+        *,
+        woken: bool = False,
+        carried: Sequence[Message] = (),
     ) -> StepOutcome:
         """Step ``step``: opened (``prompt`` is step 1's message; ``woken``: the message the
-        woken turn claimed at :meth:`begin`) and settled unless logged."""
+        woken turn claimed at :meth:`begin`; ``carried``: what the previous step's hooks gave
+        this one) and settled unless logged — with the session's hooks as ``Steps.run`` fires
+        them: ``UserPromptSubmit`` before step 1 of a prompted turn (a block opens no step),
+        ``Stop`` after a step without calls (its ``step/end`` first; a block's reason opens
+        the next step). A step found settled in the log fires none again."""
         events = self._turn_events(from_seq)
         settled = next((e for e in events if _is(e, ASSISTANT_MESSAGE, turn, step)), None)
         if settled is not None and not _data(settled).get("interrupted"):
             return _outcome(settled, ran=False)
+        hooks = await self._steps.session_hooks()
         if not any(_is(e, STEP_START, turn, step) for e in events):
             self._close_step(turn, from_seq)
             logged = self._agent.session.events
             opened = claimed_turn_message(logged, from_seq) if woken and step == 1 else prompt
-            await self._steps.open_step(turn, step, [opened] if opened is not None else [])
+            additions: list[Message] = []
+            if hooks is not None and step == 1 and prompt is not None and not woken:
+                submitted = await hooks.user_prompt_submit(turn, joined_text(prompt.get("content", [])))
+                if submitted.blocked:
+                    await self._agent.checkpoint()
+                    return StepOutcome((), False, None, True, blocked=True)
+                additions = list(submitted.context_messages)
+            pending = [opened] if opened is not None else list(carried)
+            await self._steps.open_step(turn, step, pending, additions)
         try:
             await self._steps.model_step(turn, step, resumed=False)
         except ModelError as exc:
@@ -172,7 +205,20 @@ class StepwiseTurn:
         finally:
             await asyncio.shield(self._agent.checkpoint())
         events = self._turn_events(from_seq)
-        return _outcome(next(e for e in reversed(events) if _is(e, ASSISTANT_MESSAGE, turn, step)), ran=True)
+        outcome = _outcome(
+            next(e for e in reversed(events) if _is(e, ASSISTANT_MESSAGE, turn, step)), ran=True
+        )
+        if outcome.calls:
+            return outcome
+        self._close_step(turn, from_seq)  # as the loop: a step without calls ends, then Stop fires
+        if hooks is None:
+            await self._agent.checkpoint()
+            return outcome
+        stopping = await hooks.stop(turn)
+        await self._agent.checkpoint()
+        if not stopping.blocked:
+            return outcome
+        return StepOutcome((), outcome.max_tokens, None, True, next_step=tuple(stopping.steer_messages()))
 
     def find_block(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
         """The tool-call block ``call_id`` of step ``step``'s settled message."""
@@ -184,23 +230,41 @@ class StepwiseTurn:
         return None
 
     async def tool_call(self, turn: int, step: int, from_seq: int, call_id: str) -> bool:
-        """Run the call unless its result is logged; ``True`` when it ran now. A call logged
-        as started without a result (its runner died) is settled "outcome unknown", not rerun."""
-        started, settled = self._find_call(from_seq, call_id)
-        if settled:
-            return False
-        if started is not None:
-            self._settle_unknown(turn, step, call_id, started)
+        """:meth:`tool_calls` of the one call ``call_id``; ``True`` when it ran now."""
+        return (await self.tool_calls(turn, step, from_seq, [call_id])).ran
+
+    async def tool_calls(self, turn: int, step: int, from_seq: int, call_ids: Sequence[str]) -> CallsRan:
+        """Run the step's calls ``call_ids`` (in model order) as the loop runs a step's calls
+        — the agent's :class:`~dsh.loop.scheduler.ToolScheduler` with the session's hooks:
+        concurrency-safe neighbours together, ``PreToolUse`` / ``PostToolUse`` around each,
+        results committed in model order — except those whose result is logged; a call
+        logged as started without a result (its runner died) is settled "outcome unknown",
+        not rerun. The hooks' messages for the next step come back (none from calls that
+        settled in an earlier attempt)."""
+        blocks: list[Block] = []
+        for call_id in call_ids:
+            started, settled = self._find_call(from_seq, call_id)
+            if settled:
+                continue
+            if started is not None:  # a crash leaves these before the calls never started
+                self._settle_unknown(turn, step, call_id, started)
+                continue
+            block = self.find_block(turn, step, from_seq, call_id)
+            if block is None:
+                raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
+            blocks.append(block)
+        if not blocks:
             await self._agent.checkpoint()
-            return False
-        block = self.find_block(turn, step, from_seq, call_id)
-        if block is None:
-            raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
+            return CallsRan(False)
+        reminder = self._steps.scheduler.reminder
+        if reminder is not None:  # its chain of identical calls, as the live agent has it
+            reminder.replay(self._agent.session.events)
         try:
-            await self._steps.scheduler.run([block], turn=turn, step=step)
+            hooks = await self._steps.session_hooks()
+            ran = await self._steps.scheduler.run(blocks, turn=turn, step=step, hooks=hooks)
         finally:
             await asyncio.shield(self._agent.checkpoint())
-        return True
+        return CallsRan(True, tuple(ran.next_step))
 
     def _find_call(self, from_seq: int, call_id: str) -> tuple[Event | None, bool]:
         """The call's ``tool/call`` event, and whether its result is logged."""
@@ -215,31 +279,50 @@ class StepwiseTurn:
         return started, False
 
     async def start_call(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
-        """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is;
-        the call's block, ``None`` when its result is logged already."""
+        """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is,
+        then the session's ``PreToolUse`` hooks as the scheduler fires them (a block or a
+        refused ask settles the call); the call's block, ``None`` when its result is logged."""
         started, settled = self._find_call(from_seq, call_id)
         if settled:
             return None
         block = self.find_block(turn, step, from_seq, call_id)
         if block is None:
             raise ModelError("UNKNOWN", f"step {step} of turn {turn} has no tool call {call_id}")
-        if started is None:
-            data = tool_call(turn, step, call_id, str(block["name"]), str(block.get("arguments", "")))
-            self._agent.append(TOOL_CALL, data)
-            await self._agent.checkpoint()
-        return block
+        if started is not None:
+            return block
+        data = tool_call(turn, step, call_id, str(block["name"]), str(block.get("arguments", "")))
+        seq = self._agent.append(TOOL_CALL, data).seq
+        await self._agent.checkpoint()
+        scheduler = self._steps.scheduler
+        hooks = scheduler.hooked(await self._steps.session_hooks(), block)
+        if hooks is None:
+            return block
+        refused, _ = await scheduler.before(hooks, block, turn=turn, step=step)
+        if refused is not None:
+            self._commit(turn, step, call_id, seq, refused)
+        await self._agent.checkpoint()
+        return block if refused is None else None
 
     async def settle_call(self, turn: int, step: int, from_seq: int, call_id: str, out: ToolOutput) -> None:
-        """The result of a call :meth:`start_call` started, unless one is logged."""
+        """The result of a call :meth:`start_call` started, unless one is logged — after the
+        session's ``PostToolUse`` hooks (a block's text instead)."""
         started, settled = self._find_call(from_seq, call_id)
-        if settled or started is None:
+        block = self.find_block(turn, step, from_seq, call_id)
+        if settled or started is None or block is None:
             return
+        scheduler = self._steps.scheduler
+        hooks = scheduler.hooked(await self._steps.session_hooks(), block)
+        if hooks is not None:
+            out, _ = await scheduler.after(hooks, block, out, turn=turn)
+        self._commit(turn, step, call_id, started.seq, out)
+        await self._agent.checkpoint()
+
+    def _commit(self, turn: int, step: int, call_id: str, call_seq: int, out: ToolOutput) -> None:
         message = tool_result_message(call_id, out.content, is_error=out.is_error)
         data = tool_result_data(
             turn, step, message, error_code=out.code if out.is_error else None, meta=out.meta
         )
-        self._agent.append(TOOL_RESULT, data, source_event_seqs=[started.seq])
-        await self._agent.checkpoint()
+        self._agent.append(TOOL_RESULT, data, source_event_seqs=[call_seq])
 
     def _settle_unknown(self, turn: int, step: int, call_id: str, started: Event) -> None:
         data = outcome_unknown(turn, step, call_id, "the worker running it was lost")

@@ -13,26 +13,31 @@ once, and the later attempt then finds the earlier one's work in the log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, TypeVar, cast
 
 from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from dsh.errors import DshError, SessionNotFoundError, UsageError
+from dsh.events.attachments import Attachment
 from dsh.events.messages import Message, user_message
 from dsh.events.payloads import TurnEndReason, aborted_reason, error_reason
+from dsh.jsonx import dumps, loads
 from dsh.model import Delegation
 from dsh.subagents import Agent, delegate
 from dsh.temporal.approvals import SignalApprover
 from dsh.temporal.attempts import Attempts
 from dsh.temporal.children import delegates, finish_child, start_child
+from dsh.temporal.jobs import WorkerJobs
 from dsh.temporal.recipe import AgentRecipe
 from dsh.temporal.refs import (
     Call,
     CallInput,
+    CallsInput,
+    CallsRan,
     ChildFinished,
     ChildStarted,
     Delegated,
@@ -46,7 +51,7 @@ from dsh.temporal.refs import (
     TurnInput,
     TurnOutcome,
 )
-from dsh.temporal.waking import settle, take
+from dsh.temporal.waking import MESSAGE_TYPE, settle, take
 from dsh.tools.approval import Approver
 
 HEARTBEAT_EVERY: Final = 1.0
@@ -101,23 +106,31 @@ class TurnActivities:
         self._recipe = recipe
         self._client = client
         self._attempts = Attempts()
+        self.jobs = None if client is None else WorkerJobs(client, recipe.store)
+        """The worker's background jobs (``dsh.temporal.jobs``; ``None`` without a client:
+        an agent's jobs end with its activity)."""
 
     async def _run(self, work: Coroutine[Any, Any, T]) -> T:
         """``work`` as its activity's one running attempt on this worker, heartbeating."""
         return await heartbeating(self._attempts.sole(work))
 
-    def _agent(
+    @asynccontextmanager
+    async def _agent(
         self,
         session_id: str,
         delegated: Delegated | None,
         approver: Callable[[str], Approver] | None = None,
-    ) -> AbstractAsyncContextManager[Agent]:
-        """The recipe's agent over ``session_id`` as the child ``delegated`` says it is."""
+    ) -> AsyncIterator[Agent]:
+        """The recipe's agent over ``session_id`` as the child ``delegated`` says it is, its
+        background jobs the worker's (they outlive the activity)."""
         continuable = delegated is not None and delegated.continuable
         delegation = _delegation(delegated)
-        return self._recipe.agent(
+        async with self._recipe.agent(
             session_id, delegation=delegation, approver=approver, continuable=continuable
-        )
+        ) as agent:
+            if self.jobs is not None:
+                self.jobs.lend(agent, activity.info().task_queue)
+            yield agent
 
     def _approver(self) -> Callable[[str], Approver] | None:
         client = self._client
@@ -159,15 +172,16 @@ class TurnActivities:
 
     async def _step(self, step: StepInput) -> StepSettled:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
+        carried = await self._stored_messages(step.carried)
         async with self._agent(step.session_id, step.delegated) as agent:
             out = await agent.stepwise().model_step(
-                step.turn, step.step, step.from_seq, prompt, woken=step.woken
+                step.turn, step.step, step.from_seq, prompt, woken=step.woken, carried=carried
             )
         calls = tuple(Call(c.call_id, c.name, delegates(self._recipe, c.name)) for c in out.calls)
         failure = out.failure
-        if failure is None:
-            return StepSettled(calls, out.max_tokens)
-        return StepSettled(calls, out.max_tokens, failure["code"], failure["message"])
+        code, message = (failure["code"], failure["message"]) if failure is not None else (None, None)
+        next_step = await self._store_messages(out.next_step)
+        return StepSettled(calls, out.max_tokens, code, message, out.blocked, next_step)
 
     @activity.defn(name="dsh.tool_call")
     async def tool_call(self, call: CallInput) -> bool:
@@ -177,6 +191,47 @@ class TurnActivities:
     async def _tool(self, call: CallInput) -> bool:
         async with self._agent(call.session_id, call.delegated, approver=self._approver()) as agent:
             return await agent.stepwise().tool_call(call.turn, call.step, call.from_seq, call.call_id)
+
+    @activity.defn(name="dsh.tool_calls")
+    async def tool_calls(self, calls: CallsInput) -> bool:
+        """A step's calls run together as the loop runs them (hooks, concurrency-safe calls
+        at once, results in model order), except those whose result is logged; ``True``
+        when one ran now."""
+        return await self._run(self._ran(calls))
+
+    async def _tools(self, calls: CallsInput) -> tuple[bool, tuple[Message, ...]]:
+        async with self._agent(calls.session_id, calls.delegated, approver=self._approver()) as agent:
+            ran = await agent.stepwise().tool_calls(calls.turn, calls.step, calls.from_seq, calls.call_ids)
+        return ran.ran, ran.next_step
+
+    async def _ran(self, calls: CallsInput) -> bool:
+        return (await self._tools(calls))[0]
+
+    @activity.defn(name="dsh.step_tools")
+    async def step_tools(self, calls: CallsInput) -> CallsRan:
+        """:meth:`tool_calls`, the messages their hooks gave the next step stored (by id)."""
+        return await self._run(self._step_tools(calls))
+
+    async def _step_tools(self, calls: CallsInput) -> CallsRan:
+        _, next_step = await self._tools(calls)
+        return CallsRan(await self._store_messages(next_step))
+
+    async def _store_messages(self, messages: Sequence[Message]) -> tuple[str, ...]:
+        """``messages`` as attachments (what a reference carries to the next activity)."""
+        store = self._recipe.store
+        return tuple([await store.put_attachment(Attachment(MESSAGE_TYPE, dumps(m))) for m in messages])
+
+    async def _stored_messages(self, ids: Sequence[str]) -> list[Message]:
+        out: list[Message] = []
+        for attachment_id in ids:
+            stored = await self._recipe.store.get_attachment(attachment_id)
+            if stored is None:
+                message = (
+                    f"the step's message {attachment_id} is not in the store (was it submitted to another?)"
+                )
+                raise ApplicationError(message, type="MessageNotFound", non_retryable=True)
+            out.append(cast("Message", loads(stored.data)))
+        return out
 
     @activity.defn(name="dsh.end_turn")
     async def end_turn(self, end: EndInput) -> TurnOutcome:
@@ -218,6 +273,8 @@ class TurnActivities:
             self.begin_turn,
             self.model_step,
             self.tool_call,
+            self.tool_calls,
+            self.step_tools,
             self.end_turn,
             self.start_child,
             self.finish_child,

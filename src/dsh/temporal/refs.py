@@ -56,6 +56,9 @@ class StepInput:
     prompt: str | None = None
     delegated: Delegated | None = None
     woken: bool = False
+    carried: tuple[str, ...] = ()
+    """The attachment ids of the messages the step opens with after the claim: what the
+    previous step's hooks gave it (tool hooks' context, a ``Stop`` block's reason)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,18 @@ class StepSettled:
     max_tokens: bool = False
     failure_code: str | None = None
     failure_message: str | None = None
+    blocked: bool = False
+    """``UserPromptSubmit`` blocked the prompt: the turn ends ``blocked`` with no step."""
+    carried: tuple[str, ...] = ()
+    """A ``Stop`` hook blocked the turn's end: the next step opens with these (attachment ids)."""
+
+
+@dataclass(frozen=True)
+class CallsRan:
+    """A step's calls ran (``dsh.step_tools``): the messages their hooks gave the next step
+    (attachment ids, in model order)."""
+
+    carried: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,19 @@ class CallInput:
     turn: int
     step: int
     call_id: str
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class CallsInput:
+    """Tool calls of step ``step`` run together, in model order, as the loop runs a step's
+    calls (the call's arguments are in the logged step)."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    step: int
+    call_ids: tuple[str, ...]
     delegated: Delegated | None = None
 
 

@@ -75,20 +75,25 @@ class Worker:
         its start aborts the process."""
         client = await self._connected()
         await check_queue(client, self.task_queue, store_identity(self.recipe.store))
+        activities = TurnActivities(steered(self.recipe, client, self.task_queue), client)
         worker = TemporalWorker(
             client,
             task_queue=self.task_queue,
             workflows=[TurnWorkflow],
-            activities=TurnActivities(steered(self.recipe, client, self.task_queue), client).all(),
+            activities=activities.all(),
             identity=self.identity,
             max_concurrent_activities=self._max_activities,
             max_concurrent_workflow_tasks=self._max_workflow_tasks,
             graceful_shutdown_timeout=self._graceful,
             sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         )
-        async with worker:
-            while not worker.is_running:  # noqa: ASYNC110 (temporalio has no event for its start)
-                await asyncio.sleep(0.01)
-            if ready is not None:
-                ready()
-            await (stop or asyncio.Event()).wait()
+        try:
+            async with worker:
+                while not worker.is_running:  # noqa: ASYNC110 (temporalio has no event for its start)
+                    await asyncio.sleep(0.01)
+                if ready is not None:
+                    ready()
+                await (stop or asyncio.Event()).wait()
+        finally:
+            if activities.jobs is not None:  # the background jobs end with their worker
+                await asyncio.shield(activities.jobs.aclose())

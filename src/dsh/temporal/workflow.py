@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
         ApprovalDecision,
         Call,
         CallInput,
+        CallsInput,
+        CallsRan,
         ChildFinished,
         ChildStarted,
         Ending,
@@ -53,6 +55,15 @@ RETRIES: Final = RetryPolicy(
     maximum_attempts=20,
     non_retryable_error_types=["SessionNotFoundError", "UsageError"],
 )
+
+BATCHED_CALLS: Final = "dsh-batched-calls"
+"""The ``workflow.patched`` id of a step's ordinary calls run together by one ``dsh.tool_calls``
+activity (before it: one ``dsh.tool_call`` per call, which a run started then replays)."""
+
+HOOKED_STEPS: Final = "dsh-hooked-steps"
+"""The ``workflow.patched`` id of steps that carry their hooks' messages on: ``dsh.step_tools``
+returns what the calls' hooks give the next step, ``dsh.model_step`` a ``UserPromptSubmit``
+block and a ``Stop`` block's messages (before it: :data:`BATCHED_CALLS`' steps)."""
 
 T = TypeVar("T")
 
@@ -159,6 +170,8 @@ class TurnWorkflow:
         return Ending("aborted", by="parent" if delegated else "user")
 
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
+        if workflow.patched(HOOKED_STEPS):
+            return await self._hooked_steps(turn_input, begun)
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         woken = turn_input.prompt is None
         for step in plan.steps(begun.max_steps):
@@ -180,12 +193,83 @@ class TurnWorkflow:
                 if any(not item.next_turn for item in self._inbound):
                     continue  # a notice came during the step: it keeps the turn going, as in the loop
                 return Ending("completed")
+            if workflow.patched(BATCHED_CALLS):
+                if await self._calls(turn_input, begun.turn, step, settled.calls) is None:
+                    return self._aborted(delegated is not None)
+                continue
             for call in settled.calls:
                 if self._stopped():  # the cancel came as the step settled
                     return self._aborted(delegated is not None)
                 await self._call(CallInput(sid, start, begun.turn, step, call.call_id, delegated), call)
         limit = plan.step_limit(begun.turn, begun.max_steps)
         return Ending("error", limit.code, limit.message)
+
+    async def _hooked_steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
+        """The steps as ``Steps.run`` takes them: a prompt a ``UserPromptSubmit`` hook blocks
+        ends the turn ``blocked``; a step's calls, or a ``Stop`` hook that blocks the end,
+        hand the next step its opening messages (``carried``); a token limit ends the turn
+        ``max-tokens`` once no ``Stop`` block keeps it going."""
+        sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        woken = turn_input.prompt is None
+        carried: tuple[str, ...] = ()
+        max_tokens = False
+        for step in plan.steps(begun.max_steps):
+            if self._stopped():
+                return self._aborted(delegated is not None)
+            prompt = turn_input.prompt if step == 1 else None
+            if self._inbound:  # a notice joins this step (a message for a turn of its own waits)
+                await self._intake(sid, running=True)
+            opening = StepInput(sid, start, begun.turn, step, prompt, delegated, step == 1 and woken, carried)
+            settled = await self._act("dsh.model_step", opening, StepSettled)
+            if settled.failure_code is not None:
+                return Ending("error", settled.failure_code, settled.failure_message)
+            if settled.blocked:
+                return Ending("blocked")
+            max_tokens = max_tokens or settled.max_tokens
+            if settled.calls:
+                ran = await self._calls(turn_input, begun.turn, step, settled.calls, carrying=True)
+                if ran is None:
+                    return self._aborted(delegated is not None)
+                carried = ran
+                continue
+            carried = settled.carried
+            if carried or any(not item.next_turn for item in self._inbound):
+                continue  # a Stop block, or a notice that came during the step: one more step
+            return Ending("max-tokens") if max_tokens else Ending("completed")
+        limit = plan.step_limit(begun.turn, begun.max_steps)
+        return Ending("error", limit.code, limit.message)
+
+    async def _calls(
+        self, turn_input: TurnInput, turn: int, step: int, calls: tuple[Call, ...], *, carrying: bool = False
+    ) -> tuple[str, ...] | None:
+        """The step's calls in model order: each run of ordinary calls by one activity (the
+        loop's scheduler: hooks, concurrency-safe calls together; ``carrying``: ``dsh.step_tools``,
+        which returns what their hooks give the next step, else ``dsh.tool_calls``), each
+        delegation call as :meth:`_call`; the next step's messages, ``None`` when a cancel
+        stopped them."""
+        sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
+        carried: tuple[str, ...] = ()
+        at = 0
+        while at < len(calls):
+            if self._stopped():  # the cancel came as the step settled, or during a call
+                return None
+            if calls[at].delegates:
+                call_input = CallInput(sid, start, turn, step, calls[at].call_id, delegated)
+                await self._call(call_input, calls[at])
+                at += 1
+                continue
+            end = at
+            while end < len(calls) and not calls[end].delegates:
+                end += 1
+            batch = CallsInput(
+                sid, start, turn, step, tuple(call.call_id for call in calls[at:end]), delegated
+            )
+            if carrying:
+                carried += (await self._act("dsh.step_tools", batch, CallsRan)).carried
+            else:
+                await self._act("dsh.tool_calls", batch, bool)
+            at = end
+        return carried
 
     async def _call(self, call_input: CallInput, call: Call) -> None:
         if call.delegates:
