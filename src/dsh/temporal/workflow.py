@@ -226,16 +226,17 @@ class TurnWorkflow:
             if settled.blocked:
                 return Ending("blocked")
             max_tokens = max_tokens or settled.max_tokens
-            if settled.calls:
+            if plan.continues(called=bool(settled.calls), cut_off=settled.max_tokens, waiting=False):
                 ran = await self._calls(turn_input, begun.turn, step, settled.calls, carrying=True)
                 if ran is None:
                     return self._aborted(delegated is not None)
                 carried = ran
                 continue
-            carried = settled.carried
-            if carried or any(not item.next_turn for item in self._inbound):
-                continue  # a Stop block, or a notice that came during the step: one more step
-            return Ending("max-tokens") if max_tokens else Ending("completed")
+            carried = settled.carried  # a Stop block's steer, or a notice that came during the step
+            waiting = bool(carried) or any(not item.next_turn for item in self._inbound)
+            if plan.continues(called=False, cut_off=max_tokens, waiting=waiting):
+                continue
+            return Ending(plan.ending(max_tokens))
         limit = plan.step_limit(begun.turn, begun.max_steps)
         return Ending("error", limit.code, limit.message)
 
