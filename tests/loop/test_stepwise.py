@@ -74,3 +74,36 @@ async def test_a_call_started_but_never_settled_is_settled_unknown_not_rerun(tmp
     assert not await stepwise.tool_call(turn, 1, 0, "c1")
     (result,) = [e for e in agent.session.events if e.type == "tool/result"]
     assert result.data["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"} and ran == []
+
+
+async def test_a_model_title_is_asked_at_the_turns_end_by_a_stepwise_driver(tmp_path: Path) -> None:
+    """Each piece's agent lives for that piece: the title request is logged where the loop logs
+    it and the title model is asked when the turn ends, so the log is the loop's."""
+
+    def config(title: ScriptedModel) -> AgentConfig:
+        return AgentConfig(model="test-model", retry=NO_DELAY, title_model=title)
+
+    inline = await Agent.create(
+        MemoryEventStore(), model=ScriptedModel([text_reply("hi")]), tools=ToolRegistry([]),
+        config=config(ScriptedModel([text_reply("Greeting the user")])), cwd=tmp_path,
+    )  # fmt: skip
+    await inline.run_turn("hello there")
+    space = MemorySpace()
+    model, title = ScriptedModel([text_reply("hi")]), ScriptedModel([text_reply("Greeting the user")])
+    first = await Agent.create(
+        MemoryEventStore(space), model=model, tools=ToolRegistry([]), config=config(title), cwd=tmp_path
+    )
+
+    async def fresh() -> Agent:
+        loaded = await MemoryEventStore(space).load(first.id)
+        return Agent.attach(loaded, store=MemoryEventStore(space), model=model, tools=ToolRegistry([]),
+                            config=config(title))  # fmt: skip
+
+    turn = await (await fresh()).stepwise().begin(0)
+    await (await fresh()).stepwise().model_step(turn, 1, 0, user_message("hello there"))
+    await (await fresh()).stepwise().end(turn, 0, {"kind": "completed"})
+    await (await fresh()).stepwise().end(turn, 0, {"kind": "completed"})  # a retried end asks nothing
+    stepped = (await MemoryEventStore(space).load(first.id)).events
+    assert [e.type for e in stepped] == [e.type for e in inline.session.events]
+    assert stepped[-1].type == "session/title" and stepped[-1].data["title"] == "Greeting the user"
+    assert len(title.requests) == 1

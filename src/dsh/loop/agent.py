@@ -165,7 +165,7 @@ class Agent:
             recorded=model if isinstance(model, RecordedResults) else None,
         )
         self._steps = Steps(self, scheduler, self._order)
-        self.titling = Titling(self)
+        self.titling: Titling = Titling(self)
         self.terminals = TerminalTable()
         """This session's persistent terminals (closed with the agent)."""
 

@@ -78,12 +78,34 @@ async def _ask(model: Model, request: ModelRequest) -> str | None:
     return title or None
 
 
+def _unanswered(events: Any) -> dict[str, Any] | None:
+    """The last ``session/title-llm-request`` no model title followed, if any."""
+    found: dict[str, Any] | None = None
+    for event in events:
+        if event.type == REQUEST and isinstance(event.data, dict):
+            found = event.data
+        elif (
+            event.type == SESSION_TITLE
+            and isinstance(event.data, dict)
+            and event.data.get("source", {}).get("kind") != "fallback"
+        ):
+            found = None
+    return found
+
+
 class Titling:
-    """One session's model-title work (nothing without a title model or in a child)."""
+    """One session's model-title work (nothing without a title model or in a child).
+
+    In-process the title is asked beside the turn. A driver whose agent lives for one piece
+    of a turn (``dsh.loop.stepwise``, Temporal's activities) :meth:`defer` s it: the request
+    is logged where the loop logs it, and :meth:`after_logged_request`, when the turn ends,
+    asks the title model that logged request — the same events, in the same places."""
 
     def __init__(self, agent: DelegatedState) -> None:
         self._agent = agent
         model = agent.config.title_model
+        self._title_model = model if agent.delegation is None else None
+        self._deferred = False
         done = any(
             e.type == SESSION_TITLE
             and isinstance(e.data, dict)
@@ -93,6 +115,7 @@ class Titling:
         self._model = model if agent.delegation is None and not done else None
         self._task: asyncio.Task[str | None] | None = None
         self._seqs: list[int] = []
+        self._route: dict[str, str] = {}
 
     def on_request(self) -> None:
         """The session's request is going out: start the title work if it is due."""
@@ -123,6 +146,9 @@ class Titling:
             },
         )
         self._seqs = [seq]
+        if self._deferred:  # asked when the turn ends, from the logged request
+            self._model = None
+            return
         request = ModelRequest(
             session_id=self._agent.id,
             model=name,
@@ -133,6 +159,33 @@ class Titling:
         )
         self._task = asyncio.create_task(asyncio.wait_for(_ask(self._model, request), TIMEOUT_S))
         self._route = route
+
+    def defer(self) -> None:
+        """Log the title request as always but ask it only at :meth:`after_logged_request`."""
+        self._deferred = True
+
+    async def after_logged_request(self) -> None:
+        """After the turn's end: ask the title model the request the log holds without an
+        answer (a deferred one, made by another piece of the turn) and append its title."""
+        data = _unanswered(self._agent.session.own_events)
+        if self._title_model is None or data is None or self._task is not None:
+            return
+        logged = data.get("route")
+        route: dict[str, str] = (
+            {str(k): str(v) for k, v in logged.items()} if isinstance(logged, dict) else {}
+        )
+        request = ModelRequest(
+            session_id=self._agent.id,
+            model=str(route.get("model") or self._agent.config.model),
+            messages=cast(list[Message], data.get("messages") or []),
+            system=data.get("system") if isinstance(data.get("system"), str) else None,
+            max_tokens=MAX_TOKENS,
+            extra={"purpose": "session-title"},
+        )
+        self._seqs = [s for s in data.get("messageSeqs", []) if type(s) is int]
+        self._route = route
+        self._task = asyncio.create_task(asyncio.wait_for(_ask(self._title_model, request), TIMEOUT_S))
+        await self.after_turn()
 
     async def after_turn(self) -> None:
         """Append the model's title once the turn has ended (a failure only logs a warning)."""
