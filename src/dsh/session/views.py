@@ -8,7 +8,7 @@ from typing import Any
 from dsh.events import Event
 from dsh.events.compaction import bracket_of, end_data
 from dsh.events.messages import joined_text, text_block, tool_result_message
-from dsh.events.payloads import ToolResultData, tool_result_data, turn_end
+from dsh.events.payloads import ToolResultData, tool_result_data, turn_end, usage_of
 from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
@@ -20,7 +20,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
-from dsh.session.timeline.state import open_turn
+from dsh.session.timeline.state import add_usage, open_turn
 
 
 def final_assistant_text(events: Sequence[Event]) -> str:
@@ -53,10 +53,7 @@ def usage_totals(events: Sequence[Event]) -> dict[str, int]:
     totals: dict[str, int] = {}
     for event in events:
         if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT):
-            usage = event.data.get("usage") or {}
-            for key, value in usage.items():
-                if type(value) is int:
-                    totals[key] = totals.get(key, 0) + value
+            add_usage(totals, usage_of(event))
     return totals
 
 
