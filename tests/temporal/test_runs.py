@@ -181,7 +181,7 @@ def test_sigterm_stops_a_worker_gracefully(workers: Workers) -> None:
     workers.start(1)
     proc = workers.procs[-1]
     proc.terminate()
-    assert proc.wait(30) == 0
+    assert proc.wait(30) == 0, workers.log(proc)
     assert workers.log(proc).strip().splitlines()[-1] == "dsh worker: stopped"
 
 

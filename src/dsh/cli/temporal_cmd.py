@@ -73,6 +73,11 @@ def worker(
             temporal, task_queue, store, provider, policy, max_activities, max_workflow_tasks, graceful
         )
     )
+    # Stopped cleanly: leave at once. The core's threads forward their log into Python
+    # (dsh.temporal.logs) and may still do so while the interpreter finalizes, which aborts it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 async def _worker(
