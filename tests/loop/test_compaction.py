@@ -11,12 +11,16 @@ import pytest
 from dsh.events.compaction import CLOSE_TAG, INSTRUCTION, OPEN_TAG
 from dsh.events.history import history_messages
 from dsh.events.messages import user_message
+from dsh.events.spans import balanced_cuts
 from dsh.events.tokens import header_price, message_price
 from dsh.loop import NO_DELAY, Agent, AgentConfig, CompactionPolicy
 from dsh.model.base import ModelRequest
 from dsh.model.scripted import HANG, ScriptedModel, error_reply, text_reply, tool_call_reply
+from dsh.snapshot import run_scenario
+from dsh.snapshot.save import save_scenario
 from dsh.store.memory import MemoryEventStore, MemorySpace
 from dsh.store.sqlite import SqliteEventStore
+from dsh.subagents import standard_tools
 from dsh.tools import ToolContext, ToolOutput
 from dsh.tools.function import tool
 from dsh.tools.registry import ToolRegistry, builtin_registry
@@ -303,3 +307,36 @@ async def test_a_prefix_before_the_compaction_has_the_original_history_and_a_for
     texts = [m.text for m in history_messages(child.events)]
     assert "both" in texts[0] and PROMPT not in texts
     await agent.aclose()
+
+
+def _tool_loop(request: ModelRequest, index: int) -> list[Any]:
+    if request.messages and request.messages[-1].get("source", {}).get("plugin") == "dsh-compaction-basic":
+        return text_reply("## Current Work\n- printing numbered lines, step by step")
+    done = sum(1 for m in request.messages if m.get("source", {}).get("kind") == "tool")
+    if index > 60:
+        return text_reply("ALL DONE")
+    return tool_call_reply(
+        f"call_{index}", "bash", {"command": f"seq 1 120 # {index} {done}", "description": "count"}
+    )
+
+
+async def test_one_long_turn_of_tool_calls_compacts_inside_the_turn_and_replays(tmp_path: Path) -> None:
+    window = 8_000
+    model = ScriptedModel(_tool_loop)
+    config = _config(compaction=CompactionPolicy(context_window=window))
+    store = SqliteEventStore(tmp_path / "s.db")  # the tools a scenario replays with, as dsh run's
+    agent = await Agent.create(store, model=model, tools=standard_tools(), config=config, cwd=tmp_path)
+    result = await agent.run_turn("Print numbers with bash until I say stop.")
+    assert result.ok and result.text == "ALL DONE"
+    starts = [e for e in agent.session.events if e.type == "compaction/start"]
+    assert starts and all(e.data["turn"] == 1 for e in starts)  # owned by the open turn
+    heads = header_price({"system": agent.config.system or "", "tools": list(agent.tools.specs())})
+    for request in model.requests:
+        assert heads + sum(message_price(m) for m in request.messages) < window
+    for request in model.requests:  # never a tool result without its call
+        balanced_cuts(request.messages)
+    check_log_invariants(agent.session.events)
+    await save_scenario(agent.store, agent.id, tmp_path / "saved")
+    await agent.aclose()
+    replayed = await run_scenario(tmp_path / "saved", "replay")
+    assert replayed.ok, replayed.failure_text()
