@@ -137,22 +137,25 @@ def run(
     if temporal is not None:
         _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image, context_window)
         from dsh.cli.approve import AnnouncedApprover, approver_for
-        from dsh.cli.temporal_cmd import run_on_temporal
+        from dsh.cli.temporal_cmd import leave, run_on_temporal
 
         chosen = setup.approver if setup.approver is not None else approver_for(approve, deny)
-
-        on_workers = run_on_temporal(
-            text,
-            address=temporal,
-            queue=task_queue,
-            store_url=store,
-            resume=resume,
-            cwd=setup.workspace,
-            as_json=as_json,
-            approver=AnnouncedApprover(chosen) if as_json else chosen,
-        )
-        _report(on_workers)
-        return
+        code = 0
+        try:
+            on_workers = run_on_temporal(
+                text,
+                address=temporal,
+                queue=task_queue,
+                store_url=store,
+                resume=resume,
+                cwd=setup.workspace,
+                as_json=as_json,
+                approver=AnnouncedApprover(chosen) if as_json else chosen,
+            )
+            _report(on_workers)
+        except typer.Exit as exit_:
+            code = exit_.exit_code
+        leave(code)
     if as_json and setup.approver is not None:
         from dsh.cli.approve import AnnouncedApprover
 
