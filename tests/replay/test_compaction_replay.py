@@ -111,18 +111,6 @@ def _write(directory: Path) -> None:
     (directory / "input.json").write_text(json.dumps({"steps": steps}))
 
 
-def test_the_fixture_matches_the_recorded_shape(tmp_path: Path) -> None:
-    events = _events()
-    assert len(events) == 31 and events[19][0] == "compaction/start" and events[23][0] == "assistant/chunk"
-    assert [e[0] for e in events[13:18]] == [
-        "assistant/message",
-        "tool/call",
-        "tool/result",
-        "step/end",
-        "step/start",
-    ]
-
-
 def test_a_compacting_recording_decodes_with_its_compaction_events(tmp_path: Path) -> None:
     _write(tmp_path / "rec")
     loaded = read_recorded(tmp_path / "rec").primary

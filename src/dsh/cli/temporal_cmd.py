@@ -165,12 +165,10 @@ async def _connected(address: str) -> Client:
 
 
 def _exit_now(message: str, code: int) -> NoReturn:
-    """One error line, then exit at once: after a failed connect the Temporal core's threads
-    may still call into Python, which aborts an interpreter that is finalizing."""
+    """One error line, then :func:`leave` (after a failed connect too the core's threads may
+    still call into Python)."""
     typer.echo(f"dsh: error: {terminal_safe(message)}", err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    leave(code)
 
 
 def run_on_temporal(

@@ -64,11 +64,11 @@ def last_header(events: Sequence[Event]) -> RequestHeader | None:
     return None
 
 
-def pressure(events: Sequence[Event], surface: Surface, prices: Sequence[int]) -> int:
-    """The tokens the next request (with its answer) will weigh; ``prices`` are the surface
-    nodes' prices, in surface order."""
-    head = header_price(last_header(events))
-    total = head + sum(prices)
+def pressure(events: Sequence[Event], surface: Surface, prices: Sequence[int], total: int) -> int:
+    """The tokens the next request (with its answer) will weigh: ``prices`` are the surface
+    nodes' prices in surface order, ``total`` the heuristic whole (the head's price,
+    :func:`header_price`, and the nodes'). Looks back only to the last call, and at the
+    surface's nodes after it."""
     for event in reversed(events):
         if event.type == REQUEST_HEADER or isinstance(event.surface_op, dict):
             return total  # the head or the surface was rebuilt since the last call: estimate
@@ -78,7 +78,9 @@ def pressure(events: Sequence[Event], surface: Surface, prices: Sequence[int]) -
                 return total
             counts = cast(Mapping[str, object], usage)
             reported = sum(n for n in (counts.get(k) for k in _REPORTED) if type(n) is int)
-            anchor = event.seq
-            after = sum(p for seq, p in zip(surface.seqs, prices, strict=True) if seq > anchor)
+            after, i = 0, len(prices)  # no replace since the call: later nodes have later seqs
+            while i > 0 and surface.seqs[i - 1] > event.seq:
+                i -= 1
+                after += prices[i]
             return max(reported, total - after) + after
     return total

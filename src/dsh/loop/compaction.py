@@ -27,10 +27,16 @@ from dsh.events.compaction import (
 )
 from dsh.events.history import Surface
 from dsh.events.messages import Block, Message
-from dsh.events.payloads import RequestHeader
+from dsh.events.payloads import RequestHeader, request_header_of
 from dsh.events.spans import head_span
-from dsh.events.tokens import last_header, message_price, pressure
-from dsh.events.vocabulary import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, REQUEST_CONTEXT
+from dsh.events.tokens import header_price, last_header, message_price, pressure
+from dsh.events.vocabulary import (
+    COMPACTION_END,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+)
 from dsh.loop.compaction_policy import CompactionPolicy
 from dsh.loop.setup import offer_recall
 from dsh.loop.state import TurnState
@@ -72,7 +78,11 @@ class Compactor:
     def __init__(self, agent: TurnState, history: HistoryProjector) -> None:
         self._agent = agent
         self._history = history
-        self._prices: dict[int, int] = {}
+        self._priced: tuple[Surface | None, int, list[int], int] = (None, -1, [], 0)
+        """(surface, its generation, its nodes' prices, their sum): extended as it grows."""
+        self._header = last_header(agent.session.events)
+        self._header_price = header_price(self._header)
+        self._header_seen = len(agent.session.events)
         self._context = next(
             (
                 e.data
@@ -113,20 +123,35 @@ class Compactor:
             self._agent.append(REQUEST_CONTEXT, data)
             self._context = data
 
-    def _surface(self) -> tuple[Surface, list[int]]:
+    def _surface(self) -> tuple[Surface, list[int], int]:
+        """The surface, its nodes' prices and their sum: priced once per node (a replace
+        prices the new surface again), so a step's check does not grow with the session."""
         surface = self._history.fold(self._agent.session.events)
-        prices = []
-        for seq, message in zip(surface.seqs, surface.messages, strict=True):
-            price = self._prices.get(seq)
-            if price is None:
-                price = self._prices[seq] = message_price(message)
+        known, generation, prices, total = self._priced
+        if known is not surface or generation != surface.generation or len(prices) > len(surface.seqs):
+            prices, total = [], 0
+        for message in surface.messages[len(prices) :]:
+            price = message_price(message)
             prices.append(price)
-        return surface, prices
+            total += price
+        self._priced = (surface, surface.generation, prices, total)
+        return surface, prices, total
+
+    def _head(self) -> RequestHeader | None:
+        """The last logged request header (read from the events appended since last asked)."""
+        events = self._agent.session.events
+        for i in range(self._header_seen, len(events)):
+            if events[i].type == REQUEST_HEADER:
+                self._header = request_header_of(events[i])
+                self._header_price = header_price(self._header)
+        self._header_seen = len(events)
+        return self._header
 
     def pressure(self) -> int:
         """What the next request will weigh (``dsh.events.tokens.pressure``)."""
-        surface, prices = self._surface()
-        return pressure(self._agent.session.events, surface, prices)
+        surface, prices, total = self._surface()
+        self._head()
+        return pressure(self._agent.session.events, surface, prices, self._header_price + total)
 
     async def if_needed(self, turn: int) -> Compacted | None:
         """Before a step: compact when the pressure reached the threshold."""
@@ -141,14 +166,14 @@ class Compactor:
     async def compact(self, turn: int | None, *, retain: int = 0, command_id: str | None = None) -> Compacted:
         """Replace the surface's head, keeping ``retain`` tokens of the newest messages (0:
         all but the newest unit); ``turn``: the open turn, ``None`` between turns."""
-        surface, prices = self._surface()
+        surface, prices, _ = self._surface()
         count = head_span(surface.messages, prices, retain)
         price = sum(prices[:count])
         if count == 0 or price <= _FRAMING:  # no checkpoint could be smaller: no call
             return NOTHING
         seqs = surface.seqs[:count]
         shadowed = [m for m in surface.messages[:count] if m is not None]
-        header = last_header(self._agent.session.events)
+        header = self._head()
         compaction_id = str(uuid.uuid4())
         start = self._agent.append(COMPACTION_START, start_data(compaction_id, turn, command_id))
         try:
