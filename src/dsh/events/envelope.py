@@ -28,6 +28,9 @@ class Event:
     stores and exports never serialize and verify the same data twice. ``None``: unknown."""
     line_json: bytes | None = field(default=None, compare=False, repr=False)
     """Memo of the whole canonical line, filled by the first checked encode (``remember_line``)."""
+    partial: bool = field(default=False, compare=False, repr=False)
+    """Read without its deferred bytes (``dsh.events.deferred``): a settlement without its
+    stream and wire, or a version-0 chunk without data. Never written (``encode_event``)."""
 
     def remember_line(self, line: bytes) -> None:
         """Memoize the canonical encoding of this (immutable) event."""
@@ -55,6 +58,7 @@ class Event:
             self.source_event_seqs,
             self.ignorable,
             self.data_json,
+            partial=self.partial,
         )
 
 
@@ -99,6 +103,8 @@ def encode_event(event: Event) -> bytes:
     """
     if event.line_json is not None:
         return event.line_json
+    if event.partial:
+        raise_partial(event)
     wire = event.to_wire()
     if event.data_json is not None and (event.surface_op is None or type(event.surface_op) is str):
         # The data was encoded and checked once, on append; the envelope (ints, strings,
@@ -108,6 +114,14 @@ def encode_event(event: Event) -> bytes:
         event.remember_line(line)
         return line
     return jsonx.encode_checked(wire, f"event {event.type}#{event.seq}")
+
+
+def raise_partial(event: Event) -> None:
+    """Refuse to write (or read the deferred part of) an event a surface read left partial."""
+    raise InvalidEventError(
+        f"event {event.type}#{event.seq} was read without its stream (a surface read); "
+        "load the session whole to write or replay it"
+    )
 
 
 def check_event(event: Event) -> None:

@@ -117,7 +117,7 @@ def decode_cut(is_seeded: bool, events: Sequence[Event], where: str) -> int:
     """
     cut = None
     for event in reversed(events):
-        if is_cut_marker(event):
+        if event.type == SESSION_END_SEED and is_cut_marker(event):  # the type first: a long log
             cut = event.seq
             break
     if is_seeded and cut is None:

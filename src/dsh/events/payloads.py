@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from dsh.events.chunks import Chunk, Failure, StreamRecord, Usage
-from dsh.events.envelope import Event
+from dsh.events.envelope import Event, raise_partial
 from dsh.events.messages import Block, Message, ToolSpec
 from dsh.events.vocabulary import (
     APPROVAL_POLICY,
@@ -500,7 +500,10 @@ def stream_of(event: Event) -> StreamRecord | None:
     none, as in a version-0 message, whose ``assistant/chunk`` events made the call).
 
     The logged lists themselves (no copy on the replay's load path): read them, never
-    mutate them; a ``dt`` holding anything but integers comes back filtered."""
+    mutate them; a ``dt`` holding anything but integers comes back filtered. A partial event
+    (a surface read) is refused: its stream was not read."""
+    if event.partial:
+        raise_partial(event)
     data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
     stream = data.get("stream") if data is not None else None
     if not isinstance(stream, dict):
@@ -519,7 +522,10 @@ def stream_of(event: Event) -> StreamRecord | None:
 def wire_of(event: Event) -> WireRecord | None:
     """The exact wire reply an ``assistant/message`` or ``assistant/attempt`` logged (``None``:
     none, as for every call but a ``dsh serve`` recording in another dialect than Chat
-    Completions). The logged lists themselves: read them, never mutate them."""
+    Completions). The logged lists themselves: read them, never mutate them. A partial event
+    is refused, as by :func:`stream_of`."""
+    if event.partial:
+        raise_partial(event)
     data = _data(event, ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
     wire = data.get("wire") if data is not None else None
     if not isinstance(wire, dict) or not isinstance(wire.get("events"), list):

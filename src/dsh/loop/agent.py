@@ -286,7 +286,7 @@ class Agent:
             delegation=delegation,
             extras=extras,
         )
-        if any(is_checkpoint(e) for e in loaded.events):
+        if any(type(e.surface_op) is dict and is_checkpoint(e) for e in loaded.events):  # replaces first
             offer_recall(agent.tools)
         return agent
 
@@ -321,7 +321,7 @@ class Agent:
         try:
             held: list[str] = []
             with warnings_to(held.append):  # a refusal is its one line, not a warning and then it
-                loaded = await store.load(session_id)
+                loaded = await store.load(session_id, streams=False)  # the history, not every delta
             if loaded.loss is not None:  # never append after a detected loss
                 raise SessionTruncatedError(f"refusing to resume session {session_id}: {loaded.loss}")
             report_all(held)

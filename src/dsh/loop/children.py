@@ -15,6 +15,7 @@ from dsh.loop.session_ids import recorded_session_id
 from dsh.loop.state import ParentState
 from dsh.model import Delegation
 from dsh.store import LoadedSession
+from dsh.store.whole import whole_prefix
 from dsh.tools.registry import ToolRegistry
 
 A = TypeVar("A", bound="ParentState")
@@ -34,7 +35,8 @@ async def start_child(
         delegation_depth=child_depth(header.delegation_depth),
         agent_preset=header.agent_preset,
     )
-    child = fork_seed(header, parent.session.events if inherit else (), options)
+    prefix = await whole_prefix(parent.store, parent.id, parent.session.events) if inherit else ()
+    child = fork_seed(header, prefix, options)
     await parent.store.create(child.header, child.seed, inherited_event_count=child.cut)
     return type(parent).attach(
         LoadedSession(child.header, child.cut, child.seed),

@@ -42,6 +42,8 @@ def session_approval_policy(
     """The last logged ``approval/policy`` (one dsh knows), else ``never`` when ``delegated``,
     else the configuration's."""
     for event in reversed(events):
+        if event.type != APPROVAL_POLICY:  # the type first: a long log has one in thousands
+            continue
         logged = approval_policy_of(event)
         if logged == "ask":
             return "ask"

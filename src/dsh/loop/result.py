@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from dsh.events import Event
 from dsh.events.chunks import Failure
 from dsh.events.payloads import TurnEndReason, turn_end_of
-from dsh.events.vocabulary import TURN_START
+from dsh.events.vocabulary import TURN_END, TURN_START
 from dsh.session import final_assistant_text, usage_totals
 
 CLEAN_ENDS = frozenset({"completed", "max-tokens", "blocked"})
@@ -40,8 +40,15 @@ def closed_turns(session_id: str, own_events: Sequence[Event], *, after: int) ->
     """Every turn of ``own_events`` the log closed after turn ``after``, in order: how it
     ended, its final assistant text and its own usage (what a woken turn's caller never got)."""
     out: list[TurnResult] = []
-    start = 0
-    for i, event in enumerate(own_events):
+    first = len(own_events)  # read back from the end to the last turn closed by ``after``
+    while first > 0:
+        end = turn_end_of(own_events[first - 1]) if own_events[first - 1].type == TURN_END else None
+        if end is not None and end["turn"] <= after:
+            break
+        first -= 1
+    start = first
+    for i in range(first, len(own_events)):
+        event = own_events[i]
         if event.type == TURN_START:
             start = i
         end = turn_end_of(event)

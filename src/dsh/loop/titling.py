@@ -107,11 +107,14 @@ class Titling:
         self._title_model = model if agent.delegation is None else None
         self._deferred = False
         done = any(
-            e.type == SESSION_TITLE
-            and isinstance(e.data, dict)
-            and e.data.get("source", {}).get("kind") != "fallback"
+            e.type == REQUEST
+            or (
+                e.type == SESSION_TITLE
+                and isinstance(e.data, dict)
+                and e.data.get("source", {}).get("kind") != "fallback"
+            )
             for e in agent.session.own_events
-        ) or any(e.type == REQUEST for e in agent.session.own_events)
+        )
         self._model = model if agent.delegation is None and not done else None
         self._task: asyncio.Task[str | None] | None = None
         self._seqs: list[int] = []

@@ -147,8 +147,17 @@ class EventStore(Protocol):
         """
         ...
 
-    async def load(self, session_id: str) -> LoadedSession:
-        """The session's header, its cut as persisted and every event (``SessionNotFoundError``)."""
+    async def load(self, session_id: str, *, streams: bool = True) -> LoadedSession:
+        """The session's header, its cut as persisted and every event (``SessionNotFoundError``).
+
+        ``streams=False`` is a surface read for readers of the model-visible history (resume):
+        any settlement may come back without its stream and wire and any version-0 chunk
+        without data, marked ``Event.partial`` (``dsh.events.deferred``); a store that keeps
+        them apart skips reading them. Partial events cannot be written back."""
+        ...
+
+    async def header(self, session_id: str) -> SessionHeader:
+        """The session's header alone, read without its events (``SessionNotFoundError``)."""
         ...
 
     async def read_from(self, session_id: str, seq: int) -> list[Event]:

@@ -38,6 +38,7 @@ from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_attachments import ATTACHMENT_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
+from dsh.store.contract_surface import SURFACE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
 from dsh.store.contract_tools import ContractCheck as ContractCheck  # public: the suite's types
 from dsh.store.contract_tools import StoreOpener as StoreOpener
@@ -585,6 +586,7 @@ CHECKS: dict[str, ContractCheck] = {
         *DELETE_CHECKS,
         *LINEAGE_CHECKS,
         *ATTACHMENT_CHECKS,
+        *SURFACE_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

@@ -70,12 +70,17 @@ class Storage(EventStore, Protocol):
         """Store checked new sessions (``extras``: each one's extra header fields as JSON), all or none."""
         ...
 
-    async def _load_session(self, session_id: str) -> LoadedSession:
-        """Read the whole session back (the cut checked against the marker)."""
+    async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
+        """Read the session back (the cut checked against the marker); ``streams=False``:
+        events may come back partial (``dsh.events.deferred``)."""
         ...
 
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         """The stored events from ``seq`` (non-negative) on."""
+        ...
+
+    async def _read_header(self, session_id: str) -> SessionHeader:
+        """The stored session's header (``SessionNotFoundError``), without reading its events."""
         ...
 
     async def _exists_session(self, session_id: str) -> bool:
@@ -146,11 +151,17 @@ class StoreFront(ClosingStore):
         if sessions:
             await self._store_many(sessions, extras)
 
-    async def load(self: Storage, session_id: str) -> LoadedSession:
-        """The session's header, persisted cut and every event."""
+    async def load(self: Storage, session_id: str, *, streams: bool = True) -> LoadedSession:
+        """The session's header, persisted cut and every event (``streams=False``: a surface
+        read, see :meth:`dsh.store.base.EventStore.load`)."""
         await self._enter()
         await self._settle(session_id)
-        return await self._load_session(session_id)
+        return await self._load_session(session_id, streams)
+
+    async def header(self: Storage, session_id: str) -> SessionHeader:
+        """The session's header, without its events."""
+        await self._enter()
+        return await self._read_header(session_id)
 
     async def read_from(self: Storage, session_id: str, seq: int) -> list[Event]:
         """The session's events from ``seq`` on."""

@@ -46,7 +46,7 @@ from dsh.store.blobs import read_blob, write_blob
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.front import StoreFront
-from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_session
+from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_header, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
@@ -363,7 +363,7 @@ class JsonlEventStore(StoreFront):
             if durable:
                 await self._flush(w, durable=True)
 
-    async def _load_session(self, session_id: str) -> LoadedSession:
+    async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
         data, scan = await run_blocking(None, self._read, session_id)
         report_all(scan.warnings)
         return LoadedSession(
@@ -379,6 +379,13 @@ class JsonlEventStore(StoreFront):
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         loaded = await self._load_session(session_id)
         return loaded.events[seq:]
+
+    async def _read_header(self, session_id: str) -> SessionHeader:
+        path = self._stored_path(session_id)
+        try:
+            return await run_blocking(None, read_header, path, session_file_name)
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id, str(self.root)) from None
 
     async def _exists_session(self, session_id: str) -> bool:
         try:

@@ -75,7 +75,7 @@ def scan_file(
     """Decode a store file's bytes (version 2 only), check that it holds ``session_id`` and
     compare it with its seal (a loss becomes ``scan.loss`` and a warning)."""
     check_zstd(data, path)
-    scan = scan_log(data, str(path), legacy=False)
+    scan = scan_log(data, str(path), legacy=False, trusted=True)
     if session_id is not None and scan.header.id != session_id:
         raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
     check_name(scan.header, path, name_of)

@@ -35,6 +35,7 @@ from dsh.events import FORMAT_VERSION, LEGACY_VERSION, Event, SessionHeader, che
 from dsh.events import decode_cut as _decode_cut
 from dsh.ids import is_template_id, new_session_id
 from dsh.store.base import LoadedSession
+from dsh.store.bulk import paused_gc
 from dsh.store.codec import decode_event_v2, decode_header_v2, encode_event_lines, encode_log_bytes
 from dsh.store.extras import check_header_extra, encode_header_with_extra, header_extra
 from dsh.store.legacy import decode_header_v0, decode_row_v0, import_events, import_problem
@@ -147,8 +148,15 @@ def decode_header_line(
     return raw, version, header, seed_length
 
 
-def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
-    """Decode a whole log's plaintext bytes (``legacy=False`` refuses version 0)."""
+def scan_log(data: bytes, source: str, *, legacy: bool = True, trusted: bool = False) -> Scan:
+    """Decode a whole log's plaintext bytes (``legacy=False`` refuses version 0; ``trusted``:
+    a store's own file, whose payload shapes were checked on append or import, so only the
+    envelopes are checked again)."""
+    with paused_gc():
+        return _scan(data, source, legacy, not trusted)
+
+
+def _scan(data: bytes, source: str, legacy: bool, shapes: bool) -> Scan:
     if not data:
         raise CorruptLogError(f"{source}: empty file (no session header)")
     lines = data.split(b"\n")
@@ -173,7 +181,7 @@ def scan_log(data: bytes, source: str, *, legacy: bool = True) -> Scan:
             raise CorruptLogError(f"{source}, line {n + 1}: not valid JSON") from exc
         try:
             if v2:
-                event = decode_event_v2(obj, "event")
+                event = decode_event_v2(obj, "event", shapes=shapes)
                 if event.seq != len(events):
                     raise InvalidEventError(f"expected seq {len(events)}, found {event.seq}")
                 events.append(event)

@@ -129,7 +129,7 @@ class MemoryEventStore(StoreFront):
                 stored.prefix = events[i].seq + 1
                 break
 
-    async def _load_session(self, session_id: str) -> LoadedSession:
+    async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
         stored = self._get(session_id)
         events = self._decode(session_id, stored.lines)
         check_cut(stored.header, stored.inherited_event_count, events)
@@ -138,6 +138,9 @@ class MemoryEventStore(StoreFront):
 
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         return self._decode(session_id, self._get(session_id).lines[seq:], seq)
+
+    async def _read_header(self, session_id: str) -> SessionHeader:
+        return self._get(session_id).header
 
     async def _exists_session(self, session_id: str) -> bool:
         return session_id in self.space.sessions

@@ -104,8 +104,8 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10
 """libpq ``connect_timeout`` unless the URL sets one (libpq's own default waits forever)."""
 
 
-def _as_is(data: str) -> str:
-    return data
+def _text_only(data: bytes) -> bytes:
+    raise CorruptLogError(f"a PostgreSQL event row holds {len(data)} bytes, not JSON text")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -323,7 +323,7 @@ class PostgresEventStore(BufferedFront):
         result is one consistent prefix even while another writer appends)."""
         cur = await conn.execute(SELECT_EVENTS, (session_id, start, end))
         rows = await cur.fetchall()
-        events = events_from_rows(rows, start, self.url, session_id, _as_is)
+        events = events_from_rows(rows, start, self.url, session_id, _text_only)
         expected = start + len(events)
         if expected < end:
             raise CorruptLogError(
@@ -424,7 +424,7 @@ class PostgresEventStore(BufferedFront):
                 if extra is not None:
                     await conn.execute(INSERT_EXTRA, (sid, extra.decode()))
 
-    async def _load_session(self, session_id: str) -> LoadedSession:
+    async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
         async with self._conn() as conn:
             return await self._load(conn, session_id)
 
@@ -448,6 +448,10 @@ class PostgresEventStore(BufferedFront):
             cur = await conn.execute(SELECT_ATTACHMENT, (attachment_id,))
             row = await cur.fetchone()
         return None if row is None else (str(row[0]), bytes(row[1]))
+
+    async def _read_header(self, session_id: str) -> SessionHeader:
+        async with self._conn() as conn:
+            return (await self._session(conn, session_id))[0]
 
     async def _exists_session(self, session_id: str) -> bool:
         async with self._conn() as conn:

@@ -113,8 +113,8 @@ CREATE: Final = f"""WITH s AS (
 SESSION: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions WHERE id = %s"
 NEXT_SEQ: Final = "SELECT next_seq FROM sessions WHERE id = %s"
 EXISTS: Final = "SELECT 1 FROM sessions WHERE id = %s"
-SELECT_EVENTS: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+SELECT_EVENTS: Final = (  # no tail: PostgreSQL keeps every payload whole
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, NULL FROM events "
     "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 )
 _ORDER: Final = ' ORDER BY created_at, id COLLATE "C"'

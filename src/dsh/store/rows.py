@@ -17,12 +17,16 @@ import orjson
 from dsh import jsonx
 from dsh.errors import CorruptLogError, InvalidEventError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
+from dsh.events.deferred import join_tail
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import SessionSummary
+from dsh.store.bulk import paused_gc
 from dsh.store.codec import encode_data_checked
 
-EventRow = tuple[int, str, int, Any, str | None, str | None, Any]
-"""``seq, type, time, data, surface_op, source_event_seqs, ignorable`` as selected."""
+EventRow = tuple[int, str, int, Any, str | None, str | None, Any, Any]
+"""``seq, type, time, data, surface_op, source_event_seqs, ignorable, tail`` as selected: ``tail``
+the deferred tail (``dsh.events.deferred``; ``None``: kept whole), or in a surface read
+whether there is one (``data`` then ``NULL`` for an opaque type)."""
 
 
 def event_columns(event: Event) -> tuple[bytes, str | None, str | None]:
@@ -71,38 +75,60 @@ def events_from_rows(
     start: int,
     where: str,
     session_id: str,
-    unpack: Callable[[Any], str | bytes],
+    inflate: Callable[[bytes], bytes],
     decode_errors: tuple[type[Exception], ...] = (),
+    *,
+    whole: bool = True,
 ) -> list[Event]:
-    """The events of ``rows`` (seqs from ``start``, contiguous); ``unpack`` turns a stored
-    ``data`` value into its JSON. A gap, an unknown non-ignorable type or bad JSON (or one of
-    ``decode_errors``) is refused, naming ``where``, the session and the seq."""
+    """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
+    value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
+    joined back to its data (``dsh.events.deferred``). ``whole=False`` (a surface read): an
+    event whose tail or data was not selected comes back ``partial``. A gap, an unknown
+    non-ignorable type or bad JSON (or one of ``decode_errors``) is refused, naming ``where``,
+    the session and the seq. Trusted rows: their payload shapes were checked when they were
+    appended or imported, so only the envelope is checked again here."""
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
     append = events.append
     expected = start
     try:
-        for seq, etype, time, data, op, seqs, ignorable in rows:
-            if seq != expected:
-                raise CorruptLogError(f"{where}: session {session_id}: expected seq {expected}, found {seq}")
-            if etype not in KNOWN_TYPES and not ignorable:
-                raise UnsupportedFormatError(
-                    f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
-                    "that is not ignorable (written by a newer dsh? upgrade dsh)"
+        with paused_gc():
+            for seq, etype, time, data, op, seqs, ignorable, tail in rows:
+                if seq != expected:
+                    raise CorruptLogError(
+                        f"{where}: session {session_id}: expected seq {expected}, found {seq}"
+                    )
+                if etype not in KNOWN_TYPES and not ignorable:
+                    raise UnsupportedFormatError(
+                        f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                    )
+                partial = False
+                if data is None:  # a surface read left an opaque payload out
+                    payload, partial = None, True
+                else:
+                    raw = data if type(data) is str else inflate(data)
+                    if tail is None:
+                        pass
+                    elif whole:
+                        raw = join_tail(raw, tail.encode() if type(tail) is str else inflate(tail))
+                    else:
+                        partial = bool(tail)
+                    payload = loads(raw)
+                append(
+                    Event(
+                        etype,
+                        seq,
+                        time,
+                        payload,
+                        None if op is None else ("append" if op == '"append"' else loads(op)),
+                        None if seqs is None else tuple(loads(seqs)),
+                        bool(ignorable),
+                        partial=partial,
+                    )
                 )
-            append(
-                Event(
-                    etype,
-                    seq,
-                    time,
-                    loads(unpack(data)),
-                    None if op is None else ("append" if op == '"append"' else loads(op)),
-                    None if seqs is None else tuple(loads(seqs)),
-                    bool(ignorable),
-                )
-            )
-            expected += 1
+                expected += 1
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
     return events

@@ -2,10 +2,13 @@
 
 - Ownership: ``PRAGMA application_id`` is :data:`APPLICATION_ID` and ``user_version`` is
   :data:`SCHEMA_VERSION`. Opening refuses a foreign application id, any other non-zero
-  schema version, and a non-empty database without our stamp; there is no migration.
+  schema version, and a non-empty database without our stamp; version 2 is migrated in
+  place (``sqlite_schema.MIGRATABLE``).
 - ``sessions``: one row per session, the header fields as columns, including
   ``is_seeded`` and ``inherited_event_count`` (the persisted cut). ``events``: keyed by
-  ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields.
+  ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields; a
+  settlement's stream and wire in ``tail``, so a surface read (``load(streams=False)``)
+  never reads them.
 - WAL, ``busy_timeout``, ``synchronous=FULL``. One connection per store, used only by the
   store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
   appends are buffered and written in one transaction at the next durable append, read or
@@ -67,6 +70,7 @@ from dsh.store.sqlite_schema import (
     SELECT_ATTACHMENT,
     SELECT_EVENTS,
     SELECT_EXTRA,
+    SELECT_SURFACE,
     SUMMARY,
     Row,
     connect,
@@ -74,7 +78,6 @@ from dsh.store.sqlite_schema import (
     immediate,
     session_row,
     snapshot,
-    unpack_data,
 )
 from dsh.store.threads import run_blocking
 
@@ -141,9 +144,9 @@ class SqliteEventStore(BufferedFront):
             raise SessionNotFoundError(session_id, str(self.path))
         return self._header(row)
 
-    def _events(self, conn: sqlite3.Connection, session_id: str, start: int) -> list[Event]:
-        rows = conn.execute(SELECT_EVENTS, (session_id, start))
-        return events_from_rows(rows, start, str(self.path), session_id, unpack_data, (zlib.error,))
+    def _events(self, conn: sqlite3.Connection, sid: str, start: int, whole: bool = True) -> list[Event]:
+        rows = conn.execute(SELECT_EVENTS if whole else SELECT_SURFACE, (sid, start))
+        return events_from_rows(rows, start, str(self.path), sid, zlib.decompress, (zlib.error,), whole=whole)
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         """The session's unknown header fields (the side table may not exist yet)."""
@@ -157,10 +160,10 @@ class SqliteEventStore(BufferedFront):
         except (orjson.JSONDecodeError, InvalidEventError) as exc:
             raise CorruptLogError(f"{self.path}: session {session_id}: bad extra header fields") from exc
 
-    def _load_sync(self, conn: sqlite3.Connection, session_id: str) -> LoadedSession:
+    def _load_sync(self, conn: sqlite3.Connection, session_id: str, streams: bool = True) -> LoadedSession:
         with snapshot(conn):
             header, cut = self._header_row(conn, session_id)
-            events = self._events(conn, session_id, 0)
+            events = self._events(conn, session_id, 0, streams)
             extra = self._extra(conn, session_id)
         try:
             check_cut(header, cut, events)
@@ -220,7 +223,7 @@ class SqliteEventStore(BufferedFront):
             if plan.marker is not None:
                 conn.execute(
                     f"INSERT INTO events ({EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
-                    "source_event_seqs, ignorable FROM events WHERE session_id = ? AND seq < ?",
+                    "source_event_seqs, ignorable, tail FROM events WHERE session_id = ? AND seq < ?",
                     (header.id, parent_id, n),
                 )
                 conn.execute(INSERT_EVENT, event_row(header.id, plan.marker))
@@ -271,11 +274,17 @@ class SqliteEventStore(BufferedFront):
         ]
         await self._call(self._create_sync, items)
 
-    async def _load_session(self, session_id: str) -> LoadedSession:
-        return await self._call(self._load_sync, session_id)
+    async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
+        return await self._call(self._load_sync, session_id, streams)
 
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         return await self._call(self._read_from_sync, session_id, seq)
+
+    def _header_sync(self, conn: sqlite3.Connection, session_id: str) -> SessionHeader:
+        return self._header_row(conn, session_id)[0]
+
+    async def _read_header(self, session_id: str) -> SessionHeader:
+        return await self._call(self._header_sync, session_id)
 
     async def _exists_session(self, session_id: str) -> bool:
         return await self._call(self._exists_sync, session_id)

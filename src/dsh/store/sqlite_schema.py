@@ -16,17 +16,24 @@ from typing import Any, Final
 
 from dsh.errors import CorruptLogError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
+from dsh.events.deferred import OPAQUE_TYPES, split_tail
 from dsh.events.vocabulary import TURN_END
 from dsh.store.rows import event_columns
 
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """``PRAGMA user_version`` of the schema this module reads and writes.
 
 2: ``events.data`` holds the event's canonical JSON as TEXT, or zlib-compressed as a BLOB
-when that is smaller (payloads of at least :data:`COMPRESS_MIN` bytes)."""
+when that is smaller (payloads of at least :data:`COMPRESS_MIN` bytes).
+3: ``events.tail`` holds a settlement's deferred tail (``dsh.events.deferred``: its stream
+and wire, the same TEXT-or-BLOB packing), ``data`` the rest; ``NULL`` when kept whole. A
+version-2 database is migrated in place on open (one added column)."""
+
+MIGRATABLE: Final = frozenset({2})
+"""Older schema versions :func:`connect` upgrades in place."""
 
 COMPRESS_MIN: Final = 1024
 """Event data this large or larger is stored zlib-compressed when that saves space."""
@@ -55,22 +62,32 @@ SCHEMA: Final = (
         surface_op TEXT,
         source_event_seqs TEXT,
         ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
+        tail ANY CHECK (tail IS NULL OR typeof(tail) IN ('text', 'blob')),
         PRIMARY KEY (session_id, seq)
     ) STRICT""",
     f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
 )
 
-EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
-INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+MIGRATE_TO_3: Final = (
+    "ALTER TABLE events ADD COLUMN tail ANY CHECK (tail IS NULL OR typeof(tail) IN ('text', 'blob'))"
+)
+EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, tail"
+INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 HEADER_COLUMNS: Final = (
     "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
     "is_seeded, inherited_event_count"
 )
 INSERT_SESSION: Final = f"INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 SELECT_EVENTS: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq"
 )
+SELECT_SURFACE: Final = (
+    f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
+    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
+    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
+)
+"""The events without their deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
 SUMMARY: Final = (
     f"SELECT {HEADER_COLUMNS}, "
@@ -98,7 +115,7 @@ INSERT_ATTACHMENT: Final = "INSERT OR IGNORE INTO attachments (id, media_type, d
 SELECT_ATTACHMENT: Final = "SELECT media_type, data FROM attachments WHERE id = ?"
 HAS_ATTACHMENTS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'attachments'"
 
-Row = tuple[str, int, str, int, str | bytes, str | None, str | None, int]
+Row = tuple[str, int, str, int, str | bytes, str | None, str | None, int, str | bytes | None]
 
 
 def pack_data(encoded: bytes) -> str | bytes:
@@ -110,23 +127,21 @@ def pack_data(encoded: bytes) -> str | bytes:
     return encoded.decode()
 
 
-def unpack_data(value: str | bytes) -> str | bytes:
-    """The JSON of a ``data`` column value (inflating a compressed BLOB)."""
-    return zlib.decompress(value) if isinstance(value, bytes) else value
-
-
 def event_row(session_id: str, event: Event) -> Row:
     """The ``events`` row of one (envelope-checked) event; refuses non-lossless JSON."""
     data, surface_op, source = event_columns(event)
+    split = split_tail(event.type, event.data, data)
+    head, tail = (data, None) if split is None else split
     return (
         session_id,
         event.seq,
         event.type,
         event.time,
-        pack_data(data),
+        pack_data(head),
         surface_op,
         source,
         int(event.ignorable),
+        None if tail is None else pack_data(tail),
     )
 
 
@@ -199,7 +214,7 @@ def check_owner(path: Path, app_id: int, version: int, objects: int) -> bool:
             f"{path}: session database schema version {version} is newer than this dsh "
             f"reads ({SCHEMA_VERSION}) — upgrade dsh"
         )
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION and version not in MIGRATABLE:
         raise UnsupportedFormatError(
             f"{path}: session database schema version {version} is not supported "
             f"(this dsh reads version {SCHEMA_VERSION}); there is no migration"
@@ -224,6 +239,16 @@ def _wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Upgrade a version-2 database in place (one transaction; another process may race us)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] not in MIGRATABLE:
+        return
+    with immediate(conn):
+        if conn.execute("PRAGMA user_version").fetchone()[0] in MIGRATABLE:
+            conn.execute(MIGRATE_TO_3)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open ``path``, refuse it unless it is ours, stamp it when pristine, set the pragmas."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
@@ -235,6 +260,7 @@ def connect(path: Path) -> sqlite3.Connection:
                         conn.execute(statement)
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _migrate(conn)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
         if not {"sessions", "events"} <= tables:
             raise CorruptLogError(f"{path}: the dsh schema is incomplete (missing tables)")

@@ -1,0 +1,71 @@
+"""Contract checks for the cheap reads: surface reads (``load(streams=False)``,
+``dsh.events.deferred``) and ``header(id)``, every backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dsh.errors import InvalidEventError, SessionNotFoundError
+from dsh.events import Event
+from dsh.events.deferred import DEFERRED_KEYS, OPAQUE_TYPES, SPLIT_TYPES
+from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, raises, sample_header
+from dsh.store.samples import completed_turn, completed_turns
+
+
+def long_log() -> list[Event]:
+    """Two completed turns whose settlements carry long streams, then a version-0 chunk."""
+    events = completed_turns(1) + completed_turn(6, 2, reply="a long reply " * 120)
+    chunk = {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
+    return [*events, Event("assistant/chunk", len(events), 9, chunk)]
+
+
+async def surface_reads_defer_only_streams(open_store: StoreOpener) -> None:
+    """A surface read returns every event; a partial one is a settlement without its deferred
+    keys or a chunk without data; every other event is as appended; a load is whole again."""
+    store = await open_store()
+    events = long_log()
+    await store.create(sample_header("s"), events)
+    surface = (await store.load("s", streams=False)).events
+    ensure(len(surface) == len(events), "a surface read returns every event")
+    for got, want in zip(surface, events, strict=True):
+        ensure((got.type, got.seq, got.time) == (want.type, want.seq, want.time), f"envelope of #{want.seq}")
+        if not got.partial:
+            ensure(got == want, f"a whole event is as appended (#{want.seq})")
+        elif got.type in OPAQUE_TYPES:
+            ensure(got.data is None, f"a partial chunk has no data (#{want.seq})")
+        else:
+            ensure(got.type in SPLIT_TYPES, f"only settlements and chunks are partial (#{want.seq})")
+            kept = {k: v for k, v in want.data.items() if k not in DEFERRED_KEYS}
+            ensure(got.data == kept, f"a partial settlement keeps all but its stream and wire (#{want.seq})")
+    ensure((await store.load("s")).events == events, "a load after a surface read is whole")
+    await store.close()
+
+
+async def partial_events_are_never_written(open_store: StoreOpener) -> None:
+    """A partial event is refused by ``create`` and ``append``: its stream would be lost."""
+    store = await open_store()
+    events = long_log()
+    await store.create(sample_header("s"), events)
+    await store.create(sample_header("t"))
+    partial = replace(events[-1], partial=True)
+    await raises(InvalidEventError, store.create(sample_header("u"), [*events[:-1], partial]), "create")
+    await raises(InvalidEventError, store.append("t", [partial.with_seq(0)]), "append")
+    ensure(not await store.exists("u") and (await store.load("t")).events == [], "nothing was stored")
+    await store.close()
+
+
+async def header_reads_the_header_alone(open_store: StoreOpener) -> None:
+    """``header(id)`` is the stored header; an unknown id is ``SessionNotFoundError``."""
+    store = await open_store()
+    header = sample_header("s", created_at=7)
+    await store.create(header, long_log())
+    ensure(await store.header("s") == header == (await store.load("s")).header, "the stored header")
+    await raises(SessionNotFoundError, store.header("nope"), "an unknown id")
+    await store.close()
+
+
+SURFACE_CHECKS: tuple[ContractCheck, ...] = (
+    surface_reads_defer_only_streams,
+    partial_events_are_never_written,
+    header_reads_the_header_alone,
+)
