@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from dsh.cli.ages import ago, parse_since
+from dsh.cli.columns import Column
 from dsh.cli.common import JsonOption, StoreOption, run_async, store_label, user_errors, write_json_line
 from dsh.cli.tables import make_console, terminal_safe
 from dsh.ids import now_ms
@@ -17,25 +18,36 @@ if TYPE_CHECKING:
     from dsh.ui.views import Row
 
 
-async def list_rows(store: EventStore) -> list[Row]:
-    """A row per stored session, oldest first: its summary, what its events say, its child count."""
+async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
+    """A row per stored session, oldest first: its summary, what its events say, its child
+    count. ``newest``: only the N most recently created, and only they are read past their
+    summary (a listing's work is bounded by what it shows)."""
     from dsh.ui.views import DeriveCache, Row
 
-    summaries = await store.list_sessions()
+    summaries = sorted(await store.list_sessions(), key=lambda s: (s.header.created_at, s.header.id))
     children: dict[str, int] = {}
     for s in summaries:
         parent = s.header.parent_session
         if parent is not None:
             children[parent] = children.get(parent, 0) + 1
+    shown = summaries if newest is None else summaries[-newest:]
     cache = DeriveCache(store)
-    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in summaries]
-    rows.sort(key=lambda r: (r.summary.header.created_at, r.summary.header.id))
-    return rows
+    return [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
+
+
+COLUMNS = (
+    Column("id"),
+    Column("status"),
+    Column("kids", right=True),
+    Column("compacted", right=True),
+    Column("active"),
+    Column("model", max_width=20),
+    Column("title", flex=True),
+)
 
 
 def _render(rows: list[Row], label: str, now: int) -> None:
-    from rich.table import Table
-
+    from dsh.cli.columns import print_columns
     from dsh.cli.resolve import short_ids
 
     console = make_console()
@@ -43,30 +55,25 @@ def _render(rows: list[Row], label: str, now: int) -> None:
         console.print(f"no sessions in {terminal_safe(label)}")
         return
     short = short_ids([r.summary.header.id for r in rows])
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("id", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("kids", justify="right", no_wrap=True)
-    table.add_column("compacted", justify="right", no_wrap=True)
-    table.add_column("active", no_wrap=True)
-    table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
-    table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=1)
+    cells: list[list[str]] = []
     for row in rows:
         h, d = row.summary.header, row.derived
         title = terminal_safe(d.title)
         if h.parent_session is not None:
             parent = short.get(h.parent_session, terminal_safe(h.parent_session[:8]))
             title = f"↳ {d.kind or 'child'} of {parent}: {title}"
-        table.add_row(
-            terminal_safe(short[h.id]),
-            d.status,
-            str(row.children),
-            str(d.compactions),
-            ago(d.last_activity, now),
-            terminal_safe(d.model or "—"),
-            title,
+        cells.append(
+            [
+                terminal_safe(short[h.id]),
+                d.status,
+                str(row.children),
+                str(d.compactions),
+                ago(d.last_activity, now),
+                terminal_safe(d.model or "—"),
+                title,
+            ]
         )
-    console.print(table)
+    print_columns(console, COLUMNS, cells)
 
 
 def list_cmd(
@@ -105,7 +112,7 @@ def list_cmd(
 
         s = open_store(store, create=False)
         try:
-            return await list_rows(s)
+            return await list_rows(s, limit if cutoff is None else None)
         finally:
             await s.close()
 
