@@ -31,8 +31,10 @@ from bench.w1_loop import run_w1_loop
 from bench.w1_store import run_w1
 from bench.w2_replay import CALLS, run_w2
 from bench.w3_suite import run_w3
+from bench.w4_report import w4_tables, w4_targets
+from bench.w4_scale import run_w4
 
-WORKLOADS = ("w1", "w1-loop", "w2", "w3")
+WORKLOADS = ("w1", "w1-loop", "w2", "w3", "w4")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = run_w1_loop(sizes, rounds, workdir, progress) if "w1-loop" in only else None
         w2 = run_w2(rounds + 2, workdir, progress, CALLS) if "w2" in only else None
         w3 = run_w3(rounds, progress) if "w3" in only else None
+        w4 = run_w4(args.quick, progress) if "w4" in only else None
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -99,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     if w3 is not None:
         out += ["## W3 — scenario suite and legacy logs", "", w3_table(w3), ""]
         results["w3"] = w3.to_json()
-    checks = targets(w1, loop, w2, w3)
+    if w4 is not None:
+        out += ["## W4 — long sessions and many sessions", "", *w4_tables(w4)]
+        results["w4"] = w4
+    checks = targets(w1, loop, w2, w3) + (w4_targets(w4) if w4 is not None else [])
     out += ["## Targets (bench/README.md)", ""]
     if w1 is not None and max(w1) < 2000:
         out += ["(the W1 targets are defined at T = 2000; at smaller T they are indicative)", ""]

@@ -118,6 +118,20 @@ rows = c.execute(sql, (sys.argv[2],)).fetchall()
 assert rows"""
 
 
+async def _resume_once(db: Path, session_id: str) -> float:
+    """Seconds ``Agent.resume`` takes to open the session for its next turn (imports excluded)."""
+    from dsh.loop import Agent, AgentConfig
+    from dsh.model.scripted import ScriptedModel
+
+    store = SqliteEventStore(db)
+    start = time.perf_counter()
+    agent = await Agent.resume(store, session_id, model=ScriptedModel([]), config=AgentConfig(model="m"))
+    seconds = time.perf_counter() - start
+    await agent.aclose()
+    await store.close()
+    return seconds
+
+
 def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str, Any]:
     workspace, home = root / "ws", root / "home"
     workspace.mkdir(exist_ok=True)
@@ -125,8 +139,13 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
     db = root / f"{shape}-{events}.db"
     asyncio.run(_build_one(db, workspace, shape, events))
     env = _env(home)
-    firsts, rss, floors = [], [], []
+    firsts, rss, floors, opens = [], [], [], []
     for _ in range(rounds):
+        opened = subprocess.run(
+            [sys.executable, "-m", "bench.w4_scale", "--resume-once", str(db), f"{shape}-{events}"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent,
+        )  # fmt: skip
+        opens.append(float(opened.stdout.strip().splitlines()[-1]))
         with OpenAICompatServer() as server:
             server.enqueue(stream_reply(text="ok"))
             start = time.monotonic()
@@ -141,6 +160,7 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
     return {
         "shape": shape,
         "events": events,
+        "resume_s": statistics.median(opens),
         "first_request_s": first,
         "floor_s": floor,
         "ratio": first / floor,
@@ -171,25 +191,109 @@ def list_figures(root: Path, count: int, rounds: int) -> dict[str, Any]:
     }
 
 
+BATCH = 512
+"""The original's writer appends in batches of 512 events."""
+
+
+def _p50(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+async def _original_store(root: Path, sessions: int, events: int) -> dict[str, Any]:
+    """The original's published shape: ``sessions`` sessions holding ``events`` events in all,
+    96% chunks, appended in batches of 512; then read (surface, full), tailed, forked, exported."""
+    from dsh.store.transfer import export_session_file
+
+    db = root / "original.db"
+    store = SqliteEventStore(db)
+    per = events // sessions
+    write = 0.0
+    for i in range(sessions):
+        header = SessionHeader(id=f"orig-{i:03d}", created_at=1_000 + i, cwd="/work")
+        log = original_shape(header, per)
+        start = time.perf_counter()
+        await store.create(header)
+        for k in range(0, len(log), BATCH):
+            await store.append(header.id, log[k : k + BATCH], durable=True)
+        write += time.perf_counter() - start
+    await store.close()
+    store = SqliteEventStore(db)
+    ids = [f"orig-{i:03d}" for i in range(sessions)]
+    surface, full, tail, fork = [], [], [], 0.0
+    for sid in ids:
+        start = time.perf_counter()
+        loaded = await store.load(sid, streams=False)
+        surface.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        await store.load(sid)
+        full.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        await store.read_from(sid, len(loaded.events) - 50)
+        tail.append(time.perf_counter() - start)
+    size = db.stat().st_size + sum(p.stat().st_size for p in root.glob("original.db-*") if p.is_file())
+    start = time.perf_counter()
+    for sid in ids:
+        await store.fork(sid, child_id=f"{sid}-fork")
+    fork = time.perf_counter() - start
+    zst = root / "zst"
+    zst.mkdir()
+    for sid in ids:
+        await export_session_file(store, sid, zst / f"{sid}.jsonl.zst")
+    await store.close()
+    return {
+        "sessions": sessions,
+        "events": per * sessions,
+        "write_s": write,
+        "sqlite_mb": size / 2**20,
+        "surface_read_p50_ms": _p50(surface) * 1e3,
+        "full_read_p50_ms": _p50(full) * 1e3,
+        "tail50_p50_ms": _p50(tail) * 1e3,
+        "fork_all_s": fork,
+        "zstd_jsonl_mb": sum(p.stat().st_size for p in zst.iterdir()) / 2**20,
+    }
+
+
+def measure(
+    root: Path, events: list[int], sessions: list[int], original: tuple[int, int], rounds: int
+) -> dict[str, Any]:
+    """Every W4 figure, stores written under ``root``."""
+    out: dict[str, Any] = {"resume": [], "list": [], "original": None}
+    for count in events:
+        for shape in ("dsh", "original"):
+            out["resume"].append(resume_figures(root, shape, count, rounds))
+    for count in sessions:
+        out["list"].append(list_figures(root, count, rounds))
+    if original[0] > 0:
+        (root / "orig").mkdir()
+        out["original"] = asyncio.run(_original_store(root / "orig", *original))
+    return out
+
+
+def run_w4(quick: bool, progress: Any) -> dict[str, Any]:
+    """``make bench``'s W4: the issue's sizes, or small ones with ``--quick``."""
+    progress("W4: long sessions and many sessions")
+    with tempfile.TemporaryDirectory(prefix="dsh-w4-") as tmp:
+        if quick:
+            return measure(Path(tmp), [10_000], [100, 1_000], (5, 50_000), 1)
+        return measure(Path(tmp), [100_000, 1_000_000], [100, 1_000, 10_000], (105, 2_500_000), 3)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.w4_scale", description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, nargs="*", default=[100_000])
     parser.add_argument("--sessions", type=int, nargs="*", default=[100, 1_000, 10_000])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--original", type=int, nargs=2, metavar=("SESSIONS", "EVENTS"), default=(105, 2_500_000)
+    )
+    parser.add_argument("--resume-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.resume_once:
+        print(asyncio.run(_resume_once(Path(args.resume_once[0]), args.resume_once[1])))
+        return 0
     print(f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    out: dict[str, Any] = {"resume": [], "list": []}
     with tempfile.TemporaryDirectory(prefix="dsh-w4-") as tmp:
-        root = Path(tmp)
-        for events in args.events:
-            for shape in ("dsh", "original"):
-                fig = resume_figures(root, shape, events, args.rounds)
-                print(json.dumps(fig), file=sys.stderr)
-                out["resume"].append(fig)
-        for count in args.sessions:
-            fig = list_figures(root, count, args.rounds)
-            print(json.dumps(fig), file=sys.stderr)
-            out["list"].append(fig)
+        out = measure(Path(tmp), args.events, args.sessions, tuple(args.original), args.rounds)
     print(json.dumps(out))
     return 0
 

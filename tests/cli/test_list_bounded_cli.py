@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from dsh.cli.columns import Column, layout
-from dsh.events import SessionHeader
+from dsh.events import Event, SessionHeader
+from dsh.session.digest import Derived, digest_from_json, digest_json
 from dsh.store.samples import completed_turns
 from dsh.store.sqlite import SqliteEventStore
 from tests.cli.conftest import Dsh, assert_user_error
@@ -43,3 +45,38 @@ def test_columns_align_cap_and_cut_the_flexible_one() -> None:
         "bbb  10  m      short",
     ]
     assert all(line == line.rstrip() for line in lines)
+
+
+def test_a_listing_keeps_digests_and_reads_only_sessions_that_changed(dsh_sqlite: Dsh) -> None:
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_three(db))
+    first = dsh_sqlite("sessions", "list", "--json").json()
+    with sqlite3.connect(db) as conn:
+        kept = dict(conn.execute("SELECT session_id, event_count FROM session_digests"))
+        conn.execute("UPDATE events SET data = '{bad' WHERE session_id = 'oldest' AND seq = 2")
+    assert kept == {"oldest": 6, "middle": 6, "newest": 6}
+    assert dsh_sqlite("sessions", "list", "--json").json() == first, "kept digests, events not read"
+    asyncio.run(_retitle(db, "newest", "a new title"))
+    rows = {row["id"]: row for row in dsh_sqlite("sessions", "list", "--json").json()}
+    assert rows["newest"]["title"] == "a new title", "a session that grew is derived again"
+    dsh_sqlite("sessions", "rm", "middle", "--yes").ok()
+    with sqlite3.connect(db) as conn:
+        left = [sid for (sid,) in conn.execute("SELECT session_id FROM session_digests ORDER BY 1")]
+    assert left == ["newest", "oldest"], "a deleted session's digest goes with it"
+
+
+async def _retitle(db: Path, sid: str, title: str) -> None:
+    store = SqliteEventStore(db)
+    count = len((await store.load(sid)).events)
+    titled = Event("session/title", count, 2_000, {"title": title, "source": {"kind": "user"}})
+    await store.append(sid, [titled])
+    await store.close()
+
+
+def test_a_digest_round_trips_and_only_a_settled_one_is_kept() -> None:
+    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2)
+    assert digest_from_json(digest_json(settled)) == settled
+    assert digest_json(replace(settled, status="running")) is None
+    assert digest_json(replace(settled, status="interrupted")) is None
+    assert digest_from_json({"title": 1}) is None

@@ -79,15 +79,17 @@ def test_a_command_still_imports_what_it_runs() -> None:
     assert "dsh.store.sqlite" in loaded or "dsh.store.memory" in loaded
 
 
-# -- issue 35, item 15: a command that calls no model imports no model SDK ---------------------
+# -- issue 35, item 15: a command that calls no model imports no model client ------------------
+# (issue 40: the client is dsh.model.openai_compat over httpx2; dsh imports no ``openai`` SDK)
 
 SCENARIO = Path(__file__).parents[2] / "src/dsh/snapshot/scenarios/text-turn"
 _KEYS = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL", "DSH_STORE")
 
 
 def sdk_modules(*argv: str, cwd: Path, stdin: str = "", log: Path | None = None) -> set[str]:
-    """The ``openai`` modules a real ``dsh`` process imported (``-X importtime``: on stderr, or in
-    the ACP server's log file, where its stderr goes while serving)."""
+    """The model client's modules a real ``dsh`` process imported — the adapter, its ``httpx2``
+    transport, any ``openai`` SDK module (``-X importtime``: on stderr, or in the ACP server's log
+    file, where its stderr goes while serving)."""
     env = {k: v for k, v in os.environ.items() if k not in _KEYS}
     env["XDG_DATA_HOME"] = str(cwd / "data")
     done = subprocess.run(
@@ -105,7 +107,7 @@ def sdk_modules(*argv: str, cwd: Path, stdin: str = "", log: Path | None = None)
     for line in text.splitlines():
         if line.startswith("import time:") and "|" in line:
             name = line.rsplit("|", 1)[1].strip()
-            if name.split(".")[0] == "openai":
+            if name.split(".")[0] in ("openai", "httpx2") or name == "dsh.model.openai_compat":
                 found.add(name)
     return found
 
@@ -131,10 +133,12 @@ def test_commands_that_call_no_model_import_no_openai(tmp_path: Path) -> None:
 
 
 def test_a_command_that_calls_a_model_does_import_it(tmp_path: Path) -> None:
-    """The check above can fail: a turn against a (local) model imports the SDK."""
+    """The check above can fail: a turn against a (local) model imports the client; and no
+    command imports the ``openai`` SDK (0.8 s of CPU; docs/decisions/2026-12-07-no-openai-sdk.md)."""
     from dsh.testing.server import OpenAICompatServer
     from dsh.testing.wire import stream_reply
 
     with OpenAICompatServer(handler=lambda r: stream_reply(text="ok")) as server:
         found = sdk_modules("run", "hi", "--store", "memory:", "--base-url", server.base_url, cwd=tmp_path)
-    assert "openai" in found
+    assert "dsh.model.openai_compat" in found and "httpx2" in found
+    assert not any(name.split(".")[0] == "openai" for name in found)

@@ -32,7 +32,10 @@ async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
             children[parent] = children.get(parent, 0) + 1
     shown = summaries if newest is None else summaries[-newest:]
     cache = DeriveCache(store)
-    return [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
+    await cache.prime()
+    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
+    await cache.flush()
+    return rows
 
 
 COLUMNS = (

@@ -1,9 +1,10 @@
 """OpenAICompatModel: the ``Model`` for any OpenAI-compatible streaming Chat Completions API.
 
-The ``openai`` SDK builds, authenticates and sends the request and classifies HTTP errors;
-the response body is read as raw SSE (see ``docs/decisions/2026-11-30-openai-raw-sse.md``)
-so a stream that ends without ``[DONE]`` is caught instead of taken as the answer. This is
-the one place ``openai``/``httpx2`` exceptions are mapped: every provider failure ends the
+One ``httpx2`` POST per call (``docs/decisions/2026-12-07-no-openai-sdk.md``: the SDK cost
+0.8 s of CPU to import and walked every history value); the response body is read as raw
+SSE (see ``docs/decisions/2026-11-30-openai-raw-sse.md``) so a stream that ends without
+``[DONE]`` is caught instead of taken as the answer. This is the one place ``httpx2``
+exceptions and HTTP error statuses are mapped: every provider failure ends the
 stream with an error ``finish`` (partial chunks before it are kept); only cancellation and
 programming errors propagate. The API key never appears in a chunk, a message or ``repr``,
 nor does a password in the base URL (``https://user:pass@host`` is shown ``user:***@host``).
@@ -18,12 +19,11 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx2
-import openai
 
 from dsh.errors import MissingCredentialError, ModelError
 from dsh.events import chunks as ck
 from dsh.events.chunks import Chunk
-from dsh.jsonx import JSONDecodeError, loads
+from dsh.jsonx import JSONDecodeError, check_json, dumps_unchecked, loads
 from dsh.model.base import ModelRequest
 from dsh.model.failures import (
     MAX_MESSAGE,
@@ -38,7 +38,26 @@ from dsh.model.openai_wire import StreamTranslator, request_body
 from dsh.model.sse import SseDecoder
 from dsh.model.urls import redact_url, url_password
 
-_STREAM_HEADERS = {"Accept": "text/event-stream"}
+_STREAM_HEADERS = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+
+
+class _Unsent(Exception):
+    """The request never got a response: the transport error that stopped it (``cause``)."""
+
+    def __init__(self, cause: httpx2.TransportError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Status(Exception):
+    """The provider answered with an error status: the response, its error body and message."""
+
+    def __init__(self, response: httpx2.Response, body: object, message: str) -> None:
+        super().__init__(message)
+        self.response = response
+        self.body = body
+        self.message = message
+
 
 T = TypeVar("T")
 
@@ -62,16 +81,18 @@ class OpenAICompatModel:
     """
 
     __slots__ = (
+        "_api_key",
         "_base_url",
-        "_client",
         "_default_model",
         "_extra_body",
+        "_http",
         "_idle",
         "_owns_http",
         "_password",
         "_provider",
         "_reached",
         "_total",
+        "_url",
     )
 
     def __init__(
@@ -105,13 +126,12 @@ class OpenAICompatModel:
         self._total = total_timeout
         self._reached = False
         self._extra_body = dict(extra_body or {})
+        check_json(self._extra_body, "extra_body")
         self._owns_http = http_client is None
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=openai.Timeout(idle_timeout, connect=connect_timeout),
-            http_client=http_client,
+        self._api_key = api_key
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._http = http_client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(idle_timeout, connect=connect_timeout)
         )
 
     @property
@@ -140,7 +160,7 @@ class OpenAICompatModel:
     async def aclose(self) -> None:
         """Release the HTTP connection pool (unless the caller passed its own client)."""
         if self._owns_http:
-            await self._client.close()
+            await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -152,13 +172,11 @@ class OpenAICompatModel:
 
     def secret_values(self) -> tuple[str, ...]:
         """The API key and the base URL's password (:class:`~dsh.model.HoldsSecrets`)."""
-        key = self._client.api_key
-        return tuple(v for v in (key if isinstance(key, str) else "", self._password or "") if v)
+        return tuple(v for v in (self._api_key, self._password or "") if v)
 
     def _scrub(self, text: str, limit: int = MAX_MESSAGE) -> str:
         """``text`` on one line without the API key or the base URL's password."""
-        key = self._client.api_key
-        secrets = [key] if isinstance(key, str) and key else []
+        secrets = [self._api_key] if self._api_key else []
         password = self._password
         if password:
             text = text.replace(f":{password}@", ":***@")
@@ -179,45 +197,48 @@ class OpenAICompatModel:
                     yield chunk
         except ModelError as exc:
             yield ck.error_finish(exc.code, self._scrub(exc.failure_message))
-        except openai.APIStatusError as exc:
+        except _Status as exc:
             self._reached = True
             yield self._status_failure(exc)
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+        except httpx2.TimeoutException as exc:
             yield self._failure("TIMEOUT", f"the request to the provider timed out ({type(exc).__name__})")
-        except openai.APIConnectionError as exc:
-            yield self._connection_failure(exc)
+        except _Unsent as exc:
+            if isinstance(exc.cause, httpx2.TimeoutException):
+                yield self._failure(
+                    "TIMEOUT", f"the request to the provider timed out ({type(exc.cause).__name__})"
+                )
+            else:
+                yield self._connection_failure(exc.cause)
         except httpx2.TransportError as exc:
             yield self._failure("CONNECTION", f"the connection to the provider failed mid-stream: {exc}")
-        except openai.OpenAIError as exc:
-            yield self._failure("UNKNOWN", f"the OpenAI client failed: {exc}")
+        except httpx2.HTTPError as exc:
+            yield self._failure("UNKNOWN", f"the HTTP client failed: {exc}")
 
     async def _stream(
         self, request: ModelRequest, model: str, deadline: float
     ) -> AsyncGenerator[Chunk, None]:
-        body = request_body(request, model, self._extra_body)
-        body.pop("model")
-        body.pop("stream")
+        # The history, tools and settings are lossless JSON already (logged, or checked in
+        # __init__): a second check would parse the whole body back (0.7 s at 100 k events).
+        payload = dumps_unchecked(request_body(request, model, self._extra_body))
+        headers = {**_STREAM_HEADERS, "Authorization": f"Bearer {self._api_key}"}
         translator = StreamTranslator()
-        # The messages travel in extra_body, which the SDK sends as given: as a typed argument
-        # it walks every nested value against its TypedDicts (about 0.1 ms a message: 37 s
-        # for a 100 k-event session's history), for JSON that is already the wire's. The
-        # merged body keeps the same keys in the same order.
-        call = self._client.chat.completions.with_streaming_response.create(
-            model=model, messages=[], stream=True, extra_body=body, extra_headers=_STREAM_HEADERS
-        )
         async with contextlib.AsyncExitStack() as stack:
             try:
                 async with asyncio.timeout_at(deadline):
-                    response = await stack.enter_async_context(call)
+                    response = await self._send(payload, headers)
             except TimeoutError as exc:
                 raise self._deadline_error() from exc
+            stack.push_async_callback(response.aclose)
             self._reached = True
+            if response.status_code >= 400:
+                raw = await self._within(response.aread(), deadline)
+                raise _status_error(response, raw)
             content_type = response.headers.get("content-type", "")
             if "json" in content_type:
-                raw = await self._within(response.read(), deadline)
+                raw = await self._within(response.aread(), deadline)
                 raise _json_instead_of_stream(raw)
             decoder = SseDecoder()
-            reads = await stack.enter_async_context(contextlib.aclosing(response.http_response.aiter_bytes()))
+            reads = await stack.enter_async_context(contextlib.aclosing(response.aiter_bytes()))
             done = False
             while not done:
                 data = await self._within(anext(reads, None), deadline)
@@ -247,6 +268,14 @@ class OpenAICompatModel:
         for chunk in translator.end():
             yield chunk
 
+    async def _send(self, payload: bytes, headers: dict[str, str]) -> httpx2.Response:
+        """POST the request and return the response once its headers are in (body unread)."""
+        request = self._http.build_request("POST", self._url, content=payload, headers=headers)
+        try:
+            return await self._http.send(request, stream=True)
+        except httpx2.TransportError as exc:
+            raise _Unsent(exc) from exc
+
     async def _within(self, read: Awaitable[T], deadline: float) -> T:
         """Await one read of the body: at most ``idle_timeout``, and never past ``deadline``."""
         loop = asyncio.get_running_loop()
@@ -265,9 +294,8 @@ class OpenAICompatModel:
             f"the model call did not finish within its overall deadline of {self._total:g}s (total_timeout)",
         )
 
-    def _connection_failure(self, exc: openai.APIConnectionError) -> Chunk:
-        cause = exc.__cause__ or exc
-        if _refused(exc):
+    def _connection_failure(self, cause: httpx2.TransportError) -> Chunk:
+        if _refused(cause):
             if not self._reached:
                 return self._failure(
                     "CONNECTION_REFUSED",
@@ -280,8 +308,8 @@ class OpenAICompatModel:
     def _failure(self, code: str, message: str) -> Chunk:
         return ck.error_finish(code, self._scrub(message, limit=MAX_MESSAGE + 200))
 
-    def _status_failure(self, exc: openai.APIStatusError) -> Chunk:
-        status = exc.status_code
+    def _status_failure(self, exc: _Status) -> Chunk:
+        status = exc.response.status_code
         text = self._scrub(error_text(exc.body) or exc.message)
         code = classify_status(status, text)
         headers = exc.response.headers
@@ -302,6 +330,18 @@ def _refused(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _status_error(response: httpx2.Response, raw: bytes) -> _Status:
+    """An error status as the provider sent it: its ``error`` object (or whole JSON body, or
+    text) and a message naming the code."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body: object = loads(text)
+    except JSONDecodeError:
+        return _Status(response, text, text or f"Error code: {response.status_code}")
+    data = body.get("error", body) if isinstance(body, Mapping) else body
+    return _Status(response, data, f"Error code: {response.status_code} - {body}")
 
 
 def _json_instead_of_stream(raw: bytes) -> ModelError:

@@ -17,7 +17,18 @@ from dsh.events.vocabulary import USER_MESSAGE
 from dsh.session.timeline import Timeline
 from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
 
-__all__ = ["RUNNING_WINDOW_MS", "Derived", "Status", "derive", "digest_of", "is_prompt", "shorten", "text_of"]
+__all__ = [
+    "RUNNING_WINDOW_MS",
+    "Derived",
+    "Status",
+    "derive",
+    "digest_from_json",
+    "digest_json",
+    "digest_of",
+    "is_prompt",
+    "shorten",
+    "text_of",
+]
 
 TITLE_LIMIT = 80
 
@@ -58,6 +69,46 @@ class Derived:
     call_id: str | None
     compactions: int = 0
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
+
+
+SETTLED: frozenset[str] = frozenset({"completed", "error", "empty"})
+"""Statuses no clock changes (no turn is open; ``interrupted`` may be an open turn grown old,
+``running`` one still young): a digest with one of them can be kept."""
+
+_FIELDS = (
+    "title",
+    "first_prompt",
+    "model",
+    "last_activity",
+    "status",
+    "kind",
+    "label",
+    "call_id",
+    "compactions",
+)
+
+
+def digest_json(d: Derived) -> dict[str, Any] | None:
+    """``d`` as a JSON object to keep (``None``: its status depends on the clock, do not keep it)."""
+    if d.status not in SETTLED:
+        return None
+    return {name: getattr(d, name) for name in _FIELDS}
+
+
+def digest_from_json(obj: object) -> Derived | None:
+    """A kept digest back (``None``: not one this version wrote; derive it again)."""
+    if not isinstance(obj, dict) or set(obj) != set(_FIELDS) or obj["status"] not in SETTLED:
+        return None
+    strings = ("title", "first_prompt")
+    optional = ("model", "kind", "label", "call_id")
+    if not all(isinstance(obj[k], str) for k in strings) or not all(
+        obj[k] is None or isinstance(obj[k], str) for k in optional
+    ):
+        return None
+    last, count = obj["last_activity"], obj["compactions"]
+    if not (last is None or type(last) is int) or type(count) is not int:
+        return None
+    return Derived(**obj)
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:

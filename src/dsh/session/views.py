@@ -13,6 +13,7 @@ from dsh.events.vocabulary import (
     ASSISTANT_ATTEMPT,
     ASSISTANT_MESSAGE,
     COMPACTION_END,
+    COMPACTION_START,
     STEP_END,
     STEP_START,
     TOOL_CALL,
@@ -78,6 +79,8 @@ Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]
 def _open_compaction(events: Sequence[Event]) -> tuple[str, int | None] | None:
     """``(id, owner turn)`` of a ``compaction/start`` with no ``compaction/end`` after it."""
     for event in reversed(events):
+        if event.type != COMPACTION_START and event.type != COMPACTION_END:  # the type first: a long log
+            continue
         bracket = bracket_of(event)
         if bracket is None:
             continue

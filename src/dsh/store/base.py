@@ -235,6 +235,22 @@ class ReportsDamage(Protocol):
         ...
 
 
+@runtime_checkable
+class KeepsDigests(Protocol):
+    """A store that keeps what listings derive from each session's events (SQLite): opaque
+    JSON per session, valid for the event count it was derived at (a log only grows, and a
+    deleted session's digest goes with it)."""
+
+    async def kept_digests(self) -> dict[str, tuple[int, bytes]]:
+        """Every kept digest: session id → (event count it was derived at, its JSON)."""
+        ...
+
+    async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
+        """Keep ``(session id, event count, JSON)`` digests, replacing older ones (a session
+        deleted meanwhile is skipped)."""
+        ...
+
+
 class _Closable(Protocol):
     async def close(self) -> None:
         """Close the store."""

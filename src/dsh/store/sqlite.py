@@ -55,16 +55,20 @@ from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     CREATE_ATTACHMENTS,
+    CREATE_DIGESTS,
     CREATE_EXTRAS,
+    DIGESTS_TABLE,
     EVENT_COLUMNS,
     EXTRAS_TABLE,
     HAS_ATTACHMENTS,
+    HAS_DIGESTS,
     HAS_EXTRAS,
     HEADER_COLUMNS,
     INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
     INSERT_SESSION,
+    KEEP_DIGEST,
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
@@ -233,11 +237,39 @@ class SqliteEventStore(BufferedFront):
         """Delete every session of ``ids`` (events, extras, header) in one transaction."""
         with immediate(conn):
             has_extras = conn.execute(HAS_EXTRAS).fetchone() is not None
+            has_digests = conn.execute(HAS_DIGESTS).fetchone() is not None
             for sid in ids:
                 conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
                 if has_extras:
                     conn.execute(f"DELETE FROM {EXTRAS_TABLE} WHERE session_id = ?", (sid,))
+                if has_digests:
+                    conn.execute(f"DELETE FROM {DIGESTS_TABLE} WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+
+    @staticmethod
+    def _kept_sync(conn: sqlite3.Connection) -> dict[str, tuple[int, bytes]]:
+        with snapshot(conn):
+            if conn.execute(HAS_DIGESTS).fetchone() is None:
+                return {}
+            rows = conn.execute(f"SELECT session_id, event_count, digest FROM {DIGESTS_TABLE}").fetchall()
+        return {sid: (count, digest.encode()) for sid, count, digest in rows}
+
+    @staticmethod
+    def _keep_sync(conn: sqlite3.Connection, digests: Sequence[tuple[str, int, bytes]]) -> None:
+        with immediate(conn):
+            conn.execute(CREATE_DIGESTS)
+            conn.executemany(KEEP_DIGEST, [(count, digest.decode(), sid) for sid, count, digest in digests])
+
+    async def kept_digests(self) -> dict[str, tuple[int, bytes]]:
+        """``KeepsDigests``: every kept digest (none before the first is kept)."""
+        await self._enter()
+        return await self._call(self._kept_sync)
+
+    async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
+        """``KeepsDigests``: keep these, in one transaction (sessions deleted meanwhile skipped)."""
+        await self._enter()
+        if digests:
+            await self._call(self._keep_sync, digests)
 
     def _exists_sync(self, conn: sqlite3.Connection, session_id: str) -> bool:
         return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None

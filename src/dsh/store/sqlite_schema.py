@@ -105,6 +105,19 @@ INSERT_EXTRA: Final = f"INSERT INTO {EXTRAS_TABLE} (session_id, header) VALUES (
 SELECT_EXTRA: Final = f"SELECT header FROM {EXTRAS_TABLE} WHERE session_id = ?"
 HAS_EXTRAS: Final = f"SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '{EXTRAS_TABLE}'"
 
+DIGESTS_TABLE: Final = "session_digests"
+CREATE_DIGESTS: Final = f"""CREATE TABLE IF NOT EXISTS {DIGESTS_TABLE} (
+        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id),
+        event_count INTEGER NOT NULL,
+        digest TEXT NOT NULL
+    ) STRICT"""
+"""What listings derived from a session's events (``KeepsDigests``), created on first need."""
+HAS_DIGESTS: Final = f"SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '{DIGESTS_TABLE}'"
+KEEP_DIGEST: Final = (
+    f"INSERT OR REPLACE INTO {DIGESTS_TABLE} (session_id, event_count, digest) "
+    "SELECT id, ?, ? FROM sessions WHERE id = ?"
+)
+
 CREATE_ATTACHMENTS: Final = """CREATE TABLE IF NOT EXISTS attachments (
         id TEXT PRIMARY KEY NOT NULL,
         media_type TEXT NOT NULL,
