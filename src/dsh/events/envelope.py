@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 from dsh import jsonx
 from dsh.errors import InvalidEventError
 
 JsonObject = dict[str, Any]
 
+_T = TypeVar("_T")
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def _record(cls: type[_T]) -> type[_T]:
+    """A dataclass frozen for the type checker (no assignment to a field type-checks) and plain
+    slots at run time, where a frozen dataclass's ``__init__`` costs 2.4 us an event against
+    0.4 us: a fifth of a 100 k-event load."""
+    return dataclass(slots=True)(cls)
+
+
+@_record
 class Event:
     """One log record. ``seq`` is its index in the session's log (contiguous from 0)."""
 
