@@ -91,6 +91,12 @@ def wire_messages(
         out.append({"role": "system", "content": system})
     for message in messages:
         role = message.get("role")
+        content = message.get("content")
+        if (role == "user" or role == "assistant") and type(content) is list and len(content) == 1:
+            only = content[0]  # the common case, a plain text message: what the rules below give it
+            if type(only) is dict and only.get("type") == "text":
+                out.append({"role": role, "content": str(only.get("text", ""))})
+                continue
         blocks = _blocks(message)
         if role == "assistant":
             out.append(_assistant(blocks))
