@@ -10,6 +10,7 @@ from pathlib import Path
 from dsh.cli.columns import Column, layout
 from dsh.events import Event, SessionHeader
 from dsh.session.digest import Derived, digest_from_json, digest_json
+from dsh.store.contract_surface import long_log
 from dsh.store.samples import completed_turns
 from dsh.store.sqlite import SqliteEventStore
 from tests.cli.conftest import Dsh, assert_user_error
@@ -80,3 +81,21 @@ def test_a_digest_round_trips_and_only_a_settled_one_is_kept() -> None:
     assert digest_json(replace(settled, status="running")) is None
     assert digest_json(replace(settled, status="interrupted")) is None
     assert digest_from_json({"title": 1}) is None
+
+
+def test_sessions_tree_never_reads_a_stream(dsh_sqlite: Dsh) -> None:
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_long(db))
+    with sqlite3.connect(db) as conn:  # the kept-apart streams cannot be read any more
+        assert conn.execute("UPDATE events SET tail = X'00' WHERE tail IS NOT NULL").rowcount == 2
+    tree = dsh_sqlite("sessions", "tree", "long").ok().stdout
+    assert "long" in tree
+    assert dsh_sqlite("sessions", "tree", "--json").json()[0]["eventCount"] == 13
+    assert_user_error(dsh_sqlite("log", "long"), "long")
+
+
+async def _long(db: Path) -> None:
+    store = SqliteEventStore(db)
+    await store.create(SessionHeader(id="long", created_at=1_000, cwd="/work"), long_log())
+    await store.close()

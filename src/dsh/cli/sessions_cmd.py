@@ -267,7 +267,7 @@ async def _build_subtree(store: EventStore, root_id: str, seen: set[str] | None 
     :class:`~dsh.session.timeline.SessionTree`)."""
     from dsh.session.timeline import SessionTree
 
-    tree = await SessionTree.load(store, root_id)
+    tree = await SessionTree.load(store, root_id, streams=False)  # kinds and states: no stream
     if seen is not None:
         seen.update(tree.nodes)
     return await _node(store, tree.root)

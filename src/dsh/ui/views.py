@@ -38,11 +38,13 @@ class DeriveCache:
         self._cache: dict[str, tuple[int, Derived]] = {}
         self._kept: dict[str, tuple[int, bytes]] = {}
         self._new: list[tuple[str, int, bytes]] = []
+        self._primed = False
 
     async def prime(self) -> None:
-        """Read the store's kept digests (nothing for a store that keeps none)."""
-        if isinstance(self.store, KeepsDigests):
+        """Read the store's kept digests once (nothing for a store that keeps none)."""
+        if not self._primed and isinstance(self.store, KeepsDigests):
             self._kept = await self.store.kept_digests()
+        self._primed = True
 
     async def flush(self) -> None:
         """Keep the digests derived since the last flush (best effort: a cache that cannot be
@@ -138,6 +140,7 @@ async def list_page(
     field (activity, status, title) derives every session (cached per event count).
     """
     summaries = await store.list_sessions()
+    await cache.prime()
     children: dict[str, int] = {}
     for s in summaries:
         if s.header.parent_session is not None:
@@ -175,6 +178,7 @@ async def list_page(
     for s, depth in window:
         d = derived.get(s.header.id) or await cache.get(s)
         rows.append(Row(s, d, children.get(s.header.id, 0), depth))
+    await cache.flush()
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
 
 

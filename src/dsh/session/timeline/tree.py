@@ -46,8 +46,8 @@ class Listed(Protocol):
 class TreeStore(Protocol):
     """What the tree reads of a store (every ``dsh.store.EventStore`` has it)."""
 
-    async def load(self, session_id: str) -> Loaded:
-        """The session ``session_id``, read back whole."""
+    async def load(self, session_id: str, *, streams: bool = True) -> Loaded:
+        """The session ``session_id``, read back whole (``streams=False``: a surface read)."""
 
     async def children(self, session_id: str) -> Sequence[Listed]:
         """The sessions whose parent is ``session_id``."""
@@ -116,15 +116,16 @@ class SessionTree:
         return cls(top, nodes, child_calls({sid: n.session for sid, n in nodes.items()}))
 
     @classmethod
-    async def load(cls, store: TreeStore, root: str) -> SessionTree:
-        """The tree under ``root`` in ``store``, reading only those sessions."""
-        sessions: dict[str, Loaded] = {root: await store.load(root)}
+    async def load(cls, store: TreeStore, root: str, *, streams: bool = True) -> SessionTree:
+        """The tree under ``root`` in ``store``, reading only those sessions (``streams=False``:
+        a surface read of each, ``EventStore.load``: for what shows no stream)."""
+        sessions: dict[str, Loaded] = {root: await store.load(root, streams=streams)}
         queue = [root]
         while queue:
             for child in await store.children(queue.pop(0)):
                 cid = child.header.id
                 if cid not in sessions:
-                    sessions[cid] = await store.load(cid)
+                    sessions[cid] = await store.load(cid, streams=streams)
                     queue.append(cid)
         return cls.of(sessions, root)
 
