@@ -99,3 +99,44 @@ async def _long(db: Path) -> None:
     store = SqliteEventStore(db)
     await store.create(SessionHeader(id="long", created_at=1_000, cwd="/work"), long_log())
     await store.close()
+
+
+def test_continue_finds_the_latest_session_by_its_summary(tmp_path: Path) -> None:
+    """``dsh run -c`` compares sessions by the last event's time the listing read: it decodes no
+    other session's events (here the older one's last event cannot be decoded at all)."""
+    import os
+    import subprocess
+    import sys
+
+    from dsh.testing.server import OpenAICompatServer
+    from dsh.testing.wire import stream_reply
+
+    db = tmp_path / "s.db"
+    asyncio.run(_two_in(db, tmp_path))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE events SET data = '{bad' WHERE session_id = 'older' AND seq = 5")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
+    env.update({"DSH_STORE": f"sqlite:{db}", "DSH_API_KEY": "k", "XDG_DATA_HOME": str(tmp_path / "data")})
+    with OpenAICompatServer(handler=lambda _r: stream_reply(text="ok")) as server:
+        argv = [
+            sys.executable,
+            "-m",
+            "dsh.cli",
+            "run",
+            "again",
+            "-c",
+            "--json",
+            "--base-url",
+            server.base_url,
+        ]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert '"sessionId":"newer"' in done.stdout.splitlines()[-1].replace(" ", "")
+
+
+async def _two_in(db: Path, cwd: Path) -> None:
+    store = SqliteEventStore(db)
+    for i, sid in enumerate(("older", "newer")):
+        turns = [replace(e, time=e.time + i * 1_000) for e in completed_turns(1)]
+        await store.create(SessionHeader(id=sid, created_at=1_000 + i, cwd=str(cwd)), turns)
+    await store.close()

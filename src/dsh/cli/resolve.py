@@ -76,6 +76,8 @@ async def last_activity(store: EventStore, summary: SessionSummary) -> int:
     """The time of the session's last event (its creation time when it has none)."""
     if summary.event_count == 0:
         return summary.header.created_at
+    if summary.last_time is not None:  # read with the listing
+        return summary.last_time
     last = await store.read_from(summary.header.id, summary.event_count - 1)
     return last[-1].time if last else summary.header.created_at
 

@@ -42,11 +42,14 @@ class LoadedSession:
 
 @dataclass(frozen=True, slots=True)
 class SessionSummary:
-    """One row of a listing: the header, the cut and the event count."""
+    """One row of a listing: the header, the cut, the event count and, when the store reads it
+    with the row (SQLite, PostgreSQL, JSONL), the time of the last event."""
 
     header: SessionHeader
     inherited_event_count: int
     event_count: int
+    last_time: int | None = None
+    """The last event's time; ``None``: no event, or not read with the listing."""
 
 
 @dataclass(frozen=True, slots=True)

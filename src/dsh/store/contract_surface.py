@@ -64,7 +64,20 @@ async def header_reads_the_header_alone(open_store: StoreOpener) -> None:
     await store.close()
 
 
+async def listings_know_the_last_time_or_say_not(open_store: StoreOpener) -> None:
+    """A summary's ``last_time`` is the last event's time, or ``None`` (not read, or no event)."""
+    store = await open_store()
+    events = long_log()
+    await store.create(sample_header("s"), events)
+    await store.create(sample_header("empty", created_at=2_000))
+    by_id = {s.header.id: s for s in await store.list_sessions()}
+    ensure(by_id["s"].last_time in (None, events[-1].time), "the last event's time")
+    ensure(by_id["empty"].last_time is None, "no event, no time")
+    await store.close()
+
+
 SURFACE_CHECKS: tuple[ContractCheck, ...] = (
+    listings_know_the_last_time_or_say_not,
     surface_reads_defer_only_streams,
     partial_events_are_never_written,
     header_reads_the_header_alone,

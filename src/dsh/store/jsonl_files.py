@@ -151,7 +151,13 @@ class JsonlIndex:
             return cached[1]
         scan = scan_file(*read_shared(path), path, None, self._name_of)
         entry = _Summary(
-            SessionSummary(scan.header, scan.inherited_event_count, len(scan.events)), tuple(scan.warnings)
+            SessionSummary(
+                scan.header,
+                scan.inherited_event_count,
+                len(scan.events),
+                scan.events[-1].time if scan.events else None,
+            ),
+            tuple(scan.warnings),
         )
         self._summaries[path.name] = (key, entry)
         return entry

@@ -118,8 +118,13 @@ SELECT_EVENTS: Final = (  # no tail: PostgreSQL keeps every payload whole
     "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 )
 _ORDER: Final = ' ORDER BY created_at, id COLLATE "C"'
-LIST_SESSIONS: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions{_ORDER}"
-LIST_CHILDREN: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions WHERE parent_session = %s{_ORDER}"
+_LAST_TIME: Final = (
+    "(SELECT e.time FROM events e WHERE e.session_id = sessions.id AND e.seq = sessions.next_seq - 1)"
+)
+LIST_SESSIONS: Final = f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM sessions{_ORDER}"
+LIST_CHILDREN: Final = (
+    f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM sessions WHERE parent_session = %s{_ORDER}"
+)
 
 FORK_PARENT: Final = f"""SELECT {HEADER_COLUMNS}, next_seq,
         (SELECT max(e.seq) FROM events e WHERE e.session_id = s.id AND e.type = '{TURN_END}')

@@ -65,9 +65,10 @@ def header_from_row(row: Sequence[Any], where: str) -> tuple[SessionHeader, int]
 
 
 def summary_from_row(row: Sequence[Any], where: str) -> SessionSummary:
-    """A listing row of the SQL stores: the columns of :func:`header_from_row`, then the event count."""
+    """A listing row of the SQL stores: the columns of :func:`header_from_row`, then the event
+    count and the last event's time (``NULL``: no event)."""
     header, cut = header_from_row(row, where)
-    return SessionSummary(header, cut, row[9])
+    return SessionSummary(header, cut, row[9], row[10])
 
 
 def events_from_rows(

@@ -91,7 +91,8 @@ SELECT_SURFACE: Final = (
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
 SUMMARY: Final = (
     f"SELECT {HEADER_COLUMNS}, "
-    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) FROM sessions s"
+    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id), "
+    "(SELECT e.time FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) FROM sessions s"
 )
 
 EXTRAS_TABLE: Final = "session_extras"
