@@ -16,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import Conversation, Stat, conversation, now
+import orjson
+
+from bench.common import Conversation, Stat, conversation, fmt_range, now
 from bench.workload import MODEL, LeanModel, all_reply_chunks
 from dsh import jsonx
 from dsh.events.chunks import Chunk
@@ -234,3 +237,137 @@ def run_w2(rounds: int, workdir: Path, progress: Callable[[str], None], calls: i
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return figs
+
+
+# -- issue 40, item 3: replay at scale -------------------------------------------------------
+
+SCALE_SIZES = (50, 500, 5000)
+OPEN_TARGET_S = 0.3
+"""Open + derive of 5,000 recorded calls."""
+PER_CALL_TARGET_S = 0.45e-3
+"""Per replayed call at N = 50 (W2's target)."""
+FLATNESS = 1.2
+"""Per call at N = 5,000 within this factor of N = 50."""
+
+
+@dataclass(slots=True)
+class ScaleFigures:
+    """One N: CPU seconds of the process (``time.process_time``: on a shared machine a
+    neighbour moves wall times more than the differences measured)."""
+
+    calls: int
+    open_derive: Stat = field(default_factory=Stat)
+    """``load_replay_model``: read and decode the recording, derive the script and its checks."""
+    floor_open: Stat = field(default_factory=Stat)
+    """Read the recording's bytes and ``orjson.loads`` every line: what any reader pays."""
+    per_call: Stat = field(default_factory=Stat)
+    """The whole replay (open + derive + the loop serving and checking every call) ÷ N."""
+    floor_per_call: Stat = field(default_factory=Stat)
+    """Iterating the pre-built chunk lists through an async generator, per call."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "open_derive_s": self.open_derive.to_json(),
+            "floor_open_s": self.floor_open.to_json(),
+            "per_call_s": self.per_call.to_json(),
+            "floor_per_call_s": self.floor_per_call.to_json(),
+        }
+
+
+def _cpu(fn: Callable[[], Any]) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def _parse_lines(directory: Path) -> None:
+    for path in sorted(directory.glob("session*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            orjson.loads(line)
+
+
+def run_w2_scale(
+    rounds: int, workdir: Path, progress: Callable[[str], None], sizes: tuple[int, ...] = SCALE_SIZES
+) -> list[ScaleFigures]:
+    """Open + derive and the whole replay of N recorded calls, per N, with their floors."""
+    out = []
+    root = Path(tempfile.mkdtemp(prefix="w2-scale-", dir=workdir))
+    try:
+        for n in sizes:
+            conv = conversation(n, seed=11)
+            scenario = root / f"scenario-{n}"
+            progress(f"W2 scale: recording {n} calls through the loop")
+            asyncio.run(record_scenario(scenario, conv))
+            scripts = all_reply_chunks(conv)
+            figs = ScaleFigures(n)
+            warm = root / f"cwd-{n}-warm"  # first use (imports, compiled patterns) is no call's cost
+            warm.mkdir()
+            asyncio.run(replay_dsh(scenario, conv, warm))
+            for r in range(rounds):
+                progress(f"W2 scale: N = {n}, round {r + 1}/{rounds}")
+                cwd = root / f"cwd-{n}-{r}"
+                cwd.mkdir()
+                figs.floor_open.add(_cpu(lambda s=scenario: _parse_lines(s)))
+                figs.open_derive.add(_cpu(lambda s=scenario, c=cwd: load_replay_model(s, cwd=c)))
+                whole = _cpu(lambda s=scenario, c=cwd, v=conv: asyncio.run(replay_dsh(s, v, c)))
+                figs.per_call.add(whole / n)
+                figs.floor_per_call.add(_cpu(lambda p=scripts: asyncio.run(floor(p))) / n)
+            out.append(figs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def scale_table(figures: list[ScaleFigures]) -> str:
+    """The Markdown table and the three verdicts."""
+    ms = 1000.0
+    rows = [
+        "| N calls | open + derive | floor: read + parse | × floor | per call, whole replay | floor per call "
+        "| per call ÷ N = 50 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    base = next((f.per_call.median for f in figures if f.calls == SCALE_SIZES[0]), None)
+    for f in figures:
+        ratio = f"{f.per_call.median / base:.2f}" if base else "—"
+        rows.append(
+            f"| {f.calls:,} | {fmt_range(f.open_derive, 'ms')} | {fmt_range(f.floor_open, 'ms')} "
+            f"| {f.open_derive.median / f.floor_open.median:.1f} | {f.per_call.median * ms:.3f} ms "
+            f"| {f.floor_per_call.median * ms:.4f} ms | {ratio} |"
+        )
+    by_n = {f.calls: f for f in figures}
+    verdicts = []
+    if 5000 in by_n:
+        got = by_n[5000].open_derive.median
+        verdicts.append(
+            _verdict(f"open + derive of 5,000 calls {got:.3f} s", got <= OPEN_TARGET_S, "≤ 0.3 s")
+        )
+    if 50 in by_n:
+        got = by_n[50].per_call.median
+        verdicts.append(
+            _verdict(f"per call at N = 50 {got * ms:.3f} ms", got <= PER_CALL_TARGET_S, "≤ 0.45 ms")
+        )
+    if 50 in by_n and 5000 in by_n:
+        got = by_n[5000].per_call.median / by_n[50].per_call.median
+        verdicts.append(_verdict(f"per call at N = 5,000 ÷ N = 50: {got:.2f}", got <= FLATNESS, "≤ 1.2"))
+    return "\n".join([*rows, "", *verdicts])
+
+
+def _verdict(figure: str, met: bool, target: str) -> str:
+    return f"- {figure}: {'met' if met else 'MISSED'} (target {target})"
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        description="W2 at scale: replay open + derive and per-call cost at N calls"
+    )
+    parser.add_argument("--sizes", default=",".join(map(str, SCALE_SIZES)))
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    with tempfile.TemporaryDirectory(prefix="w2-scale-") as tmp:
+        found = run_w2_scale(args.rounds, Path(tmp), lambda m: print(m, file=sys.stderr), sizes)
+    print(scale_table(found))

@@ -142,3 +142,53 @@ def test_a_command_that_calls_a_model_does_import_it(tmp_path: Path) -> None:
         found = sdk_modules("run", "hi", "--store", "memory:", "--base-url", server.base_url, cwd=tmp_path)
     assert "dsh.model.openai_compat" in found and "httpx2" in found
     assert not any(name.split(".")[0] == "openai" for name in found)
+
+
+# -- issue 40, item 5: ``dsh --version`` and ``dsh run --help`` import only what they use ---------
+
+
+def _main_with(*argv: str) -> str:
+    """Code that runs the console script's ``main`` on ``argv`` (its exit caught)."""
+    return (
+        f"sys.argv = ['dsh', *{list(argv)!r}]\n"
+        "from dsh.cli.app import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+    )
+
+
+OTHER_COMMANDS = ("dsh.cli.acp_cmd", "dsh.cli.sessions_cmd", "dsh.cli.serve_cmd", "dsh.cli.ui_cmd")
+
+
+def test_version_imports_neither_typer_nor_any_command() -> None:
+    for flag in ("--version", "-V"):
+        loaded = loaded_after(_main_with(flag))
+        assert sorted(m for m in loaded if m.split(".")[0] in {"typer", "click", "rich", "asyncio"}) == []
+        assert sorted(m for m in loaded if m.startswith("dsh.cli.") and m.endswith("_cmd")) == []
+        assert "dsh.acp" not in loaded
+
+
+def test_run_help_imports_the_run_command_alone_and_no_event_loop() -> None:
+    loaded = loaded_after(_main_with("run", "--help"))
+    assert "dsh.cli.run_cmd" in loaded  # the check can fail: the command it names is imported
+    assert sorted(loaded & {*OTHER_COMMANDS, "dsh.acp", "asyncio"}) == []
+
+
+def test_the_whole_tree_still_has_every_command_and_each_group_its_subcommands_once() -> None:
+    code = (
+        "import typer.main\n"
+        "from dsh.cli.tree import build_app\n"
+        "build_app('sessions')\n"  # a first, partial build adds the sessions subcommands
+        "from dsh.cli.app import app\n"
+        "group = typer.main.get_command(app)\n"
+        "import dsh.cli.sessions_cmd as s\n"
+        "names = [c.name for c in s.sessions_app.registered_commands]\n"
+        "assert len(names) == len(set(names)), names\n"
+        "print(sorted(group.commands), sorted(group.commands['sessions'].commands))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    top, sessions = out.stdout.strip().split("] [")
+    assert "'acp'" in top and "'run'" in top and "'temporal'" in top
+    assert all(f"'{name}'" in sessions for name in ("list", "export", "rm", "prune", "tail", "tree"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -123,6 +122,8 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
     Store warnings (a torn tail left out, a foreign file skipped) are printed on stderr,
     each once per command.
     """
+    import asyncio  # here: ``dsh --help`` and ``dsh run --help`` never start a loop (~30 ms)
+
     from dsh.store.notices import warnings_to
 
     with user_errors(), warnings_to(stderr_warnings()):

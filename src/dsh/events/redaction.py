@@ -11,7 +11,7 @@ after one scan of its JSON (``Redactor.may_hold``).
 from __future__ import annotations
 
 import operator
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -85,21 +85,42 @@ def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
     return {**chunk, field: redactor.text(piece)}
 
 
-def redact_data(data: Any, redactor: Redactor) -> Any:
-    """An event's ``data`` with every secret replaced (a settlement's deltas recut); ``data``
-    itself when it holds none."""
-    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
-        return data
+def _walked(data: Any, redactor: Redactor) -> Any:
+    """``data`` whose JSON may hold a secret, redacted (a settlement's records recut)."""
     if isinstance(data, dict) and any(k in data for k in _RECORDS):
         rest = json_value({k: v for k, v in data.items() if k not in _RECORDS}, redactor)
         return {k: _RECORDS[k](v, redactor) if k in _RECORDS else rest[k] for k, v in data.items()}
     return json_value(data, redactor)
 
 
-def redact_event(event: Event, redactor: Redactor) -> Event:
-    """``event`` with every secret in its data replaced (a settlement's deltas recut)."""
-    data = event.data
-    redacted = redact_data(data, redactor)
-    if redacted is data or redacted == data:
+def redact_data(data: Any, redactor: Redactor) -> Any:
+    """An event's ``data`` with every secret replaced (a settlement's deltas recut); ``data``
+    itself when it holds none."""
+    if not redactor.may_hold(jsonx.dumps_unchecked(data).decode()):  # most events: one scan, no walk
+        return data
+    return _walked(data, redactor)
+
+
+def _evolved(event: Event, redacted: Any) -> Event:
+    if redacted is event.data or redacted == event.data:
         return event
     return replace(event, data=redacted, data_json=None, line_json=None)
+
+
+def redact_event(event: Event, redactor: Redactor) -> Event:
+    """``event`` with every secret in its data replaced (a settlement's deltas recut)."""
+    return _evolved(event, redact_data(event.data, redactor))
+
+
+def redact_events(events: Sequence[Event], redactor: Redactor) -> list[Event]:
+    """``[redact_event(e, redactor) for e in events]``, the cheap test made over all their
+    JSON at once (:meth:`Redactor.holding`): only the events it finds a literal in are walked."""
+    texts = [jsonx.dumps_unchecked(e.data).decode() for e in events]
+    held = redactor.holding(texts)
+    return [_evolved(e, _walked(e.data, redactor)) if h else e for e, h in zip(events, held, strict=True)]
+
+
+def json_values(values: Sequence[Any], redactor: Redactor) -> list[Any]:
+    """``[json_value(v, redactor) for v in values]``, the cheap test made over them all at once."""
+    held = redactor.holding([jsonx.dumps_unchecked(v).decode() for v in values])
+    return [redactor.value(v) if h else v for v, h in zip(values, held, strict=True)]

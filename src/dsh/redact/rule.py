@@ -26,6 +26,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import UsageError
+from dsh.redact.gate import LiteralGate
 from dsh.redact.patterns import (
     MIN_SECRET_VALUE,
     PROVIDER_KEY_VARIABLES,
@@ -33,6 +34,10 @@ from dsh.redact.patterns import (
     SHAPES,
     Shape,
 )
+
+_REMEMBERED = 64
+"""The cheap test's answer for a text this short is remembered (up to ``_REMEMBER`` texts)."""
+_REMEMBER = 4096
 
 
 def new_salt() -> str:
@@ -108,9 +113,10 @@ class Redactor:
         self._shapes = _compile([*shapes, *custom_shapes(custom)])
         needles = {n for v in self._values for n in (v, jsonx.dumps(v).decode()[1:-1])}
         literals = {x for s, _ in self._shapes if not s.lowered for x in s.literals}
-        self._plain = tuple(sorted(needles | _gates(literals)))
-        self._lowered = tuple(sorted({x for s, _ in self._shapes if s.lowered for x in s.literals}))
+        lowered = {x for s, _ in self._shapes if s.lowered for x in s.literals}
+        self._gate = LiteralGate(needles | _gates(literals), lowered)
         self._always = any(not s.literals for s, _ in self._shapes)
+        self._short: dict[str, bool] = {}
 
     @classmethod
     def for_recording(
@@ -135,13 +141,19 @@ class Redactor:
         that lets a writer pass a clean event through without walking it."""
         if self._always:
             return True
-        for needle in self._plain:
-            if needle in text:
-                return True
-        if self._lowered:
-            lowered = text.lower()
-            return any(x in lowered for x in self._lowered)
-        return False
+        if len(text) > _REMEMBERED:
+            return self._gate(text)
+        known = self._short.get(text)  # the keys, kinds and names every event repeats
+        if known is None:
+            known = self._gate(text)
+            if len(self._short) < _REMEMBER:
+                self._short[text] = known
+        return known
+
+    def holding(self, texts: Sequence[str]) -> list[bool]:
+        """``[may_hold(t) for t in texts]``, with each of the gate's scans made once over all
+        of them (a recording's events): most recordings hold a few secrets in many events."""
+        return [True] * len(texts) if self._always else self._gate.holding(texts)
 
     def placeholder(self, kind: str, value: str) -> str:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
@@ -152,6 +164,8 @@ class Redactor:
 
     def findings(self, text: str) -> list[Finding]:
         """Every secret in ``text``, in order, without overlaps (exact values first)."""
+        if not self.may_hold(text):  # most strings: a few scans, no pattern run
+            return []
         found: list[Finding] = []
         present = [v for v in self._values if v in text]  # longest first: a value inside another loses
         for value in present:

@@ -186,8 +186,11 @@ def derive_script(events: Sequence[Event], where: str) -> list[Entry]:
 def _next_step_started(events: Sequence[Event], index: int) -> int:
     """1 when ``events[index]`` lies between a ``step/end`` and the ``step/start`` of the
     same turn (the original claims a step's inbox at the previous step's end), else 0."""
-    before = next((e.type for e in reversed(events[:index]) if e.type in _STRUCTURE), None)
-    after = next((e.type for e in events[index + 1 :] if e.type in _STRUCTURE), None)
+
+    def nearest(positions: range) -> str | None:  # walked to the nearest one: no copy of the log
+        return next((events[i].type for i in positions if events[i].type in _STRUCTURE), None)
+
+    before, after = nearest(range(index - 1, -1, -1)), nearest(range(index + 1, len(events)))
     return int(before == STEP_END and after == STEP_START)
 
 

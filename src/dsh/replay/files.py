@@ -19,6 +19,7 @@ from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
+from dsh.store.bulk import paused_gc
 from dsh.store.logfile import load_log_file
 
 _CHILD = re.compile(r"^session\.(\d+)\.jsonl$")
@@ -132,6 +133,13 @@ def load_replay_model(
     in for need not be servable. ``sliced=False`` only for tests that prove why the slice at
     the inherited cut is needed.
     """
+    with paused_gc():  # thousands of recorded calls: millions of objects, none of them garbage
+        return _load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+
+
+def _load_replay_model(
+    directory: Path, *, cwd: Path | None, sliced: bool, tolerances: Tolerances | None
+) -> tuple[ReplayModel, RecordedLogs]:
     name = directory.name
     check_scenario_directory(directory)
     tolerances = tolerances if tolerances is not None else read_tolerances(directory)

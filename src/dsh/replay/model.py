@@ -27,7 +27,10 @@ from dsh.replay.entries import Entry
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances, recorded_cwd_spellings
 from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.placeholders import (
+    EVERYTHING,
+    Needs,
     has_placeholder,
+    needs_of,
     request_corpus,
     resolve_placeholders,
     with_live_cwd,
@@ -71,6 +74,17 @@ class SessionScript:
     served entries name the live workspace there instead."""
     tool_calls: dict[str, RecordedCall] = field(default_factory=dict)
     """The recorded tool calls and results by call id (served for tools that cannot re-run)."""
+    needs: list[Needs] = field(default_factory=list)
+    """Per entry, what serving it takes from the live run (:meth:`prepare`, at open)."""
+
+    def prepare(self) -> None:
+        """Find each entry's :class:`Needs` (once: the entries are final when the replay opens)."""
+        self.needs = [needs_of(entry.chunks, self.recorded_cwd) for entry in self.entries]
+
+    def needs_at(self, k: int) -> Needs:
+        if len(self.needs) != len(self.entries):  # entries replaced after the replay opened
+            self.prepare()
+        return self.needs[k]
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -168,6 +182,8 @@ class ReplayModel:
         self.fixtures = fixtures
         """The original's snapshot fixtures (``dsh.replay.fixtures``) when replaying its recording."""
         self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
+        for script in self.scripts:
+            script.prepare()
         self.scenario = scenario
         self._provider = provider
         self._cwd = cwd
@@ -300,13 +316,15 @@ class ReplayModel:
             )
         self._check(script, request)
         entry = script.entries[script.cursor]
+        needs = script.needs_at(script.cursor)
         script.cursor += 1
         chunks: Sequence[Chunk] = entry.chunks
-        if has_placeholder(chunks):
+        if needs.placeholders and has_placeholder(chunks):
             chunks = resolve_placeholders(list(chunks), request_corpus(request.messages))
-        if script.check is not None:
+            needs = EVERYTHING  # what the live request put in is looked at as before
+        if script.check is not None and needs.ids:
             chunks = with_live_ids(list(chunks), script.check.live_ids())
-        if self._cwd is not None:
+        if self._cwd is not None and needs.cwd:
             chunks = with_live_cwd(list(chunks), script.recorded_cwd, str(self._cwd))
         for chunk in chunks:
             yield chunk

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from dsh import jsonx
 from dsh.errors import ReplayError
 from dsh.events.messages import Message
 
@@ -105,3 +107,37 @@ def with_live_cwd(value: Any, recorded: Sequence[str], live: str) -> Any:
     if isinstance(value, list):
         return [with_live_cwd(v, recorded, live) for v in value]
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What serving one recorded entry may take from the live run, found once when the replay
+    opens (in the entry's JSON, one scan each) so that serving it walks its chunks only for
+    what it holds: ``{{fromRequest:`` placeholders, ids to swap, the recording's workspace."""
+
+    placeholders: bool
+    ids: bool
+    cwd: bool
+
+
+EVERYTHING = Needs(placeholders=True, ids=True, cwd=True)
+
+_UUID_MIDDLE = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+"""What every UUID holds, led by a literal ``-`` (``re`` skips to it fast; the whole UUID
+pattern, led by a class, is tried at every position: 20x slower on a reply's chunks)."""
+
+
+def needs_of(chunks: Sequence[Any], spellings: Sequence[str]) -> Needs:
+    """The :class:`Needs` of an entry's ``chunks`` given the recording's ``spellings`` of its
+    workspace: what is in a string of the chunks is in their JSON (escaped as JSON escapes
+    it), so a part the JSON lacks is no part of any string."""
+    try:
+        text = jsonx.dumps_unchecked(list(chunks)).decode()
+    except TypeError:  # not JSON (a test's chunks): walk them as before
+        return EVERYTHING
+    escaped = [jsonx.dumps_unchecked(spelling).decode()[1:-1] for spelling in spellings]
+    return Needs(
+        placeholders=_OPEN in text,
+        ids=_UUID_MIDDLE.search(text) is not None,
+        cwd=any(spelling in text for spelling in escaped),
+    )

@@ -22,7 +22,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import ScenarioError
-from dsh.events.redaction import json_value, redact_event
+from dsh.events.redaction import json_values, redact_events
 from dsh.redact import Redactor
 from dsh.redact.scan import scan
 from dsh.redact.settings import Settings
@@ -121,7 +121,7 @@ def recording_rule(
 def redact_session(loaded: LoadedSession, redactor: Redactor | None) -> LoadedSession:
     if redactor is None:
         return loaded
-    return replace(loaded, events=[redact_event(e, redactor) for e in loaded.events])
+    return replace(loaded, events=redact_events(loaded.events, redactor))
 
 
 def redact_sessions(
@@ -170,4 +170,4 @@ def redact_lines(lines: Iterable[dict[str, Any]], redactor: Redactor | None) -> 
     """Transcript lines (or any JSON objects), redacted (``None``: unchanged)."""
     if redactor is None:
         return list(lines)
-    return [json_value(line, redactor) for line in lines]
+    return json_values(list(lines), redactor)
