@@ -8,6 +8,10 @@ from bench.common import table
 from bench.report import Target
 
 
+def _or_dash(value: float | None, form: str) -> str:
+    return "—" if value is None else form.format(value)
+
+
 def w4_tables(w4: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if w4["resume"]:
@@ -16,10 +20,11 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
                 f"{r['events']:,}",
                 r["shape"],
                 f"{r['resume_s']:.3f} s",
-                f"{r['first_request_s']:.2f} s",
+                f"{r['resume_rss_mb']:.0f} MB",
                 f"{r['floor_s']:.2f} s",
-                f"{r['ratio']:.1f}×",
-                f"{r['peak_rss_mb']:.0f} MB",
+                _or_dash(r["first_request_s"], "{:.2f} s"),
+                _or_dash(r["ratio"], "{:.1f}×"),
+                _or_dash(r["peak_rss_mb"], "{:.0f} MB"),
                 f"{r['db_mb']:.0f} MB",
             ]
             for r in w4["resume"]
@@ -28,10 +33,11 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
             "events",
             "shape",
             "Agent.resume",
-            "dsh run -c → 1st request",
+            "its peak RSS",
             "floor",
-            "ratio",
-            "peak RSS",
+            "dsh run -c → 1st request",
+            "÷ floor",
+            "its peak RSS",
             "db",
         ]
         out += ["### W4 resume (SQLite; floor: a fresh Python reading the rows' seq, type, time)", ""]
@@ -42,12 +48,14 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
                 f"{r['sessions']:,}",
                 f"{r['startup_cpu_s']:.3f} s",
                 f"{r['list_n50_cpu_s']:.3f} s",
+                f"{r['list_all_cold_cpu_s']:.3f} s",
                 f"{r['list_all_cpu_s']:.3f} s",
             ]
             for r in w4["list"]
         ]
-        out += ["### W4 listing (CPU past start-up: less `dsh --version`)", ""]
-        out += [table(["sessions", "start-up", "sessions list -n 50", "sessions list"], rows), ""]
+        head = ["sessions", "start-up", "sessions list -n 50", "sessions list, first", "sessions list"]
+        out += ["### W4 listing (CPU past start-up: less `dsh sessions list --help`'s)", ""]
+        out += [table(head, rows), ""]
     o = w4.get("original")
     if o:
         rows = [
@@ -87,11 +95,11 @@ def w4_targets(w4: dict[str, Any]) -> list[Target]:
                 )
             )
         if r["events"] == 1_000_000:
-            ok = r["resume_s"] <= 3 and r["peak_rss_mb"] <= 1024
+            ok = r["resume_s"] <= 3 and r["resume_rss_mb"] <= 1024
             out.append(
                 Target(
                     f"W4 resume 1M ({r['shape']}) ≤ 3 s, ≤ 1 GiB",
-                    f"{r['resume_s']:.2f} s, {r['peak_rss_mb']:.0f} MB",
+                    f"{r['resume_s']:.2f} s, {r['resume_rss_mb']:.0f} MB",
                     ok,
                 )
             )
