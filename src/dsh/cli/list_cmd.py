@@ -13,8 +13,18 @@ from dsh.cli.tables import make_console, terminal_safe
 from dsh.ids import now_ms
 
 if TYPE_CHECKING:
+    from dsh.session.spend import RowSpend
     from dsh.store.base import EventStore
     from dsh.ui.views import Row
+
+
+def spends_of(rows: list[Row]) -> dict[str, RowSpend]:
+    """Each row's own and tree spend, priced by the table and the user's override file."""
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import row_spends
+
+    parents = {r.summary.header.id: r.summary.header.parent_session for r in rows}
+    return row_spends(parents, {r.summary.header.id: r.derived for r in rows}, PriceTable.load())
 
 
 async def list_rows(store: EventStore) -> list[Row]:
@@ -33,7 +43,7 @@ async def list_rows(store: EventStore) -> list[Row]:
     return rows
 
 
-def _render(rows: list[Row], label: str, now: int) -> None:
+def _render(rows: list[Row], spends: dict[str, RowSpend], label: str, now: int) -> None:
     from rich.table import Table
 
     from dsh.cli.resolve import short_ids
@@ -49,6 +59,7 @@ def _render(rows: list[Row], label: str, now: int) -> None:
     table.add_column("kids", justify="right", no_wrap=True)
     table.add_column("compacted", justify="right", no_wrap=True)
     table.add_column("active", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
     table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=1)
     for row in rows:
@@ -63,6 +74,7 @@ def _render(rows: list[Row], label: str, now: int) -> None:
             str(row.children),
             str(d.compactions),
             ago(d.last_activity, now),
+            spends[h.id].tree_cost.short(),
             terminal_safe(d.model or "—"),
             title,
         )
@@ -86,15 +98,18 @@ def list_cmd(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List sessions, oldest first: short id, status, children, compactions, last activity, model, title.
+    """List sessions, oldest first: id, status, children, compactions, last activity, cost, model, title.
 
     The title is the recorded session/title, else the first prompt, shortened; a child
     session's title says whose child it is. Status is running, completed, interrupted,
     error or empty. Ids are shown as their shortest unique prefix (8 characters or more):
     every command taking an ID accepts a unique prefix. With --json: a list of session
     objects (docs/reference/json-output.md) with "title", "firstPrompt", "model", "lastActivity" (epoch
-    ms), "status", "children" (the child count) and "compactions" (how many times its history
-    was compacted).
+    ms), "status", "children" (the child count), "compactions" (how many times its history
+    was compacted), its own "calls", "tokens" and "cost", and "tree" (sessions, calls, tokens
+    and cost of it and every descendant, each counted once). The cost column is the tree's, in
+    US dollars: "unknown" when a model has no price ($DSH_PRICES or ~/.dsh/prices.json add
+    prices), "+?" when only part of it is priced.
     """
     now = now_ms()
     with user_errors():
@@ -110,12 +125,14 @@ def list_cmd(
             await s.close()
 
     rows = run_async(body)
+    with user_errors():
+        spends = spends_of(rows)  # before filtering: a tree holds every stored descendant
     if cutoff is not None:
         rows = [r for r in rows if (r.derived.last_activity or r.summary.header.created_at) >= cutoff]
     if limit is not None:
         rows = rows[-limit:]
     with user_errors():
         if as_json:
-            write_json_line([row.to_json() for row in rows])
+            write_json_line([row.to_json(spends[row.summary.header.id]) for row in rows])
             return
-        _render(rows, store_label(store), now)
+        _render(rows, spends, store_label(store), now)

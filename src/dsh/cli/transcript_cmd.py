@@ -77,10 +77,22 @@ def _with_tree(url: str | None, raw_id: str, render: Callable[[dict[str, LoadedS
 
 def print_lines(url: str | None, raw_id: str) -> None:
     """``dsh log ID --json``: the transcript's lines (``build_transcript(detail=True)``), one
-    JSON object per line (docs/reference/json-output.md)."""
+    JSON object per line (docs/reference/json-output.md), then one ``spend`` line: the tree's
+    calls, tokens and cost and each session's own (:meth:`dsh.session.spend.TreeSpend.to_json`)."""
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import tree_spend
     from dsh.snapshot.transcript import build_transcript
 
-    lines = _with_tree(url, raw_id, lambda sessions, root: build_transcript(sessions, root, detail=True))
+    with user_errors():
+        prices = PriceTable.load()
+    lines = _with_tree(
+        url,
+        raw_id,
+        lambda sessions, root: [
+            *build_transcript(sessions, root, detail=True),
+            {"session": root, "type": "spend", **tree_spend(sessions, root).to_json(prices)},
+        ],
+    )
     with user_errors():
         for line in lines:
             write_json_line(line)

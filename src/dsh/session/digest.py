@@ -7,7 +7,7 @@ and the viewer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.events import Event, SessionHeader
@@ -16,6 +16,7 @@ from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
 from dsh.session.timeline import Timeline
 from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+from dsh.session.usage import Ledger
 
 __all__ = ["RUNNING_WINDOW_MS", "Derived", "Status", "derive", "digest_of", "is_prompt", "shorten", "text_of"]
 
@@ -58,6 +59,8 @@ class Derived:
     call_id: str | None
     compactions: int = 0
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
+    ledger: Ledger = field(default_factory=Ledger, compare=False)
+    """Own model calls' usage by route (``SessionState.ledger``; priced by ``dsh.session.spend``)."""
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
@@ -74,6 +77,7 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
         compactions=state.compactions,
+        ledger=state.ledger,
     )
 
 

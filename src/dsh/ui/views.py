@@ -13,6 +13,7 @@ from typing import Any
 
 from dsh.events.lineage import ancestors
 from dsh.session.digest import Derived, derive, session_json
+from dsh.session.spend import RowSpend
 from dsh.session.timeline import SessionTree, TreeNode
 from dsh.store.base import EventStore, SessionSummary
 
@@ -54,8 +55,10 @@ class Row:
     depth: int = 0
     """How deep under its listed parent the row is nested (0: shown at the top level)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, spend: RowSpend | None = None) -> dict[str, Any]:
+        """The row's JSON (``spend``: its own and its tree's tokens and cost, when priced)."""
         d = self.derived
+        priced = spend.to_json() if spend is not None else {}
         return {
             **summary_json(self.summary),
             "title": d.title,
@@ -65,6 +68,7 @@ class Row:
             "status": d.status,
             "children": self.children,
             "compactions": d.compactions,
+            **priced,
         }
 
 

@@ -56,7 +56,8 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, add_usage
+from dsh.session.timeline.state import Opened, SessionState, SurfaceNode
+from dsh.session.usage import add_usage, call_usage, is_model_call
 
 
 class Timeline:
@@ -106,6 +107,8 @@ class Timeline:
         etype = event.type
         if event.surface_op == "append":
             self._node(state, event)
+        if not inherited and is_model_call(event):
+            state.ledger.add(state.route, call_usage(event), event.seq)
         if etype == TURN_START:
             turn = read.int_or_none(read.data_of(event).get("turn"))
             state.open_turn = turn if turn is not None else 0
@@ -196,9 +199,9 @@ class Timeline:
 
     def _settled(self, state: SessionState, usage: object, inherited: bool) -> None:
         if isinstance(usage, dict):
-            add_usage(state.turn_usage, usage)  # type: ignore[arg-type]
+            add_usage(state.turn_usage, usage)
             if not inherited:
-                add_usage(state.usage, usage)  # type: ignore[arg-type]
+                add_usage(state.usage, usage)
 
     def _call(self, session_id: str, state: SessionState, event: Event, inherited: bool) -> ToolCall:
         data = read.tool_call_of(event)
@@ -260,6 +263,7 @@ class Timeline:
             header = read.request(session_id, event, inherited)
             if header.model is not None:
                 state.model = header.model
+            state.route = (header.model, header.provider)
             return [header]
         if etype == STEP_START:
             return [read.step(session_id, event, inherited)]
