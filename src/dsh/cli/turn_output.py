@@ -60,8 +60,6 @@ class TurnOutput:
         self.view: LiveView | None = None
         self.timeline = Timeline()
         self.prices = PriceTable.load()
-        self.sessions: dict[str, None] = {}
-        """Every session seen on the feed, in order (their ledgers are the timeline's)."""
         self.spent: dict[int, Ledger] = {}
         """The run's calls up to each root turn's end."""
         self._ended: int | None = None
@@ -73,7 +71,6 @@ class TurnOutput:
 
     def _event(self, session_id: str, event: Event) -> None:
         items = self.timeline.feed(session_id, event)
-        self.sessions.setdefault(session_id)
         if session_id == self.root:
             for item in items:
                 if isinstance(item, TurnEnd) and item.turn is not None:
@@ -113,10 +110,7 @@ class TurnOutput:
     def run_ledger(self) -> Ledger:
         """Every model call the feed settled so far, of every session (the feed carries no
         fork child's inherited events: each call is counted once)."""
-        total = Ledger()
-        for session_id in self.sessions:
-            total.merge(self.timeline.state(session_id).ledger)
-        return total
+        return self.timeline.spent()
 
     def total(self, own: dict[str, int]) -> dict[str, int]:
         """``own`` plus every child's usage seen on the feed."""

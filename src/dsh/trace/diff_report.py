@@ -33,6 +33,23 @@ def pair_rows(pair: SessionPair) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def spend_rows(diff: RunDiff) -> list[tuple[str, str, str]]:
+    """``(what, A, B)``: calls, tokens and cost of each run's tree, before → after."""
+    if diff.spend is None:
+        return []
+    a, b = (s.ledger for s in diff.spend)
+    ta, tb = a.tokens, b.tokens
+    return [
+        ("calls", f"{len(a.calls):,}", f"{len(b.calls):,}"),
+        ("tokens in", f"{ta.prompt:,}", f"{tb.prompt:,}"),
+        ("cache read", f"{ta.cache_read:,}", f"{tb.cache_read:,}"),
+        ("cache write", f"{ta.cache_write:,}", f"{tb.cache_write:,}"),
+        ("tokens out", f"{ta.output:,}", f"{tb.output:,}"),
+        ("reasoning", f"{ta.reasoning:,}", f"{tb.reasoning:,}"),
+        ("cost", diff.prices.cost(a).text(), diff.prices.cost(b).text()),
+    ]
+
+
 def headline(diff: RunDiff) -> str:
     """One line: ``equal`` or where the runs first differ."""
     d = diff.divergence
@@ -45,6 +62,9 @@ def headline(diff: RunDiff) -> str:
 def text_report(diff: RunDiff) -> str:
     """The terminal / CI log form."""
     lines = [headline(diff)]
+    spent = spend_rows(diff)
+    if spent:
+        lines += ["", "spend (A → B): " + " · ".join(f"{what} {a} → {b}" for what, a, b in spent)]
     if diff.divergence is not None:
         lines += ["", diff.divergence.diff().replace("--- recorded", "--- A").replace("+++ live", "+++ B")]
     for pair in diff.pairs:
@@ -66,6 +86,10 @@ def markdown_report(diff: RunDiff) -> str:
     """The pull-request comment form."""
     mark = "✅" if diff.equal else "❌"
     lines = [f"### {mark} dsh diff", "", _md(headline(diff))]
+    spent = spend_rows(diff)
+    if spent:
+        lines += ["", "| | A (before) | B (after) |", "|---|---|---|"]
+        lines += [f"| {what} | {_md(a)} | {_md(b)} |" for what, a, b in spent]
     if diff.divergence is not None:
         body = diff.divergence.diff().replace("--- recorded", "--- A").replace("+++ live", "+++ B")
         fence = "````" if "```" in body else "```"

@@ -57,7 +57,7 @@ from dsh.session.timeline.items import (
     TurnStart,
 )
 from dsh.session.timeline.state import Opened, SessionState, SurfaceNode
-from dsh.session.usage import add_usage, call_usage, is_model_call
+from dsh.session.usage import Ledger, add_usage, call_usage, is_model_call
 
 
 class Timeline:
@@ -84,6 +84,13 @@ class Timeline:
         """What the fold knows of ``session_id`` (a fresh state for a session never fed)."""
         state = self._sessions.get(session_id)
         return state if state is not None else self.begin(session_id)
+
+    def spent(self) -> Ledger:
+        """Every own model call of every session fed so far (each once: own events only)."""
+        total = Ledger()
+        for state in self._sessions.values():
+            total.merge(state.ledger)
+        return total
 
     def is_child(self, session_id: str) -> bool:
         """Whether ``session_id`` logged a descriptor (a subagent's child) in this fold."""
