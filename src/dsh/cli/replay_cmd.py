@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -88,6 +89,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
         "notes": result.notes,
         "diff": result.diff,
         "divergenceDiff": next((s.divergence.diff() for s in result.sessions if s.divergence), None),
+        "cache": [r.to_json() for r in result.reuse],
     }
     if console is not None:
         console.print()
@@ -142,6 +144,14 @@ def replay(
             "recorded MCP results (the default: no server is started).",
         ),
     ] = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Also print each request's prefix reuse (shared bytes and tokens with the "
+            "session's previous request, cache reads, where a request rewrote its prefix).",
+        ),
+    ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -161,6 +171,11 @@ def replay(
     that each session's final text equals the recorded one and, when the scenario has a
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
     in-memory store unless --store is given (DSH_STORE is not read).
+
+    A request that rewrites its prompt-cache prefix (it does not extend the session's
+    previous request; a compaction excepted) fails the replay with "the cache prefix broke
+    at: REGION" unless input.json accepts it ("cache": {"accept": ["tools"]}). --cache also
+    prints every request's prefix reuse; the --json report always carries it ("cache").
     """
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
@@ -192,6 +207,11 @@ def replay(
         lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp)
     )
     report = _report(result, console)
+    if cache and not as_json:
+        from dsh.cli.cache_report import cache_text
+
+        sys.stdout.write(cache_text(result.reuse))
+        sys.stdout.flush()
     if html is not None:
         _write_html(html, result)
     if as_json:

@@ -364,3 +364,26 @@ def tree_reuse(sessions: Mapping[str, Loaded], root: str) -> list[Reuse]:
             at_cut = request_at(parent.events, parent.inherited_event_count, cut, parent.header.id)
         out += session_reuse(sid, loaded.events, cut, at_cut)
     return out
+
+
+def _labels(reuse: Sequence[Reuse]) -> dict[str, str]:
+    """Each session's place in its tree by first appearance: ``the root session``, ``child N``."""
+    order = list(dict.fromkeys(r.session for r in reuse))
+    return {sid: "the root session" if i == 0 else f"child {i}" for i, sid in enumerate(order)}
+
+
+def reuse_drops(before: Sequence[Reuse], after: Sequence[Reuse]) -> list[str]:
+    """The requests of ``after`` (a new recording) that rewrite their prefix where the same
+    request of ``before`` (the committed one: same place in the tree, same call number) did
+    not — one line each, naming the request, the region and the shared bytes before → after."""
+    names_b, names_a = _labels(before), _labels(after)
+    old = {(names_b[r.session], r.call): r for r in before}
+    out: list[str] = []
+    for r in after:
+        place = names_a[r.session]
+        was = old.get((place, r.call))
+        if not r.flagged or (was is not None and was.flagged and was.broke == r.broke):
+            continue
+        shared = f"{was.shared:,} → {r.shared:,}" if was is not None else f"— → {r.shared:,}"
+        out.append(f"{r.line()} ({place}): shared bytes {shared}")
+    return out
