@@ -99,3 +99,20 @@ def test_an_imported_log_whose_second_request_rewrites_a_history_message_names_i
     assert (
         "the cache prefix broke at: message 1 (user: 'a different question') — call 2 (turn 1 step 2)" in out
     )
+
+
+def test_dsh_diff_shows_both_runs_prefix_reuse_per_request_and_flags_a_drop(tmp_path: Path) -> None:
+    a = asyncio.run(_two_turns(tmp_path, ("You are terse.", "You are terse.")))
+    b = asyncio.run(_two_turns(tmp_path, ("You are terse.\n\nNow: 01:00", "You are terse.\n\nNow: 01:05")))
+    dsh = _dsh(tmp_path)
+    out = dsh("diff", a, b, "--json")
+    assert out.code == 1, out.stderr  # the system prompts differ
+    cache = json.loads(out.stdout)["cache"]
+    assert [r["flagged"] for r in cache["a"]] == [False, False, False]
+    assert [r["flagged"] for r in cache["b"]] == [False, False, True]
+    (drop,) = cache["drops"]
+    assert drop.startswith("the cache prefix broke at: the system prompt (section 2: 'Now: 01:05') — call 3")
+    assert "(the root session): shared bytes " in drop
+    md = dsh("diff", a, b, "--markdown").stdout
+    assert "| prefix reuse (shared/total bytes) | A | B |" in md and "| root call 3 |" in md
+    assert "⚠ cache drop: the cache prefix broke at: the system prompt" in md

@@ -17,6 +17,7 @@ from typing import Any
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived, RecordedCall, derive
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.replay.prefix import Reuse, reuse_drops, tree_reuse
 from dsh.session import timeline as tl
 from dsh.session.prices import PriceTable
 from dsh.session.spend import TreeSpend, tree_spend
@@ -93,11 +94,18 @@ class RunDiff:
     pairs: tuple[SessionPair, ...] = field(default=())
     spend: tuple[TreeSpend, TreeSpend] | None = None
     """Each run's calls, tokens and cost (A, B): before → after."""
+    reuse: tuple[tuple[Reuse, ...], tuple[Reuse, ...]] = ((), ())
+    """Each run's per-request prefix reuse (A, B)."""
     prices: PriceTable = field(default_factory=PriceTable)
 
     @property
     def equal(self) -> bool:
         return self.divergence is None
+
+    @property
+    def cache_drops(self) -> list[str]:
+        """B's requests that rewrite their prefix where A's same request did not."""
+        return reuse_drops(*self.reuse)
 
     def to_json(self) -> dict[str, Any]:
         found = None
@@ -122,6 +130,11 @@ class RunDiff:
             "b": self.b,
             "divergence": found,
             "spend": spend,
+            "cache": {
+                "a": [r.to_json() for r in self.reuse[0]],
+                "b": [r.to_json() for r in self.reuse[1]],
+                "drops": self.cache_drops,
+            },
             "sessions": [
                 {
                     "label": p.label,
@@ -291,6 +304,6 @@ def diff_runs(a: Tree, b: Tree, prices: PriceTable | None = None) -> RunDiff:
                 )
             )
     spend = (tree_spend(a[1], a[0]), tree_spend(b[1], b[0]))
-    return RunDiff(
-        a[0], b[0], first, tuple(pairs), spend, prices if prices is not None else PriceTable.load()
-    )
+    reuse = (tuple(tree_reuse(a[1], a[0])), tuple(tree_reuse(b[1], b[0])))
+    table = prices if prices is not None else PriceTable.load()
+    return RunDiff(a[0], b[0], first, tuple(pairs), spend=spend, reuse=reuse, prices=table)
