@@ -22,8 +22,7 @@ from dsh.cli.tables import format_time, readable_result, terminal_safe, usage_te
 from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
 from dsh.session.prices import PriceTable
-from dsh.session.spend import TreeSpend, tree_spend
-from dsh.session.usage import Ledger
+from dsh.session.spend import TreeSpend, spent_text, tree_spend
 from dsh.snapshot.transcript import Line, build_transcript
 from dsh.store.base import LoadedSession
 
@@ -167,20 +166,15 @@ def transcript_markdown(sessions: Mapping[str, LoadedSession], root: str, option
     return text.rstrip() + "\n"
 
 
-def _spent(ledger: Ledger, prices: PriceTable) -> str:
-    calls = len(ledger.calls)
-    return f"{calls} call{'s' if calls != 1 else ''} · {ledger.tokens.text()} · {prices.cost(ledger).text()}"
-
-
 def spend_lines(spend: TreeSpend, prices: PriceTable) -> list[str]:
     """``## Usage``: the tree's calls, tokens and cost, then each session's own (each once)."""
     ledger = spend.ledger
     out = ["## Usage", ""]
     count = len(spend.sessions)
-    out.append(f"- tree: {count} session{'s' if count != 1 else ''}, {_spent(ledger, prices)}")
+    out.append(f"- tree: {count} session{'s' if count != 1 else ''}, {spent_text(ledger, prices)}")
     for one in spend.sessions:
         whose = (
             "this session" if one.session == spend.root else f"child of `{terminal_safe(str(one.parent))}`"
         )
-        out.append(f"- `{terminal_safe(one.session)}` ({whose}): {_spent(one.ledger, prices)}")
+        out.append(f"- `{terminal_safe(one.session)}` ({whose}): {spent_text(one.ledger, prices)}")
     return [*out, ""]

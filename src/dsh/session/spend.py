@@ -18,6 +18,12 @@ from dsh.session.timeline.tree import Loaded
 from dsh.session.usage import Ledger, Tokens
 
 
+def spent_text(ledger: Ledger, prices: PriceTable) -> str:
+    """``4 calls · in 1,200 (cache read 800, write 0) · out 300 · $0.0012``."""
+    calls = len(ledger.calls)
+    return f"{calls} call{'s' if calls != 1 else ''} · {ledger.tokens.text()} · {prices.cost(ledger).text()}"
+
+
 @dataclass(frozen=True, slots=True)
 class RowSpend:
     """A listed session's own calls and its tree's (itself and every listed descendant)."""

@@ -13,7 +13,8 @@ from typing import Any
 
 from dsh.events.lineage import ancestors
 from dsh.session.digest import Derived, derive, session_json
-from dsh.session.spend import RowSpend
+from dsh.session.prices import PriceTable
+from dsh.session.spend import RowSpend, TreeSpend, spent_text
 from dsh.session.timeline import SessionTree, TreeNode
 from dsh.store.base import EventStore, SessionSummary
 
@@ -244,3 +245,12 @@ def fork_cuts(node: Node) -> list[Cut]:
         if c.derived.kind == "fork" and c.summary.inherited_event_count > 0
     ]
     return sorted(cuts, key=lambda c: (c.seq, c.child))
+
+
+def spend_view(spent: TreeSpend, session_id: str, prices: PriceTable) -> list[tuple[str, str]]:
+    """``(label, text)``: the session's own calls, tokens and cost, then its tree's (each once)."""
+    mine = next((s.ledger for s in spent.sessions if s.session == session_id), None)
+    rows = [("this session", spent_text(mine, prices))] if mine is not None else []
+    count = len(spent.sessions)
+    rows.append((f"tree ({count} session{'s' if count != 1 else ''})", spent_text(spent.ledger, prices)))
+    return rows
