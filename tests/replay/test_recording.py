@@ -360,6 +360,8 @@ def test_a_recording_that_rewrites_its_prefix_fails_its_replay_unless_input_json
     assert accepted.returncode == 0, accepted.stdout[-2000:]
     requests = json.loads(accepted.stdout)["cache"]
     assert [r["flagged"] for r in requests] == [False, True] and requests[1]["brokeAt"].startswith("tools")
+    spend = json.loads(accepted.stdout)["spend"]  # the replay report carries the run's usage and cost
+    assert spend["calls"] == 2 and spend["tokens"]["inputTokens"] > 0 and "usd" in spend["cost"]
 
 
 def test_the_pytest_plugin_fails_a_scenario_whose_recording_rewrites_its_prefix_unless_accepted(

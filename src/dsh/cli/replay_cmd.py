@@ -81,6 +81,12 @@ async def _replay(
 def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
     from rich.markup import escape
 
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import spent_text
+
+    with user_errors():
+        prices = PriceTable.load()
+
     report = {
         "ok": result.ok,
         "scenario": result.scenario,
@@ -90,6 +96,7 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
         "diff": result.diff,
         "divergenceDiff": next((s.divergence.diff() for s in result.sessions if s.divergence), None),
         "cache": [r.to_json() for r in result.reuse],
+        "spend": result.spend.to_json(prices) if result.spend is not None else None,
     }
     if console is not None:
         console.print()
@@ -109,6 +116,8 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
                 console.print(
                     f"  tolerated ({t.tolerated_by}): {t.headline(result.scenario)}", style="yellow"
                 )
+        if result.spend is not None:
+            console.print(f"usage: {spent_text(result.spend.ledger, prices)}", markup=False, highlight=False)
         for problem in result.problems:
             console.print(problem, style="red", markup=False)
         if result.diff:

@@ -28,6 +28,7 @@ from dsh.replay.permissions import RecordedAnswers, read_permission_answers, rep
 from dsh.replay.prefix import Reuse, tree_reuse
 from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.replay.verdict import SessionReport, replay_verdict
+from dsh.session.spend import TreeSpend, tree_spend
 from dsh.session.timeline import Timeline, TurnEnd
 from dsh.snapshot.cache_check import CacheCheck, accepted_breaks, cache_drops, unaccepted_breaks
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
@@ -176,6 +177,8 @@ class ScenarioResult:
     """What the replay said once without failing (recorded ids already in the target store)."""
     reuse: list[Reuse] = field(default_factory=list)
     """Each request's prefix reuse in the run (:func:`dsh.replay.prefix.tree_reuse`)."""
+    spend: TreeSpend | None = None
+    """The run's calls, tokens and cost per session and tree (:func:`dsh.session.spend.tree_spend`)."""
 
     @property
     def ok(self) -> bool:
@@ -395,6 +398,7 @@ def _check(prep: _Prepared, played: _Played, cache: CacheCheck) -> ScenarioResul
     result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=played.problems)
     if played.agents:
         result.reuse = tree_reuse(played.sessions, played.agents[0].id)
+        result.spend = tree_spend(played.sessions, played.agents[0].id)
     replay_model = prep.replay_model
     if replay_model is not None:
         result.notes = list(replay_model.notes)
