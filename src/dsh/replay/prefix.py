@@ -57,6 +57,8 @@ class Request:
     texts: tuple[str, ...]
     checkpoints: tuple[bool, ...] = ()
     """Per message: whether it is a compaction's checkpoint."""
+    tokens: tuple[int, ...] = ()
+    """Estimated tokens per part (tools, system, each message), in :meth:`parts` order."""
 
     def parts(self) -> list[Part]:
         out = [Part("tools", b"".join(b for _, b in self.tools))]
@@ -66,7 +68,21 @@ class Request:
 
     @property
     def size(self) -> int:
-        return sum(len(p.data) for p in self.parts())
+        return len(self.system) + sum(len(b) for _, b in self.tools) + sum(map(len, self.messages))
+
+    def shared_tokens(self, shared: int) -> int:
+        """Estimated tokens of the first ``shared`` bytes: whole parts at their estimate, the
+        part cut inside by its shared bytes."""
+        sizes = [sum(len(b) for _, b in self.tools), len(self.system), *map(len, self.messages)]
+        total = 0
+        for i, (size, tokens) in enumerate(zip(sizes, self.tokens, strict=False)):
+            if shared >= size:
+                total, shared = total + tokens, shared - size
+                continue
+            if shared:
+                total += text_tokens(self.parts()[i].data[:shared].decode("utf-8", "ignore"))
+            break
+        return total
 
 
 def _common(a: bytes, b: bytes) -> int:
@@ -228,37 +244,67 @@ def _system_sections(system: str) -> tuple[str, ...]:
     return tuple(s for s in system.split("\n\n") if s.strip())
 
 
+def _tokens(data: bytes) -> int:
+    return text_tokens(data.decode("utf-8", "ignore"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """One history message as a request carries it."""
+
+    data: bytes
+    tokens: int
+    role: str
+    text: str
+    checkpoint: bool
+
+
 class _Wire:
-    """A derivation's messages as wire bytes, each encoded once."""
+    """A derivation's messages and headers as wire bytes and estimated tokens, each encoded once."""
 
     def __init__(self, derived: Derived) -> None:
         self.derived = derived
-        self._bytes: dict[int, bytes] = {}
+        self._messages: dict[int, _Encoded] = {}
+        self._heads: dict[int, tuple[RequestHeader | None, tuple[tuple[str, bytes], ...], bytes, str]] = {}
 
-    def message(self, index: int) -> bytes:
-        found = self._bytes.get(index)
+    def message(self, index: int) -> _Encoded:
+        found = self._messages.get(index)
         if found is None:
-            found = self._bytes[index] = jsonx.dumps_unchecked(
-                wire_messages(None, [self.derived.messages[index]])
-            )
+            message = self.derived.messages[index]
+            data = jsonx.dumps_unchecked(wire_messages(None, [message]))
+            text = joined_text(message.get("content", [])) or _first_block(message)
+            role = str(message.get("role", ""))
+            found = _Encoded(data, _tokens(data), role, text, is_checkpoint_message(message))
+            self._messages[index] = found
         return found
 
+    def _head(self, header: RequestHeader | None) -> tuple[tuple[tuple[str, bytes], ...], bytes, str]:
+        key = id(header)
+        found = self._heads.get(key)
+        if found is None or found[0] is not header:
+            given: RequestHeader = header or {}
+            tools = given.get("tools")
+            specs = wire_tools([t for t in tools if isinstance(t, dict)]) if isinstance(tools, list) else []
+            system = given.get("system")
+            text = system if isinstance(system, str) else ""
+            encoded = tuple((str(s["function"]["name"]), jsonx.dumps_unchecked(s)) for s in specs)
+            found = (header, encoded, jsonx.dumps_unchecked(wire_messages(text, [])) if text else b"", text)
+            self._heads[key] = found
+        return found[1], found[2], found[3]
+
     def request(self, call: RecordedCall) -> Request:
-        header: RequestHeader = call.header or {}
-        tools = header.get("tools")
-        specs = wire_tools([t for t in tools if isinstance(t, dict)]) if isinstance(tools, list) else []
-        system = header.get("system")
-        text = system if isinstance(system, str) else ""
-        indexes = self.derived.history_of(call)
-        messages: list[Message] = [self.derived.messages[i] for i in indexes]
+        tools, system, text = self._head(call.header)
+        encoded = [self.message(i) for i in self.derived.history_of(call)]
+        head = (_tokens(b"".join(b for _, b in tools)), _tokens(system))
         return Request(
-            tuple((str(s["function"]["name"]), jsonx.dumps_unchecked(s)) for s in specs),
-            jsonx.dumps_unchecked(wire_messages(text, [])) if text else b"",
+            tools,
+            system,
             _system_sections(text),
-            tuple(self.message(i) for i in indexes),
-            tuple(str(m.get("role", "")) for m in messages),
-            tuple(joined_text(m.get("content", [])) or _first_block(m) for m in messages),
-            tuple(is_checkpoint_message(m) for m in messages),
+            tuple(m.data for m in encoded),
+            tuple(m.role for m in encoded),
+            tuple(m.text for m in encoded),
+            tuple(m.checkpoint for m in encoded),
+            (*head, *(m.tokens for m in encoded)),
         )
 
 
@@ -316,11 +362,13 @@ def session_reuse(
             assert parent_at_cut is not None
             shared, broke = compare(parent_at_cut, request)
             against = "the parent's request at the cut"
+        elif _extends(previous[0], call):  # the same head, the same history grown: no compare
+            shared, broke, against = previous[1].size, None, "the previous request"
         else:
             shared, broke = compare(previous[1], request)
             against = "the previous request"
         if shared:
-            estimate = text_tokens(_joined(request)[:shared].decode("utf-8", "ignore"))
+            estimate = request.shared_tokens(shared)
         out.append(
             Reuse(session, n, call.turn, call.step, request.size, shared, read, against, broke, estimate)
         )
@@ -328,8 +376,11 @@ def session_reuse(
     return out
 
 
-def _joined(request: Request) -> bytes:
-    return b"".join(p.data for p in request.parts())
+def _extends(before: RecordedCall, after: RecordedCall) -> bool:
+    """Whether ``after`` is ``before`` with more history: the same header and surface (its
+    history indexes then start with ``before``'s: the same encoded bytes)."""
+    same_head = after.header is before.header or after.header == before.header
+    return same_head and after.surface == before.surface and after.history >= before.history
 
 
 def request_at(events: Sequence[Event], cut: int, at: int, session: str) -> Request | None:
