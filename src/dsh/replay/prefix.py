@@ -59,6 +59,9 @@ class Request:
     """Per message: whether it is a compaction's checkpoint."""
     tokens: tuple[int, ...] = ()
     """Estimated tokens per part (tools, system, each message), in :meth:`parts` order."""
+    checkpoint_ids: frozenset[tuple[int, int]] = frozenset()
+    """The checkpoints it holds as (derivation, message index): the same summary text
+    written twice is still two compactions."""
 
     def parts(self) -> list[Part]:
         out = [Part("tools", b"".join(b for _, b in self.tools))]
@@ -148,7 +151,11 @@ class Break:
 
 
 def _new_checkpoint(before: Request, after: Request) -> bool:
-    """Whether ``after`` holds a compaction checkpoint ``before`` did not (a compaction between)."""
+    """Whether ``after`` holds a compaction checkpoint ``before`` did not (a compaction between):
+    by message index within one session's derivation, else (a fork child against its
+    parent) by the checkpoint's bytes."""
+    if {d for d, _ in before.checkpoint_ids} <= {d for d, _ in after.checkpoint_ids}:
+        return bool(after.checkpoint_ids - before.checkpoint_ids)
     seen = {m for m, c in zip(before.messages, before.checkpoints, strict=False) if c}
     return any(c and m not in seen for m, c in zip(after.messages, after.checkpoints, strict=False))
 
@@ -294,7 +301,8 @@ class _Wire:
 
     def request(self, call: RecordedCall) -> Request:
         tools, system, text = self._head(call.header)
-        encoded = [self.message(i) for i in self.derived.history_of(call)]
+        indexes = self.derived.history_of(call)
+        encoded = [self.message(i) for i in indexes]
         head = (_tokens(b"".join(b for _, b in tools)), _tokens(system))
         return Request(
             tools,
@@ -305,6 +313,7 @@ class _Wire:
             tuple(m.text for m in encoded),
             tuple(m.checkpoint for m in encoded),
             (*head, *(m.tokens for m in encoded)),
+            frozenset((id(self.derived), i) for i, m in zip(indexes, encoded, strict=True) if m.checkpoint),
         )
 
 
