@@ -43,11 +43,6 @@ from dsh.session.timeline import Answer, Attempt, Compaction, Timeline, TurnEnd
 from dsh.session.usage import Ledger, add_usage
 
 
-def _add(into: dict[str, int], usage: dict[str, int]) -> None:
-    for key, value in usage.items():
-        into[key] = into.get(key, 0) + value
-
-
 class TurnOutput:
     """Listens to a turn's feed and prints it by the rules of the module docstring."""
 
@@ -116,7 +111,7 @@ class TurnOutput:
         """``own`` plus every child's usage seen on the feed."""
         out = dict(own)
         for usage in self.children.values():
-            _add(out, usage)
+            add_usage(out, usage)
         return out
 
     def finish(self, result: TurnResult) -> None:
@@ -152,7 +147,7 @@ class TurnOutput:
     def _result_line(self, result: TurnResult, earlier: list[dict[str, int]]) -> None:
         total = self.total(result.usage)
         for usage in earlier:
-            _add(total, usage)
+            add_usage(total, usage)
         children = [{"sessionId": sid, "usage": usage} for sid, usage in self.children.items()]
         spent = self.spent.get(result.turn) or self.run_ledger()
         write_json_line(
