@@ -20,7 +20,7 @@ import time
 
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.scripted import ScriptedModel, text_reply
-from dsh.replay.prefix import tree_reuse
+from dsh.replay.reuse import tree_reuse
 from dsh.session.prices import PriceTable
 from dsh.session.spend import tree_spend
 from dsh.store.memory import MemoryEventStore

@@ -17,7 +17,7 @@ from typing import Any
 
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.model.openai_compat import OpenAICompatModel
-from dsh.replay.prefix import tree_reuse
+from dsh.replay.reuse import tree_reuse
 from dsh.store.sqlite import SqliteEventStore
 from dsh.subagents import standard_tools
 from dsh.testing.server import OpenAICompatServer, RecordedRequest

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh.cli.tables import terminal_safe
-from dsh.replay.prefix import Reuse
+from dsh.replay.reuse import Reuse
 
 HEADERS = ("call", "turn.step", "bytes", "shared", "~tokens", "cache read", "against", "break")
 

@@ -13,7 +13,7 @@ from dsh.cli.tables import make_console
 
 if TYPE_CHECKING:
     from dsh.cli.transcript_view import ViewOptions
-    from dsh.replay.prefix import Reuse
+    from dsh.replay.reuse import Reuse
     from dsh.store.base import EventStore, LoadedSession
 
 T = TypeVar("T")
@@ -126,7 +126,7 @@ CacheOption = Annotated[
 def print_cache(url: str | None, raw_id: str, as_json: bool) -> None:
     """``dsh log ID --cache``: the tree's requests' prefix reuse (``dsh.replay.prefix``)."""
     from dsh.cli.cache_report import cache_json, cache_text
-    from dsh.replay.prefix import tree_reuse
+    from dsh.replay.reuse import tree_reuse
     from dsh.store.url import open_store
 
     async def body() -> list[Reuse]:

@@ -1,36 +1,29 @@
-"""Prefix reuse: how much of each model request repeats the session's previous request.
+"""A model request as a provider's prompt cache sees it, and where two requests part.
 
 A provider's prompt cache reuses the longest prefix a request shares with one it saw. A
-request is read in the order a provider renders it — the tool schemas, the system prompt,
-then the history, message by message — each part as the bytes the wire carries
-(:mod:`dsh.model.openai_wire`, the mapping replay rebuilds every request with). For each
-request of a session (:func:`session_reuse`), compared with the session's previous request
-(a fork child's first: the parent's request at the cut), it gives the shared bytes, their
-estimated tokens (:func:`dsh.events.tokens.text_tokens`), the provider's ``cacheReadTokens``
-beside them, and the first region that differs: ``tools`` (a tool added, removed, reordered
-or its schema changed), ``the system prompt`` (its section *n*), ``message i`` (1-based, in
-history order) or ``a compaction`` — the one break that is expected (a compaction rebuilds
-the history; its summary request is not a step of the chain).
+:class:`Request` is read in the order a provider renders it — the tool schemas, the system
+prompt, then the history, message by message — each part as the bytes the wire carries
+(:mod:`dsh.model.openai_wire`, the mapping replay rebuilds every request with; :class:`Wire`
+encodes a derivation's messages and headers once). :func:`compare` gives the bytes two
+requests share and the first region that differs: ``tools`` (a tool added, removed,
+reordered or its schema changed), ``the system prompt`` (its section *n*), ``message i``
+(1-based, in history order) or ``a compaction`` — the one expected break (a new checkpoint:
+the history was rebuilt). Per request and per session: :mod:`dsh.replay.reuse`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dsh import jsonx
-from dsh.events import Event
 from dsh.events.compaction import is_checkpoint_message
 from dsh.events.messages import Message, joined_text
-from dsh.events.payloads import RequestHeader, usage_of
+from dsh.events.payloads import RequestHeader
 from dsh.events.tokens import text_tokens
-from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_CHUNK, ASSISTANT_MESSAGE
 from dsh.model.openai_wire import wire_messages, wire_tools
-from dsh.replay.derive import Derived, RecordedCall, derive
-from dsh.session.timeline.tree import Loaded
+from dsh.replay.derive import Derived, RecordedCall
 
 SNIPPET = 40
-SETTLED = (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,62 +184,6 @@ def _first_break(before: Request, after: Request) -> tuple[int, Break | None]:
     return shared, None
 
 
-@dataclass(frozen=True, slots=True)
-class Reuse:
-    """One request's prefix reuse."""
-
-    session: str
-    call: int
-    """1-based, among the session's own requests (a compaction's summary request excluded)."""
-    turn: int | None
-    step: int | None
-    size: int
-    shared: int
-    """Bytes shared with the previous request (0 for a session's first, unless a fork child)."""
-    cache_read: int | None
-    against: str
-    """``the previous request``, ``the parent's request at the cut`` or ``nothing`` (a first request)."""
-    broke: Break | None
-
-    @property
-    def flagged(self) -> bool:
-        """The request rewrote the prefix it should extend (a compaction is not flagged)."""
-        return self.broke is not None and not self.broke.expected
-
-    estimate: int = 0
-    """Estimated tokens of the shared bytes."""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "session": self.session,
-            "call": self.call,
-            "turn": self.turn,
-            "step": self.step,
-            "bytes": self.size,
-            "sharedBytes": self.shared,
-            "sharedTokens": self.estimate,
-            "cacheReadTokens": self.cache_read,
-            "against": self.against,
-            "brokeAt": self.broke.text() if self.broke is not None else None,
-            "expected": self.broke.expected if self.broke is not None else None,
-            "flagged": self.flagged,
-        }
-
-    def line(self) -> str:
-        """``the cache prefix broke at: tools (reordered: b, a) — call 2 (turn 1 step 2) shares
-        40 of 1,200 bytes with the previous request``."""
-        where = f" (turn {self.turn} step {self.step})" if self.turn is not None else ""
-        broke = self.broke.text() if self.broke is not None else "—"
-        return (
-            (
-                f"the cache prefix broke at: {broke} — call {self.call}{where} shares "
-                f"{self.shared:,} of {self.size:,} bytes with the {self.against}"
-            )
-            .replace("the previous request", "previous request")
-            .replace("with the previous", "with the previous")
-        )
-
-
 def _system_sections(system: str) -> tuple[str, ...]:
     return tuple(s for s in system.split("\n\n") if s.strip())
 
@@ -266,7 +203,7 @@ class _Encoded:
     checkpoint: bool
 
 
-class _Wire:
+class Wire:
     """A derivation's messages and headers as wire bytes and estimated tokens, each encoded once."""
 
     def __init__(self, derived: Derived) -> None:
@@ -325,125 +262,3 @@ def _first_block(message: Message) -> str:
         if kind == "tool-result":
             return f"result of {block.get('toolCallId', '')}"
     return ""
-
-
-def _cache_reads(events: Sequence[Event]) -> list[int | None]:
-    """The ``cacheReadTokens`` of each settlement with a stream, in log order (calls' order)."""
-    out: list[int | None] = []
-    for event in events:
-        if event.type in (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT) and isinstance(
-            event.data.get("stream"), dict
-        ):
-            value = (usage_of(event) or {}).get("cacheReadTokens")
-            out.append(value if type(value) is int else None)
-    return out
-
-
-def _is_summary(call: RecordedCall) -> bool:
-    return call.turn is None and call.step is None and call.checked
-
-
-def session_reuse(
-    session: str, events: Sequence[Event], cut: int, parent_at_cut: Request | None = None
-) -> list[Reuse]:
-    """Each own request of a session (``events``, inherited prefix included, ``cut`` its
-    length) against the one before it; the first against ``parent_at_cut`` when given."""
-    own = events[cut:]
-    derived = derive(own, session, strict=False, inherited=events[:cut])
-    wire = _Wire(derived)
-    reads = _cache_reads(own) if not any(e.type == ASSISTANT_CHUNK for e in own) else []
-    out: list[Reuse] = []
-    previous: tuple[RecordedCall, Request] | None = None
-    n = settled = 0
-    for call in derived.calls:
-        if not call.checked:
-            continue
-        if _is_summary(call):
-            continue
-        n += 1
-        request = wire.request(call)
-        read = reads[settled] if settled < len(reads) else None
-        settled += 1
-        estimate = 0
-        if previous is None and parent_at_cut is None:
-            shared, broke, against = 0, None, "nothing"
-        elif previous is None:
-            assert parent_at_cut is not None
-            shared, broke = compare(parent_at_cut, request)
-            against = "the parent's request at the cut"
-        elif _extends(previous[0], call):  # the same head, the same history grown: no compare
-            shared, broke, against = previous[1].size, None, "the previous request"
-        else:
-            shared, broke = compare(previous[1], request)
-            against = "the previous request"
-        if shared:
-            estimate = request.shared_tokens(shared)
-        out.append(
-            Reuse(session, n, call.turn, call.step, request.size, shared, read, against, broke, estimate)
-        )
-        previous = (call, request)
-    return out
-
-
-def _extends(before: RecordedCall, after: RecordedCall) -> bool:
-    """Whether ``after`` is ``before`` with more history: the same header and surface (its
-    history indexes then start with ``before``'s: the same encoded bytes)."""
-    same_head = after.header is before.header or after.header == before.header
-    return same_head and after.surface == before.surface and after.history >= before.history
-
-
-def request_at(events: Sequence[Event], cut: int, at: int, session: str) -> Request | None:
-    """The last request a session (``events``, its own ``cut``) made before its event ``at``:
-    the parent's request at a fork child's cut (``None``: it made none)."""
-    if at <= cut:
-        return None
-    derived = derive(events[cut:at], session, strict=False, inherited=events[:cut])
-    calls = [c for c in derived.calls if c.checked and not _is_summary(c)]
-    return _Wire(derived).request(calls[-1]) if calls else None
-
-
-def tree_reuse(sessions: Mapping[str, Loaded], root: str) -> list[Reuse]:
-    """Every request of ``root`` and its loaded descendants (parents first), each session's
-    first request against its parent's request at the cut when it is a fork child."""
-    order: list[str] = []
-    stack = [root]
-    while stack:
-        sid = stack.pop()
-        if sid in order or sid not in sessions:
-            continue
-        order.append(sid)
-        kids = [s for s, loaded in sessions.items() if loaded.header.parent_session == sid and s != sid]
-        stack.extend(sorted(kids, key=lambda s: (sessions[s].header.created_at, s), reverse=True))
-    out: list[Reuse] = []
-    for sid in order:
-        loaded = sessions[sid]
-        cut = loaded.inherited_event_count
-        parent = sessions.get(loaded.header.parent_session or "")
-        at_cut = None
-        if parent is not None and cut > 0:
-            at_cut = request_at(parent.events, parent.inherited_event_count, cut, parent.header.id)
-        out += session_reuse(sid, loaded.events, cut, at_cut)
-    return out
-
-
-def _labels(reuse: Sequence[Reuse]) -> dict[str, str]:
-    """Each session's place in its tree by first appearance: ``the root session``, ``child N``."""
-    order = list(dict.fromkeys(r.session for r in reuse))
-    return {sid: "the root session" if i == 0 else f"child {i}" for i, sid in enumerate(order)}
-
-
-def reuse_drops(before: Sequence[Reuse], after: Sequence[Reuse]) -> list[str]:
-    """The requests of ``after`` (a new recording) that rewrite their prefix where the same
-    request of ``before`` (the committed one: same place in the tree, same call number) did
-    not — one line each, naming the request, the region and the shared bytes before → after."""
-    names_b, names_a = _labels(before), _labels(after)
-    old = {(names_b[r.session], r.call): r for r in before}
-    out: list[str] = []
-    for r in after:
-        place = names_a[r.session]
-        was = old.get((place, r.call))
-        if not r.flagged or (was is not None and was.flagged and was.broke == r.broke):
-            continue
-        shared = f"{was.shared:,} → {r.shared:,}" if was is not None else f"— → {r.shared:,}"
-        out.append(f"{r.line()} ({place}): shared bytes {shared}")
-    return out

@@ -21,7 +21,7 @@ from typing import Literal
 from dsh.errors import ScenarioError, UsageError
 from dsh.replay.files import read_recorded
 from dsh.replay.layout import PRIMARY
-from dsh.replay.prefix import Reuse, reuse_drops, tree_reuse
+from dsh.replay.reuse import Reuse, reuse_drops, tree_reuse
 from dsh.store import LoadedSession
 
 CacheCheck = Literal["fail", "warn", "off"]

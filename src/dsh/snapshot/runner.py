@@ -25,7 +25,7 @@ from dsh.replay.files import declared_input, load_replay_model, read_input, read
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
-from dsh.replay.prefix import Reuse, tree_reuse
+from dsh.replay.reuse import Reuse, tree_reuse
 from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.replay.verdict import SessionReport, replay_verdict
 from dsh.session.spend import TreeSpend, tree_spend

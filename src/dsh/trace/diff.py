@@ -17,7 +17,7 @@ from typing import Any
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived, RecordedCall, derive
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
-from dsh.replay.prefix import Reuse, reuse_drops, tree_reuse
+from dsh.replay.reuse import Reuse, reuse_drops, tree_reuse
 from dsh.session import timeline as tl
 from dsh.session.prices import PriceTable
 from dsh.session.spend import TreeSpend, tree_spend

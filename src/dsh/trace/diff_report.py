@@ -5,7 +5,7 @@ terminal filter; Markdown cells are escaped here)."""
 
 from __future__ import annotations
 
-from dsh.replay.prefix import Reuse
+from dsh.replay.reuse import Reuse
 from dsh.trace.diff import RunDiff, SessionPair, StepRow
 
 HEADERS = ("call", "turn.step", "tool calls", "results", "text", "in/out tokens", "ms")

@@ -27,7 +27,7 @@ from dsh.events import Event
 from dsh.hosts import HostPolicy
 from dsh.ids import session_id_problem
 from dsh.loop import Feed
-from dsh.replay.prefix import tree_reuse
+from dsh.replay.reuse import tree_reuse
 from dsh.session import timeline as tl
 from dsh.session.digest import derive, digest_of
 from dsh.session.prices import PriceTable
