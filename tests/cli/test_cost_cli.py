@@ -132,6 +132,10 @@ def test_dsh_log_shows_usage_and_cost_for_the_tree(ran: tuple[Path, Any]) -> Non
     assert len(spend) == 1 and spend[0]["tokens"] == _expected()
     assert len(spend[0]["sessions"]) == 3
     _priced(spend[0]["cost"])
+    root_spend = next(s for s in spend[0]["sessions"] if s["sessionId"] == root)
+    assert [c["tokens"]["outputTokens"] for c in root_spend["perCall"]] == [10, 30, 40, 0, 60]
+    assert root_spend["perCall"][3]["cost"]["usd"] == 0.0, "the failed attempt: no usage, nothing to price"
+    assert [t["tokens"]["outputTokens"] for t in root_spend["perTurn"]] == [40, 100]
 
 
 def test_dsh_diff_json_and_markdown_carry_tokens_and_cost(ran: tuple[Path, Any]) -> None:

@@ -79,12 +79,19 @@ class SessionSpend:
     """Per turn the session ended: its number and the tokens of its own calls."""
 
     def to_json(self, prices: PriceTable) -> dict[str, object]:
+        """The session's totals, then ``perCall`` (each call: its settling event's seq, model,
+        provider, tokens, cost) and ``perTurn`` (each ended turn's tokens)."""
         return {
             "sessionId": self.session,
             "parentSession": self.parent,
             "calls": len(self.ledger.calls),
             "tokens": self.ledger.tokens.to_wire(),
             "cost": prices.cost(self.ledger).to_wire(),
+            "perCall": [
+                {**call.to_wire(), "cost": prices.price(call.route, call.tokens).to_wire()}
+                for call in self.ledger.calls
+            ],
+            "perTurn": [{"turn": turn, "tokens": tokens.to_wire()} for turn, tokens in self.turns],
         }
 
 
