@@ -11,6 +11,7 @@ file, session id or value involved.
     ├── UsageError                  bad command-line input, bad store URL, missing configuration
     │   ├── McpConfigError          a malformed ``.mcp.json`` / ``--mcp-config`` file or ACP ``mcpServers``
     │   ├── MissingCredentialError  no API key / base URL configured
+    │   ├── PriceFileError          a malformed price override file (``$DSH_PRICES``, ``~/.dsh/prices.json``)
     │   ├── EmptyPromptError        an empty or whitespace-only prompt (also a ValueError)
     │   └── InvalidSessionIdError   a malformed session id (too long, a path separator, a control character)
     ├── InvalidEventError           an event that cannot be appended (non-JSON value, bad seq)
@@ -70,6 +71,10 @@ class UsageError(DshError):
 
 class MissingCredentialError(UsageError):
     """No API key or base URL is configured for a live model."""
+
+
+class PriceFileError(UsageError):
+    """The user's price override file cannot be read (its path named)."""
 
 
 class EmptyPromptError(UsageError, ValueError):

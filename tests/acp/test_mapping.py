@@ -213,3 +213,26 @@ def test_a_todo_list_is_a_plan_in_full_and_nothing_in_compat() -> None:
     assert [dump(u) for u in history_updates([ev("todo/write", todos)], "full", "/w")] == [plan]
     assert history_updates([ev("todo/write", todos)], "dsh-compat", "/w") == []
     assert LiveUpdates("full", "root", "/w").event("root", ev("todo/write", {"todos": "x"})) == []
+
+
+def test_usage_update_carries_the_cumulative_cost_of_the_session_and_its_children() -> None:
+    from decimal import Decimal
+
+    from dsh.session.prices import Override, PriceTable
+
+    one = Decimal(1_000_000)  # $1 a token: the cost is the token count
+    live = LiveUpdates("full", "root", "/w", context_window=1000,
+                       prices=PriceTable((Override("m1", None, one, one, one, one),)))  # fmt: skip
+    header = {"header": {"config": {"model": "m1", "provider": "p"}}, "reason": "initial"}
+    for sid in ("root", "child"):
+        live.event(sid, ev("request/header", header))
+    live.event("child", assistant({"type": "text", "text": "c"}, usage={"inputTokens": 5, "outputTokens": 1}))
+    live.event("root", assistant({"type": "text", "text": "A"}, usage={"inputTokens": 7, "outputTokens": 3}))
+    [usage] = live.event("root", ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    assert dump(usage)["cost"] == {"amount": 16.0, "currency": "USD"}, "the child's calls too"
+    unpriced = LiveUpdates("full", "root", "/w", context_window=1000, prices=PriceTable())
+    unpriced.event(
+        "root", assistant({"type": "text", "text": "A"}, usage={"inputTokens": 7, "outputTokens": 3})
+    )
+    [usage] = unpriced.event("root", ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    assert "cost" not in dump(usage), "an unknown price is left out, never 0"

@@ -7,9 +7,11 @@ import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
+from dsh import jsonx
 from dsh.cli.columns import Column, layout
 from dsh.events import Event, SessionHeader
 from dsh.session.digest import Derived, digest_from_json, digest_json
+from dsh.session.usage import Ledger
 from dsh.store.contract_surface import long_log
 from dsh.store.samples import completed_turns
 from dsh.store.sqlite import SqliteEventStore
@@ -76,8 +78,11 @@ async def _retitle(db: Path, sid: str, title: str) -> None:
 
 
 def test_a_digest_round_trips_and_only_a_settled_one_is_kept() -> None:
-    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2)
-    assert digest_from_json(digest_json(settled)) == settled
+    ledger = Ledger()
+    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 12, "cacheReadTokens": 3}, 4)
+    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2, ledger=ledger)
+    back = digest_from_json(jsonx.loads(jsonx.dumps(digest_json(settled))))
+    assert back == settled and back is not None and back.ledger.to_wire() == ledger.to_wire()
     assert digest_json(replace(settled, status="running")) is None
     assert digest_json(replace(settled, status="interrupted")) is None
     assert digest_from_json({"title": 1}) is None

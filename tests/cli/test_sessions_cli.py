@@ -27,7 +27,9 @@ SESSION_KEYS = {
     "delegationDepth",
     "agentPreset",
 }
-LIST_KEYS = {"title", "firstPrompt", "model", "lastActivity", "status", "children", "compactions"}
+LIST_KEYS = {"title", "firstPrompt", "model", "lastActivity", "status", "children", "compactions"} | {
+    "calls", "tokens", "cost", "tree",
+}  # fmt: skip
 
 
 def subagent_logs(upstream: Path) -> list[Path]:
@@ -182,12 +184,13 @@ def test_human_output_and_all_or_nothing_import(dsh_sqlite: Dsh, upstream: Path,
     assert "fork" in empty_line and "cut 0, 0 events" in empty_line
 
     rows = [line.split() for line in listing.ok().stdout.splitlines()]
-    assert rows[0] == ["id", "status", "kids", "compacted", "active", "model", "title"]
+    assert rows[0] == ["id", "status", "kids", "compacted", "active", "cost", "model", "title"]
     assert len(rows) == 1 + 6 and not any(good_id.startswith(row[0]) for row in rows[1:])
     (row,) = [row for row in rows if FORK_CHILD.startswith(row[0])]
     assert len(row[0]) == 8 and row[1:4] == ["completed", "0", "0"]
     assert row[4:6] == ["...", "ago"] or row[5] == "ago", row
-    assert row[7:10] == ["↳", "fork", "of"] and FORK_PARENT.startswith(row[10].rstrip(":")), row
+    assert row[6].startswith("$") or row[6] == "unknown", row
+    assert row[8:11] == ["↳", "fork", "of"] and FORK_PARENT.startswith(row[11].rstrip(":")), row
     (parent,) = [row for row in rows if FORK_PARENT.startswith(row[0])]
     assert parent[2] == "1", "the parent counts its child"
 

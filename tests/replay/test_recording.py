@@ -261,3 +261,135 @@ async def test_a_turn_a_hook_blocked_is_recorded(upstream: Path, tmp_path: Path)
     assert "session.jsonl" in result.changed
     assert '"kind":"blocked"' in (scenario / "session.jsonl").read_text()
     assert (await run_scenario(scenario, "replay")).ok
+
+
+REORDERING = """
+from dsh.loop import Agent, AgentConfig, NO_DELAY
+from dsh.subagents import standard_tools
+from dsh.tools.registry import ToolRegistry
+from dsh.tools.schema import ToolArgs
+from dsh import Tool, ToolOutput
+
+FLIP = FLIPS  # True: the tool list comes out reversed once a tool ran (an unstable order)
+flipped = [False]
+
+
+class CityArgs(ToolArgs):
+    city: str
+
+
+class Weather(Tool[CityArgs]):
+    name = "get_weather"
+    description = "Current weather in a city."
+    args_model = CityArgs
+
+    async def call(self, args, ctx):
+        flipped[0] = FLIP
+        return ToolOutput.text(f"{args.city}: 3C")
+
+
+class Unstable(ToolRegistry):  # specs() follows names()
+    def names(self):
+        return list(reversed(super().names())) if flipped[0] else super().names()
+
+
+async def make(setup):
+    flipped[0] = False
+    tools = Unstable()
+    for name in standard_tools().names():
+        tools.register(standard_tools().get(name))
+    tools.register(Weather())
+    return await Agent.create(setup.store, model=setup.model, tools=tools,
+                              config=AgentConfig(model=setup.model_name, retry=NO_DELAY),
+                              cwd=setup.cwd, feed=setup.feed)
+"""
+
+
+def test_a_rerecord_whose_tools_reorder_fails_at_tools_and_passes_with_cache_warn(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "myfactory.py").write_text(REORDERING.replace("FLIPS", "False"))
+    scenario = project / "weather"
+    scenario.mkdir()
+    steps: list[dict[str, Any]] = [{"op": "newSession"}, {"op": "prompt", "text": "Weather in Oslo?"}]
+    (scenario / "input.json").write_text(json.dumps({"steps": steps}))
+    record = ("scenario", "record", str(scenario), "--factory", "myfactory:make")
+    with OpenAICompatServer(handler=_weather) as server:
+        env = {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url}
+        first = _dsh(*record, env=env, cwd=project)
+        assert first.returncode == 0, first.stderr
+        committed = _snapshot(scenario)
+        (project / "myfactory.py").write_text(REORDERING.replace("FLIPS", "True"))
+        again = _dsh(*record, env=env, cwd=project)
+        assert again.returncode == 1, again.stdout
+        assert "the cache prefix broke at: tools (reordered: " in again.stderr, again.stderr
+        assert "call 2 (turn 1 step 2)" in again.stderr and "shared bytes " in again.stderr
+        assert _snapshot(scenario) == committed, "nothing was written"
+        warned = _dsh(*record, "--cache", "warn", env=env, cwd=project)
+        assert warned.returncode == 0, warned.stderr
+        assert "warning: the cache prefix broke at: tools" in warned.stderr
+        assert _snapshot(scenario) != committed
+        bad = _dsh(*record, "--cache", "sometimes", env=env, cwd=project)
+    assert bad.returncode == 2 and "--cache 'sometimes' is not one of fail, warn, off" in bad.stderr
+
+
+def test_a_recording_that_rewrites_its_prefix_fails_its_replay_unless_input_json_accepts_it(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "myfactory.py").write_text(REORDERING.replace("FLIPS", "True"))
+    scenario = project / "weather"
+    scenario.mkdir()
+    steps: list[dict[str, Any]] = [{"op": "newSession"}, {"op": "prompt", "text": "Weather in Oslo?"}]
+    (scenario / "input.json").write_text(json.dumps({"steps": steps}))
+    with OpenAICompatServer(handler=_weather) as server:
+        env = {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url}
+        first = _dsh("scenario", "record", str(scenario), "--factory", "myfactory:make", env=env, cwd=project)
+    assert first.returncode == 0, first.stderr  # nothing committed before: nothing dropped
+    replay = ("replay", str(scenario), "--trust", "--factory", "myfactory:make")
+    flagged = _dsh(*replay, "--cache", cwd=project)
+    assert flagged.returncode == 1, flagged.stdout[-2000:]
+    assert "the cache prefix broke at: tools (reordered: " in flagged.stdout
+    assert 'accept it in input.json: "cache": {"accept": ["tools"]}' in flagged.stdout
+    rows = [line.split() for line in flagged.stdout.splitlines() if line.startswith("  2 ")]
+    assert rows and rows[0][1] == "1.2" and "⚠" in rows[0], "the --cache table names the request"
+    document = json.loads((scenario / "input.json").read_text())
+    (scenario / "input.json").write_text(json.dumps({**document, "cache": {"accept": ["tools"]}}))
+    accepted = _dsh(*replay, "--json", cwd=project)
+    assert accepted.returncode == 0, accepted.stdout[-2000:]
+    requests = json.loads(accepted.stdout)["cache"]
+    assert [r["flagged"] for r in requests] == [False, True] and requests[1]["brokeAt"].startswith("tools")
+    spend = json.loads(accepted.stdout)["spend"]  # the replay report carries the run's usage and cost
+    assert spend["calls"] == 2 and spend["tokens"]["inputTokens"] > 0 and "usd" in spend["cost"]
+
+
+def test_the_pytest_plugin_fails_a_scenario_whose_recording_rewrites_its_prefix_unless_accepted(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = Path(pytester.path)
+    (project / "myfactory.py").write_text(REORDERING.replace("FLIPS", "True"))
+    scenario = project / "scenarios" / "weather"
+    scenario.mkdir(parents=True)
+    steps: list[dict[str, Any]] = [{"op": "newSession"}, {"op": "prompt", "text": "Weather in Oslo?"}]
+    (scenario / "input.json").write_text(json.dumps({"steps": steps}))
+    with OpenAICompatServer(handler=_weather) as server:
+        env = {"DSH_API_KEY": "sk-test", "DSH_BASE_URL": server.base_url}
+        made = _dsh("scenario", "record", str(scenario), "--factory", "myfactory:make", env=env, cwd=project)
+    assert made.returncode == 0, made.stderr
+    pytester.makeini(
+        "[pytest]\ndsh_snapshot_paths = scenarios\ndsh_snapshot_factory = myfactory:make\n"
+        "dsh_snapshot_trust = true\n"
+    )
+    for key in [k for k in os.environ if k.startswith(("DSH_", "DEEPSEEK_"))]:
+        monkeypatch.delenv(key)
+    failed = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    failed.assert_outcomes(failed=1)
+    out = failed.stdout.str()
+    assert "the cache prefix broke at: tools (reordered: " in out
+    assert 'accept it in input.json: "cache": {"accept": ["tools"]}' in out
+    warned = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dsh-cache=warn", timeout=120)
+    warned.assert_outcomes(passed=1)
+    assert "the cache prefix broke at: tools" in warned.stdout.str()
+    (scenario / "input.json").write_text(json.dumps({"steps": steps, "cache": {"accept": ["tools"]}}))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120).assert_outcomes(passed=1)

@@ -28,6 +28,7 @@ def test_run_scenario_signature_is_unchanged() -> None:
         ("sandbox", "KEYWORD_ONLY", "'recorded'"),
         ("redact", "KEYWORD_ONLY", "RedactOptions(custom=(), enabled=True, provider_key=None)"),
         ("live_mcp", "KEYWORD_ONLY", "False"),  # added (issue 30), keyword-only with a default
+        ("cache", "KEYWORD_ONLY", "'fail'"),  # added (issue 43), keyword-only with a default
     ]
     assert "default_agent_factory" in shown[2][2]
     assert inspect.signature(run_scenario).return_annotation == "ScenarioResult"

@@ -172,3 +172,40 @@ def test_a_failed_tool_result_is_an_error_span() -> None:
     tools = by_op(exported(sessions, root), "execute_tool")
     assert tools and all(s.status.status_code is StatusCode.ERROR for s in tools)
     assert all((s.attributes or {})["error.type"] == "tool_error" for s in tools)
+
+
+def test_chat_spans_carry_the_calls_cost_and_none_for_an_unknown_model() -> None:
+    from decimal import Decimal
+
+    from dsh.session.prices import Override, PriceTable
+    from dsh.session.usage import Tokens
+
+    root, sessions = scenario_tree(SCENARIOS / "subagent-spawn")
+    chats = by_op(exported(sessions, root), "chat")
+    model = str((chats[0].attributes or {})["gen_ai.request.model"])
+    one = Decimal(1_000_000)
+    table = PriceTable((Override(model, None, one, one, one, one),))
+    sink = InMemorySpanExporter()
+    assert emit(plan_spans(sessions, root, PlanOptions(prices=table)), sink)
+    for span in by_op(list(sink.get_finished_spans()), "chat"):
+        attrs = span.attributes or {}
+        tokens = int(attrs["gen_ai.usage.input_tokens"]) + int(attrs["gen_ai.usage.output_tokens"])  # type: ignore[arg-type]
+        assert attrs["dsh.cost.usd"] == str(table.price((model, None), Tokens(tokens)).usd) == f"{tokens}"
+    renamed = {
+        sid: dataclasses.replace(
+            loaded,
+            events=[
+                dataclasses.replace(
+                    e, data={**e.data, "header": {**e.data["header"], "config": {"model": "nope-x1"}}}
+                )
+                if e.type == "request/header"
+                else e
+                for e in loaded.events
+            ],
+        )
+        for sid, loaded in sessions.items()
+    }
+    sink = InMemorySpanExporter()
+    assert emit(plan_spans(renamed, root, PlanOptions(prices=PriceTable())), sink)
+    unpriced = by_op(list(sink.get_finished_spans()), "chat")
+    assert unpriced and all("dsh.cost.usd" not in (s.attributes or {}) for s in unpriced), "unknown: no 0"

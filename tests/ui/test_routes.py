@@ -182,3 +182,22 @@ def test_live_stream_carries_streaming_deltas_from_an_in_process_feed(tmp_path) 
     assert deltas == [{"kind": "text", "text": "<i>strea"}, {"kind": "text", "text": "ming</i>"}]
     assert body.index("event: delta") < body.index("event: append")
     assert "NOT MINE" not in body and "event: idle" in body
+
+
+def test_a_session_page_shows_usage_and_cost_of_the_session_and_its_tree(
+    client: TestClient, mixed_store: Loaded
+) -> None:
+    html = client.get(f"/s/{mixed_store.parent}").text
+    usage = html.split('<section class="card" id="usage">', 1)[1].split("</section>", 1)[0]
+    assert "<dt>this session</dt>" in usage and "<dt>tree (3 sessions)</dt>" in usage
+    assert "6 calls · in " in usage and "4 calls · in " in usage, "the tree counts the children once"
+    assert "$" in usage or "unknown" in usage
+
+
+def test_a_session_page_shows_each_requests_prefix_reuse(client: TestClient, mixed_store: Loaded) -> None:
+    html = client.get(f"/s/{mixed_store.parent}").text
+    cache = html.split('<section class="card" id="cache">', 1)[1].split("</section>", 1)[0]
+    assert cache.count('<tr class="reuse') == 4 and "no request rewrote its prefix" in cache
+    fork = client.get(f"/s/{mixed_store.child('fork')}").text
+    forked = fork.split('<section class="card" id="cache">', 1)[1].split("</section>", 1)[0]
+    assert "the parent&#39;s request at the cut" in forked

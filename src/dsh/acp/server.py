@@ -57,6 +57,7 @@ from dsh.loop.commands import run_command
 from dsh.loop.prompts import ImagePromptError
 from dsh.mcp import McpServerSpec
 from dsh.model.capabilities import accepts_images
+from dsh.session.prices import PriceTable
 from dsh.session.timeline import SessionTree, TurnStart
 from dsh.subagents.shutdown import running_children, settle_background, stop_background
 
@@ -266,6 +267,7 @@ class DshAcpAgent:
             str(agent.cwd),
             context_window=self.runtime.context_window,
             tools=agent.tools,
+            prices=PriceTable.load(),
         )
         state = AcpSession(agent, feed, live, Outbox(send))
         self._sessions[session_id] = state

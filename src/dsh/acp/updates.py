@@ -26,6 +26,7 @@ from acp.schema import (
     AgentThoughtChunk,
     AvailableCommandsUpdate,
     ContentToolCallContent,
+    Cost,
     FileEditToolCallContent,
     PlanEntry,
     SessionInfoUpdate,
@@ -42,6 +43,7 @@ from dsh import jsonx
 from dsh.events import Event
 from dsh.events.chunks import Chunk, Usage
 from dsh.session import timeline as tl
+from dsh.session.prices import PriceTable
 from dsh.session.timeline import Timeline
 from dsh.tools import ToolPresentation, ToolRegistry
 
@@ -237,8 +239,11 @@ class LiveUpdates:
         *,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
         tools: ToolRegistry | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         self.profile = profile
+        self.prices = prices if prices is not None else PriceTable()
+
         self.root = root
         self.cwd = cwd
         self.tools = tools
@@ -258,6 +263,12 @@ class LiveUpdates:
 
     def event(self, session_id: str, event: Event) -> list[Update]:
         return self.render(session_id, self.timeline.feed(session_id, event))
+
+    def cost(self) -> Cost | None:
+        """The cumulative cost of every call fed so far (subagents' included, each once), in
+        US dollars; ``None`` when some usage has no price (ACP's cost is then left out)."""
+        usd = self.prices.cost(self.timeline.spent()).usd
+        return None if usd is None else Cost(amount=float(usd), currency="USD")
 
     def render(self, session_id: str, items: list[tl.Item]) -> list[Update]:
         """The updates of the items one event of ``session_id`` made."""
@@ -287,7 +298,7 @@ class LiveUpdates:
             case tl.TurnEnd() if self._context is not None:
                 used, self._context = self._context, None
                 size = max(self.context_window, used)
-                return [UsageUpdate(session_update="usage_update", used=used, size=size)]
+                return [UsageUpdate(session_update="usage_update", used=used, size=size, cost=self.cost())]
             case _:
                 pass
         return []

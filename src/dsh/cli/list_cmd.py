@@ -14,23 +14,39 @@ from dsh.cli.tables import make_console, terminal_safe
 from dsh.ids import now_ms
 
 if TYPE_CHECKING:
+    from dsh.session.spend import RowSpend
     from dsh.store.base import EventStore
     from dsh.ui.views import Row
 
 
+def spends_of(rows: list[Row]) -> dict[str, RowSpend]:
+    """Each row's own and tree spend, priced by the table and the user's override file."""
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import row_spends
+
+    parents = {r.summary.header.id: r.summary.header.parent_session for r in rows}
+    return row_spends(parents, {r.summary.header.id: r.derived for r in rows}, PriceTable.load())
+
+
 async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
     """A row per stored session, oldest first: its summary, what its events say, its child
-    count. ``newest``: only the N most recently created, and only they are read past their
-    summary (a listing's work is bounded by what it shows)."""
+    count. ``newest``: only the N most recently created and their descendants (a tree's cost
+    holds them) are read past their summary; a listing's work is bounded by what it shows."""
+    from dsh.events.lineage import below
     from dsh.ui.views import DeriveCache, Row
 
     summaries = sorted(await store.list_sessions(), key=lambda s: (s.header.created_at, s.header.id))
     children: dict[str, int] = {}
+    kids: dict[str, list[str]] = {}
     for s in summaries:
         parent = s.header.parent_session
         if parent is not None:
             children[parent] = children.get(parent, 0) + 1
-    shown = summaries if newest is None else summaries[-newest:]
+            kids.setdefault(parent, []).append(s.header.id)
+    shown = summaries
+    if newest is not None:
+        wanted = {sid for s in summaries[-newest:] for sid in below(s.header.id, lambda p: kids.get(p, ()))}
+        shown = [s for s in summaries if s.header.id in wanted]
     cache = DeriveCache(store)
     await cache.prime()
     rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
@@ -44,12 +60,13 @@ COLUMNS = (
     Column("kids", right=True),
     Column("compacted", right=True),
     Column("active"),
+    Column("cost", right=True),
     Column("model", max_width=20),
     Column("title", flex=True),
 )
 
 
-def _render(rows: list[Row], label: str, now: int) -> None:
+def _render(rows: list[Row], spends: dict[str, RowSpend], label: str, now: int) -> None:
     from dsh.cli.columns import print_columns
     from dsh.cli.resolve import short_ids
 
@@ -72,6 +89,7 @@ def _render(rows: list[Row], label: str, now: int) -> None:
                 str(row.children),
                 str(d.compactions),
                 ago(d.last_activity, now),
+                spends[h.id].tree_cost.short(),
                 terminal_safe(d.model or "—"),
                 title,
             ]
@@ -96,15 +114,18 @@ def list_cmd(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List sessions, oldest first: short id, status, children, compactions, last activity, model, title.
+    """List sessions, oldest first: id, status, children, compactions, last activity, cost, model, title.
 
     The title is the recorded session/title, else the first prompt, shortened; a child
     session's title says whose child it is. Status is running, completed, interrupted,
     error or empty. Ids are shown as their shortest unique prefix (8 characters or more):
     every command taking an ID accepts a unique prefix. With --json: a list of session
     objects (docs/reference/json-output.md) with "title", "firstPrompt", "model", "lastActivity" (epoch
-    ms), "status", "children" (the child count) and "compactions" (how many times its history
-    was compacted).
+    ms), "status", "children" (the child count), "compactions" (how many times its history
+    was compacted), its own "calls", "tokens" and "cost", and "tree" (sessions, calls, tokens
+    and cost of it and every descendant, each counted once). The cost column is the tree's, in
+    US dollars: "unknown" when a model has no price ($DSH_PRICES or ~/.dsh/prices.json add
+    prices), "+?" when only part of it is priced.
     """
     now = now_ms()
     with user_errors():
@@ -120,12 +141,14 @@ def list_cmd(
             await s.close()
 
     rows = run_async(body)
+    with user_errors():
+        spends = spends_of(rows)  # before filtering: a tree holds every stored descendant
     if cutoff is not None:
         rows = [r for r in rows if (r.derived.last_activity or r.summary.header.created_at) >= cutoff]
     if limit is not None:
         rows = rows[-limit:]
     with user_errors():
         if as_json:
-            write_json_line([row.to_json() for row in rows])
+            write_json_line([row.to_json(spends[row.summary.header.id]) for row in rows])
             return
-        _render(rows, store_label(store), now)
+        _render(rows, spends, store_label(store), now)

@@ -79,12 +79,14 @@ def otel_cmd(
     from dsh.cli.runs import load_run
     from dsh.errors import UsageError
     from dsh.jsonx import dumps_unchecked
+    from dsh.session.prices import PriceTable
     from dsh.store.logfile import write_file_atomic
     from dsh.store.url import open_store
     from dsh.trace.export import document, environment_endpoint, parse_headers, send, traces_url
     from dsh.trace.plan import PlanOptions, plan_spans
 
     with user_errors():
+        prices = PriceTable.load()
         headers = parse_headers(header or [])
         if timeout <= 0:
             raise UsageError(f"--timeout {timeout}: expected a positive number of seconds")
@@ -99,7 +101,7 @@ def otel_cmd(
         finally:
             if opened is not None:
                 await opened.close()
-        return root, len(sessions), plan_spans(sessions, root, PlanOptions(content=content))
+        return root, len(sessions), plan_spans(sessions, root, PlanOptions(content=content, prices=prices))
 
     root, count, spans = run_async(load)
     with user_errors():

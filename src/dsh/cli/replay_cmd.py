@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -80,6 +81,12 @@ async def _replay(
 def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
     from rich.markup import escape
 
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import spent_text
+
+    with user_errors():
+        prices = PriceTable.load()
+
     report = {
         "ok": result.ok,
         "scenario": result.scenario,
@@ -88,6 +95,8 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
         "notes": result.notes,
         "diff": result.diff,
         "divergenceDiff": next((s.divergence.diff() for s in result.sessions if s.divergence), None),
+        "cache": [r.to_json() for r in result.reuse],
+        "spend": result.spend.to_json(prices) if result.spend is not None else None,
     }
     if console is not None:
         console.print()
@@ -107,6 +116,8 @@ def _report(result: ScenarioResult, console: Console | None) -> dict[str, Any]:
                 console.print(
                     f"  tolerated ({t.tolerated_by}): {t.headline(result.scenario)}", style="yellow"
                 )
+        if result.spend is not None:
+            console.print(f"usage: {spent_text(result.spend.ledger, prices)}", markup=False, highlight=False)
         for problem in result.problems:
             console.print(problem, style="red", markup=False)
         if result.diff:
@@ -142,6 +153,14 @@ def replay(
             "recorded MCP results (the default: no server is started).",
         ),
     ] = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Also print each request's prefix reuse (shared bytes and tokens with the "
+            "session's previous request, cache reads, where a request rewrote its prefix).",
+        ),
+    ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -161,6 +180,11 @@ def replay(
     that each session's final text equals the recorded one and, when the scenario has a
     transcript.expected.jsonl, that the transcript matches. Sessions go to a temporary
     in-memory store unless --store is given (DSH_STORE is not read).
+
+    A request that rewrites its prompt-cache prefix (it does not extend the session's
+    previous request; a compaction excepted) fails the replay with "the cache prefix broke
+    at: REGION" unless input.json accepts it ("cache": {"accept": ["tools"]}). --cache also
+    prints every request's prefix reuse; the --json report always carries it ("cache").
     """
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
@@ -192,6 +216,11 @@ def replay(
         lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp)
     )
     report = _report(result, console)
+    if cache and not as_json:
+        from dsh.cli.cache_report import cache_text
+
+        sys.stdout.write(cache_text(result.reuse))
+        sys.stdout.flush()
     if html is not None:
         _write_html(html, result)
     if as_json:

@@ -36,6 +36,8 @@ def _directory(directory: Path) -> Path:
 
 
 def _finish(result: ScenarioResult, verb: str) -> None:
+    for note in result.notes:
+        typer.echo(note, err=True)
     if not result.ok:
         for problem in result.problems:
             typer.echo(problem, err=True)
@@ -60,28 +62,45 @@ def record(
     ] = False,
     redact: RedactOption = None,
     no_redact: NoRedactOption = False,
+    cache: Annotated[
+        str,
+        typer.Option(
+            "--cache",
+            metavar="fail|warn|off",
+            help="A request whose prompt-cache prefix reuse dropped against the committed "
+            "recording's (it now rewrites its prefix: tools, the system prompt, a message): "
+            "fail the record (default), warn and write it, or do not check.",
+        ),
+    ] = "fail",
 ) -> None:
     """Run the scenario against the real provider and keep its logs and transcript.
 
     The previous recording is replaced as one step, and only when every turn completed;
     otherwise nothing is written and the command exits 1 naming the failure. Secrets are
     redacted from what is written (<secret:KIND:HASH8>; the salt goes to input.json).
+
+    Each request's prefix reuse is compared with the committed recording's: a request that
+    now rewrites its prefix fails the record with "the cache prefix broke at: REGION",
+    naming the request and the shared bytes before → after (--cache warn: written, with a
+    warning; --cache off: not checked).
     """
     from dsh.model.settings import resolve_provider
     from dsh.snapshot import run_scenario
+    from dsh.snapshot.cache_check import cache_check
 
     _directory(directory)
     with user_errors():
         settings = resolve_provider(api_key=api_key, base_url=base_url, model=model)
         chosen: AgentFactory = agent_factory(factory)
         rule = redaction(redact, no_redact, settings.api_key)
+        checked = cache_check(cache)
 
     async def go() -> ScenarioResult:
         live = settings.open_model()  # the key scrubbed out of /proc/<dsh>/environ and cmdline
         try:
             return await run_scenario(
                 directory, "record", factory=chosen, record_model=live, model_name=settings.model,
-                keep_failed=keep_failed, redact=rule,
+                keep_failed=keep_failed, redact=rule, cache=checked,
             )  # fmt: skip
         finally:
             await live.aclose()

@@ -13,6 +13,7 @@ from dsh.cli.tables import make_console
 
 if TYPE_CHECKING:
     from dsh.cli.transcript_view import ViewOptions
+    from dsh.replay.reuse import Reuse
     from dsh.store.base import EventStore, LoadedSession
 
 T = TypeVar("T")
@@ -77,10 +78,22 @@ def _with_tree(url: str | None, raw_id: str, render: Callable[[dict[str, LoadedS
 
 def print_lines(url: str | None, raw_id: str) -> None:
     """``dsh log ID --json``: the transcript's lines (``build_transcript(detail=True)``), one
-    JSON object per line (docs/reference/json-output.md)."""
+    JSON object per line (docs/reference/json-output.md), then one ``spend`` line: the tree's
+    calls, tokens and cost and each session's own (:meth:`dsh.session.spend.TreeSpend.to_json`)."""
+    from dsh.session.prices import PriceTable
+    from dsh.session.spend import tree_spend
     from dsh.snapshot.transcript import build_transcript
 
-    lines = _with_tree(url, raw_id, lambda sessions, root: build_transcript(sessions, root, detail=True))
+    with user_errors():
+        prices = PriceTable.load()
+    lines = _with_tree(
+        url,
+        raw_id,
+        lambda sessions, root: [
+            *build_transcript(sessions, root, detail=True),
+            {"session": root, "type": "spend", **tree_spend(sessions, root).to_json(prices)},
+        ],
+    )
     with user_errors():
         for line in lines:
             write_json_line(line)
@@ -99,6 +112,44 @@ def print_transcript(url: str | None, raw_id: str, options: ViewOptions) -> None
             sys.stdout.flush()
 
 
+CacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--cache",
+        help="Instead of the conversation: each model request's prefix reuse (bytes and estimated "
+        "tokens shared with the session's previous request, the provider's cache reads) and "
+        "where a request rewrote its prefix.",
+    ),
+]
+
+
+def print_cache(url: str | None, raw_id: str, as_json: bool) -> None:
+    """``dsh log ID --cache``: the tree's requests' prefix reuse (``dsh.replay.prefix``)."""
+    from dsh.cli.cache_report import cache_json, cache_text
+    from dsh.replay.reuse import tree_reuse
+    from dsh.store.url import open_store
+
+    async def body() -> list[Reuse]:
+        store = open_store(url, create=False)
+        try:
+            root, sessions = await load_tree(store, raw_id)
+            parent = sessions[root].header.parent_session
+            if parent is not None and sessions[root].inherited_event_count:  # a fork child: its cut
+                sessions = {**sessions, parent: await store.load(parent)}
+            return tree_reuse(sessions, root)
+        finally:
+            await store.close()
+
+    reuse = run_async(body)
+    with user_errors():
+        if as_json:
+            for line in cache_json(reuse):
+                write_json_line(line)
+        else:
+            sys.stdout.write(cache_text(reuse))
+            sys.stdout.flush()
+
+
 def log_show(
     session_id: Annotated[
         str, typer.Argument(metavar="ID", help="The session (a unique prefix works).", show_default=False)
@@ -106,6 +157,7 @@ def log_show(
     reasoning: ReasoningOption = False,
     children: ChildrenOption = False,
     originals: OriginalsOption = False,
+    cache: CacheOption = False,
     as_json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -122,9 +174,20 @@ def log_show(
     block. A failed compaction is one line saying the history is unchanged and why.
     With --json: the transcript's lines, one JSON object per line (a subagent's are
     spliced in where it was called), a compaction's carrying its record and its originals.
+    The transcript ends with the usage and cost of the session tree (each session once).
+
+    With --cache: for every model request of the tree, the bytes and estimated tokens it
+    shares with the session's previous request (a fork child's first: the parent's request
+    at the cut), the provider's cache reads, and the first region that differs — tools, the
+    system prompt (section N), message N, or a compaction (expected). A request that
+    rewrites its prefix is named: "the cache prefix broke at: REGION". With --json: one
+    object per request, then a summary line.
     """
     from dsh.cli.transcript_view import ViewOptions
 
+    if cache:
+        print_cache(store, session_id, as_json)
+        return
     if as_json:
         print_lines(store, session_id)
         return

@@ -21,6 +21,8 @@ from dsh import jsonx
 from dsh.cli.tables import format_time, readable_result, terminal_safe, usage_text
 from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
+from dsh.session.prices import PriceTable
+from dsh.session.spend import TreeSpend, spent_text, tree_spend
 from dsh.snapshot.transcript import Line, build_transcript
 from dsh.store.base import LoadedSession
 
@@ -159,5 +161,20 @@ def transcript_markdown(sessions: Mapping[str, LoadedSession], root: str, option
         facts.append(f"{d.kind} of `{terminal_safe(str(loaded.header.parent_session))}`")
     lines = build_transcript(sessions, root, detail=True)
     body = _Writer(lines, options).session(root, top=True)
-    text = "\n".join([f"# {terminal_safe(d.title)}", "", " · ".join(facts), "", *body])
+    spent = spend_lines(tree_spend(sessions, root), PriceTable.load())
+    text = "\n".join([f"# {terminal_safe(d.title)}", "", " · ".join(facts), "", *body, *spent])
     return text.rstrip() + "\n"
+
+
+def spend_lines(spend: TreeSpend, prices: PriceTable) -> list[str]:
+    """``## Usage``: the tree's calls, tokens and cost, then each session's own (each once)."""
+    ledger = spend.ledger
+    out = ["## Usage", ""]
+    count = len(spend.sessions)
+    out.append(f"- tree: {count} session{'s' if count != 1 else ''}, {spent_text(ledger, prices)}")
+    for one in spend.sessions:
+        whose = (
+            "this session" if one.session == spend.root else f"child of `{terminal_safe(str(one.parent))}`"
+        )
+        out.append(f"- `{terminal_safe(one.session)}` ({whose}): {spent_text(one.ledger, prices)}")
+    return [*out, ""]

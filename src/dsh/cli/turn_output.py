@@ -11,7 +11,7 @@
   compaction's record right after its checkpoint's (or failed ``compaction/end``'s) event
   line (``{"type": "compaction", ...}``: :meth:`dsh.session.timeline.Compaction.record`), and last
   ``{"type": "result", "sessionId", "turn", "reason", "text", "usage", "ownUsage",
-  "children": [{"sessionId", "usage"}]}``.
+  "children": [{"sessionId", "usage"}], "calls", "tokens", "cost"}``.
 
 Woken turns (``dsh run``: a background child's settlement wakes the idle parent, which
 answers again): each ends its streamed text with a newline and gets its own footer when it
@@ -19,7 +19,10 @@ ends; at exit (:meth:`TurnOutput.close`) piped stdout gets the session's *final*
 last turn's), and ``--json`` one ``result`` line per turn in order, the last holding the final
 answer. ``ownUsage`` is the turn's own; ``usage`` the run's total up to that turn: every
 earlier turn's own usage and every descendant's (the children's settlements arrive on the
-same feed), so the last line's is the whole run's.
+same feed), so the last line's is the whole run's. ``calls``, ``tokens`` (the five counts of
+:class:`dsh.session.usage.Tokens`) and ``cost`` (:meth:`dsh.session.prices.Cost.to_wire`: an
+unknown price is ``null`` with the model named) cover the same calls — every model call the
+feed settled up to that turn's end, failed attempts and children included, each once.
 """
 
 from __future__ import annotations
@@ -35,13 +38,9 @@ from dsh.cli.tables import make_console, terminal_safe, usage_text
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.loop import Feed, TurnResult
+from dsh.session.prices import PriceTable
 from dsh.session.timeline import Answer, Attempt, Compaction, Timeline, TurnEnd
-from dsh.session.timeline.state import add_usage
-
-
-def _add(into: dict[str, int], usage: dict[str, int]) -> None:
-    for key, value in usage.items():
-        into[key] = into.get(key, 0) + value
+from dsh.session.usage import Ledger, add_usage
 
 
 class TurnOutput:
@@ -55,6 +54,9 @@ class TurnOutput:
         self.children: dict[str, dict[str, int]] = {}
         self.view: LiveView | None = None
         self.timeline = Timeline()
+        self.prices = PriceTable.load()
+        self.spent: dict[int, Ledger] = {}
+        """The run's calls up to each root turn's end."""
         self._ended: int | None = None
         feed.on_event(self._event)
         feed.on_chunk(self._chunk)
@@ -64,6 +66,10 @@ class TurnOutput:
 
     def _event(self, session_id: str, event: Event) -> None:
         items = self.timeline.feed(session_id, event)
+        if session_id == self.root:
+            for item in items:
+                if isinstance(item, TurnEnd) and item.turn is not None:
+                    self.spent[item.turn] = self.run_ledger()
         if session_id != self.root:
             for item in items:
                 if isinstance(item, Answer | Attempt):
@@ -96,11 +102,16 @@ class TurnOutput:
         self.children = {}
         self._ended = None
 
+    def run_ledger(self) -> Ledger:
+        """Every model call the feed settled so far, of every session (the feed carries no
+        fork child's inherited events: each call is counted once)."""
+        return self.timeline.spent()
+
     def total(self, own: dict[str, int]) -> dict[str, int]:
         """``own`` plus every child's usage seen on the feed."""
         out = dict(own)
         for usage in self.children.values():
-            _add(out, usage)
+            add_usage(out, usage)
         return out
 
     def finish(self, result: TurnResult) -> None:
@@ -136,8 +147,9 @@ class TurnOutput:
     def _result_line(self, result: TurnResult, earlier: list[dict[str, int]]) -> None:
         total = self.total(result.usage)
         for usage in earlier:
-            _add(total, usage)
+            add_usage(total, usage)
         children = [{"sessionId": sid, "usage": usage} for sid, usage in self.children.items()]
+        spent = self.spent.get(result.turn) or self.run_ledger()
         write_json_line(
             {
                 "type": "result",
@@ -148,6 +160,9 @@ class TurnOutput:
                 "usage": total,
                 "ownUsage": result.usage,
                 "children": children,
+                "calls": len(spent.calls),
+                "tokens": spent.tokens.to_wire(),
+                "cost": self.prices.cost(spent).to_wire(),
             }
         )
 

@@ -47,6 +47,7 @@ class Usage(TypedDict, total=False):
     inputTokens: int
     outputTokens: int
     cacheReadTokens: int
+    cacheWriteTokens: int
     reasoningTokens: int
 
 

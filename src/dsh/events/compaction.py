@@ -148,8 +148,13 @@ def is_checkpoint(event: Event) -> bool:
     return (
         event.type == USER_MESSAGE
         and isinstance(event.surface_op, dict)
-        and _plugin(event.data) == CHECKPOINT_PLUGIN
+        and is_checkpoint_message(event.data)
     )
+
+
+def is_checkpoint_message(message: object) -> bool:
+    """Whether a history message is a compaction's checkpoint (from the ``compact`` plugin)."""
+    return _plugin(message) == CHECKPOINT_PLUGIN
 
 
 def is_instruction(message: object) -> bool:

@@ -28,6 +28,11 @@ def _units(text: str) -> int:
     return math.ceil(len(text.encode("utf-16-le")) / 8)
 
 
+def text_tokens(text: str) -> int:
+    """The estimated tokens of ``text``: a quarter token per UTF-16 unit, rounded up."""
+    return _units(text)
+
+
 def block_price(block: Block) -> int:
     kind = block.get("type")
     if kind in ("text", "reasoning"):

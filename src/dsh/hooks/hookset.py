@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from dsh.home import dsh_home
 from dsh.hooks.config import DIALECTS, FILE_NAMES, HookFile, load_hook_file
 from dsh.hooks.payload import Subject
 from dsh.hooks.session import Append, SessionHooks
@@ -23,10 +24,8 @@ from dsh.tools.sandbox import SandboxPolicy
 
 
 def user_hooks_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$DSH_HOME`` if set and non-empty, else ``~/.dsh``."""
-    env = os.environ if env is None else env
-    home = env.get("DSH_HOME", "").strip()
-    return Path(home).expanduser() if home else Path.home() / ".dsh"
+    """``$DSH_HOME`` if set and non-empty, else ``~/.dsh`` (:func:`dsh.home.dsh_home`)."""
+    return dsh_home(env)
 
 
 def _absolute(path: str | Path) -> str:

@@ -7,7 +7,7 @@ and the viewer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.events import Event, SessionHeader
@@ -16,6 +16,7 @@ from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
 from dsh.session.timeline import Timeline
 from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+from dsh.session.usage import Ledger
 
 __all__ = [
     "RUNNING_WINDOW_MS",
@@ -69,6 +70,8 @@ class Derived:
     call_id: str | None
     compactions: int = 0
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
+    ledger: Ledger = field(default_factory=Ledger, compare=False)
+    """Own model calls' usage by route (``SessionState.ledger``; priced by ``dsh.session.spend``)."""
 
 
 SETTLED: frozenset[str] = frozenset({"completed", "error", "empty"})
@@ -92,12 +95,15 @@ def digest_json(d: Derived) -> dict[str, Any] | None:
     """``d`` as a JSON object to keep (``None``: its status depends on the clock, do not keep it)."""
     if d.status not in SETTLED:
         return None
-    return {name: getattr(d, name) for name in _FIELDS}
+    return {**{name: getattr(d, name) for name in _FIELDS}, "ledger": d.ledger.to_wire()}
 
 
 def digest_from_json(obj: object) -> Derived | None:
     """A kept digest back (``None``: not one this version wrote; derive it again)."""
-    if not isinstance(obj, dict) or set(obj) != set(_FIELDS) or obj["status"] not in SETTLED:
+    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "ledger"} or obj["status"] not in SETTLED:
+        return None
+    ledger = Ledger.from_wire(obj["ledger"])
+    if ledger is None:
         return None
     strings = ("title", "first_prompt")
     optional = ("model", "kind", "label", "call_id")
@@ -108,7 +114,7 @@ def digest_from_json(obj: object) -> Derived | None:
     last, count = obj["last_activity"], obj["compactions"]
     if not (last is None or type(last) is int) or type(count) is not int:
         return None
-    return Derived(**obj)
+    return Derived(**{name: obj[name] for name in _FIELDS}, ledger=ledger)
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
@@ -125,6 +131,7 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
         compactions=state.compactions,
+        ledger=state.ledger,
     )
 
 

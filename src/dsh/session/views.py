@@ -21,7 +21,8 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
-from dsh.session.timeline.state import add_usage, open_turn
+from dsh.session.timeline.state import open_turn
+from dsh.session.usage import add_usage
 
 
 def final_assistant_text(events: Sequence[Event]) -> str:

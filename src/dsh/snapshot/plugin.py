@@ -49,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default: $DSH_DRIFT or strict).",
     )
     group.addoption(
+        "--dsh-cache",
+        action="store",
+        default="fail",
+        choices=("fail", "warn", "off"),
+        help="A scenario request that rewrites its prompt-cache prefix (replay: unless input.json "
+        "accepts it; record: where the committed recording did not): fail (default), warn, off.",
+    )
+    group.addoption(
         "--dsh-no-redact",
         action="store_true",
         default=False,
@@ -116,6 +124,7 @@ def _check_clean(directory: Path, changed: list[str], redact: RedactOptions) -> 
 _DRIFTED = pytest.StashKey[list[str]]()
 _CHANGED = pytest.StashKey[list[str]]()
 _OUTCOME = pytest.StashKey[bool]()
+_NOTED = pytest.StashKey[list[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -211,6 +220,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("dsh: tolerated divergences from the recordings")
         for line in drifted:
             terminalreporter.line(line)
+    noted = config.stash.get(_NOTED, [])
+    if noted:
+        terminalreporter.section("dsh: notes (--dsh-cache=warn, recorded ids)")
+        for line in noted:
+            terminalreporter.line(line)
 
 
 def _roots(config: pytest.Config) -> list[Path]:
@@ -253,6 +267,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         from dsh.replay.permissions import untrusted_warning
+        from dsh.snapshot.cache_check import cache_check
         from dsh.snapshot.runner import ScenarioSkipped, drift_mode, run_scenario, snapshot_mode
 
         mode = snapshot_mode(self.config.getoption("--dsh-snapshot"))
@@ -271,12 +286,15 @@ class ScenarioItem(pytest.Item):
                     drift=drift,
                     redact=redact,
                     live_mcp=bool(self.config.getoption("--dsh-live-mcp")),
+                    cache=cache_check(str(self.config.getoption("--dsh-cache"))),
                 )
             )
         except ScenarioSkipped as exc:
             pytest.skip(str(exc))
         if not result.ok:
             raise ScenarioFailed(result.failure_text())
+        if result.notes:
+            self.config.stash.setdefault(_NOTED, []).extend(result.notes)
         if result.mode == "record":
             _check_clean(self.path.parent, result.changed, redact)
         if result.changed:

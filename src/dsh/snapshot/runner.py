@@ -25,9 +25,12 @@ from dsh.replay.files import declared_input, load_replay_model, read_input, read
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
+from dsh.replay.reuse import Reuse, tree_reuse
 from dsh.replay.upstream import Composition, composed_tools, composition
 from dsh.replay.verdict import SessionReport, replay_verdict
+from dsh.session.spend import TreeSpend, tree_spend
 from dsh.session.timeline import Timeline, TurnEnd
+from dsh.snapshot.cache_check import CacheCheck, accepted_breaks, cache_drops, unaccepted_breaks
 from dsh.snapshot.recording import TRANSCRIPT, recover, scenario_logs, write_failed, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -172,6 +175,10 @@ class ScenarioResult:
     """Files a record or refresh wrote (added, changed or removed), by name."""
     notes: list[str] = field(default_factory=list)
     """What the replay said once without failing (recorded ids already in the target store)."""
+    reuse: list[Reuse] = field(default_factory=list)
+    """Each request's prefix reuse in the run (:func:`dsh.replay.prefix.tree_reuse`)."""
+    spend: TreeSpend | None = None
+    """The run's calls, tokens and cost per session and tree (:func:`dsh.session.spend.tree_spend`)."""
 
     @property
     def ok(self) -> bool:
@@ -384,10 +391,14 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
     return _Played(player.agents, problems, sessions, transcript, dumps_lines(transcript).encode())
 
 
-def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
-    """The result: the run's problems, and under replay the replay verdict
-    (:func:`dsh.replay.verdict.replay_verdict`: divergence, consumption, per-session reports)."""
+def _check(prep: _Prepared, played: _Played, cache: CacheCheck) -> ScenarioResult:
+    """The result: the run's problems and its prefix reuse, and under replay the replay
+    verdict (:func:`dsh.replay.verdict.replay_verdict`: divergence, consumption, per-session
+    reports) and the cache check (a request rewriting its prefix, unless accepted)."""
     result = ScenarioResult(prep.name, prep.mode, played.transcript, problems=played.problems)
+    if played.agents:
+        result.reuse = tree_reuse(played.sessions, played.agents[0].id)
+        result.spend = tree_spend(played.sessions, played.agents[0].id)
     replay_model = prep.replay_model
     if replay_model is not None:
         result.notes = list(replay_model.notes)
@@ -396,17 +407,31 @@ def _check(prep: _Prepared, played: _Played) -> ScenarioResult:
         )
         result.problems = list(found.problems)
         result.sessions = list(found.sessions)
+        if cache != "off":
+            breaks = unaccepted_breaks(result.reuse, accepted_breaks(read_input_document(prep.directory)))
+            lines = [f"scenario {prep.name}: {b}" for b in breaks]
+            (result.problems if cache == "fail" else result.notes).extend(lines)
     return result
 
 
-async def _write(prep: _Prepared, played: _Played, result: ScenarioResult, *, keep_failed: bool) -> None:
-    """Record: keep the new recording only when it is clean; refresh: rewrite the transcript
-    when nothing else differs; replay: diff the transcript against the expected one."""
+async def _write(
+    prep: _Prepared, played: _Played, result: ScenarioResult, *, keep_failed: bool, cache: CacheCheck
+) -> None:
+    """Record: keep the new recording only when it is clean (``cache``: and its prefix reuse
+    did not drop against the committed one's, :mod:`dsh.snapshot.cache_check`); refresh:
+    rewrite the transcript when nothing else differs; replay: diff the transcript against
+    the expected one."""
     name, directory, text = prep.name, prep.directory, played.text
     if prep.mode == "record":
         if not played.agents:
             raise ScenarioError(f"scenario {name}: no session was started")
         files = _recorded_files(prep, played)
+        if cache != "off":
+            drops = await asyncio.to_thread(cache_drops, directory, played.sessions, played.agents[0].id)
+            if cache == "warn":
+                result.notes.extend(f"scenario {name}: warning: {d}" for d in drops)
+            else:
+                result.problems.extend(f"scenario {name}: {d}" for d in drops)
         failure = record_failure(played.sessions, result.problems)
         if failure is not None:
             kept = ""
@@ -444,6 +469,7 @@ async def run_scenario(
     sandbox: SandboxPolicy | Literal["recorded"] | None = "recorded",
     redact: RedactOptions = DEFAULT_REDACTION,
     live_mcp: bool = False,
+    cache: CacheCheck = "fail",
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -459,7 +485,11 @@ async def run_scenario(
     unless ``live_mcp``, which starts the workspace's ``.mcp.json`` servers and calls them.
     Approval requests are answered from ``input.json``'s ``permissionAnswers``.
     ``redact``: how a record redacts what it writes (:mod:`dsh.snapshot.redaction`); a replay
-    applies the recording's own rule to the live side.
+    applies the recording's own rule to the live side. ``cache``: at record, a request whose
+    prefix reuse dropped against the committed recording's fails the record (``fail``), is
+    only said (``warn``), or is not looked for (``off``); at replay and refresh, a request
+    that rewrites its prefix does the same unless ``input.json`` accepts its region
+    (:mod:`dsh.snapshot.cache_check`).
 
     Four phases: prepare (steps, workspace, model, agent setup), run (play the steps, read
     the logs back), check (the recording's checks), write (record / refresh / diff).
@@ -484,8 +514,8 @@ async def run_scenario(
             live_mcp=live_mcp,
         )
         played = await _run(prep, factory, step_timeout)
-        result = _check(prep, played)
-        await _write(prep, played, result, keep_failed=keep_failed)
+        result = _check(prep, played, cache)
+        await _write(prep, played, result, keep_failed=keep_failed, cache=cache)
         return result
 
 

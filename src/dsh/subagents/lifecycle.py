@@ -55,6 +55,8 @@ class StoredChild:
     depth: int
     delegation: Delegation | None
     state: ChildState
+    kind: str | None = None
+    """``fork`` or ``spawn`` (the descriptor's provider)."""
 
 
 async def stored_children(store: EventStore, parent_id: str) -> list[StoredChild]:
@@ -76,6 +78,7 @@ async def stored_children(store: EventStore, parent_id: str) -> list[StoredChild
                 row.header.delegation_depth,
                 Delegation(parent_id, call_id) if call_id is not None else None,
                 logged_state(own, lease_held_elsewhere=busy),
+                found.provider,
             )
         )
     return out

@@ -57,7 +57,9 @@ class LiveReach:
                 caller.store,
                 found.id,
                 model=caller.model,
-                tools=caller.tools if "report" in caller.tools else with_report(caller, self.live),
+                tools=caller.tools  # a fork child keeps its parent's tools: its prefix (issue 43)
+                if "report" in caller.tools or found.kind == "fork"
+                else with_report(caller, self.live),
                 config=caller.config,
                 feed=caller.feed,
                 delegation=found.delegation,

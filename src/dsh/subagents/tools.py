@@ -171,12 +171,16 @@ class SubagentTool(Tool[A], ABC):
         return _child_output(child, result)
 
     async def _start_background(self, parent: Agent, depth: int, call_id: str, task: _Task) -> ToolOutput:
-        """Create the child under its own lease, log its descriptor, queue the task, return its id."""
-        tools = with_report(parent, self.children)
+        """Create the child under its own lease, log its descriptor, queue the task, return its id.
+
+        A spawned child gets ``report``; a fork child keeps its parent's tools as they are
+        (``report`` only when the parent has it), so its first request repeats the parent's
+        prefix byte for byte — a tool added ahead of the inherited history would throw away
+        the prompt cache a fork exists to reuse (issue 43; the original made forks one-shot)."""
         if self.mode == "fork":
-            child = await parent.fork(call_id=call_id, tools=tools)
+            child = await parent.fork(call_id=call_id)
         else:
-            child = await parent.spawn(call_id=call_id, tools=tools)
+            child = await parent.spawn(call_id=call_id, tools=with_report(parent, self.children))
         try:
             await child.take_lease()
         except BaseException:

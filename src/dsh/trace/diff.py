@@ -17,8 +17,12 @@ from typing import Any
 from dsh.model import ModelRequest
 from dsh.replay.derive import Derived, RecordedCall, derive
 from dsh.replay.fidelity import Divergence, SessionCheck, Tolerances
+from dsh.replay.reuse import Reuse, reuse_drops, tree_reuse
 from dsh.session import timeline as tl
+from dsh.session.prices import PriceTable
+from dsh.session.spend import TreeSpend, tree_spend
 from dsh.session.timeline import Timeline, child_calls
+from dsh.session.usage import Tokens
 from dsh.store import LoadedSession
 
 Tree = tuple[str, Mapping[str, LoadedSession]]
@@ -40,9 +44,17 @@ class StepRow:
     tools: tuple[str, ...]
     results: tuple[str, ...]
     text: str
-    input_tokens: int
-    output_tokens: int
+    tokens: Tokens
     duration_ms: int
+
+    @property
+    def input_tokens(self) -> int:
+        """Every input token of the call, cached or not."""
+        return self.tokens.prompt
+
+    @property
+    def output_tokens(self) -> int:
+        return self.tokens.output
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +64,11 @@ class StepRow:
             "tools": list(self.tools),
             "results": list(self.results),
             "text": self.text,
-            "usage": {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens},
+            "usage": {
+                "inputTokens": self.input_tokens,
+                "outputTokens": self.output_tokens,
+                "cacheReadTokens": self.tokens.cache_read,
+            },
             "durationMs": self.duration_ms,
         }
 
@@ -76,10 +92,20 @@ class RunDiff:
     b: str
     divergence: Divergence | None
     pairs: tuple[SessionPair, ...] = field(default=())
+    spend: tuple[TreeSpend, TreeSpend] | None = None
+    """Each run's calls, tokens and cost (A, B): before → after."""
+    reuse: tuple[tuple[Reuse, ...], tuple[Reuse, ...]] = ((), ())
+    """Each run's per-request prefix reuse (A, B)."""
+    prices: PriceTable = field(default_factory=PriceTable)
 
     @property
     def equal(self) -> bool:
         return self.divergence is None
+
+    @property
+    def cache_drops(self) -> list[str]:
+        """B's requests that rewrite their prefix where A's same request did not."""
+        return reuse_drops(*self.reuse)
 
     def to_json(self) -> dict[str, Any]:
         found = None
@@ -95,11 +121,20 @@ class RunDiff:
                 "b": d.live,
                 "diff": d.diff(),
             }
+        spend = None
+        if self.spend is not None:
+            spend = {"a": self.spend[0].to_json(self.prices), "b": self.spend[1].to_json(self.prices)}
         return {
             "equal": self.equal,
             "a": self.a,
             "b": self.b,
             "divergence": found,
+            "spend": spend,
+            "cache": {
+                "a": [r.to_json() for r in self.reuse[0]],
+                "b": [r.to_json() for r in self.reuse[1]],
+                "drops": self.cache_drops,
+            },
             "sessions": [
                 {
                     "label": p.label,
@@ -123,7 +158,6 @@ def step_rows(loaded: LoadedSession) -> tuple[StepRow, ...]:
             if isinstance(item, tl.Step):
                 started = event.time
             elif isinstance(item, tl.Answer):
-                usage = item.usage or {}
                 begin = started if started is not None else event.time
                 rows.append(
                     StepRow(
@@ -133,8 +167,7 @@ def step_rows(loaded: LoadedSession) -> tuple[StepRow, ...]:
                         tuple(c.name for c in item.calls),
                         (),
                         _short(item.text),
-                        int(usage.get("inputTokens", 0)) + int(usage.get("cacheReadTokens", 0)),
-                        int(usage.get("outputTokens", 0)),
+                        Tokens.of(item.usage),
                         max(0, event.time - begin),
                     )
                 )
@@ -235,8 +268,9 @@ def _children(tree: Tree, sid: str) -> list[str]:
     return keyed + rest
 
 
-def diff_runs(a: Tree, b: Tree) -> RunDiff:
-    """Compare run ``a`` (the baseline) with run ``b`` over their whole session trees."""
+def diff_runs(a: Tree, b: Tree, prices: PriceTable | None = None) -> RunDiff:
+    """Compare run ``a`` (the baseline) with run ``b`` over their whole session trees; each
+    run's calls, tokens and cost come along (``prices``: the table with the user's overrides)."""
     pairs: list[SessionPair] = []
     first: Divergence | None = None
     pending: list[tuple[str, str | None, str | None]] = [("root", a[0], b[0])]
@@ -269,4 +303,7 @@ def diff_runs(a: Tree, b: Tree) -> RunDiff:
                     kids_b[i] if i < len(kids_b) else None,
                 )
             )
-    return RunDiff(a[0], b[0], first, tuple(pairs))
+    spend = (tree_spend(a[1], a[0]), tree_spend(b[1], b[0]))
+    reuse = (tuple(tree_reuse(a[1], a[0])), tuple(tree_reuse(b[1], b[0])))
+    table = prices if prices is not None else PriceTable.load()
+    return RunDiff(a[0], b[0], first, tuple(pairs), spend=spend, reuse=reuse, prices=table)

@@ -24,7 +24,9 @@ from dsh.events.payloads import (
     assistant_blocks_of,
 )
 from dsh.session import timeline as tl
+from dsh.session.prices import PriceTable
 from dsh.session.timeline import Timeline, child_calls
+from dsh.session.usage import Route, Tokens
 from dsh.store import LoadedSession
 
 SpanKind = Literal["internal", "client"]
@@ -104,6 +106,8 @@ class PlanOptions:
 
     content: bool = False
     agent_name: str = "dsh"
+    prices: PriceTable = field(default_factory=PriceTable)
+    """Prices each chat span's usage (``dsh.cost.usd``; none when the model has no price)."""
 
 
 class _SessionPlanner:
@@ -124,6 +128,7 @@ class _SessionPlanner:
         """call id → its ``execute_tool`` span id (where a child started by it hangs)."""
         self._model = ""
         self._provider = "unknown"
+        self._route: Route = (None, None)
         descriptor = find_descriptor(loaded.own_events)
         kind = child_kind(loaded.header, loaded.own_events)
         self._agent = (descriptor.label if descriptor and descriptor.label else None) or (
@@ -193,6 +198,7 @@ class _SessionPlanner:
 
     def _header(self, request: tl.Request) -> None:
         self._model = request.model or self._model
+        self._route = (request.model or self._route[0], request.provider or self._route[1])
         if request.provider:
             self._provider = provider_name(request.provider)
 
@@ -204,12 +210,18 @@ class _SessionPlanner:
         error = None
         if answer is not None:
             usage = answer.usage or {}
-            attrs["gen_ai.usage.input_tokens"] = int(usage.get("inputTokens", 0)) + int(
-                usage.get("cacheReadTokens", 0)
-            )
-            attrs["gen_ai.usage.output_tokens"] = int(usage.get("outputTokens", 0))
+            tokens = Tokens.of(usage)
+            attrs["gen_ai.usage.input_tokens"] = tokens.prompt
+            attrs["gen_ai.usage.output_tokens"] = tokens.output
             if "cacheReadTokens" in usage:
-                attrs["gen_ai.usage.cache_read.input_tokens"] = int(usage["cacheReadTokens"])
+                attrs["gen_ai.usage.cache_read.input_tokens"] = tokens.cache_read
+            if "cacheWriteTokens" in usage:
+                attrs["gen_ai.usage.cache_creation.input_tokens"] = tokens.cache_write
+            if "reasoningTokens" in usage:
+                attrs["dsh.usage.reasoning_tokens"] = tokens.reasoning
+            cost = self.options.prices.price(self._route, tokens).usd
+            if cost is not None:
+                attrs["dsh.cost.usd"] = str(cost)  # a decimal string: exact, no float rounding
             attrs["gen_ai.response.finish_reasons"] = (
                 ("cancelled",) if answer.interrupted else ("tool_calls",) if answer.calls else ("stop",)
             )

@@ -27,8 +27,11 @@ from dsh.events import Event
 from dsh.hosts import HostPolicy
 from dsh.ids import session_id_problem
 from dsh.loop import Feed
+from dsh.replay.reuse import tree_reuse
 from dsh.session import timeline as tl
 from dsh.session.digest import derive, digest_of
+from dsh.session.prices import PriceTable
+from dsh.session.spend import tree_spend
 from dsh.store.base import EventStore, SessionSummary
 from dsh.store.prefix import ids_with_prefix
 from dsh.store.tail import DEFAULT_POLL_INTERVAL, follow
@@ -39,7 +42,7 @@ from dsh.ui.guard import HostGuard
 from dsh.ui.report import panes
 from dsh.ui.templates import environment
 from dsh.ui.transcript import Item, TranscriptBuilder, pretty_json
-from dsh.ui.views import SORTS, DeriveCache, find, fork_cuts, lineage_tree, list_page
+from dsh.ui.views import SORTS, DeriveCache, find, fork_cuts, lineage_tree, list_page, spend_view
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -172,7 +175,12 @@ async def _session_context(state: UiState, session_id: str) -> dict[str, Any]:
     builder = TranscriptBuilder(session_id, cut, tree.by_call, loaded.header)
     items: list[Item] = [item for event in loaded.events for item in builder.feed(event)]
     derived = digest_of(loaded.header, builder.state)
+    sessions = {sid: n.session for sid, n in tree.nodes.items()}
+    prices = PriceTable.load()
+    spent = tree_spend(sessions, root.id)
     return {
+        "spend": spend_view(spent, session_id, prices),
+        "reuse": [r for r in tree_reuse(sessions, root.id) if r.session == session_id],
         "h": loaded.header,
         "warnings": loaded.warnings,  # a torn tail left out, events missing from a cut file
         "events": loaded.events,

@@ -66,6 +66,8 @@ pre.problem { white-space:pre-wrap; }
 .item.prompt .body { background:#eff6ff; padding:6px 10px; border-radius:6px; white-space:pre-wrap; }
 .item.answer .body { padding:0 4px; }
 .item.attempt { color:var(--err); }
+.reuse-table { border-collapse:collapse; font-size:12px; } .reuse-table td, .reuse-table th { padding:2px 6px; text-align:left; }
+.reuse.flagged td { color:var(--err); }
 .item.turn-start { color:var(--muted); font-size:12px; border-top:2px solid #cbd5e1; margin-top:8px; }
 .item.turn-end, .item.usage, .item.request { color:var(--muted); font-size:12px; }
 .item.cut { color:var(--fork); font-weight:600; border-top:3px solid var(--fork); }

@@ -158,6 +158,15 @@ SESSION: Final = """{% extends "base.html" %}{% from "tree.html" import tree %}{
 <dt>depth</dt><dd>{{ h.delegation_depth }}</dd>
 </dl>
 <p><a href="/s/{{ h.id | urlencode }}/events">raw events</a> · <a href="/api/sessions/{{ h.id | urlencode }}">JSON</a></p></section>
+<section class="card" id="usage"><h2>Usage and cost</h2><dl class="grid">
+{% for label, text in spend %}<dt>{{ label }}</dt><dd>{{ text }}</dd>{% endfor %}
+</dl></section>
+<section class="card" id="cache"><h2>Prompt-cache prefix</h2>
+{% if reuse %}<table class="reuse-table"><tr><th>call</th><th>turn.step</th><th>shared / bytes</th><th>~tokens</th><th>cache read</th><th>against</th><th>break</th></tr>
+{% for r in reuse %}<tr class="reuse{{ ' flagged' if r.flagged else '' }}"><td>{{ r.call }}</td><td>{% if r.turn is not none %}{{ r.turn }}.{{ r.step }}{% else %}—{% endif %}</td><td>{{ "{:,}".format(r.shared) }} / {{ "{:,}".format(r.size) }}</td><td>{{ "{:,}".format(r.estimate) }}</td><td>{{ "—" if r.cache_read is none else "{:,}".format(r.cache_read) }}</td><td>{{ r.against }}</td><td>{% if r.broke %}{{ "⚠ " if r.flagged else "expected: " }}{{ r.broke.text() }}{% else %}—{% endif %}</td></tr>{% endfor %}
+</table>
+<p class="legend">{% set flagged = reuse | selectattr("flagged") | list %}{% if flagged %}⚠ {{ flagged | length }} request(s) rewrote their prefix{% else %}no request rewrote its prefix{% endif %}</p>
+{% else %}<p class="legend">no model request</p>{% endif %}</section>
 </div>
 <div>
 <section class="card" id="timeline-card"><h2>Timeline</h2>

@@ -16,6 +16,8 @@ from dsh import jsonx
 from dsh.errors import StoreError
 from dsh.events.lineage import ancestors
 from dsh.session.digest import Derived, derive, digest_from_json, digest_json, session_json
+from dsh.session.prices import PriceTable
+from dsh.session.spend import RowSpend, TreeSpend, spent_text
 from dsh.session.timeline import SessionTree, TreeNode
 from dsh.store.base import EventStore, KeepsDigests, SessionSummary
 
@@ -86,8 +88,10 @@ class Row:
     depth: int = 0
     """How deep under its listed parent the row is nested (0: shown at the top level)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, spend: RowSpend | None = None) -> dict[str, Any]:
+        """The row's JSON (``spend``: its own and its tree's tokens and cost, when priced)."""
         d = self.derived
+        priced = spend.to_json() if spend is not None else {}
         return {
             **summary_json(self.summary),
             "title": d.title,
@@ -97,6 +101,7 @@ class Row:
             "status": d.status,
             "children": self.children,
             "compactions": d.compactions,
+            **priced,
         }
 
 
@@ -274,3 +279,12 @@ def fork_cuts(node: Node) -> list[Cut]:
         if c.derived.kind == "fork" and c.summary.inherited_event_count > 0
     ]
     return sorted(cuts, key=lambda c: (c.seq, c.child))
+
+
+def spend_view(spent: TreeSpend, session_id: str, prices: PriceTable) -> list[tuple[str, str]]:
+    """``(label, text)``: the session's own calls, tokens and cost, then its tree's (each once)."""
+    mine = next((s.ledger for s in spent.sessions if s.session == session_id), None)
+    rows = [("this session", spent_text(mine, prices))] if mine is not None else []
+    count = len(spent.sessions)
+    rows.append((f"tree ({count} session{'s' if count != 1 else ''})", spent_text(spent.ledger, prices)))
+    return rows

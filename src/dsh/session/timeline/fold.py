@@ -56,7 +56,8 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, add_usage
+from dsh.session.timeline.state import Opened, SessionState, SurfaceNode
+from dsh.session.usage import Ledger, add_usage, call_usage, is_model_call
 
 
 class Timeline:
@@ -84,6 +85,13 @@ class Timeline:
         state = self._sessions.get(session_id)
         return state if state is not None else self.begin(session_id)
 
+    def spent(self) -> Ledger:
+        """Every own model call of every session fed so far (each once: own events only)."""
+        total = Ledger()
+        for state in self._sessions.values():
+            total.merge(state.ledger)
+        return total
+
     def is_child(self, session_id: str) -> bool:
         """Whether ``session_id`` logged a descriptor (a subagent's child) in this fold."""
         state = self._sessions.get(session_id)
@@ -106,6 +114,8 @@ class Timeline:
         etype = event.type
         if event.surface_op == "append":
             self._node(state, event)
+        if not inherited and is_model_call(event):
+            state.ledger.add(state.route, call_usage(event), event.seq)
         if etype == TURN_START:
             turn = read.int_or_none(read.data_of(event).get("turn"))
             state.open_turn = turn if turn is not None else 0
@@ -196,9 +206,9 @@ class Timeline:
 
     def _settled(self, state: SessionState, usage: object, inherited: bool) -> None:
         if isinstance(usage, dict):
-            add_usage(state.turn_usage, usage)  # type: ignore[arg-type]
+            add_usage(state.turn_usage, usage)
             if not inherited:
-                add_usage(state.usage, usage)  # type: ignore[arg-type]
+                add_usage(state.usage, usage)
 
     def _call(self, session_id: str, state: SessionState, event: Event, inherited: bool) -> ToolCall:
         data = read.tool_call_of(event)
@@ -260,6 +270,7 @@ class Timeline:
             header = read.request(session_id, event, inherited)
             if header.model is not None:
                 state.model = header.model
+            state.route = (header.model, header.provider)
             return [header]
         if etype == STEP_START:
             return [read.step(session_id, event, inherited)]

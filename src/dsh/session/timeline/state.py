@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dsh.events import Event
-from dsh.events.chunks import Usage
 from dsh.events.compaction import CompactionSummaryData
 from dsh.events.descriptor import SubagentDescriptor
 from dsh.events.messages import Message
 from dsh.events.vocabulary import TURN_END, TURN_START
 from dsh.session.timeline.items import Approval, ToolCall
+from dsh.session.usage import Ledger, Route
 
 RUNNING_WINDOW_MS = 5 * 60 * 1000
 """An open turn whose last event is younger than this is ``running``; older is ``interrupted``."""
@@ -31,13 +31,6 @@ END_STATUS: dict[str, Status] = {
     "aborted": "interrupted",
     "interrupted": "interrupted",
 }
-
-
-def add_usage(totals: dict[str, int], usage: Usage | None) -> None:
-    """Add ``usage``'s integer counts into ``totals``."""
-    for key, value in (usage or {}).items():
-        if type(value) is int:
-            totals[key] = totals.get(key, 0) + value
 
 
 @dataclass(slots=True)
@@ -76,6 +69,10 @@ class SessionState:
     descriptor: SubagentDescriptor | None = None
     usage: dict[str, int] = field(default_factory=dict)
     """Every settlement's usage (own events only)."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """Every own model call's usage by route (settlements and streamed compaction summaries)."""
+    route: Route = (None, None)
+    """The model and provider of the ``request/header`` in force."""
     turn_usage: dict[str, int] = field(default_factory=dict)
     """The usage of the settlements since the last ``turn/end``."""
     calls: dict[str, ToolCall] = field(default_factory=dict)

@@ -1,0 +1,214 @@
+"""What usage costs: the price table (``genai-prices``), a user's override file, and :class:`Cost`.
+
+A price is looked up by the model and provider as recorded. The user's override file wins:
+``$DSH_PRICES``, else ``prices.json`` in the dsh directory (``$DSH_HOME``, else ``~/.dsh``)::
+
+    {"models": [{"model": "my-model", "provider": "local",
+                 "input": 0.5, "output": 1.5, "cacheRead": 0.05, "cacheWrite": 0.6}]}
+
+(US dollars per million tokens; ``provider`` optional: it then matches any provider; an
+absent cache price is the input price). Then ``genai-prices``' bundled table (no network):
+the recorded provider when it knows it, else its best match for the model. A model found
+in neither is *unknown*: a :class:`Cost` then names it and has no total — never 0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+from dsh import jsonx
+from dsh.errors import PriceFileError
+from dsh.home import dsh_home
+from dsh.session.usage import Ledger, Route, Tokens
+
+MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """US dollars of the priced usage, and the models (``model@provider``) nobody priced."""
+
+    priced: Decimal = Decimal(0)
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def usd(self) -> Decimal | None:
+        """The total, ``None`` when some usage has no price."""
+        return None if self.unknown else self.priced
+
+    def __add__(self, other: Cost) -> Cost:
+        unknown = self.unknown + tuple(u for u in other.unknown if u not in self.unknown)
+        return Cost(self.priced + other.priced, unknown)
+
+    def to_wire(self) -> dict[str, object]:
+        """``{"usd": float | null, "pricedUsd": float, "unknown": [model@provider, ...]}``."""
+        usd = self.usd
+        return {
+            "usd": None if usd is None else round(float(usd), 8),
+            "pricedUsd": round(float(self.priced), 8),
+            "unknown": list(self.unknown),
+        }
+
+    def text(self) -> str:
+        """``$0.0123``, ``unknown (model)``, or ``$0.01 + unknown (model)``."""
+        if not self.unknown:
+            return _dollars(self.priced)
+        names = ", ".join(self.unknown)
+        return f"{_dollars(self.priced)} + unknown ({names})" if self.priced else f"unknown ({names})"
+
+    def short(self) -> str:
+        """For a table cell: ``$0.0123``, ``unknown``, or ``$0.0123+?`` (some usage unpriced)."""
+        if not self.unknown:
+            return _dollars(self.priced)
+        return f"{_dollars(self.priced)}+?" if self.priced else "unknown"
+
+
+def _dollars(value: Decimal) -> str:
+    if value == 0:
+        return "$0"
+    if value < Decimal("0.01"):
+        return f"${value:.6f}"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One entry of the override file: US dollars per million tokens."""
+
+    model: str
+    provider: str | None
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+
+    def price(self, tokens: Tokens) -> Decimal:
+        return (
+            tokens.input * self.input
+            + tokens.output * self.output
+            + tokens.cache_read * self.cache_read
+            + tokens.cache_write * self.cache_write
+        ) / MILLION
+
+
+def prices_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$DSH_PRICES`` if set, else ``prices.json`` in the dsh directory."""
+    env = os.environ if env is None else env
+    given = env.get("DSH_PRICES", "").strip()
+    return Path(given).expanduser() if given else dsh_home(env) / "prices.json"
+
+
+def _decimal(entry: Mapping[str, object], key: str, path: Path, default: Decimal | None = None) -> Decimal:
+    value = entry.get(key)
+    if value is None and default is not None:
+        return default
+    if type(value) not in (int, float) or value < 0:  # type: ignore[operator]
+        raise PriceFileError(
+            f"{path}: {key!r} of model {entry.get('model')!r} must be a number ≥ 0 (US$ per million tokens)"
+        )
+    return Decimal(str(value))
+
+
+def load_overrides(path: Path) -> tuple[Override, ...]:
+    """The override file's entries (none when it does not exist); a bad file is a one-line error."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise PriceFileError(f"{path}: cannot read the price file: {exc.strerror}") from exc
+    try:
+        document = jsonx.loads(raw)
+    except ValueError as exc:
+        raise PriceFileError(f"{path}: not valid JSON: {exc}") from exc
+    models = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(models, list):
+        raise PriceFileError(f'{path}: expected {{"models": [...]}}')
+    out = []
+    for entry in models:
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+            raise PriceFileError(f"{path}: each entry of models needs a string 'model'")
+        provider = entry.get("provider")
+        given = _decimal(entry, "input", path)
+        out.append(
+            Override(
+                entry["model"],
+                provider if isinstance(provider, str) else None,
+                given,
+                _decimal(entry, "output", path),
+                _decimal(entry, "cacheRead", path, given),
+                _decimal(entry, "cacheWrite", path, given),
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def _table_price(model: str, provider: str | None, tokens: Tokens) -> Decimal | None:
+    import genai_prices  # the bundled table: loaded only when something is priced
+
+    usage = genai_prices.Usage(
+        input_tokens=tokens.prompt,
+        output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache_read,
+        cache_write_tokens=tokens.cache_write,
+    )
+    for known in (provider, None) if provider is not None else (None,):
+        try:
+            return genai_prices.calc_price(usage, model, provider_id=known).total_price
+        except LookupError:
+            if known is not None and _knows_provider(known):
+                return None  # the provider is known and does not list the model
+    return None
+
+
+@cache
+def _knows_provider(provider: str) -> bool:
+    import genai_prices
+
+    try:
+        genai_prices.calc_price(genai_prices.Usage(), "", provider_id=provider)
+    except LookupError as exc:
+        return "Unable to find provider" not in str(exc)
+    return True
+
+
+class PriceTable:
+    """Prices usage by route: the override file first, then the bundled table."""
+
+    def __init__(self, overrides: tuple[Override, ...] = ()) -> None:
+        self.overrides = overrides
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None) -> PriceTable:
+        """The table with the user's override file (:func:`prices_path`)."""
+        return cls(load_overrides(prices_path(env)))
+
+    def _override(self, model: str, provider: str | None) -> Override | None:
+        for entry in self.overrides:
+            if entry.model == model and entry.provider in (None, provider):
+                return entry
+        return None
+
+    def price(self, route: Route, tokens: Tokens) -> Cost:
+        """What ``tokens`` cost on ``route`` (nothing used costs nothing, whatever the model)."""
+        if tokens.empty:
+            return Cost()
+        model, provider = route
+        label = f"{model or 'no model recorded'}@{provider}" if provider else (model or "no model recorded")
+        if model is None:
+            return Cost(unknown=(label,))
+        entry = self._override(model, provider)
+        if entry is not None:
+            return Cost(entry.price(tokens))
+        found = _table_price(model, provider, tokens)
+        return Cost(found) if found is not None else Cost(unknown=(label,))
+
+    def cost(self, ledger: Ledger) -> Cost:
+        """The cost of every route of ``ledger``."""
+        return sum((self.price(route, tokens) for route, tokens in ledger.routes.items()), Cost())

@@ -1,0 +1,188 @@
+"""What a session and its tree spent: tokens and cost per call, turn, session and tree.
+
+Each session's own model calls (the timeline fold's :class:`~dsh.session.usage.Ledger`:
+settlements, failed and retried attempts, streamed compaction summaries) are counted once,
+by the session that made them; a fork child's inherited prefix is its parent's. A tree's
+total is the sum over its sessions, keyed by session id, so no session counts twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dsh.session.digest import Derived
+from dsh.session.prices import Cost, PriceTable
+from dsh.session.timeline import Timeline
+from dsh.session.timeline.tree import Loaded
+from dsh.session.usage import Ledger, Tokens
+
+
+def spent_text(ledger: Ledger, prices: PriceTable) -> str:
+    """``4 calls · in 1,200 (cache read 800, write 0) · out 300 · $0.0012``."""
+    calls = len(ledger.calls)
+    return f"{calls} call{'s' if calls != 1 else ''} · {ledger.tokens.text()} · {prices.cost(ledger).text()}"
+
+
+@dataclass(frozen=True, slots=True)
+class RowSpend:
+    """A listed session's own calls and its tree's (itself and every listed descendant)."""
+
+    own: Ledger
+    tree: Ledger
+    sessions: int
+    """How many sessions the tree holds."""
+    prices: PriceTable
+
+    @property
+    def cost(self) -> Cost:
+        return self.prices.cost(self.own)
+
+    @property
+    def tree_cost(self) -> Cost:
+        return self.prices.cost(self.tree)
+
+    def to_json(self) -> dict[str, object]:
+        """``calls``, ``tokens``, ``cost`` (own) and ``tree: {sessions, calls, tokens, cost}``."""
+        return {
+            "calls": len(self.own.calls),
+            "tokens": self.own.tokens.to_wire(),
+            "cost": self.cost.to_wire(),
+            "tree": {
+                "sessions": self.sessions,
+                "calls": len(self.tree.calls),
+                "tokens": self.tree.tokens.to_wire(),
+                "cost": self.tree_cost.to_wire(),
+            },
+        }
+
+
+def row_spends(
+    parents: Mapping[str, str | None], derived: Mapping[str, Derived], prices: PriceTable
+) -> dict[str, RowSpend]:
+    """Each listed session's spend, from what the list already derived (its ledger): the one
+    function ``dsh sessions list`` prices its rows with (fed by any source of ``Derived``)."""
+    ledgers = {sid: d.ledger for sid, d in derived.items()}
+    trees = subtree_ledgers(parents, ledgers)
+    sizes = subtree_sizes(parents, ledgers)
+    return {sid: RowSpend(ledgers[sid], trees[sid], sizes[sid], prices) for sid in ledgers}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpend:
+    """One session's own model calls."""
+
+    session: str
+    parent: str | None
+    ledger: Ledger
+    turns: tuple[tuple[int | None, Tokens], ...]
+    """Per turn the session ended: its number and the tokens of its own calls."""
+
+    def to_json(self, prices: PriceTable) -> dict[str, object]:
+        """The session's totals, then ``perCall`` (each call: its settling event's seq, model,
+        provider, tokens, cost) and ``perTurn`` (each ended turn's tokens)."""
+        return {
+            "sessionId": self.session,
+            "parentSession": self.parent,
+            "calls": len(self.ledger.calls),
+            "tokens": self.ledger.tokens.to_wire(),
+            "cost": prices.cost(self.ledger).to_wire(),
+            "perCall": [
+                {**call.to_wire(), "cost": prices.price(call.route, call.tokens).to_wire()}
+                for call in self.ledger.calls
+            ],
+            "perTurn": [{"turn": turn, "tokens": tokens.to_wire()} for turn, tokens in self.turns],
+        }
+
+
+def session_spend(loaded: Loaded) -> SessionSpend:
+    """The fold of one session: its ledger and its usage per turn."""
+    header = loaded.header
+    timeline = Timeline()
+    timeline.begin(header.id, cut=loaded.inherited_event_count, header=header)
+    state = timeline.state(header.id)
+    turns: list[tuple[int | None, Tokens]] = []
+    at = 0
+    for event in loaded.events:
+        timeline.feed(header.id, event)
+        if event.type == "turn/end" and event.seq >= loaded.inherited_event_count:
+            calls = state.ledger.calls[at:]
+            at = len(state.ledger.calls)
+            turn = event.data.get("turn") if isinstance(event.data, dict) else None
+            turns.append((turn if type(turn) is int else None, sum((c.tokens for c in calls), Tokens())))
+    return SessionSpend(header.id, header.parent_session, state.ledger, tuple(turns))
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSpend:
+    """A root session and its descendants, each counted once."""
+
+    root: str
+    sessions: tuple[SessionSpend, ...]
+
+    @property
+    def ledger(self) -> Ledger:
+        total = Ledger()
+        for spend in self.sessions:
+            total.merge(spend.ledger)
+        return total
+
+    def to_json(self, prices: PriceTable) -> dict[str, object]:
+        """``{"sessionId", "calls", "tokens", "cost", "sessions": [per session]}``."""
+        ledger = self.ledger
+        return {
+            "sessionId": self.root,
+            "calls": len(ledger.calls),
+            "tokens": ledger.tokens.to_wire(),
+            "cost": prices.cost(ledger).to_wire(),
+            "sessions": [s.to_json(prices) for s in self.sessions],
+        }
+
+
+def tree_spend(sessions: Mapping[str, Loaded], root: str) -> TreeSpend:
+    """The spend of ``root`` and every loaded session under it (parents before children)."""
+    under: dict[str, list[str]] = {}
+    for sid, loaded in sessions.items():
+        parent = loaded.header.parent_session
+        if parent is not None and parent != sid:
+            under.setdefault(parent, []).append(sid)
+    order: list[str] = []
+    seen: set[str] = set()
+    stack = [root]
+    while stack:
+        sid = stack.pop()
+        if sid in seen or sid not in sessions:
+            continue
+        seen.add(sid)
+        order.append(sid)
+        stack.extend(sorted(under.get(sid, ()), key=lambda s: sessions[s].header.created_at, reverse=True))
+    return TreeSpend(root, tuple(session_spend(sessions[sid]) for sid in order))
+
+
+def _ancestry(sid: str, parents: Mapping[str, str | None], known: Mapping[str, object]) -> list[str]:
+    """``sid`` and its known ancestors, nearest first (cycle-safe)."""
+    out: list[str] = []
+    at: str | None = sid
+    while at is not None and at in known and at not in out:
+        out.append(at)
+        at = parents.get(at)
+    return out
+
+
+def subtree_sizes(parents: Mapping[str, str | None], known: Mapping[str, object]) -> dict[str, int]:
+    """For each session of ``known``: how many sessions its subtree holds (itself included)."""
+    out = dict.fromkeys(known, 0)
+    for sid in known:
+        for at in _ancestry(sid, parents, known):
+            out[at] += 1
+    return out
+
+
+def subtree_ledgers(parents: Mapping[str, str | None], ledgers: Mapping[str, Ledger]) -> dict[str, Ledger]:
+    """For each session of ``ledgers``: its own calls and every descendant's (by ``parents``:
+    session → parent), each session counted once however deep it is."""
+    out = {sid: Ledger() for sid in ledgers}
+    for sid, ledger in ledgers.items():
+        for at in _ancestry(sid, parents, ledgers):
+            out[at].merge(ledger)
+    return out
