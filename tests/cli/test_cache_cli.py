@@ -47,7 +47,7 @@ def _dsh(root: Path) -> Dsh:
 def test_requests_that_extend_each_other_report_no_break(tmp_path: Path) -> None:
     sid = asyncio.run(_two_turns(tmp_path, ("You are terse.", "You are terse.")))
     out = _dsh(tmp_path)("log", sid, "--cache").ok().stdout
-    assert "no break: every request extends the one before it (3 requests, 1 sessions)" in out
+    assert "no break: every request extends the one before it (3 requests, 1 session)" in out
     lines = [
         json.loads(line) for line in _dsh(tmp_path)("log", sid, "--cache", "--json").ok().stdout.splitlines()
     ]

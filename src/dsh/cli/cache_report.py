@@ -19,14 +19,17 @@ def _cells(r: Reuse) -> tuple[str, ...]:
     return (str(r.call), where, f"{r.size:,}", f"{r.shared:,}", f"{r.estimate:,}", read, r.against, broke)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def verdict(reuse: Sequence[Reuse]) -> list[str]:
     """One line per request that rewrote its prefix, else one saying none did."""
     flagged = [r for r in reuse if r.flagged]
     if not flagged:
         sessions = len({r.session for r in reuse})
-        return [
-            f"no break: every request extends the one before it ({len(reuse)} requests, {sessions} sessions)"
-        ]
+        counts = f"{_count(len(reuse), 'request')}, {_count(sessions, 'session')}"
+        return [f"no break: every request extends the one before it ({counts})"]
     return [f"session {r.session}: {r.line()}" for r in flagged]
 
 
