@@ -175,11 +175,15 @@ class EventStore(Protocol):
         origin: str | None = None,
         delegation_depth: int | None = None,
         created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
     ) -> LoadedSession:
         """Store and return a child of ``parent_id`` holding its completed-turn prefix.
 
         What the child holds (header, seed, cut) is :func:`dsh.events.fork.fork_plan`'s answer;
-        a parent without a completed turn gives an unseeded child with no events.
+        a parent without a completed turn gives an unseeded child with no events. ``at`` cuts
+        after that turn's ``turn/end``, ``at_seq`` at the first ``turn/end`` at or after that
+        seq (:func:`dsh.events.fork.resolve_cut`: ``ForkOpenTurnError``, ``ForkBoundaryError``).
         """
         ...
 

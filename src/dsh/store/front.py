@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from dsh.errors import CorruptLogError, InvalidEventError
 from dsh.events import Event, SessionHeader
 from dsh.events.attachments import ATTACHMENT_ID, Attachment
-from dsh.events.fork import ForkOptions
+from dsh.events.fork import ForkAt, ForkOptions
 from dsh.ids import check_session_id
 from dsh.store.base import ClosingStore, EventStore, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
@@ -184,13 +184,18 @@ class StoreFront(ClosingStore):
         origin: str | None = None,
         delegation_depth: int | None = None,
         created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
     ) -> LoadedSession:
-        """Store and return a child holding the parent's completed-turn prefix."""
+        """Store and return a child holding the parent's completed-turn prefix (through turn
+        ``at``, or the first ``turn/end`` at or after seq ``at_seq``: ``dsh.events.fork``)."""
         await self._enter()
+        point = ForkAt.of(at, at_seq)
         if child_id is not None:
             check_session_id(child_id, "child session id")
         await self._settle(parent_id)
-        return await self._fork_child(parent_id, ForkOptions(child_id, origin, delegation_depth, created_at))
+        options = ForkOptions(child_id, origin, delegation_depth, created_at, at=point)
+        return await self._fork_child(parent_id, options)
 
     async def lease(self: Storage, session_id: str, *, wait: float = 0.0) -> SessionLease:
         """The session's single-writer lease (the backend's ``LeaseTable``)."""

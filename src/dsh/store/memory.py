@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from dsh.errors import SessionExistsError, SessionNotFoundError, StoreClosedError
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, fork_cut, fork_plan
+from dsh.events.fork import ForkOptions, fork_cut, fork_plan, resolve_cut, turn_marks
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
@@ -153,7 +153,11 @@ class MemoryEventStore(StoreFront):
 
     async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
         parent = self._get(parent_id)
-        n = parent.prefix
+        at = options.at
+        if at is None:
+            n = parent.prefix
+        else:
+            n = resolve_cut(parent_id, turn_marks(self._decode(parent_id, parent.lines)), at)
         plan = fork_plan(parent.header, n, options)
         header = plan.header
         if header.id in self.space.sessions:

@@ -46,10 +46,11 @@ from dsh.errors import (
     StoreError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, cut_after, fork_plan
+from dsh.events.fork import ForkOptions, TurnMarks, cut_after, fork_plan, resolve_cut
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
+from dsh.store.fork_marks import ENDS_WHERE, LAST_START_WHERE, marks_from_rows
 from dsh.store.front import BufferedFront
 from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
@@ -346,6 +347,15 @@ class PostgresEventStore(BufferedFront):
         except (orjson.JSONDecodeError, InvalidEventError) as exc:
             raise CorruptLogError(f"{self.url}: session {session_id}: bad extra header fields") from exc
 
+    async def _marks(self, conn: Conn, session_id: str, length: int) -> TurnMarks:
+        """The session's turn boundaries (:mod:`dsh.store.fork_marks`)."""
+        select = "SELECT seq, data FROM events WHERE session_id = %s AND "
+        cur = await conn.execute(select + ENDS_WHERE, (session_id,))
+        ends = await cur.fetchall()
+        cur = await conn.execute(select + LAST_START_WHERE, (session_id,))
+        start = await cur.fetchone()
+        return marks_from_rows(ends, start, length, lambda d: d, f"{self.url}: session {session_id}")
+
     async def _load(self, conn: Conn, session_id: str) -> LoadedSession:
         header, cut, end = await self._session(conn, session_id)
         events = await self._events(conn, session_id, 0, end)
@@ -471,7 +481,10 @@ class PostgresEventStore(BufferedFront):
                 if row is None:
                     raise SessionNotFoundError(parent_id, self.url)
                 parent, _ = self._header(row)
-                n = cut_after(row[10])
+                if options.at is None:
+                    n = cut_after(row[10])
+                else:
+                    n = resolve_cut(parent_id, await self._marks(conn, parent_id, row[9]), options.at)
                 plan = fork_plan(parent, n, options)
                 header = plan.header
                 cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))

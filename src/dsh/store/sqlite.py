@@ -41,11 +41,12 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, cut_after, fork_plan
+from dsh.events.fork import ForkOptions, TurnMarks, cut_after, fork_plan, resolve_cut
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
+from dsh.store.fork_marks import ENDS_WHERE, LAST_START_WHERE, marks_from_rows
 from dsh.store.front import BufferedFront
 from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
@@ -206,13 +207,24 @@ class SqliteEventStore(BufferedFront):
             rows = conn.execute(sql, (parent,)).fetchall()
         return [summary_from_row(row, str(self.path)) for row in rows]
 
+    def _marks(self, conn: sqlite3.Connection, session_id: str) -> TurnMarks:
+        """The session's turn boundaries (:mod:`dsh.store.fork_marks`)."""
+        select = "SELECT seq, data FROM events WHERE session_id = ? AND "
+        ends = conn.execute(select + ENDS_WHERE, (session_id,)).fetchall()
+        start = conn.execute(select + LAST_START_WHERE, (session_id,)).fetchone()
+        length = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
+        return marks_from_rows(ends, start, length, unpack_data, f"{self.path}: session {session_id}")
+
     def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> LoadedSession:
         with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
-            last = conn.execute(
-                f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
-            ).fetchone()[0]
-            n = cut_after(last)
+            if options.at is None:
+                last = conn.execute(
+                    f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
+                ).fetchone()[0]
+                n = cut_after(last)
+            else:
+                n = resolve_cut(parent_id, self._marks(conn, parent_id), options.at)
             plan = fork_plan(parent, n, options)
             header = plan.header
             self._refuse_existing(conn, header.id)

@@ -1,0 +1,90 @@
+"""Contract checks for a fork at any completed turn (issue #41 item 1), every backend.
+
+A turn of :func:`~dsh.store.samples.completed_turns` is six events, so turn ``t`` ends at
+seq ``6 t - 1`` and a fork at it cuts at ``6 t``.
+"""
+
+from __future__ import annotations
+
+from dsh.errors import ForkBoundaryError, ForkOpenTurnError, SessionNotFoundError, UsageError
+from dsh.events.fork import CUT_MARKER_DATA
+from dsh.store.base import EventStore, LoadedSession
+from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, raises, sample_header
+from dsh.store.samples import completed_turns, open_turn
+
+TURN = 6
+"""Events per sample turn."""
+
+
+def _check_cut(child: LoadedSession, parent: LoadedSession, cut: int, what: str) -> None:
+    ensure(child.inherited_event_count == cut and child.header.is_seeded, f"{what}: cut {cut}")
+    ensure(child.events[:cut] == parent.events[:cut], f"{what}: the parent's first {cut} events verbatim")
+    marker = child.events[cut]
+    ensure(marker.type == "session/end-seed" and marker.data == CUT_MARKER_DATA, f"{what}: marker")
+    ensure(len(child.events) == cut + 1 and marker.seq == cut, f"{what}: nothing after the marker")
+
+
+async def _six_turns(store: EventStore, sid: str) -> LoadedSession:
+    await store.create(sample_header(sid))
+    await store.append(sid, completed_turns(6))
+    return await store.load(sid)
+
+
+async def fork_at_a_turn_or_a_seq_cuts_after_that_turn(open_store: StoreOpener) -> None:
+    """``at=N`` cuts after turn N's ``turn/end``; ``at_seq=S`` at the first ``turn/end`` at or after S."""
+    store = await open_store()
+    parent = await _six_turns(store, "p")
+    _check_cut(await store.fork("p", child_id="t3", at=3), parent, 3 * TURN, "at turn 3")
+    _check_cut(await store.fork("p", child_id="t1", at=1), parent, TURN, "at turn 1")
+    _check_cut(await store.fork("p", child_id="t6", at=6), parent, 6 * TURN, "at the last turn")
+    inside = await store.fork("p", child_id="s", at_seq=TURN + 2)  # inside turn 2: its end, never earlier
+    _check_cut(inside, parent, 2 * TURN, "at a seq inside turn 2")
+    on_end = await store.fork("p", child_id="e", at_seq=2 * TURN - 1)  # turn 2's own turn/end
+    _check_cut(on_end, parent, 2 * TURN, "at turn 2's turn/end")
+    _check_cut(await store.fork("p", child_id="z", at_seq=0), parent, TURN, "at seq 0")
+    ensure((await store.load("p")).events == parent.events, "forking leaves the parent untouched")
+    await store.append("t3", completed_turns(1, start_seq=3 * TURN + 1, first_turn=4))
+    await store.close()
+    store = await open_store()
+    child = await store.load("t3")
+    _check_cut(
+        LoadedSession(child.header, 3 * TURN, child.events[: 3 * TURN + 1]), parent, 3 * TURN, "reopened"
+    )
+    ensure(child.inherited_event_count == 3 * TURN, "the cut survives close and reopen")
+    # a fork of a fork: before its cut (from the inherited turns) and after it (its own turn 4)
+    _check_cut(await store.fork("t3", child_id="g2", at=2), child, 2 * TURN, "a fork's turn 2")
+    _check_cut(await store.fork("t3", child_id="g4", at=4), child, len(child.events), "a fork's own turn 4")
+    listed = {s.header.id: s.event_count for s in await store.children("p")}
+    ensure(listed["t3"] == len(child.events), f"the listing counts the child's events: {listed}")
+    await store.close()
+
+
+async def fork_at_refuses_an_open_turn_a_bad_point_and_an_unknown_session(open_store: StoreOpener) -> None:
+    """Typed refusals: an open turn, past the end, before any completed turn, unknown id; nothing stored."""
+    store = await open_store()
+    await store.create(sample_header("live"))
+    done = completed_turns(3)
+    await store.append("live", [*done, *open_turn(len(done), 4)])
+    await raises(ForkOpenTurnError, store.fork("live", at=4), "the open turn 4")
+    await raises(ForkOpenTurnError, store.fork("live", at_seq=len(done) + 1), "a seq in the open turn")
+    await raises(ForkBoundaryError, store.fork("live", at=5), "a turn past the end")
+    await raises(ForkBoundaryError, store.fork("live", at=0), "turn 0")
+    await raises(ForkBoundaryError, store.fork("live", at_seq=999), "a seq past the end")
+    await raises(ForkBoundaryError, store.fork("live", at_seq=-1), "a negative seq")
+    await raises(UsageError, store.fork("live", at=1, at_seq=1), "both a turn and a seq")
+    await raises(SessionNotFoundError, store.fork("nobody", at=1), "an unknown session")
+    await store.create(sample_header("fresh"))
+    await raises(ForkBoundaryError, store.fork("fresh", at=1), "a session with no turn")
+    await store.create(sample_header("first"))
+    await store.append("first", open_turn(0, 1))
+    await raises(ForkOpenTurnError, store.fork("first", at=1), "a session whose first turn is open")
+    ensure(len(await store.list_sessions()) == 3, "a refused fork stores nothing")
+    child = await store.fork("live", child_id="ok", at=3)  # the committed prefix of a live session
+    ensure(child.inherited_event_count == len(done), "a live session forks at its completed turn")
+    await store.close()
+
+
+FORK_AT_CHECKS: tuple[ContractCheck, ...] = (
+    fork_at_a_turn_or_a_seq_cuts_after_that_turn,
+    fork_at_refuses_an_open_turn_a_bad_point_and_an_unknown_session,
+)
