@@ -102,7 +102,7 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
         return None
     with warnings_to(lambda _message: None):  # the resume itself says what is wrong, once
         header = (await store.load(sid)).header
-    if header.parent_session is not None:  # --continue never finds one: it takes top-level sessions only
+    if header.is_subagent:  # --continue never finds one: it takes top-level sessions only
         raise UsageError(
             f"session {sid} is a subagent of session {header.parent_session}: it is not resumed "
             "as a top-level session (continue it from its parent with send_message, or through "

@@ -11,7 +11,7 @@ from typing import Any, Self, cast
 
 from dsh.context.questions import QUESTIONS_EXTRA
 from dsh.context.skill_tool import WORKSPACE_EXTRA
-from dsh.errors import ModelError, SessionTruncatedError, StopRunError
+from dsh.errors import ModelError, SessionTruncatedError, StopRunError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.compaction import is_checkpoint
 from dsh.events.messages import Message, user_message
@@ -351,7 +351,12 @@ class Agent:
     # -- children -----------------------------------------------------------------------
 
     async def fork(
-        self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        call_id: str | None = None,
+        tools: ToolRegistry | None = None,
+        at: int | None = None,
     ) -> Self:
         """A stored child holding this session's completed turns (through its last ``turn/end``).
 
@@ -360,8 +365,26 @@ class Agent:
         unseeded. It shares this agent's store, model, tools, config and feed, has
         ``origin: "subagent"`` and one more delegation level. ``call_id`` names the tool call
         that delegates (the subagent tools pass theirs); ``tools`` replaces the parent's.
+
+        With ``at=TURN`` it is instead the user's branch after that completed turn: a
+        top-level session (no ``origin``, this session's depth) that ``store.fork`` cuts
+        (``ForkOpenTurnError`` / ``ForkBoundaryError`` when it cannot), resumed under its own
+        lease like :meth:`resume` — what ``dsh run --resume CHILD`` continues. Close it when done.
         """
-        return await start_child(self, inherit=True, session_id=session_id, call_id=call_id, tools=tools)
+        if at is None:
+            return await start_child(self, inherit=True, session_id=session_id, call_id=call_id, tools=tools)
+        if call_id is not None:
+            raise UsageError("Agent.fork(at=...) makes a user's branch, not a subagent: drop call_id")
+        child = await self.store.fork(self.id, child_id=session_id, at=at)
+        return await type(self).resume(
+            self.store,
+            child.header.id,
+            model=self.model,
+            tools=tools or self.tools,
+            config=self.config,
+            feed=self.feed,
+            extras=self.extras,
+        )
 
     async def spawn(
         self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
