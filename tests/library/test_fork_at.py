@@ -14,11 +14,13 @@ from dsh import Agent, AgentConfig, SqliteEventStore
 from dsh.errors import ForkBoundaryError, ForkOpenTurnError, SessionNotFoundError
 from dsh.events.fork import branch_turn
 from dsh.model.openai_compat import OpenAICompatModel
+from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.replay.fidelity import Tolerances
 from dsh.replay.model import ReplayModel, script_for
 from dsh.store.samples import open_turn
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, stream_reply
+from tests.compacted import PROMPT, SUMMARY, compacted
 
 KEY = "sk-test-fork"
 
@@ -92,3 +94,21 @@ async def test_a_branch_at_an_open_turn_is_refused(tmp_path: Path) -> None:
             with pytest.raises(ForkOpenTurnError, match="turn 2"):
                 await store.fork(a.id, at=2)
         await model.aclose()
+
+
+async def test_forks_of_a_compacted_session_before_and_after_the_compaction(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    sid = await compacted(db)
+    model = ScriptedModel([text_reply("before"), text_reply("after")], model="test-model")
+    config = AgentConfig(model="test-model")
+    async with SqliteEventStore(db) as store:
+        parent = await store.load(sid)
+        for turn in (2, 3):
+            child = await store.fork(sid, at=turn)
+            cut = child.inherited_event_count
+            assert child.events[:cut] == parent.events[:cut] and branch_turn(child.events, cut) == turn
+            async with await Agent.resume(store, child.header.id, model=model, config=config) as agent:
+                await agent.run_turn("next")
+        before, after = (" ".join(str(m.get("content")) for m in r.messages) for r in model.requests)
+        assert PROMPT[:40] in before and SUMMARY not in before  # cut before the compaction: the originals
+        assert SUMMARY[:14] in after and PROMPT[:40] not in after  # after it: the checkpoint
