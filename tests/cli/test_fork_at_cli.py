@@ -3,6 +3,7 @@ SQLite, JSONL and PostgreSQL; the branch is continued by ``dsh run --resume``; e
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from dsh.events import SessionHeader
 from dsh.store.postgres_testing import (
     drop_schema,
     new_schema_name,
@@ -20,6 +22,8 @@ from dsh.store.postgres_testing import (
     unreachable_reason,
     with_schema,
 )
+from dsh.store.samples import completed_turns
+from dsh.store.url import open_store
 from dsh.testing.server import OpenAICompatServer, RecordedRequest
 from dsh.testing.wire import Response, stream_reply
 
@@ -136,3 +140,30 @@ def test_fork_errors_are_one_line(tmp_path: Path, store: str) -> None:
     _one_line_error(
         dsh(tmp_path, store, "sessions", "fork", parent, "--at", "1", "--at-seq", "1"), "not both"
     )
+
+
+async def _two_turns(url: str) -> None:
+    s = open_store(url)
+    try:
+        await s.create(SessionHeader(id="p-1", created_at=1, cwd="/w"))
+        await s.append("p-1", completed_turns(2))
+    finally:
+        await s.close()
+
+
+def test_rm_of_a_parent_its_forks_reference_is_refused_unless_with_children(
+    tmp_path: Path, store: str
+) -> None:
+    asyncio.run(_two_turns(store))
+    _ok(dsh(tmp_path, store, "sessions", "fork", "p-1", "--at", "1", "--id", "b-1"))
+    refused = dsh(tmp_path, store, "sessions", "rm", "p-1", "--yes")
+    if store.startswith("jsonl:"):  # JSONL copies the prefix: nothing references the parent
+        assert refused.returncode == 0, refused.stderr
+        return
+    _one_line_error(refused, "p-1", "b-1", "--with-children")
+    listed = json.loads(_ok(dsh(tmp_path, store, "sessions", "list", "--json")).stdout)
+    assert {s["id"] for s in listed} == {"p-1", "b-1"}, "nothing deleted"
+    gone = json.loads(
+        _ok(dsh(tmp_path, store, "sessions", "rm", "p-1", "--yes", "--with-children", "--json")).stdout
+    )
+    assert gone == {"deleted": ["p-1", "b-1"]}

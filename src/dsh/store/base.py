@@ -187,6 +187,20 @@ class EventStore(Protocol):
         """
         ...
 
+    async def branch(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
+    ) -> SessionSummary:
+        """:meth:`fork` returning the child's summary instead of reading it back."""
+        ...
+
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
         """Create every session (header, cut, seed, extra header fields) or, on any refusal, none."""
         ...
@@ -195,8 +209,11 @@ class EventStore(Protocol):
         """Take the session's single-writer lease, polling up to ``wait`` s (``SessionBusyError``)."""
         ...
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete ``session_id`` with its descendants; return the deleted ids, the session first."""
+    async def delete(self, session_id: str, *, with_children: bool = True) -> list[str]:
+        """Delete ``session_id`` with its descendants; return the deleted ids, the session first.
+
+        ``with_children=False``: refuse (``ParentReferencedError``, naming them) when forks
+        among them hold the session's events by reference (SQLite, PostgreSQL)."""
         ...
 
     async def put_attachment(self, attachment: Attachment) -> str:

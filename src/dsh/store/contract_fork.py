@@ -6,11 +6,20 @@ seq ``6 t - 1`` and a fork at it cuts at ``6 t``.
 
 from __future__ import annotations
 
-from dsh.errors import ForkBoundaryError, ForkOpenTurnError, SessionNotFoundError, UsageError
+from dsh.errors import (
+    ForkBoundaryError,
+    ForkOpenTurnError,
+    ParentReferencedError,
+    SessionNotFoundError,
+    UsageError,
+)
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, raises, sample_header
+from dsh.store.logfile import decode_log, encode_log
+from dsh.store.memory import MemoryEventStore
 from dsh.store.samples import completed_turns, open_turn
+from dsh.store.transfer import export_session
 
 TURN = 6
 """Events per sample turn."""
@@ -84,7 +93,60 @@ async def fork_at_refuses_an_open_turn_a_bad_point_and_an_unknown_session(open_s
     await store.close()
 
 
+async def every_reader_sees_a_forks_whole_log(open_store: StoreOpener) -> None:
+    """However a store holds a fork's prefix (a copy, a reference), ``load``, ``read_from``
+    across the cut, the listings' counts, ``branch`` and export give the materialized log."""
+    store = await open_store()
+    parent = await _six_turns(store, "p")
+    summary = await store.branch("p", child_id="c", at=4)
+    ensure((summary.inherited_event_count, summary.event_count) == (4 * TURN, 4 * TURN + 1), "branch summary")
+    await store.append("c", completed_turns(1, start_seq=4 * TURN + 1, first_turn=5))
+    await store.append(
+        "p", completed_turns(1, start_seq=6 * TURN, first_turn=7)
+    )  # later parent events stay out
+    child = await store.load("c")
+    ensure(child.events[: 4 * TURN] == parent.events[: 4 * TURN], "the prefix is the parent's")
+    ensure(len(child.events) == 5 * TURN + 1, f"prefix, marker, own turn: {len(child.events)}")
+    for seq in (0, 4 * TURN - 1, 4 * TURN, 4 * TURN + 3, len(child.events)):
+        ensure(await store.read_from("c", seq) == child.events[seq:], f"read_from {seq} across the cut")
+    grand = await store.load((await store.branch("c", child_id="g", at=2)).header.id)  # before c's cut
+    ensure(grand.events[: 2 * TURN] == parent.events[: 2 * TURN], "a fork of a fork before its cut")
+    great = await store.fork("c", child_id="gg")  # after c's cut: c's marker and own turn inherited
+    ensure(great.events[: len(child.events)] == child.events, "a fork of a fork after its cut")
+    counts = {s.header.id: s.event_count for s in await store.list_sessions()}
+    ensure(counts["c"] == len(child.events) and counts["gg"] == len(child.events) + 1, f"counts {counts}")
+    exported = await export_session(store, "c")
+    ensure(exported == encode_log(child), "export writes the materialized log")
+    copy = MemoryEventStore()
+    await copy.create_batch([decode_log(exported, "c.jsonl").for_import()])
+    ensure(await export_session(copy, "c") == exported, "export -> import -> export is byte-identical")
+    await store.close()
+    store = await open_store()
+    ensure((await store.load("c")).events == child.events, "the same after close and reopen")
+    await store.close()
+
+
+async def deleting_a_referenced_parent_names_its_forks(open_store: StoreOpener) -> None:
+    """``delete(parent, with_children=False)`` is refused naming the forks that hold its events
+    by reference (a store that copies has none: it deletes); the default deletes them all."""
+    store = await open_store()
+    await _six_turns(store, "p")
+    await store.branch("p", child_id="c", at=2)
+    try:
+        await store.delete("p", with_children=False)
+    except ParentReferencedError as exc:
+        ensure(exc.children == ["c"] and "c" in str(exc), f"the refusal names the fork: {exc}")
+        ensure({s.header.id for s in await store.list_sessions()} == {"p", "c"}, "nothing deleted")
+        ensure(await store.delete("p") == ["p", "c"], "with its children it goes, forks included")
+    else:
+        ensure(await store.list_sessions() == [], "a copying store deleted the tree")
+    ensure(await store.list_sessions() == [], "nothing is left")
+    await store.close()
+
+
 FORK_AT_CHECKS: tuple[ContractCheck, ...] = (
     fork_at_a_turn_or_a_seq_cuts_after_that_turn,
     fork_at_refuses_an_open_turn_a_bad_point_and_an_unknown_session,
+    every_reader_sees_a_forks_whole_log,
+    deleting_a_referenced_parent_names_its_forks,
 )

@@ -151,7 +151,7 @@ class MemoryEventStore(StoreFront):
         rows.sort(key=lambda r: (r.header.created_at, r.header.id))
         return rows
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         parent = self._get(parent_id)
         at = options.at
         if at is None:
@@ -166,7 +166,7 @@ class MemoryEventStore(StoreFront):
         if plan.marker is not None:
             lines.append(encode_event_checked(plan.marker))
         self.space.sessions[header.id] = _Stored(header, n, lines, n)
-        return LoadedSession(header, n, self._decode(header.id, lines))
+        return SessionSummary(header, n, len(lines))
 
     async def _remove(self, ids: list[str]) -> None:
         for sid in ids:

@@ -71,6 +71,16 @@ SELECT_EVENTS: Final = (
     "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq"
 )
+SELECT_EVENTS_IN: Final = (
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable FROM events "
+    "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+)
+MAX_SEQ: Final = 2**63 - 1
+"""An upper bound no seq reaches (a range "to the end")."""
+LAST_END_IN: Final = (
+    f"SELECT MAX(seq) FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND type = '{TURN_END}'"
+)
+HAS_REFS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fork_refs'"
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
 SUMMARY: Final = (
     f"SELECT {HEADER_COLUMNS}, "
