@@ -414,23 +414,25 @@ def fork_cmd(
     """
 
     from dsh.cli.resolve import resolve_id
-    from dsh.events.fork import branch_turn
+    from dsh.events.fork import ended_turn
 
-    async def body(s: EventStore) -> LoadedSession:
-        return await s.fork(await resolve_id(s, session_id), child_id=child_id, at=at, at_seq=at_seq)
+    async def body(s: EventStore) -> tuple[SessionSummary, int | None]:
+        child = await s.branch(await resolve_id(s, session_id), child_id=child_id, at=at, at_seq=at_seq)
+        cut = child.inherited_event_count  # the turn it branched after: the event before the cut
+        last = await s.read_from(child.header.id, cut - 1) if cut else []
+        return child, ended_turn(last[0]) if last else None
 
-    child = _in_store(store, body, create=True)
+    child, turn = _in_store(store, body, create=True)
     with user_errors():
         if as_json:
-            write_json_line(_loaded_json(child))
+            write_json_line(_summary_json(child))
             return
         cut = child.inherited_event_count
         if cut:
-            turn = branch_turn(child.events, cut)
             where = f" at turn {turn}" if turn is not None else ""
             typer.echo(
                 f"forked {terminal_safe(session_id)} -> {child.header.id}{where}: "
-                f"cut {cut}, {len(child.events)} events"
+                f"cut {cut}, {child.event_count} events"
             )
         else:
             typer.echo(

@@ -139,12 +139,15 @@ def _cut_at_seq(session_id: str, marks: TurnMarks, seq: int) -> int:
     raise ForkBoundaryError(f"{head}: no turn ends at or after it (never an earlier one)")
 
 
+def ended_turn(event: Event) -> int | None:
+    """The number of the turn ``event`` ends (``None``: not a ``turn/end``, or it does not say)."""
+    return turn_number(event.data) if event.type == TURN_END else None
+
+
 def branch_turn(events: Sequence[Event], cut: int) -> int | None:
     """The turn a child cut at ``cut`` branched after: the number of the ``turn/end`` at
     ``cut - 1`` (``None``: no cut, or the log does not say)."""
-    if 0 < cut <= len(events) and events[cut - 1].type == TURN_END:
-        return turn_number(events[cut - 1].data)
-    return None
+    return ended_turn(events[cut - 1]) if 0 < cut <= len(events) else None
 
 
 def cut_marker(seq: int, time: int) -> Event:
