@@ -12,7 +12,7 @@ Every store's ``fork``, the ``subagent`` / ``subagent_fork`` tools and ``Agent.f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -111,6 +111,39 @@ def resolve_cut(session_id: str, marks: TurnMarks, at: ForkAt | None) -> int:
         return _cut_at_turn(session_id, marks, at.turn)
     assert at.seq is not None
     return _cut_at_seq(session_id, marks, at.seq)
+
+
+EndProbe = Generator[int, "tuple[int, int | None] | None", "int | None"]
+""":func:`probe_cut`: yields seqs S, is sent the first ``turn/end`` at or after S as
+(seq, turn) (``None``: none), returns the cut."""
+
+
+def probe_cut(at: ForkAt, length: int) -> EndProbe:
+    """The cut :func:`resolve_cut` gives when it succeeds, found by asking a store's index for
+    "the first ``turn/end`` at or after seq S" (one probe for a seq, a binary search for a turn:
+    ``turn/end`` numbers rise along a log); ``None``: ask :func:`resolve_cut` (with every
+    mark), which refuses or answers for a log whose turn numbers do not rise."""
+    if at.seq is not None:
+        if not 0 <= at.seq < length:
+            return None
+        hit = yield at.seq
+        return None if hit is None else hit[0] + 1
+    turn = at.turn
+    if turn is None or turn < 1:
+        return None
+    lo, hi = 0, length
+    while lo < hi:
+        mid = (lo + hi) // 2
+        hit = yield mid
+        if hit is None or hit[1] is None or hit[1] > turn:
+            if hit is not None and hit[1] is None:
+                return None
+            hi = mid
+        elif hit[1] < turn:
+            lo = hit[0] + 1
+        else:
+            return hit[0] + 1
+    return None
 
 
 def _cut_at_turn(session_id: str, marks: TurnMarks, turn: int) -> int:

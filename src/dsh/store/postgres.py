@@ -47,11 +47,19 @@ from dsh.errors import (
     StoreError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, TurnMarks, cut_after, fork_plan, resolve_cut
+from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
-from dsh.store.fork_marks import ENDS_WHERE, LAST_START_WHERE, marks_from_rows
+from dsh.store.fork_marks import (
+    ENDS_WHERE,
+    FIRST_END_WHERE,
+    LAST_START_WHERE,
+    EndHit,
+    adrive,
+    marks_from_rows,
+    row_turn,
+)
 from dsh.store.fork_refs import INDEX, POSTGRES_CREATE, Segment, chain_sql, insert_sql, segments
 from dsh.store.front import BufferedFront
 from dsh.store.lease import LeaseTable
@@ -377,6 +385,31 @@ class PostgresEventStore(BufferedFront):
             start = await cur.fetchone() or start
         return marks_from_rows(ends, start, length, lambda d: d, where)
 
+    async def _first_end(self, conn: Conn, parts: list[Segment], seq: int, length: int, where: str) -> EndHit:
+        """The first ``turn/end`` at or after ``seq`` of the log ``parts`` make up (an index seek)."""
+        select = "SELECT seq, data FROM events WHERE session_id = %s AND seq >= %s AND seq < %s AND "
+        for p in parts:
+            end = p.end if p.end is not None else length
+            if end > seq:
+                cur = await conn.execute(select + FIRST_END_WHERE, (p.session_id, max(seq, p.start), end))
+                row = await cur.fetchone()
+                if row is not None:
+                    return int(row[0]), row_turn(row[1], lambda d: d, where)
+        return None
+
+    async def _cut(self, conn: Conn, parent_id: str, length: int, at: ForkAt | None) -> int:
+        """Where a fork of the parent at ``at`` cuts (``dsh.events.fork``), read through the index."""
+        parts = await self._segments(conn, parent_id)
+        if at is None:
+            return cut_after(await self._last_end(conn, parts, length))
+        where = f"{self.url}: session {parent_id}"
+        found = await adrive(
+            probe_cut(at, length), lambda seq: self._first_end(conn, parts, seq, length, where)
+        )
+        if found is not None:
+            return found
+        return resolve_cut(parent_id, await self._marks(conn, parts, length, where), at)
+
     async def _last_end(self, conn: Conn, parts: list[Segment], length: int) -> int | None:
         """The seq of the last ``turn/end`` of the log ``parts`` make up."""
         for p in reversed(parts):
@@ -513,13 +546,7 @@ class PostgresEventStore(BufferedFront):
             if row is None:
                 raise SessionNotFoundError(parent_id, self.url)
             parent, _ = self._header(row)
-            length: int = row[9]
-            parts = await self._segments(conn, parent_id)
-            if options.at is None:
-                n = cut_after(await self._last_end(conn, parts, length))
-            else:
-                marks = await self._marks(conn, parts, length, f"{self.url}: session {parent_id}")
-                n = resolve_cut(parent_id, marks, options.at)
+            n = await self._cut(conn, parent_id, row[9], options.at)
             plan = fork_plan(parent, n, options)
             header = plan.header
             cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))

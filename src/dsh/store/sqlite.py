@@ -44,11 +44,19 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, TurnMarks, cut_after, fork_plan, resolve_cut
+from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
-from dsh.store.fork_marks import ENDS_WHERE, LAST_START_WHERE, marks_from_rows
+from dsh.store.fork_marks import (
+    ENDS_WHERE,
+    FIRST_END_WHERE,
+    LAST_START_WHERE,
+    EndHit,
+    drive,
+    marks_from_rows,
+    row_turn,
+)
 from dsh.store.fork_refs import INDEX, SQLITE_CREATE, Segment, chain_sql, insert_sql, segments
 from dsh.store.fork_refs import TABLE as REFS_TABLE
 from dsh.store.front import BufferedFront
@@ -257,16 +265,37 @@ class SqliteEventStore(BufferedFront):
                 return last
         return None
 
+    def _first_end(self, conn: sqlite3.Connection, parts: list[Segment], seq: int, where: str) -> EndHit:
+        """The first ``turn/end`` at or after ``seq`` of the log ``parts`` make up (an index seek)."""
+        select = "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND "
+        for p in parts:
+            end = p.end if p.end is not None else MAX_SEQ
+            if end > seq:
+                row = conn.execute(
+                    select + FIRST_END_WHERE, (p.session_id, max(seq, p.start), end)
+                ).fetchone()
+                if row is not None:
+                    return int(row[0]), row_turn(row[1], unpack_data, where)
+        return None
+
+    def _cut(self, conn: sqlite3.Connection, parent_id: str, at: ForkAt | None) -> int:
+        """Where a fork of the parent at ``at`` cuts (``dsh.events.fork``), read through the index."""
+        parts = self._segments(conn, parent_id)
+        if at is None:
+            return cut_after(self._last_end(conn, parts))
+        where = f"{self.path}: session {parent_id}"
+        length = conn.execute(NEXT_SEQ, (parent_id,)).fetchone()[0]
+        found = drive(probe_cut(at, length), lambda seq: self._first_end(conn, parts, seq, where))
+        return (
+            found
+            if found is not None
+            else resolve_cut(parent_id, self._marks(conn, parts, length, where), at)
+        )
+
     def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> SessionSummary:
         with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
-            parts = self._segments(conn, parent_id)
-            if options.at is None:
-                n = cut_after(self._last_end(conn, parts))
-            else:
-                length = conn.execute(NEXT_SEQ, (parent_id,)).fetchone()[0]
-                marks = self._marks(conn, parts, length, f"{self.path}: session {parent_id}")
-                n = resolve_cut(parent_id, marks, options.at)
+            n = self._cut(conn, parent_id, options.at)
             plan = fork_plan(parent, n, options)
             header = plan.header
             self._refuse_existing(conn, header.id)
