@@ -17,6 +17,7 @@ from dsh.cli.log_cmd import log_app
 from dsh.cli.mcp_cmd import mcp_app
 from dsh.cli.otel_cmd import export_app
 from dsh.cli.replay_cmd import demo, replay
+from dsh.cli.rewind_cmd import rewind
 from dsh.cli.run_cmd import run
 from dsh.cli.sandbox_cmd import sandbox
 from dsh.cli.scan_cmd import scan_cmd
@@ -68,6 +69,7 @@ def _main(
 app.command(name="run")(run)
 app.command(name="chat")(chat)
 app.command(name="compact")(compact)
+app.command(name="rewind")(rewind)
 app.add_typer(log_app, name="log")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(scenario_app, name="scenario")

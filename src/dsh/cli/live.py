@@ -30,6 +30,7 @@ from dsh.events.messages import Message
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, CompactionPolicy, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
+from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.mcp.config import McpServerSpec
 from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
@@ -158,6 +159,7 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             agent = await Agent.create(
                 store, model=model, tools=tools, config=config, cwd=setup.workspace, feed=feed
             )
+        agent.workspace_checkpoints = TurnCheckpoints(agent.cwd, store)  # what dsh rewind restores
         try:
             yield agent
         except BaseException:
