@@ -39,7 +39,7 @@ class Blobs(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What a checkpoint holds at most (documented in ``docs/guide/rewind.md``)."""
+    """What a checkpoint holds at most (documented in ``docs/guide/branches.md``)."""
 
     max_file_bytes: int = 8 * 1024 * 1024
     max_files: int = 20_000
