@@ -221,6 +221,8 @@ class ForkOptions:
     agent_preset: str | None = None
     at: ForkAt | None = None
     """Where to cut (``None``: after the last completed turn)."""
+    cwd: str | None = None
+    """The child's workspace (``None``: the parent's)."""
 
 
 DEFAULT_OPTIONS: Final = ForkOptions()
@@ -237,7 +239,7 @@ def fork_plan(parent: SessionHeader, cut: int, options: ForkOptions = DEFAULT_OP
     header = SessionHeader(
         id=o.child_id if o.child_id is not None else new_session_id(),
         created_at=o.created_at if o.created_at is not None else now_ms(),
-        cwd=parent.cwd,
+        cwd=parent.cwd if o.cwd is None else o.cwd,
         parent_session=parent.id,
         origin=o.origin,
         delegation_depth=parent.delegation_depth if o.delegation_depth is None else o.delegation_depth,

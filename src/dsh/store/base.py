@@ -197,8 +197,10 @@ class EventStore(Protocol):
         created_at: int | None = None,
         at: int | None = None,
         at_seq: int | None = None,
+        cwd: str | None = None,
     ) -> SessionSummary:
-        """:meth:`fork` returning the child's summary instead of reading it back."""
+        """:meth:`fork` returning the child's summary instead of reading it back (``cwd``:
+        the child's workspace, default the parent's)."""
         ...
 
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:

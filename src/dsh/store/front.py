@@ -218,15 +218,16 @@ class StoreFront(ClosingStore):
         created_at: int | None = None,
         at: int | None = None,
         at_seq: int | None = None,
+        cwd: str | None = None,
     ) -> SessionSummary:
         """:meth:`fork` without reading the child back: its summary (O(1) by reference in
-        SQLite and PostgreSQL, whatever the parent's length)."""
+        SQLite and PostgreSQL, whatever the parent's length); ``cwd`` replaces the parent's."""
         await self._enter()
         point = ForkAt.of(at, at_seq)
         if child_id is not None:
             check_session_id(child_id, "child session id")
         await self._settle(parent_id)
-        options = ForkOptions(child_id, origin, delegation_depth, created_at, at=point)
+        options = ForkOptions(child_id, origin, delegation_depth, created_at, at=point, cwd=cwd)
         return await self._fork_child(parent_id, options)
 
     async def lease(self: Storage, session_id: str, *, wait: float = 0.0) -> SessionLease:
