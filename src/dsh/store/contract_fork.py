@@ -144,7 +144,23 @@ async def deleting_a_referenced_parent_names_its_forks(open_store: StoreOpener) 
     await store.close()
 
 
+async def fork_at_a_turn_of_a_log_whose_turn_numbers_do_not_rise(open_store: StoreOpener) -> None:
+    """Turn numbers as logged decide, even out of order (an index search falls back to every mark)."""
+    store = await open_store()
+    await store.create(sample_header("odd"))
+    events = []
+    for turn in (1, 2, 5, 3):
+        events += completed_turns(1, start_seq=len(events), first_turn=turn)
+    await store.append("odd", events)
+    parent = await store.load("odd")
+    _check_cut(await store.fork("odd", child_id="at3", at=3), parent, 4 * TURN, "turn 3, logged last")
+    _check_cut(await store.fork("odd", child_id="at5", at=5), parent, 3 * TURN, "turn 5, logged third")
+    await raises(ForkBoundaryError, store.fork("odd", at=4), "a turn number the log does not have")
+    await store.close()
+
+
 FORK_AT_CHECKS: tuple[ContractCheck, ...] = (
+    fork_at_a_turn_of_a_log_whose_turn_numbers_do_not_rise,
     fork_at_a_turn_or_a_seq_cuts_after_that_turn,
     fork_at_refuses_an_open_turn_a_bad_point_and_an_unknown_session,
     every_reader_sees_a_forks_whole_log,
