@@ -4,8 +4,8 @@
 
 For SQLite (and PostgreSQL with ``--postgres``): builds one session of N events (default
 1,000,000: completed turns of six events), then measures, as the median of R rounds,
-- the **floor**: storing a new one-event session (``create`` with a seed of one event) —
-  the least any write of a new session costs on the same store, in the same run;
+- the **floor**: the same ``store.branch`` of a one-turn session in the same store, in the
+  same run (what a fork costs when there is nothing to copy);
 - **fork**: ``store.branch(parent, at=<its second-to-last turn>)``, and the bytes it added
   (SQLite: the database file after a WAL checkpoint; PostgreSQL: the tables' total size);
 - **load**: ``store.load(child)`` against ``store.load(parent)`` (a plain session of nearly
@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from dsh.events import Event, SessionHeader
+from dsh.events import SessionHeader
 from dsh.store import EventStore, SqliteEventStore
 from dsh.store.samples import completed_turns
 
@@ -82,12 +82,11 @@ Size = Callable[[], Awaitable[int]]
 
 async def measure(store: EventStore, events: int, rounds: int, size: Size) -> dict[str, Any]:
     turns = await _fill(store, "parent", events)
+    await _fill(store, "small", TURN)
     at = turns - 1
-    seed = [Event("turn/start", 0, 1, {"turn": 1})]
     floor, fork, added, plain, child = [], [], [], [], []
     for r in range(rounds):
-        header = SessionHeader(id=f"floor-{r}", created_at=2)
-        floor.append(await _timed(lambda h=header: store.create(h, seed)))
+        floor.append(await _timed(lambda r=r: store.branch("small", child_id=f"floor-{r}", at=1)))
         before = await size()
         fork.append(await _timed(lambda r=r: store.branch("parent", child_id=f"child-{r}", at=at)))
         added.append(await size() - before)
