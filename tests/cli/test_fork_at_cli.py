@@ -116,7 +116,8 @@ def test_fork_at_turn_3_of_six_is_continued_by_run_resume(tmp_path: Path, store:
         _ok(dsh(tmp_path, store, "run", "question 4", "--resume", "branch-3", *url))
         assert server.requests[-1].body == server.requests[3].body
         own = _events(tmp_path, store, "branch-3")
-        assert own[:cut] == parent_events[:cut] and [e["type"] for e in own[cut + 1 :]][-1] == "turn/end"
+        assert own[:cut] == parent_events[:cut]
+        assert [e["type"] for e in own[cut + 1 :]][-2:] == ["turn/end", "workspace/checkpoint"]
     tree = json.loads(_ok(dsh(tmp_path, store, "sessions", "tree", parent, "--json")).stdout)
     (branch,) = [c for c in tree["children"] if c["id"] == "branch-3"]
     assert branch["kind"] == "fork" and branch["branchTurn"] == 3

@@ -68,6 +68,10 @@ async def test_rewind_restores_what_bash_wrote_and_undo_brings_the_later_version
                 work / "extra.txt"
             ).read_text() == "new\n"
             assert (await store.load(branch.id)).events[-1].data["undo"] is True
+            # the branch's own turn 2 is inherited: its checkpoint is the parent's, found up the lineage
+            async with await branch.rewind(to=2) as again:
+                assert (work / "notes.txt").read_text() == "two\n"
+                assert (await store.load(again.id)).header.parent_session == branch.id
 
 
 async def test_conversation_only_and_files_only_and_refusals(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dsh.errors import UsageError
 from dsh.events import Event
+from dsh.events.fork import branch_turn
 from dsh.events.vocabulary import WORKSPACE_REWIND
 from dsh.events.workspace import WorkspaceRewindData, checkpoint_at, last_rewind
 from dsh.ids import now_ms
@@ -62,6 +63,23 @@ async def _restore(
     return plan, run
 
 
+async def _checkpoint(store: EventStore, session_id: str, turn: int) -> str | None:
+    """The manifest of ``turn``'s checkpoint: in the session's log, else — for a turn at or
+    before its cut (a branch's inherited turns: the checkpoint after the cut's ``turn/end`` is
+    its parent's) — in its parent's, up the lineage."""
+    seen: set[str] = set()
+    while session_id not in seen:
+        seen.add(session_id)
+        loaded = await store.load(session_id)
+        found = checkpoint_at(loaded.events, turn)
+        branched = branch_turn(loaded.events, loaded.inherited_event_count)
+        parent = loaded.header.parent_session
+        if found is not None or parent is None or branched is None or turn > branched:
+            return found
+        session_id = parent
+    return None
+
+
 async def _log(store: EventStore, session_id: str, data: WorkspaceRewindData) -> None:
     seq = len(await store.read_from(session_id, 0))
     await store.append(session_id, [Event(WORKSPACE_REWIND, seq, now_ms(), data, ignorable=True)])
@@ -81,8 +99,7 @@ async def rewind_session(
     """Branch ``session_id`` at turn ``to`` and restore ``root`` as that turn left it."""
     if not files and not conversation:
         raise UsageError("rewind: --conversation-only and --files-only exclude each other")
-    loaded = await store.load(session_id)
-    manifest_id = checkpoint_at(loaded.events, to) if files else None
+    manifest_id = await _checkpoint(store, session_id, to) if files else None
     if files and manifest_id is None:
         raise UsageError(
             f"session {session_id} has no workspace checkpoint at turn {to} (dsh run, chat and acp take one "

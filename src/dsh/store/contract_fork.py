@@ -13,6 +13,7 @@ from dsh.errors import (
     SessionNotFoundError,
     UsageError,
 )
+from dsh.events import Event
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, raises, sample_header
@@ -148,7 +149,7 @@ async def fork_at_a_turn_of_a_log_whose_turn_numbers_do_not_rise(open_store: Sto
     """Turn numbers as logged decide, even out of order (an index search falls back to every mark)."""
     store = await open_store()
     await store.create(sample_header("odd"))
-    events = []
+    events: list[Event] = []
     for turn in (1, 2, 5, 3):
         events += completed_turns(1, start_seq=len(events), first_turn=turn)
     await store.append("odd", events)
