@@ -54,10 +54,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
-    WORKSPACE_CHECKPOINT,
-    WORKSPACE_REWIND,
 )
-from dsh.events.workspace import WorkspaceCheckpointData, WorkspaceRewindData
 
 PAYLOADS: Final[Mapping[str, Any]] = {
     TURN_START: TurnStart,
@@ -76,8 +73,6 @@ PAYLOADS: Final[Mapping[str, Any]] = {
     APPROVAL_DECIDED: ApprovalDecidedData,
     INBOX_SPLICED: InboxSplicedData,
     TODO_WRITE: TodoWriteData,
-    WORKSPACE_CHECKPOINT: WorkspaceCheckpointData,
-    WORKSPACE_REWIND: WorkspaceRewindData,
     COMPACTION_START: CompactionStartData,
     COMPACTION_SUMMARY: CompactionSummaryData,
     COMPACTION_END: CompactionEndData,

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from dsh import jsonx
 from dsh.errors import (
     CorruptLogError,
     DshError,
@@ -329,7 +330,7 @@ class SqliteEventStore(BufferedFront):
         if conn.execute(HAS_REFS).fetchone() is None:
             return []
         sql = f"SELECT session_id FROM {REFS_TABLE} WHERE source IN (SELECT value FROM json_each(?))"
-        return [str(r[0]) for r in conn.execute(sql, (orjson.dumps(ids).decode(),))]
+        return [str(r[0]) for r in conn.execute(sql, (jsonx.dumps(ids).decode(),))]
 
     def _exists_sync(self, conn: sqlite3.Connection, session_id: str) -> bool:
         return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-import orjson
-
+from dsh import jsonx
 from dsh.errors import CorruptLogError
 from dsh.workspace.ignore import Rule, ignored, rules_in
 
@@ -61,18 +60,18 @@ class Manifest:
 
     def to_json(self) -> bytes:
         files = {p: {"blob": e.blob, "size": e.size, "mode": e.mode} for p, e in sorted(self.files.items())}
-        return orjson.dumps({"version": 1, "files": files, "skipped": [list(s) for s in self.skipped]})
+        return jsonx.dumps({"version": 1, "files": files, "skipped": [list(s) for s in self.skipped]})
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:
         try:
-            raw: Any = orjson.loads(data)
+            raw: Any = jsonx.loads(data)
             files = {
                 str(p): FileEntry(str(e["blob"]), int(e["size"]), int(e["mode"]))
                 for p, e in raw["files"].items()
             }
             skipped = [(str(p), str(r)) for p, r in raw.get("skipped", [])]
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (jsonx.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptLogError(f"{where}: a workspace manifest that cannot be read") from exc
         return cls(files, skipped)
 
