@@ -255,7 +255,8 @@ class DshAcpAgent:
 
     def _attach(self, agent: Agent, feed: Feed) -> AcpSession:
         session_id = agent.id
-        agent.workspace_checkpoints = TurnCheckpoints(agent.cwd, self.runtime.store)  # for dsh rewind
+        if self.runtime.checkpoints:  # for dsh rewind
+            agent.workspace_checkpoints = TurnCheckpoints(agent.cwd, self.runtime.store)
 
         async def send(update: Update) -> None:
             if self._conn is None:
