@@ -32,6 +32,7 @@ async def _record(directory: Path) -> str:
 def dsh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
     env.update({"NO_COLOR": "1", "PYTHONUTF8": "1", "DSH_STORE": f"sqlite:{tmp_path / 's.db'}"})
+    env["TMPDIR"] = str(tmp_path)  # the live branch's fresh workspace is made there
     return subprocess.run(
         [sys.executable, "-m", "dsh.cli", *args],
         env=env,
