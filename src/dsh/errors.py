@@ -26,7 +26,11 @@ file, session id or value involved.
     │   ├── CorruptLogError         committed corruption (path and line/seq named)
     │   │   └── SessionTruncatedError  events dsh appended durably are missing (the seqs named)
     │   ├── UnsupportedFormatError  a log/database version or owner we do not read
-    │   └── StoreClosedError
+    │   ├── StoreClosedError
+    │   ├── ForkError               a fork cannot cut where it was asked (``dsh.events.fork``)
+    │   │   ├── ForkOpenTurnError   the turn asked for (or holding the seq asked for) has not ended
+    │   │   └── ForkBoundaryError   a turn/seq past the end, or before any completed turn
+    │   └── ParentReferencedError   a delete would remove the prefix fork children read by reference
     ├── ModelError                  a classified model-call failure (``code`` attribute)
     ├── ToolError                   a tool body failed; becomes an error result
     │   ├── ToolInputError          arguments failed validation
@@ -175,6 +179,30 @@ class UnsupportedFormatError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store was used after ``close()``."""
+
+
+class ForkError(StoreError):
+    """A fork cannot cut the parent where it was asked (the message names the session and the point)."""
+
+
+class ForkOpenTurnError(ForkError):
+    """The turn asked for, or the turn holding the seq asked for, has not ended yet."""
+
+
+class ForkBoundaryError(ForkError):
+    """The turn or seq asked for is past the end of the log, or before any completed turn."""
+
+
+class ParentReferencedError(StoreError):
+    """A delete would remove events that fork children hold by reference (``children`` names them)."""
+
+    def __init__(self, session_id: str, children: list[str]) -> None:
+        self.session_id = session_id
+        self.children = children
+        super().__init__(
+            f"session {session_id} is the parent of forks that hold its events by reference "
+            f"({', '.join(children)}): delete them with it (--with-children) or delete them first"
+        )
 
 
 class ModelError(DshError):

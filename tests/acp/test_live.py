@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dsh.store import SqliteEventStore
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import WireToolCall, http_error, stream_reply, wire_usage
 from tests.acp.wire import RawServer
@@ -49,6 +50,11 @@ async def test_live_model_streams_and_a_failed_turn_is_an_error(tmp_path: Path) 
     assert KEY not in b"".join(server.raw).decode()
     assert KEY not in log.read_text()
     assert (tmp_path / "stderr").read_text() == ""
+    # dsh acp checkpoints the workspace after every turn, the failed one too (what dsh rewind restores)
+    async with SqliteEventStore(tmp_path / "s.db") as store:
+        events = (await store.load(session_id)).events
+    checkpoints = [e.data["turn"] for e in events if e.type == "workspace/checkpoint"]
+    assert checkpoints == [1, 2]
 
 
 async def test_a_question_is_the_client_s_permission_request(tmp_path: Path) -> None:

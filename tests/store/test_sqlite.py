@@ -135,12 +135,14 @@ async def test_sessions_and_events_layout(tmp_path: Path) -> None:
     ).fetchall()
     assert rows == [("kid", "s1", 1, 6, None), ("s1", None, 0, 0, "coder")]
     event = conn.execute(
-        "SELECT type, time, data, surface_op FROM events WHERE session_id='kid' AND seq=2"
+        "SELECT type, time, data, surface_op FROM events WHERE session_id='s1' AND seq=2"
     ).fetchone()
     assert event == ("user/message", child.events[2].time, event[2], '"append"')
-    assert conn.execute("SELECT data FROM events WHERE session_id='kid' AND seq=6").fetchone() == (
-        '{"inherited":true}',
-    )
+    # by reference: the child's own rows start at its cut (the marker); its prefix is s1's
+    assert conn.execute("SELECT seq, data FROM events WHERE session_id='kid'").fetchall() == [
+        (6, '{"inherited":true}')
+    ]
+    assert conn.execute("SELECT session_id, source, cut FROM fork_refs").fetchall() == [("kid", "s1", 6)]
     conn.close()
 
 
@@ -166,19 +168,21 @@ async def test_load_trusts_the_persisted_cut_and_refuses_a_tampered_one(tmp_path
     await store.close()
 
 
-async def test_fork_is_one_transaction_with_one_insert_select(tmp_path: Path) -> None:
+async def test_fork_is_one_transaction_copying_no_event(tmp_path: Path) -> None:
     store = SqliteEventStore(tmp_path / "s.db")
     await store.create(HEADER)
     await store.append("s1", [*completed_turns(3), *open_turn(18, 4)])
     statements: list[str] = []
     await store._call(lambda conn: conn.set_trace_callback(statements.append))
-    child = await store.fork("s1", child_id="kid")
+    child = await store.branch("s1", child_id="kid")
     await store._call(lambda conn: conn.set_trace_callback(None))
     writes = statements[: statements.index("COMMIT") + 1]
     assert writes[0] == "BEGIN IMMEDIATE"
-    assert sum("INSERT INTO events" in s and "SELECT" in s for s in writes) == 1
+    assert not any("INSERT INTO events" in s and "SELECT" in s for s in writes), "no copy of the prefix"
+    assert sum(s.startswith("INSERT INTO events") for s in writes) == 1, "the marker only"
+    assert sum(s.startswith("INSERT INTO fork_refs") for s in writes) == 1
     assert sum(s.startswith("INSERT INTO sessions") for s in writes) == 1
-    assert child.inherited_event_count == 18
+    assert child.inherited_event_count == 18 and child.event_count == 19
     await store.close()
 
 

@@ -92,6 +92,10 @@ def test_raw_events_view(client: TestClient, mixed_store: Loaded) -> None:
     assert html.count('<tr class="" data-seq=') == 24
     assert "assistant/message" in html and "turn/end" in html
     assert "✂ fork child Recall codeword" in html
+    # each completed turn shows the command that branches there (the viewer stays read-only)
+    parent = mixed_store.parent
+    assert html.count('<tr class="forkhere">') == html.count(">turn/end<") > 0
+    assert f"⑂ fork here: <code>dsh sessions fork {parent} --at 1</code>" in html
     fork_events = client.get(f"/s/{mixed_store.child('fork')}/events").text
     assert fork_events.count('<tr class="inherited"') == 8
 

@@ -184,6 +184,13 @@ class Runtime:
             questions=questions,
         )
 
+    @property
+    def checkpoints(self) -> bool:
+        """Whether sessions checkpoint their workspace after each turn (for ``dsh rewind``): not
+        when they replay a recording — that is no one's work to rewind, and a scan at each
+        turn end would change the recorded timing of background children."""
+        return not isinstance(self.models, ReplayModels)
+
     async def aclose(self) -> None:
         if self.closed:
             return

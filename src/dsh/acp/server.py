@@ -55,6 +55,7 @@ from dsh.events.chunks import Chunk
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
 from dsh.loop.commands import run_command
 from dsh.loop.prompts import ImagePromptError
+from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.mcp import McpServerSpec
 from dsh.model.capabilities import accepts_images
 from dsh.session.prices import PriceTable
@@ -255,6 +256,8 @@ class DshAcpAgent:
 
     def _attach(self, agent: Agent, feed: Feed) -> AcpSession:
         session_id = agent.id
+        if self.runtime.checkpoints:  # for dsh rewind
+            agent.workspace_checkpoints = TurnCheckpoints(agent.cwd, self.runtime.store)
 
         async def send(update: Update) -> None:
             if self._conn is None:

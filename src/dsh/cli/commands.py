@@ -11,6 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("dsh.cli.run_cmd", "run"),
     "chat": ("dsh.cli.chat_cmd", "chat"),
     "compact": ("dsh.cli.compact_cmd", "compact"),
+    "rewind": ("dsh.cli.rewind_cmd", "rewind"),
     "log": ("dsh.cli.log_cmd", "log_app"),
     "sessions": ("dsh.cli.sessions_cmd", "sessions_app"),
     "scenario": ("dsh.cli.scenario_cmd", "scenario_app"),

@@ -30,6 +30,7 @@ from dsh.events.messages import Message
 from dsh.hooks import HookSet
 from dsh.loop import Agent, AgentConfig, CompactionPolicy, Feed, TurnResult
 from dsh.loop.config import DEFAULT_SYSTEM_PROMPT
+from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.mcp.config import McpServerSpec
 from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
@@ -102,7 +103,7 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
         return None
     with warnings_to(lambda _message: None):  # the resume itself says what is wrong, once
         header = await store.header(sid)
-    if header.parent_session is not None:  # --continue never finds one: it takes top-level sessions only
+    if header.is_subagent:  # --continue never finds one: it takes top-level sessions only
         raise UsageError(
             f"session {sid} is a subagent of session {header.parent_session}: it is not resumed "
             "as a top-level session (continue it from its parent with send_message, or through "
@@ -158,6 +159,7 @@ async def live_agent(setup: LiveSetup, feed: Feed) -> AsyncIterator[Agent]:
             agent = await Agent.create(
                 store, model=model, tools=tools, config=config, cwd=setup.workspace, feed=feed
             )
+        agent.workspace_checkpoints = TurnCheckpoints(agent.cwd, store)  # what dsh rewind restores
         try:
             yield agent
         except BaseException:

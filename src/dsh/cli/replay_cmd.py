@@ -170,6 +170,33 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    until: Annotated[
+        int | None,
+        typer.Option(
+            "--until",
+            metavar="TURN",
+            help="With --live: take the recording up to the end of TURN, then go live.",
+            show_default=False,
+        ),
+    ] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Continue the recording after --until TURN against the configured provider, asking "
+            "its later prompts; stored as a branch of the recording (--store, else DSH_STORE).",
+        ),
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="With --live: the model to continue with (may differ from the recorded one)."
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="With --live: the provider's OpenAI-compatible base URL."),
+    ] = None,
 ) -> None:
     """Replay the scenario in DIRECTORY keylessly: every session gets its recorded script.
 
@@ -193,6 +220,11 @@ def replay(
     from dsh.store.url import open_store
 
     scenario_argument(directory)
+    if live or until is not None:
+        if not live or until is None:
+            fail("--until TURN and --live go together", 2)
+        _live(directory, until, store, model, base_url, as_json)
+        return
     try:
         mode = drift_mode(drift)
     except UsageError as exc:
@@ -227,6 +259,55 @@ def replay(
         write_json_line(report)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _live(
+    directory: Path, until: int, store: str | None, model: str | None, base_url: str | None, as_json: bool
+) -> None:
+    """``--until TURN --live``: the recording's first turns, then the provider (``dsh.cli.replay_live``)."""
+    import os
+
+    from dsh.cli.render import LiveView
+    from dsh.cli.replay_live import continue_live
+    from dsh.loop import Feed
+    from dsh.model.settings import resolve_provider
+    from dsh.store.url import open_store
+
+    with user_errors():
+        settings = resolve_provider(base_url=base_url, model=model, key_option=None)
+    feed = Feed()
+    if not as_json:
+        view = LiveView(make_console(markup=True, live=True), prompts=True)
+        feed.on_event(view.event)
+        feed.on_chunk(view.chunk)
+
+    async def body() -> Any:
+        s = open_store(store or os.environ.get("DSH_STORE"))
+        try:
+            return await continue_live(directory, s, until, settings, feed)
+        finally:
+            await s.close()
+
+    run = run_async(body)
+    d = run.divergence
+    if as_json:
+        diverged = None if d is None else {"turn": d.turn, "recorded": d.recorded, "live": d.live}
+        out = {
+            "recording": run.recording,
+            "branch": run.branch,
+            "liveTurns": run.turns,
+            "divergence": diverged,
+        }
+        write_json_line(out)
+        return
+    typer.echo(
+        f"turns 1–{until} from the recording {run.recording} (keyless); turns {run.turns[0]}–{run.turns[-1]} "
+        f"live with {settings.model} -> branch {run.branch} (workspace {run.workspace})"
+    )
+    if d is None:
+        typer.echo("the live answers match the recorded ones")
+    else:
+        typer.echo(f"diverged at turn {d.turn}: recorded {d.recorded!r}, live {d.live!r}")
 
 
 def scenario_argument(directory: Path) -> Path:

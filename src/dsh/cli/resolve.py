@@ -83,11 +83,12 @@ async def last_activity(store: EventStore, summary: SessionSummary) -> int:
 
 
 async def latest_top_level(store: EventStore, workspace: Path) -> str | None:
-    """The top-level session recorded in ``workspace`` with the latest activity, if any."""
+    """The top-level session (a user's branch included) recorded in ``workspace`` with the
+    latest activity, if any."""
     here = str(workspace)
     best: tuple[int, int, str] | None = None
     for s in await store.list_sessions():
-        if s.header.parent_session is None and s.header.cwd == here:
+        if not s.header.is_subagent and s.header.cwd == here:
             key = (await last_activity(store, s), s.header.created_at, s.header.id)
             best = key if best is None or key > best else best
     return None if best is None else best[2]

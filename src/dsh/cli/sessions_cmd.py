@@ -232,12 +232,15 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     state: str | None = None
     """A background child's state (running, interrupted, failed, finished); else ``None``."""
+    branch_turn: int | None = None
+    """The parent's turn a seeded child branched after (``None``: unseeded, or top level)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.summary.header.id,
             "kind": self.kind,
             "state": self.state,
+            "branchTurn": self.branch_turn,
             "inheritedEventCount": self.summary.inherited_event_count,
             "eventCount": self.summary.event_count,
             "children": [child.to_json() for child in self.children],
@@ -246,6 +249,7 @@ class _Node:
 
 async def _node(store: EventStore, node: TreeNode) -> _Node:
     """A tree node of the CLI: the lineage node's kind and, for a background child, its state."""
+    from dsh.events.fork import branch_turn
     from dsh.session import open_turn
     from dsh.store.base import SessionSummary
     from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
@@ -257,7 +261,8 @@ async def _node(store: EventStore, node: TreeNode) -> _Node:
         own = node.own_events
         elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, node.id)
         state = logged_state(own, lease_held_elsewhere=elsewhere)
-    out = _Node(summary, node.kind, state=state)
+    turn = branch_turn(loaded.events, node.cut) if loaded.header.parent_session is not None else None
+    out = _Node(summary, node.kind, state=state, branch_turn=turn)
     out.children = [await _node(store, child) for child in node.children]
     return out
 
@@ -302,11 +307,13 @@ def _tree_label(node: _Node) -> Text:
     s = node.summary
     kind = (f"{node.kind} ", "cyan") if node.kind else ""
     state = (f"  background, {node.state}", "yellow") if node.state else ""
+    turn = f" at turn {node.branch_turn}" if node.branch_turn is not None else ""
     return Text.assemble(
         kind,
         (terminal_safe(s.header.id), "bold"),
         state,
-        f"  cut {s.inherited_event_count}, {s.event_count} events",
+        f"  branched{turn}, " if turn else "  ",
+        f"cut {s.inherited_event_count}, {s.event_count} events",
     )
 
 
@@ -334,8 +341,9 @@ def tree_cmd(
     crash left its turn open, or it was stopped), failed or finished. Without ID every root
     is shown: a session with no parent, or whose parent is not in the store. With --json:
     one node (with ID) or a list of root nodes (without), each node {id, kind, state,
-    inheritedEventCount, eventCount, children}; kind is null for a top-level session, state
-    null but for a background child.
+    branchTurn, inheritedEventCount, eventCount, children}; kind is null for a top-level
+    session, state null but for a background child, branchTurn the parent's turn a seeded
+    child branched after (null otherwise).
     """
     from rich.tree import Tree
 
@@ -374,31 +382,57 @@ def fork_cmd(
             show_default=False,
         ),
     ] = None,
+    at: Annotated[
+        int | None,
+        typer.Option(
+            "--at",
+            metavar="TURN",
+            help="Branch after this completed turn (1-based; default: the last completed turn).",
+            show_default=False,
+        ),
+    ] = None,
+    at_seq: Annotated[
+        int | None,
+        typer.Option(
+            "--at-seq",
+            metavar="N",
+            help="Branch at the first turn/end at or after event seq N (never an earlier one).",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Fork a session at its last completed turn into a new child session.
+    """Fork a session at a completed turn into a new branch (its last completed turn by default).
 
-    The child holds the parent's completed turns (through its last turn/end), then the
-    session/end-seed marker; its inherited cut is the length of that prefix. A parent with
-    no completed turn gives an empty, unseeded child. With --json: the child's session object.
+    The child holds the parent's events through that turn's turn/end, then the
+    session/end-seed marker; its inherited cut is the length of that prefix. It is a
+    top-level branch: `dsh run --resume CHILD` / `dsh chat --resume CHILD` continue it. A
+    turn that has not ended, a turn or seq past the end, and a session with no completed turn
+    are one-line errors (with --at / --at-seq); without them a parent with no completed turn
+    gives an empty, unseeded child. With --json: the child's session object.
     """
 
     from dsh.cli.resolve import resolve_id
+    from dsh.events.fork import ended_turn
 
-    async def body(s: EventStore) -> LoadedSession:
-        return await s.fork(await resolve_id(s, session_id), child_id=child_id)
+    async def body(s: EventStore) -> tuple[SessionSummary, int | None]:
+        child = await s.branch(await resolve_id(s, session_id), child_id=child_id, at=at, at_seq=at_seq)
+        cut = child.inherited_event_count  # the turn it branched after: the event before the cut
+        last = await s.read_from(child.header.id, cut - 1) if cut else []
+        return child, ended_turn(last[0]) if last else None
 
-    child = _in_store(store, body, create=True)
+    child, turn = _in_store(store, body, create=True)
     with user_errors():
         if as_json:
-            write_json_line(_loaded_json(child))
+            write_json_line(_summary_json(child))
             return
         cut = child.inherited_event_count
         if cut:
+            where = f" at turn {turn}" if turn is not None else ""
             typer.echo(
-                f"forked {terminal_safe(session_id)} -> {child.header.id}: "
-                f"cut {cut}, {len(child.events)} events"
+                f"forked {terminal_safe(session_id)} -> {child.header.id}{where}: "
+                f"cut {cut}, {child.event_count} events"
             )
         else:
             typer.echo(

@@ -53,11 +53,13 @@ class _Outcome:
     skipped: list[str]
 
 
-async def _delete(store: EventStore, plan: dict[str, list[str]], *, keep_going: bool) -> _Outcome:
+async def _delete(
+    store: EventStore, plan: dict[str, list[str]], *, keep_going: bool, with_children: bool = True
+) -> _Outcome:
     out = _Outcome([], [])
     for root in plan:
         try:
-            out.deleted += await store.delete(root)
+            out.deleted += await store.delete(root, with_children=with_children)
         except SessionNotFoundError:
             continue  # deleted meanwhile (or with an ancestor given too)
         except SessionBusyError as exc:
@@ -73,6 +75,13 @@ def rm_cmd(
         list[str], typer.Argument(metavar="ID...", help="Sessions to delete (unique prefixes work).")
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    with_children: Annotated[
+        bool,
+        typer.Option(
+            "--with-children",
+            help="Also delete forks that hold the session's events by reference (SQLite, PostgreSQL).",
+        ),
+    ] = False,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -80,7 +89,9 @@ def rm_cmd(
 
     Asks first unless --yes (without a terminal, --yes is required). A session a live
     writer holds (its lease) refuses the delete with one line and nothing of that session's
-    tree is deleted. Prints each deleted id; with --json: {"deleted": [ids]}.
+    tree is deleted. In SQLite and PostgreSQL a fork holds its parent's events by reference:
+    deleting a parent such forks read is refused with one line naming them, unless
+    --with-children. Prints each deleted id; with --json: {"deleted": [ids]}.
     """
     from dsh.cli.resolve import resolve_ids
     from dsh.store.url import open_store
@@ -96,7 +107,7 @@ def rm_cmd(
             plan = await plan_for(s)
             if not yes:
                 _confirm(f"delete {_what(plan)} from {label}?")
-            return await _delete(s, plan, keep_going=False)
+            return await _delete(s, plan, keep_going=False, with_children=with_children)
         finally:
             await s.close()
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.cli.tables import format_time, readable_result, terminal_safe, usage_text
+from dsh.events.fork import branch_turn
 from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
 from dsh.session.prices import PriceTable
@@ -158,7 +159,9 @@ def transcript_markdown(sessions: Mapping[str, LoadedSession], root: str, option
         facts.append(terminal_safe(d.model))
     facts.append(f"created {format_time(loaded.header.created_at)}")
     if d.kind:
-        facts.append(f"{d.kind} of `{terminal_safe(str(loaded.header.parent_session))}`")
+        turn = branch_turn(loaded.events, loaded.inherited_event_count)
+        at = f" at turn {turn}" if turn is not None else ""
+        facts.append(f"{d.kind} of `{terminal_safe(str(loaded.header.parent_session))}`{at}")
     lines = build_transcript(sessions, root, detail=True)
     body = _Writer(lines, options).session(root, top=True)
     spent = spend_lines(tree_spend(sessions, root), PriceTable.load())

@@ -45,6 +45,20 @@ class SessionHeader:
         if self.origin is not None and self.origin != "subagent":
             raise InvalidEventError(f"session {self.id}: 'origin' must be \"subagent\"")
 
+    @property
+    def is_subagent(self) -> bool:
+        """Whether an agent started this session as its subagent (``origin: "subagent"``).
+
+        The one rule for "top level": a session with no parent, or a branch a user made
+        (``dsh sessions fork``, ``dsh rewind``, ``store.fork``), which ``dsh run --resume`` continues.
+        """
+        return self.origin == "subagent"
+
+    @property
+    def subagent_parent(self) -> str | None:
+        """``parentSession`` of a subagent; ``None`` for a top-level session or a user's branch."""
+        return self.parent_session if self.is_subagent else None
+
     def to_wire(self) -> dict[str, Any]:
         """Logical header as a camelCase dict (absent optionals omitted)."""
         out: dict[str, Any] = {"id": self.id, "createdAt": self.created_at}

@@ -40,6 +40,8 @@ COMPACTION_END: Final = "compaction/end"  # {compactionId, sourceCommandId?, tur
 REQUEST_CONTEXT: Final = "request/context"  # {provider, model, contextWindow?}: the window from here on
 COMMAND_RUN: Final = "command/run"  # {commandId, name, args, source}: a slash command (events.commands)
 COMMAND_DONE: Final = "command/done"  # {commandId, kind, text, sourceEventSeq?}: its outcome
+WORKSPACE_CHECKPOINT: Final = "workspace/checkpoint"  # {turn, manifest, files, skipped} (ignorable)
+WORKSPACE_REWIND: Final = "workspace/rewind"  # {source, turn, restored, replaced, undo} (ignorable)
 
 # Legacy (version 0) types: read, kept and exported verbatim, never written for new calls.
 ASSISTANT_CHUNK: Final = "assistant/chunk"
@@ -78,6 +80,8 @@ WRITTEN_TYPES: Final = frozenset(
         REQUEST_CONTEXT,
         COMMAND_RUN,
         COMMAND_DONE,
+        WORKSPACE_CHECKPOINT,
+        WORKSPACE_REWIND,
     }
 )
 """The version-2 vocabulary dsh writes."""

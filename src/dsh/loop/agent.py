@@ -11,7 +11,7 @@ from typing import Any, Self, cast
 
 from dsh.context.questions import QUESTIONS_EXTRA
 from dsh.context.skill_tool import WORKSPACE_EXTRA
-from dsh.errors import ModelError, SessionTruncatedError, StopRunError
+from dsh.errors import ModelError, SessionTruncatedError, StopRunError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.events.compaction import is_checkpoint
 from dsh.events.messages import Message, user_message
@@ -43,6 +43,7 @@ from dsh.loop.prompt import check_prompt
 from dsh.loop.prompts import PromptPart, prompt_message
 from dsh.loop.repeat_reminder import RepeatReminder
 from dsh.loop.result import TurnResult, closed_turns
+from dsh.loop.rewind import rewind_session
 from dsh.loop.sandbox_mode import log_sandbox_mode, switch_sandbox_mode
 from dsh.loop.scheduler import ToolScheduler
 from dsh.loop.session_ids import recorded_session_id
@@ -63,6 +64,7 @@ from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
 from dsh.loop.titling import Titling
 from dsh.loop.waking import Waker
+from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
 from dsh.session import (
@@ -155,6 +157,8 @@ class Agent:
         self.jobs = JobNotices(self)
         """This session's background jobs (``jobs.table``) and their completion notices."""
         self._owned: list[Closer] = []  # what aclose closes after the lease (from_env)
+        self.workspace_checkpoints: TurnCheckpoints | None = None
+        """Set (``dsh run``, ``chat``, ``acp``): the workspace is checkpointed after each turn."""
         scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
@@ -351,7 +355,12 @@ class Agent:
     # -- children -----------------------------------------------------------------------
 
     async def fork(
-        self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
+        self,
+        *,
+        session_id: str | None = None,
+        call_id: str | None = None,
+        tools: ToolRegistry | None = None,
+        at: int | None = None,
     ) -> Self:
         """A stored child holding this session's completed turns (through its last ``turn/end``).
 
@@ -360,8 +369,48 @@ class Agent:
         unseeded. It shares this agent's store, model, tools, config and feed, has
         ``origin: "subagent"`` and one more delegation level. ``call_id`` names the tool call
         that delegates (the subagent tools pass theirs); ``tools`` replaces the parent's.
+
+        With ``at=TURN`` it is instead the user's branch after that completed turn: a
+        top-level session (no ``origin``, this session's depth) that ``store.fork`` cuts
+        (``ForkOpenTurnError`` / ``ForkBoundaryError`` when it cannot), resumed under its own
+        lease like :meth:`resume` — what ``dsh run --resume CHILD`` continues. Close it when done.
         """
-        return await start_child(self, inherit=True, session_id=session_id, call_id=call_id, tools=tools)
+        if at is None:
+            return await start_child(self, inherit=True, session_id=session_id, call_id=call_id, tools=tools)
+        if call_id is not None:
+            raise UsageError("Agent.fork(at=...) makes a user's branch, not a subagent: drop call_id")
+        child = await self.store.fork(self.id, child_id=session_id, at=at)
+        return await type(self).resume(
+            self.store,
+            child.header.id,
+            model=self.model,
+            tools=tools or self.tools,
+            config=self.config,
+            feed=self.feed,
+            extras=self.extras,
+        )
+
+    async def rewind(
+        self, *, to: int, files: bool = True, conversation: bool = True, session_id: str | None = None
+    ) -> Self:
+        """A branch at turn ``to`` with the workspace restored as that turn left it
+        (``dsh.loop.rewind``: the replaced files are checkpointed first and the rewind logged in
+        the branch; this session is untouched), resumed like :meth:`fork` with ``at``.
+        ``files=False``: the conversation only; ``conversation=False``: the files only (the
+        branch then holds every completed turn)."""
+        done = await rewind_session(
+            self.store,
+            self.id,
+            to,
+            root=self.cwd,
+            files=files,
+            conversation=conversation,
+            child_id=session_id,
+        )
+        return await type(self).resume(
+            self.store, done.session, model=self.model, tools=self.tools, config=self.config, feed=self.feed,
+            extras=self.extras,
+        )  # fmt: skip
 
     async def spawn(
         self, *, session_id: str | None = None, call_id: str | None = None, tools: ToolRegistry | None = None
@@ -534,7 +583,10 @@ class Agent:
         message = await self.prompt_message(prompt) if isinstance(prompt, list | tuple) else prompt
         try:
             async with self._lock:
-                return await self._run_turn(cast("str | Message | None", message), preamble)
+                result = await self._run_turn(cast("str | Message | None", message), preamble)
+                if self.workspace_checkpoints is not None:
+                    await self.workspace_checkpoints.after_turn(self)
+                return result
         finally:
             if self.inbox.has_work:
                 self.wake()

@@ -228,7 +228,7 @@ class Compactor:
             tools=tools if isinstance(tools, list) else (),
             max_tokens=self.policy.max_tokens,
             delegation=self._agent.delegation,
-            parent_session=self._agent.session.header.parent_session,
+            parent_session=self._agent.session.header.subagent_parent,
             extra={"purpose": "compaction"},
         )
         await self._agent.checkpoint()

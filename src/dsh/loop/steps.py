@@ -269,7 +269,7 @@ class Steps:
                 tools=tools if isinstance(tools, list) else (),
                 max_tokens=self._agent.config.max_tokens,
                 delegation=self._agent.delegation,
-                parent_session=self._agent.session.header.parent_session,
+                parent_session=self._agent.session.header.subagent_parent,
             )
             self._agent.titling.on_request()
             await self._agent.checkpoint()

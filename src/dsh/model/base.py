@@ -31,8 +31,10 @@ class ModelRequest:
     max_tokens: int | None = None
     delegation: Delegation | None = None
     parent_session: str | None = None
-    """The calling session's parent (its header's ``parentSession``): set for every child, also
-    one started from code (``Agent.spawn`` / ``Agent.fork``) without a delegating tool call."""
+    """The calling session's parent (its header's ``parentSession``): set for every subagent
+    child, also one started from code (``Agent.spawn`` / ``Agent.fork``) without a delegating
+    tool call; ``None`` for a top-level session and for a user's branch (``store.fork``,
+    ``Agent.fork(at=)``, ``dsh sessions fork``), which replays as a top-level session."""
     extra: dict[str, object] = field(default_factory=dict)
     images: Mapping[str, Attachment] = field(default_factory=dict)
     """The bytes of the image blocks in ``messages``, by attachment id (empty: the model

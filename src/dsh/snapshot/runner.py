@@ -216,7 +216,7 @@ def read_steps(directory: Path, recorded: Mapping[str, LoadedSession] | None = N
     return validate_steps(document.get("steps"), directory.name)
 
 
-def _prepare_workspace(directory: Path, tmp: Path) -> Path:
+def prepare_workspace(directory: Path, tmp: Path) -> Path:
     """A writable copy of the scenario's ``workspace/`` (or an empty dir) to run in."""
     cwd = tmp.resolve() / "work"
     workspace = directory / "workspace"
@@ -305,7 +305,7 @@ async def _prepare(
 ) -> _Prepared:
     """Read the steps, copy the workspace, load the recording (or pick the live model)."""
     name = directory.name
-    cwd = await asyncio.to_thread(_prepare_workspace, directory, tmp)
+    cwd = await asyncio.to_thread(prepare_workspace, directory, tmp)
     replay_model: ReplayModel | None = None
     recorded: dict[str, LoadedSession] = {}
     model: Model

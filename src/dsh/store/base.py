@@ -187,12 +187,32 @@ class EventStore(Protocol):
         origin: str | None = None,
         delegation_depth: int | None = None,
         created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
     ) -> LoadedSession:
         """Store and return a child of ``parent_id`` holding its completed-turn prefix.
 
         What the child holds (header, seed, cut) is :func:`dsh.events.fork.fork_plan`'s answer;
-        a parent without a completed turn gives an unseeded child with no events.
+        a parent without a completed turn gives an unseeded child with no events. ``at`` cuts
+        after that turn's ``turn/end``, ``at_seq`` at the first ``turn/end`` at or after that
+        seq (:func:`dsh.events.fork.resolve_cut`: ``ForkOpenTurnError``, ``ForkBoundaryError``).
         """
+        ...
+
+    async def branch(
+        self,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
+        cwd: str | None = None,
+    ) -> SessionSummary:
+        """:meth:`fork` returning the child's summary instead of reading it back (``cwd``:
+        the child's workspace, default the parent's)."""
         ...
 
     async def create_batch(self, sessions: Sequence[LoadedSession]) -> None:
@@ -203,8 +223,11 @@ class EventStore(Protocol):
         """Take the session's single-writer lease, polling up to ``wait`` s (``SessionBusyError``)."""
         ...
 
-    async def delete(self, session_id: str) -> list[str]:
-        """Delete ``session_id`` with its descendants; return the deleted ids, the session first."""
+    async def delete(self, session_id: str, *, with_children: bool = True) -> list[str]:
+        """Delete ``session_id`` with its descendants; return the deleted ids, the session first.
+
+        ``with_children=False``: refuse (``ParentReferencedError``, naming them) when forks
+        among them hold the session's events by reference (SQLite, PostgreSQL)."""
         ...
 
     async def put_attachment(self, attachment: Attachment) -> str:

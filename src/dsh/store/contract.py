@@ -37,6 +37,7 @@ from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_attachments import ATTACHMENT_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
+from dsh.store.contract_fork import FORK_AT_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
 from dsh.store.contract_surface import SURFACE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
@@ -584,6 +585,7 @@ CHECKS: dict[str, ContractCheck] = {
         lease_waits_for_the_holder,
         closing_a_store_releases_its_leases,
         *DELETE_CHECKS,
+        *FORK_AT_CHECKS,
         *LINEAGE_CHECKS,
         *ATTACHMENT_CHECKS,
         *SURFACE_CHECKS,

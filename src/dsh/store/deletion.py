@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from dsh.errors import SessionNotFoundError
+from dsh.errors import ParentReferencedError, SessionNotFoundError
 from dsh.store.base import EventStore, SessionLease
 
 Remove = Callable[[list[str]], Awaitable[None]]
 """The backend's all-or-nothing removal of the given sessions (ordered leaves first)."""
+Referencing = Callable[[list[str]], Awaitable[list[str]]]
+"""The backend's sessions that hold events of the given ones by reference."""
 
 
 async def descendants(store: EventStore, session_id: str) -> list[str]:
@@ -34,16 +36,23 @@ async def descendants(store: EventStore, session_id: str) -> list[str]:
     return order
 
 
-async def delete_tree(store: EventStore, session_id: str, where: str, remove: Remove) -> list[str]:
+async def delete_tree(
+    store: EventStore, session_id: str, where: str, remove: Remove, referencing: Referencing | None = None
+) -> list[str]:
     """Delete ``session_id`` and its descendants under their leases; return the ids, root first.
 
-    Raises ``SessionNotFoundError`` (naming ``where``) when the session is not stored and
-    ``SessionBusyError`` when another holder has the lease of any of them; then nothing is
-    deleted.
+    Raises ``SessionNotFoundError`` (naming ``where``) when the session is not stored,
+    ``ParentReferencedError`` when ``referencing`` is given and names sessions holding events
+    of these by reference, and ``SessionBusyError`` when another holder has the lease of any
+    of them; then nothing is deleted.
     """
     if not await store.exists(session_id):
         raise SessionNotFoundError(session_id, where)
     ids = await descendants(store, session_id)
+    if referencing is not None:
+        refs = sorted(set(await referencing(ids)))
+        if refs:
+            raise ParentReferencedError(session_id, refs)
     leases: list[SessionLease] = []
     try:
         for sid in ids:

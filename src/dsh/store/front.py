@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from dsh.errors import CorruptLogError, InvalidEventError
 from dsh.events import Event, SessionHeader
 from dsh.events.attachments import ATTACHMENT_ID, Attachment
-from dsh.events.fork import ForkOptions
+from dsh.events.fork import ForkAt, ForkOptions
 from dsh.ids import check_session_id
 from dsh.store.base import ClosingStore, EventStore, LoadedSession, SessionLease, SessionSummary
 from dsh.store.buffer import AppendBuffer
@@ -91,8 +91,12 @@ class Storage(EventStore, Protocol):
         """Every session (``parent`` ``None``) or ``parent``'s children, by ``createdAt`` then id."""
         ...
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
-        """Store the child ``dsh.events.fork`` plans for the stored parent, and return it."""
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
+        """Store the child ``dsh.events.fork`` plans for the stored parent; its summary."""
+        ...
+
+    async def _referencing(self, ids: list[str]) -> list[str]:
+        """The sessions holding events of ``ids`` by reference (none where forks copy)."""
         ...
 
     async def _remove(self, ids: list[str]) -> None:
@@ -125,6 +129,10 @@ class StoreFront(ClosingStore):
 
     async def _settle(self, session_id: str | None) -> None:
         """Nothing is buffered (a buffering backend overrides this)."""
+
+    async def _referencing(self, ids: list[str]) -> list[str]:
+        """None: forks copy their prefix (a backend with fork references overrides this)."""
+        return []
 
     # -- the EventStore protocol ----------------------------------------------------------
 
@@ -195,24 +203,57 @@ class StoreFront(ClosingStore):
         origin: str | None = None,
         delegation_depth: int | None = None,
         created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
     ) -> LoadedSession:
-        """Store and return a child holding the parent's completed-turn prefix."""
+        """Store and return a child holding the parent's completed-turn prefix (through turn
+        ``at``, or the first ``turn/end`` at or after seq ``at_seq``: ``dsh.events.fork``)."""
+        summary = await self.branch(
+            parent_id,
+            child_id=child_id,
+            origin=origin,
+            delegation_depth=delegation_depth,
+            created_at=created_at,
+            at=at,
+            at_seq=at_seq,
+        )
+        return await self._load_session(summary.header.id)
+
+    async def branch(
+        self: Storage,
+        parent_id: str,
+        *,
+        child_id: str | None = None,
+        origin: str | None = None,
+        delegation_depth: int | None = None,
+        created_at: int | None = None,
+        at: int | None = None,
+        at_seq: int | None = None,
+        cwd: str | None = None,
+    ) -> SessionSummary:
+        """:meth:`fork` without reading the child back: its summary (O(1) by reference in
+        SQLite and PostgreSQL, whatever the parent's length); ``cwd`` replaces the parent's."""
         await self._enter()
+        point = ForkAt.of(at, at_seq)
         if child_id is not None:
             check_session_id(child_id, "child session id")
         await self._settle(parent_id)
-        return await self._fork_child(parent_id, ForkOptions(child_id, origin, delegation_depth, created_at))
+        options = ForkOptions(child_id, origin, delegation_depth, created_at, at=point, cwd=cwd)
+        return await self._fork_child(parent_id, options)
 
     async def lease(self: Storage, session_id: str, *, wait: float = 0.0) -> SessionLease:
         """The session's single-writer lease (the backend's ``LeaseTable``)."""
         self._check_open()
         return await self._leases.acquire(session_id, wait)
 
-    async def delete(self: Storage, session_id: str) -> list[str]:
-        """Delete the session and its descendants under their leases, all or none."""
+    async def delete(self: Storage, session_id: str, *, with_children: bool = True) -> list[str]:
+        """Delete the session and its descendants under their leases, all or none;
+        ``with_children=False`` refuses (``ParentReferencedError``) when any of them holds
+        another's events by reference."""
         await self._enter()
         await self._settle(None)
-        return await delete_tree(self, session_id, self.where, self._remove)
+        refs = None if with_children else self._referencing
+        return await delete_tree(self, session_id, self.where, self._remove, refs)
 
     async def put_attachment(self: Storage, attachment: Attachment) -> str:
         """Store the attachment's bytes once by their sha256; its id."""

@@ -260,7 +260,7 @@ class JsonlEventStore(StoreFront):
         except OSError as exc:
             raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
 
-    def _fork_sync(self, parent_id: str, options: ForkOptions) -> tuple[LoadedSession, list[str]]:
+    def _fork_sync(self, parent_id: str, options: ForkOptions) -> tuple[SessionSummary, list[str]]:
         data, scan = self._read(parent_id)
         child = fork_seed(scan.header, scan.events, options)
         n = child.cut
@@ -268,7 +268,7 @@ class JsonlEventStore(StoreFront):
         if n:  # the parent's prefix bytes as they are, then the marker
             body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(child.seed[n]) + b"\n"
         self._publish(child.header.id, encode_header_line(child.header) + body, len(child.seed))
-        return LoadedSession(child.header, n, child.seed), scan.warnings
+        return SessionSummary(child.header, n, len(child.seed)), scan.warnings
 
     # -- the EventStore protocol ---------------------------------------------------------
 
@@ -403,7 +403,7 @@ class JsonlEventStore(StoreFront):
         report_all(warnings)
         return summaries
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         child, warnings = await run_blocking(None, self._fork_sync, parent_id, options)
         report_all(warnings)
         return child

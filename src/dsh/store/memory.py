@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from dsh.errors import SessionExistsError, SessionNotFoundError, StoreClosedError
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, fork_cut, fork_plan
+from dsh.events.fork import ForkOptions, fork_cut, fork_plan, resolve_cut, turn_marks
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.codec import decode_event_line, encode_event_checked
@@ -154,9 +154,13 @@ class MemoryEventStore(StoreFront):
         rows.sort(key=lambda r: (r.header.created_at, r.header.id))
         return rows
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         parent = self._get(parent_id)
-        n = parent.prefix
+        at = options.at
+        if at is None:
+            n = parent.prefix
+        else:
+            n = resolve_cut(parent_id, turn_marks(self._decode(parent_id, parent.lines)), at)
         plan = fork_plan(parent.header, n, options)
         header = plan.header
         if header.id in self.space.sessions:
@@ -165,7 +169,7 @@ class MemoryEventStore(StoreFront):
         if plan.marker is not None:
             lines.append(encode_event_checked(plan.marker))
         self.space.sessions[header.id] = _Stored(header, n, lines, n)
-        return LoadedSession(header, n, self._decode(header.id, lines))
+        return SessionSummary(header, n, len(lines))
 
     async def _remove(self, ids: list[str]) -> None:
         for sid in ids:

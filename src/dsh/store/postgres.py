@@ -39,6 +39,7 @@ from dsh.errors import (
     CorruptLogError,
     DshError,
     InvalidEventError,
+    ParentReferencedError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
@@ -46,33 +47,44 @@ from dsh.errors import (
     StoreError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, cut_after, fork_plan
+from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
+from dsh.store.fork_marks import (
+    ENDS_WHERE,
+    FIRST_END_WHERE,
+    LAST_START_WHERE,
+    EndHit,
+    adrive,
+    marks_from_rows,
+    row_turn,
+)
+from dsh.store.fork_refs import INDEX, POSTGRES_CREATE, Segment, chain_sql, insert_sql, segments
 from dsh.store.front import BufferedFront
 from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
     ADVISORY_LOCK,
     APPEND,
-    COPY_PREFIX,
     CREATE,
     CREATE_ATTACHMENTS,
     CREATE_EXTRAS,
     EXISTS,
-    FORK_PARENT,
     HAS_ATTACHMENTS,
     HAS_EXTRAS,
+    HAS_REFS,
     INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
     INSERT_SESSION,
+    LAST_END_IN,
     LEASE_HOLDER,
     LIST_CHILDREN,
     LIST_SESSIONS,
     LOCK_SCHEMA,
     NEXT_SEQ,
     NOTIFY_CHANNEL,
+    REFERENCING,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
     SELECT_EVENTS,
@@ -230,6 +242,7 @@ class PostgresEventStore(BufferedFront):
         )
         self._leases = LeaseTable(_PostgresLeases(self))
         self._has_extras = False
+        self._has_refs = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -318,11 +331,24 @@ class PostgresEventStore(BufferedFront):
         header, cut = self._header(row)
         return header, cut, row[9]
 
+    async def _segments(self, conn: Conn, session_id: str, start: int = 0) -> list[Segment]:
+        """The row ranges of the session's log from ``start`` (:mod:`dsh.store.fork_refs`)."""
+        if not self._has_refs:
+            cur = await conn.execute(HAS_REFS)
+            row = await cur.fetchone()
+            self._has_refs = row is not None and row[0] is True
+            if not self._has_refs:
+                return [Segment(session_id, start, None)]
+        cur = await conn.execute(chain_sql("%s"), (session_id,))
+        return segments(session_id, await cur.fetchall(), start)
+
     async def _events(self, conn: Conn, session_id: str, start: int, end: int) -> list[Event]:
         """Events ``start <= seq < end`` (``end`` read from the session row first, so the
         result is one consistent prefix even while another writer appends)."""
-        cur = await conn.execute(SELECT_EVENTS, (session_id, start, end))
-        rows = await cur.fetchall()
+        rows: list[Any] = []
+        for part in await self._segments(conn, session_id, start):
+            cur = await conn.execute(SELECT_EVENTS, (part.session_id, part.start, part.end or end))
+            rows += await cur.fetchall()
         events = events_from_rows(rows, start, self.url, session_id, _text_only)
         expected = start + len(events)
         if expected < end:
@@ -345,6 +371,56 @@ class PostgresEventStore(BufferedFront):
             return decode_extra(None if found is None else found[0], f"{self.url}: session {session_id}")
         except (orjson.JSONDecodeError, InvalidEventError) as exc:
             raise CorruptLogError(f"{self.url}: session {session_id}: bad extra header fields") from exc
+
+    async def _marks(self, conn: Conn, parts: list[Segment], length: int, where: str) -> TurnMarks:
+        """The turn boundaries of the log ``parts`` make up (:mod:`dsh.store.fork_marks`)."""
+        select = "SELECT seq, data FROM events WHERE session_id = %s AND seq >= %s AND seq < %s AND "
+        ends: list[Any] = []
+        start = None
+        for p in parts:
+            bounds = (p.session_id, p.start, p.end if p.end is not None else length)
+            cur = await conn.execute(select + ENDS_WHERE, bounds)
+            ends += await cur.fetchall()
+            cur = await conn.execute(select + LAST_START_WHERE, bounds)
+            start = await cur.fetchone() or start
+        return marks_from_rows(ends, start, length, lambda d: d, where)
+
+    async def _first_end(self, conn: Conn, parts: list[Segment], seq: int, length: int, where: str) -> EndHit:
+        """The first ``turn/end`` at or after ``seq`` of the log ``parts`` make up (an index seek)."""
+        select = "SELECT seq, data FROM events WHERE session_id = %s AND seq >= %s AND seq < %s AND "
+        for p in parts:
+            end = p.end if p.end is not None else length
+            if end > seq:
+                cur = await conn.execute(select + FIRST_END_WHERE, (p.session_id, max(seq, p.start), end))
+                row = await cur.fetchone()
+                if row is not None:
+                    return int(row[0]), row_turn(row[1], lambda d: d, where)
+        return None
+
+    async def _cut(self, conn: Conn, parent_id: str, length: int, at: ForkAt | None) -> int:
+        """Where a fork of the parent at ``at`` cuts (``dsh.events.fork``), read through the index."""
+        parts = await self._segments(conn, parent_id)
+        if at is None:
+            return cut_after(await self._last_end(conn, parts, length))
+        where = f"{self.url}: session {parent_id}"
+        found = await adrive(
+            probe_cut(at, length), lambda seq: self._first_end(conn, parts, seq, length, where)
+        )
+        if found is not None:
+            return found
+        return resolve_cut(parent_id, await self._marks(conn, parts, length, where), at)
+
+    async def _last_end(self, conn: Conn, parts: list[Segment], length: int) -> int | None:
+        """The seq of the last ``turn/end`` of the log ``parts`` make up."""
+        for p in reversed(parts):
+            cur = await conn.execute(
+                LAST_END_IN, (p.session_id, p.start, p.end if p.end is not None else length)
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0] is not None:
+                last: int = row[0]
+                return last
+        return None
 
     async def _load(self, conn: Conn, session_id: str) -> LoadedSession:
         header, cut, end = await self._session(conn, session_id)
@@ -467,29 +543,51 @@ class PostgresEventStore(BufferedFront):
             rows = await cur.fetchall()
         return [summary_from_row(row, self.url) for row in rows]
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
+        async with self._conn() as conn, conn.transaction():
+            cur = await conn.execute(SESSION, (parent_id,))
+            row = await cur.fetchone()
+            if row is None:
+                raise SessionNotFoundError(parent_id, self.url)
+            parent, _ = self._header(row)
+            n = await self._cut(conn, parent_id, row[9], options.at)
+            plan = fork_plan(parent, n, options)
+            header = plan.header
+            cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))
+            if await cur.fetchone() is None:
+                raise SessionExistsError(header.id, self.url)
+            if plan.marker is not None:
+                if not self._has_refs:
+                    await conn.execute(LOCK_SCHEMA, (ADVISORY_LOCK,))  # one creator of the side table
+                    await conn.execute(POSTGRES_CREATE)
+                    await conn.execute(INDEX)
+                    self._has_refs = True
+                await conn.execute(insert_sql("%s"), (header.id, parent_id, n))
+                marker = event_row(plan.marker)
+                await conn.execute(INSERT_EVENT, (header.id, *marker))
+        return SessionSummary(header, n, n + 1 if n else 0)
+
+    async def _referencing(self, ids: list[str]) -> list[str]:
         async with self._conn() as conn:
-            async with conn.transaction():
-                cur = await conn.execute(FORK_PARENT, (parent_id,))
-                row = await cur.fetchone()
-                if row is None:
-                    raise SessionNotFoundError(parent_id, self.url)
-                parent, _ = self._header(row)
-                n = cut_after(row[10])
-                plan = fork_plan(parent, n, options)
-                header = plan.header
-                cur = await conn.execute(INSERT_SESSION, header_params(header, n, n + 1 if n else 0))
-                if await cur.fetchone() is None:
-                    raise SessionExistsError(header.id, self.url)
-                if plan.marker is not None:
-                    await conn.execute(COPY_PREFIX, (header.id, parent_id, n))
-                    marker = event_row(plan.marker)
-                    await conn.execute(INSERT_EVENT, (header.id, *marker))
-            return await self._load(conn, header.id)
+            cur = await conn.execute(HAS_REFS)
+            row = await cur.fetchone()
+            if row is None or not row[0]:
+                return []
+            cur = await conn.execute(REFERENCING, (ids,))
+            return [str(r[0]) for r in await cur.fetchall()]
 
     async def _remove(self, ids: list[str]) -> None:
-        """Delete the sessions in one transaction."""
+        """Delete the sessions in one transaction (refused while a session outside ``ids``
+        still holds events of one of them by reference)."""
         async with self._conn() as conn, conn.transaction():
+            cur = await conn.execute(HAS_REFS)
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                cur = await conn.execute(REFERENCING, (ids,))
+                outside = sorted({str(r[0]) for r in await cur.fetchall()} - set(ids))
+                if outside:
+                    raise ParentReferencedError(ids[-1], outside)
+                await conn.execute("DELETE FROM fork_refs WHERE session_id = ANY(%s)", (ids,))
             await conn.execute("DELETE FROM events WHERE session_id = ANY(%s)", (ids,))
             cur = await conn.execute(HAS_EXTRAS)
             row = await cur.fetchone()

@@ -126,16 +126,10 @@ LIST_CHILDREN: Final = (
     f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM sessions WHERE parent_session = %s{_ORDER}"
 )
 
-FORK_PARENT: Final = f"""SELECT {HEADER_COLUMNS}, next_seq,
-        (SELECT max(e.seq) FROM events e WHERE e.session_id = s.id AND e.type = '{TURN_END}')
-    FROM sessions s WHERE id = %s"""
 INSERT_SESSION: Final = f"""INSERT INTO sessions ({HEADER_COLUMNS}, next_seq)
     VALUES (%(id)s, %(created_at)s, %(cwd)s, %(parent_session)s, %(origin)s, %(delegation_depth)s,
             %(agent_preset)s, %(is_seeded)s, %(cut)s, %(end)s)
     ON CONFLICT (id) DO NOTHING RETURNING id"""
-COPY_PREFIX: Final = f"""INSERT INTO events ({EVENT_COLUMNS})
-    SELECT %s, seq, type, time, data, surface_op, source_event_seqs, ignorable
-    FROM events WHERE session_id = %s AND seq < %s"""
 INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 
 CREATE_EXTRAS: Final = """CREATE TABLE IF NOT EXISTS session_extras (
@@ -147,6 +141,11 @@ under :data:`ADVISORY_LOCK`: an older dsh ignores the table, so the schema versi
 INSERT_EXTRA: Final = "INSERT INTO session_extras (session_id, header) VALUES (%s, %s)"
 SELECT_EXTRA: Final = "SELECT header FROM session_extras WHERE session_id = %s"
 HAS_EXTRAS: Final = "SELECT to_regclass('session_extras') IS NOT NULL"
+HAS_REFS: Final = "SELECT to_regclass('fork_refs') IS NOT NULL"
+LAST_END_IN: Final = (
+    f"SELECT max(seq) FROM events WHERE session_id = %s AND seq >= %s AND seq < %s AND type = '{TURN_END}'"
+)
+REFERENCING: Final = "SELECT session_id FROM fork_refs WHERE source = ANY(%s)"
 LOCK_SCHEMA: Final = "SELECT pg_advisory_xact_lock(%s)"
 CREATE_ATTACHMENTS: Final = """CREATE TABLE IF NOT EXISTS attachments (
         id text PRIMARY KEY,

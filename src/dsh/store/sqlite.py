@@ -13,8 +13,9 @@
   store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
   appends are buffered and written in one transaction at the next durable append, read or
   ``close()``; a durable append commits (and so fsyncs) before returning.
-- Fork is one transaction: the child row, one ``INSERT ... SELECT`` copying the parent's
-  completed-turn prefix, and the tagged marker.
+- Fork is one transaction: the child row, a ``fork_refs`` row naming the parent and the cut
+  (the prefix is not copied: :mod:`dsh.store.fork_refs` resolves it on every read), and the
+  tagged marker.
 - ``create_batch`` (import) is one transaction. Unknown header fields of imported logs go
   to ``session_extras``, a side table created on first need (an older dsh ignores it).
 - ``delete`` is one transaction over the session and its descendants (events, extras, rows).
@@ -22,20 +23,23 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
+from dsh import jsonx
 from dsh.errors import (
     CorruptLogError,
     DshError,
     InvalidEventError,
+    ParentReferencedError,
     SeqConflictError,
     SessionExistsError,
     SessionNotFoundError,
@@ -44,11 +48,21 @@ from dsh.errors import (
     UnsupportedFormatError,
 )
 from dsh.events import Event, SessionHeader, check_cut
-from dsh.events.fork import ForkOptions, cut_after, fork_plan
-from dsh.events.vocabulary import TURN_END
+from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
+from dsh.store.fork_marks import (
+    ENDS_WHERE,
+    FIRST_END_WHERE,
+    LAST_START_WHERE,
+    EndHit,
+    drive,
+    marks_from_rows,
+    row_turn,
+)
+from dsh.store.fork_refs import INDEX, SQLITE_CREATE, Segment, chain_sql, insert_sql, segments
+from dsh.store.fork_refs import TABLE as REFS_TABLE
 from dsh.store.front import BufferedFront
 from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
@@ -58,23 +72,27 @@ from dsh.store.sqlite_schema import (
     CREATE_DIGESTS,
     CREATE_EXTRAS,
     DIGESTS_TABLE,
-    EVENT_COLUMNS,
     EXTRAS_TABLE,
     HAS_ATTACHMENTS,
     HAS_DIGESTS,
     HAS_EXTRAS,
+    HAS_REFS,
     HEADER_COLUMNS,
     INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
     INSERT_SESSION,
     KEEP_DIGEST,
+    LAST_END_IN,
+    MAX_SEQ,
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
     SELECT_EVENTS,
+    SELECT_EVENTS_IN,
     SELECT_EXTRA,
     SELECT_SURFACE,
+    SELECT_SURFACE_IN,
     SUMMARY,
     Row,
     connect,
@@ -82,6 +100,7 @@ from dsh.store.sqlite_schema import (
     immediate,
     session_row,
     snapshot,
+    unpack_data,
 )
 from dsh.store.threads import run_blocking
 
@@ -106,6 +125,7 @@ class SqliteEventStore(BufferedFront):
         )
         self._leases = LeaseTable(FileLeases(self.lease_dir))
         self._has_extras = False
+        self._has_refs = False
         self._closed = False
 
     @property
@@ -148,8 +168,29 @@ class SqliteEventStore(BufferedFront):
             raise SessionNotFoundError(session_id, str(self.path))
         return self._header(row)
 
+    def _chain(self, conn: sqlite3.Connection, session_id: str) -> list[Any]:
+        """The session's fork references (:func:`dsh.store.fork_refs.chain_sql`; none: no table yet)."""
+        if not self._has_refs:
+            self._has_refs = conn.execute(HAS_REFS).fetchone() is not None
+            if not self._has_refs:
+                return []
+        return conn.execute(chain_sql("?"), (session_id,)).fetchall()
+
+    def _segments(self, conn: sqlite3.Connection, session_id: str, start: int = 0) -> list[Segment]:
+        return segments(session_id, self._chain(conn, session_id), start)
+
     def _events(self, conn: sqlite3.Connection, sid: str, start: int, whole: bool = True) -> list[Event]:
-        rows = conn.execute(SELECT_EVENTS if whole else SELECT_SURFACE, (sid, start))
+        """The events from ``start`` on, a fork's referenced prefix resolved (``whole=False``: a
+        surface read, ``dsh.events.deferred``)."""
+        parts = self._segments(conn, sid, start)
+        if len(parts) == 1:
+            rows: Iterable[Any] = conn.execute(SELECT_EVENTS if whole else SELECT_SURFACE, (sid, start))
+        else:
+            ranged = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
+            rows = itertools.chain.from_iterable(
+                conn.execute(ranged, (p.session_id, p.start, p.end if p.end is not None else MAX_SEQ))
+                for p in parts
+            )
         return events_from_rows(rows, start, str(self.path), sid, zlib.decompress, (zlib.error,), whole=whole)
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
@@ -213,37 +254,89 @@ class SqliteEventStore(BufferedFront):
             rows = conn.execute(sql, (parent,)).fetchall()
         return [summary_from_row(row, str(self.path)) for row in rows]
 
-    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> LoadedSession:
+    def _marks(self, conn: sqlite3.Connection, parts: list[Segment], length: int, where: str) -> TurnMarks:
+        """The turn boundaries of the log ``parts`` make up (:mod:`dsh.store.fork_marks`)."""
+        select = "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND "
+        ends: list[Any] = []
+        start = None
+        for p in parts:
+            bounds = (p.session_id, p.start, p.end if p.end is not None else MAX_SEQ)
+            ends += conn.execute(select + ENDS_WHERE, bounds).fetchall()
+            start = conn.execute(select + LAST_START_WHERE, bounds).fetchone() or start
+        return marks_from_rows(ends, start, length, unpack_data, where)
+
+    def _last_end(self, conn: sqlite3.Connection, parts: list[Segment]) -> int | None:
+        """The seq of the last ``turn/end`` of the log ``parts`` make up."""
+        for p in reversed(parts):
+            last: int | None = conn.execute(
+                LAST_END_IN,
+                (p.session_id, p.start, p.end if p.end is not None else MAX_SEQ),
+            ).fetchone()[0]
+            if last is not None:
+                return last
+        return None
+
+    def _first_end(self, conn: sqlite3.Connection, parts: list[Segment], seq: int, where: str) -> EndHit:
+        """The first ``turn/end`` at or after ``seq`` of the log ``parts`` make up (an index seek)."""
+        select = "SELECT seq, data FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND "
+        for p in parts:
+            end = p.end if p.end is not None else MAX_SEQ
+            if end > seq:
+                row = conn.execute(
+                    select + FIRST_END_WHERE, (p.session_id, max(seq, p.start), end)
+                ).fetchone()
+                if row is not None:
+                    return int(row[0]), row_turn(row[1], unpack_data, where)
+        return None
+
+    def _cut(self, conn: sqlite3.Connection, parent_id: str, at: ForkAt | None) -> int:
+        """Where a fork of the parent at ``at`` cuts (``dsh.events.fork``), read through the index."""
+        parts = self._segments(conn, parent_id)
+        if at is None:
+            return cut_after(self._last_end(conn, parts))
+        where = f"{self.path}: session {parent_id}"
+        length = conn.execute(NEXT_SEQ, (parent_id,)).fetchone()[0]
+        found = drive(probe_cut(at, length), lambda seq: self._first_end(conn, parts, seq, where))
+        return (
+            found
+            if found is not None
+            else resolve_cut(parent_id, self._marks(conn, parts, length, where), at)
+        )
+
+    def _fork_sync(self, conn: sqlite3.Connection, parent_id: str, options: ForkOptions) -> SessionSummary:
         with immediate(conn):
             parent, _ = self._header_row(conn, parent_id)
-            last = conn.execute(
-                f"SELECT MAX(seq) FROM events WHERE session_id = ? AND type = '{TURN_END}'", (parent_id,)
-            ).fetchone()[0]
-            n = cut_after(last)
+            n = self._cut(conn, parent_id, options.at)
             plan = fork_plan(parent, n, options)
             header = plan.header
             self._refuse_existing(conn, header.id)
             conn.execute(INSERT_SESSION, session_row(header, n))
             if plan.marker is not None:
-                conn.execute(
-                    f"INSERT INTO events ({EVENT_COLUMNS}) SELECT ?, seq, type, time, data, surface_op, "
-                    "source_event_seqs, ignorable, tail FROM events WHERE session_id = ? AND seq < ?",
-                    (header.id, parent_id, n),
-                )
+                conn.execute(SQLITE_CREATE)
+                conn.execute(INDEX)
+                conn.execute(insert_sql("?"), (header.id, parent_id, n))
                 conn.execute(INSERT_EVENT, event_row(header.id, plan.marker))
-        return self._load_sync(conn, header.id)
+        return SessionSummary(header, n, n + 1 if n else 0)
 
     def _delete_sync(self, conn: sqlite3.Connection, ids: list[str]) -> None:
-        """Delete every session of ``ids`` (events, extras, header) in one transaction."""
+        """Delete every session of ``ids`` (events, extras, references, header) in one transaction;
+        a session outside ``ids`` still referencing one of them refuses it all."""
         with immediate(conn):
             has_extras = conn.execute(HAS_EXTRAS).fetchone() is not None
             has_digests = conn.execute(HAS_DIGESTS).fetchone() is not None
+            has_refs = conn.execute(HAS_REFS).fetchone() is not None
+            if has_refs:
+                outside = sorted(set(self._referencing_sync(conn, ids)) - set(ids))
+                if outside:
+                    raise ParentReferencedError(ids[-1], outside)
             for sid in ids:
                 conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
                 if has_extras:
                     conn.execute(f"DELETE FROM {EXTRAS_TABLE} WHERE session_id = ?", (sid,))
                 if has_digests:
                     conn.execute(f"DELETE FROM {DIGESTS_TABLE} WHERE session_id = ?", (sid,))
+                if has_refs:
+                    conn.execute(f"DELETE FROM {REFS_TABLE} WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
     @staticmethod
@@ -270,6 +363,12 @@ class SqliteEventStore(BufferedFront):
         await self._enter()
         if digests:
             await self._call(self._keep_sync, digests)
+
+    def _referencing_sync(self, conn: sqlite3.Connection, ids: list[str]) -> list[str]:
+        if conn.execute(HAS_REFS).fetchone() is None:
+            return []
+        sql = f"SELECT session_id FROM {REFS_TABLE} WHERE source IN (SELECT value FROM json_each(?))"
+        return [str(r[0]) for r in conn.execute(sql, (jsonx.dumps(ids).decode(),))]
 
     def _exists_sync(self, conn: sqlite3.Connection, session_id: str) -> bool:
         return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
@@ -344,8 +443,11 @@ class SqliteEventStore(BufferedFront):
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         return await self._call(self._summaries_sync, parent)
 
-    async def _fork_child(self, parent_id: str, options: ForkOptions) -> LoadedSession:
+    async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         return await self._call(self._fork_sync, parent_id, options)
+
+    async def _referencing(self, ids: list[str]) -> list[str]:
+        return await self._call(self._referencing_sync, ids)
 
     async def _remove(self, ids: list[str]) -> None:
         """Delete the sessions in one transaction."""

@@ -88,6 +88,18 @@ SELECT_SURFACE: Final = (
     "WHERE session_id = ? AND seq >= ? ORDER BY seq"
 )
 """The events without their deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
+SELECT_EVENTS_IN: Final = (
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
+    "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+)
+SELECT_SURFACE_IN: Final = SELECT_SURFACE.replace("AND seq >= ?", "AND seq >= ? AND seq < ?")
+"""A surface read of one segment of a fork's log (its parent's referenced prefix, or its own)."""
+MAX_SEQ: Final = 2**63 - 1
+"""An upper bound no seq reaches (a range "to the end")."""
+LAST_END_IN: Final = (
+    f"SELECT MAX(seq) FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND type = '{TURN_END}'"
+)
+HAS_REFS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fork_refs'"
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
 SUMMARY: Final = (
     f"SELECT {HEADER_COLUMNS}, "
@@ -139,6 +151,11 @@ def pack_data(encoded: bytes) -> str | bytes:
         if len(packed) < len(encoded):
             return packed
     return encoded.decode()
+
+
+def unpack_data(value: str | bytes) -> str | bytes:
+    """The JSON of a ``data`` column value of an event kept whole (inflating a compressed BLOB)."""
+    return zlib.decompress(value) if isinstance(value, bytes) else value
 
 
 def event_row(session_id: str, event: Event) -> Row:

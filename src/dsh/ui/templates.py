@@ -197,6 +197,7 @@ EVENTS: Final = """{% extends "base.html" %}{% from "items.html" import event_ro
 {% for e in events %}
 {% for c in cuts if c.seq == e.seq %}<tr class="cutrow"><td colspan="4">✂ fork child {{ c.label or c.child }} ({{ c.child }}): inherited prefix ends before seq {{ c.seq }}</td></tr>{% endfor %}
 {{ event_row(e, cut) }}
+{% if e.type == "turn/end" and e.data.turn is integer %}<tr class="forkhere"><td colspan="4">⑂ fork here: <code>dsh sessions fork {{ h.id }} --at {{ e.data.turn }}</code></td></tr>{% endif %}
 {% endfor %}
 </tbody></table></div>
 {% endblock %}
