@@ -87,8 +87,8 @@ _KEYS = ("DEEPSEEK_API_KEY", "DSH_API_KEY", "DSH_BASE_URL", "DEEPSEEK_BASE_URL",
 
 
 def sdk_modules(*argv: str, cwd: Path, stdin: str = "", log: Path | None = None) -> set[str]:
-    """The model client's modules a real ``dsh`` process imported — the adapter, its ``httpx2``
-    transport, any ``openai`` SDK module (``-X importtime``: on stderr, or in the ACP server's log
+    """The model client's modules a real ``dsh`` process imported — the adapter, any ``openai``
+    SDK module (``-X importtime``: on stderr, or in the ACP server's log
     file, where its stderr goes while serving)."""
     env = {k: v for k, v in os.environ.items() if k not in _KEYS}
     env["XDG_DATA_HOME"] = str(cwd / "data")
@@ -107,7 +107,7 @@ def sdk_modules(*argv: str, cwd: Path, stdin: str = "", log: Path | None = None)
     for line in text.splitlines():
         if line.startswith("import time:") and "|" in line:
             name = line.rsplit("|", 1)[1].strip()
-            if name.split(".")[0] in ("openai", "httpx2") or name == "dsh.model.openai_compat":
+            if name.split(".")[0] == "openai" or name == "dsh.model.openai_compat":
                 found.add(name)
     return found
 
@@ -140,7 +140,7 @@ def test_a_command_that_calls_a_model_does_import_it(tmp_path: Path) -> None:
 
     with OpenAICompatServer(handler=lambda r: stream_reply(text="ok")) as server:
         found = sdk_modules("run", "hi", "--store", "memory:", "--base-url", server.base_url, cwd=tmp_path)
-    assert "dsh.model.openai_compat" in found and "httpx2" in found
+    assert "dsh.model.openai_compat" in found
     assert not any(name.split(".")[0] == "openai" for name in found)
 
 

@@ -560,6 +560,11 @@ async def test_dsh_run_and_dsh_run_on_temporal_log_alike(
         assert out.stdout == "done\n"
         shapes_.append(await shapes(store, await _new_session(store, known), None))
     local, remote = shapes_
+    # ``dsh run`` checkpoints the workspace after each turn (issue 41, what ``dsh rewind``
+    # restores); ``dsh run --temporal`` does not yet (the workers' README says so): the
+    # ignorable checkpoint event aside, the engines log alike.
+    assert [e[0] for e in local].count("workspace/checkpoint") == 1
+    local = [e for e in local if e[0] != "workspace/checkpoint"]
     types = [e[0] for e in local]
     assert "hook/result" in types and "session/title" in types
     assert_same(local, remote)

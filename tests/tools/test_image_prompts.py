@@ -21,15 +21,19 @@ from dsh.model.scripted import ScriptedModel, text_reply
 from dsh.store.sqlite import SqliteEventStore
 from dsh.testing.server import OpenAICompatServer
 from dsh.testing.wire import stream_reply
+from dsh.workspace.snapshot import MEDIA_TYPE as MANIFEST_MEDIA_TYPE
 from tests.tools.test_read_image import VISION, image_bytes
 
 
 def _attachments(db: Path) -> int:
+    """The attachments stored, but the workspace checkpoints' manifests (``dsh run`` takes one
+    after each turn; the workspace's files share the images' content-addressed ids)."""
     with sqlite3.connect(db) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        return (
-            conn.execute("SELECT COUNT(*) FROM attachments").fetchone()[0] if "attachments" in tables else 0
-        )
+        if "attachments" not in tables:
+            return 0
+        sql = "SELECT COUNT(*) FROM attachments WHERE media_type != ?"
+        return int(conn.execute(sql, (MANIFEST_MEDIA_TYPE,)).fetchone()[0])
 
 
 async def test_a_library_prompt_with_an_image_is_logged_as_the_original(

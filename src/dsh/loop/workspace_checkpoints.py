@@ -7,6 +7,7 @@ ignorable ``workspace/checkpoint {turn, manifest, files, skipped}`` right after 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from dsh.events import Event
@@ -16,6 +17,7 @@ from dsh.events.workspace import WorkspaceCheckpointData
 from dsh.ids import now_ms
 from dsh.loop.state import FedState
 from dsh.store import EventStore
+from dsh.store.base import HasLocalFiles
 from dsh.workspace import Checkpointer, Limits
 
 
@@ -43,6 +45,10 @@ class TurnCheckpoints:
     """Checkpoints ``root`` after each turn of an agent, incrementally."""
 
     def __init__(self, root: Path, store: EventStore, limits: Limits | None = None) -> None:
+        limits = limits or Limits()
+        if isinstance(store, HasLocalFiles):  # a store inside the workspace is not its content
+            own = frozenset(str(p.absolute()) for p in store.local_files())
+            limits = dataclasses.replace(limits, leave_out=limits.leave_out | own)
         self.checkpointer = Checkpointer(root, StoreBlobs(store), limits)
 
     async def after_turn(self, agent: FedState) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
 
 from dsh.events import Event, SessionHeader
@@ -258,6 +259,16 @@ class ReportsDamage(Protocol):
     async def damaged_log(self, id_prefix: str) -> str | None:
         """Why the log of a session whose id starts with ``id_prefix`` cannot be read (naming
         its file and line), when the store holds such a damaged log; else ``None``."""
+        ...
+
+
+@runtime_checkable
+class HasLocalFiles(Protocol):
+    """A store kept in files on this machine (SQLite, JSONL): what a workspace checkpoint must
+    leave out when the store lives inside the workspace."""
+
+    def local_files(self) -> tuple[Path, ...]:
+        """Every file and directory the store writes (a database's sidecars included)."""
         ...
 
 

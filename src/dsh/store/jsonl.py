@@ -127,6 +127,10 @@ class JsonlEventStore(StoreFront):
 
     # -- paths and scanning (blocking helpers, run off the loop) ------------------------
 
+    def local_files(self) -> tuple[Path, ...]:
+        """``HasLocalFiles``: the store's directory (every session file, seal, lock, attachment)."""
+        return (self.root,)
+
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or would hold) ``session_id``."""
         return self.root / session_file_name(session_id)

@@ -128,6 +128,11 @@ class SqliteEventStore(BufferedFront):
         self._has_refs = False
         self._closed = False
 
+    def local_files(self) -> tuple[Path, ...]:
+        """``HasLocalFiles``: the database, its journal, WAL and shared-memory files, the leases."""
+        sidecars = (self.path.with_name(f"{self.path.name}-{s}") for s in ("journal", "wal", "shm"))
+        return (self.path, *sidecars, self.lease_dir)
+
     @property
     def lease_dir(self) -> Path:
         """Where the session lease files live: ``<db>-leases/<id>.lock`` beside the database."""

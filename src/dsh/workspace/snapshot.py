@@ -31,9 +31,13 @@ FILE_MEDIA_TYPE: Final = "application/octet-stream"
 class Blobs(Protocol):
     """Content-addressed bytes: ``put`` returns ``sha256:<hex>`` of the bytes."""
 
-    async def put(self, data: bytes, media_type: str) -> str: ...
+    async def put(self, data: bytes, media_type: str) -> str:
+        """Store ``data`` once under its ``sha256:<hex>`` id (a second put is a no-op); the id."""
+        ...
 
-    async def get(self, blob_id: str) -> bytes | None: ...
+    async def get(self, blob_id: str) -> bytes | None:
+        """The bytes stored under ``blob_id`` (``None``: never stored)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,9 @@ class Limits:
 
     max_file_bytes: int = 8 * 1024 * 1024
     max_files: int = 20_000
+    leave_out: frozenset[str] = frozenset()
+    """Absolute paths never checkpointed (a file, or a directory and all under it): the session
+    store's own files when it lives in the workspace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,8 @@ def scan(root: Path, limits: Limits) -> tuple[dict[str, os.stat_result], list[tu
             skipped.append((prefix or ".", f"unreadable directory: {exc.strerror or exc}"))
             continue
         for entry in entries:
+            if entry.path in limits.leave_out:
+                continue
             rel = prefix + entry.name
             try:
                 st = entry.stat(follow_symlinks=False)
