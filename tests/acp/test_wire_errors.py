@@ -76,7 +76,7 @@ async def test_bad_input_gets_errors_and_the_server_keeps_serving(tmp_path: Path
 
         # Unknown and unsupported methods: -32601, never a silent null.
         for method in ("session/frobnicate", "session/resume", "session/close",
-                       "session/fork", "session/delete", "logout", "_dsh/extension"):  # fmt: skip
+                       "session/delete", "logout", "_dsh/extension"):  # fmt: skip
             params = {"sessionId": "x", "modeId": "m", "cwd": str(cwd), "mcpServers": []}
             assert_error(await server.call(method, params), -32601)
         assert_error(await server.call("session/set_mode", {"sessionId": "x", "modeId": "read-only"}), -32602)

@@ -121,7 +121,8 @@ async def serve_connection(runtime: Runtime, transport: LineTransport) -> None:
     """Serve one ACP connection until the client closes its end (or SIGTERM/SIGINT)."""
     agent = DshAcpAgent(runtime)
     # Deliberately not a full ``acp.Agent``: the methods it lacks answer -32601.
-    conn = AgentSideConnection(cast("Agent", agent), transport, listening=False)
+    # session/fork is in the SDK's unstable protocol: routed only when that is on.
+    conn = AgentSideConnection(cast("Agent", agent), transport, listening=False, use_unstable_protocol=True)
     loop = asyncio.get_running_loop()
     listen = loop.create_task(conn.listen(), name="dsh-acp-listen")
     stops: list[signal.Signals] = []

@@ -23,6 +23,7 @@ from acp.schema import (
     AuthenticateResponse,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
+    ForkSessionResponse,
     ImageContentBlock,
     Implementation,
     InitializeResponse,
@@ -33,6 +34,7 @@ from acp.schema import (
     PromptResponse,
     ResourceContentBlock,
     SessionCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SetSessionModeResponse,
@@ -42,6 +44,7 @@ from acp.schema import (
 from dsh import __version__
 from dsh.acp.auth import AUTH_METHODS, METHOD_IDS, PendingKeyModels
 from dsh.acp.commands import commands_update, prompt_command, settle_command
+from dsh.acp.fork import fork_turn
 from dsh.acp.mcp import CAPABILITIES as MCP_CAPABILITIES
 from dsh.acp.mcp import acp_servers
 from dsh.acp.modes import checked_mode, mode_state
@@ -49,7 +52,7 @@ from dsh.acp.permission import AcpApprover, AcpAsker
 from dsh.acp.prompt import admit_prompt, invalid_params
 from dsh.acp.runtime import Runtime
 from dsh.acp.updates import Delegation, LiveUpdates, Update, history_updates
-from dsh.errors import StoreError
+from dsh.errors import ForkError, StoreError
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.loop import Agent, AgentConfig, Feed, TurnResult
@@ -223,7 +226,9 @@ class DshAcpAgent:
                 prompt_capabilities=PromptCapabilities(
                     image=self.images_advertised, audio=False, embedded_context=False
                 ),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), fork=SessionForkCapabilities()
+                ),
                 mcp_capabilities=MCP_CAPABILITIES,
             ),
             auth_methods=list(AUTH_METHODS) if self._pending_key() else [],
@@ -318,6 +323,37 @@ class DshAcpAgent:
             state.outbox.put([commands_update()])  # sent after this answer
             return NewSessionResponse(session_id=agent.id, modes=mode_state(agent))
         return NewSessionResponse(session_id=agent.id)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """``session/fork``: a user's branch of a stored session (``dsh.events.fork``), at its
+        last completed turn or at ``_meta.dsh.atTurn``, ready for prompts like ``session/new``'s."""
+        workspace = _check_workspace(cwd, additional_directories)
+        servers = acp_servers(mcp_servers, "session/fork")
+        store = self.runtime.store
+        if not await store.exists(session_id):
+            raise invalid_params(f"unknown session {session_id}")
+        try:
+            child = await store.fork(session_id, at=fork_turn(kwargs))
+        except ForkError as exc:
+            raise invalid_params(str(exc)) from None
+        feed = Feed()
+        model = await self.runtime.models.model_for(workspace)
+        config = self._with_servers(self.runtime.config(self._approver, self._asker), servers)
+        agent = await Agent.resume(
+            store, child.header.id, model=model, tools=self.runtime.tools(), config=config, feed=feed
+        )
+        self._attach(agent, feed)
+        log.info("session/fork %s -> %s", session_id, agent.id)
+        if self.runtime.profile == "full":
+            return ForkSessionResponse(session_id=agent.id, modes=mode_state(agent))
+        return ForkSessionResponse(session_id=agent.id)
 
     async def load_session(
         self,
