@@ -30,7 +30,9 @@ from dsh.replay.fidelity import Drift
 from dsh.replay.files import load_replay_model, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
+from dsh.replay.reuse import tree_reuse
 from dsh.replay.verdict import replay_verdict
+from dsh.snapshot.cache_check import accepted_breaks, unaccepted_breaks
 from dsh.snapshot.recording import recover, scenario_logs, write_recording
 from dsh.snapshot.redaction import (
     DEFAULT_REDACTION,
@@ -163,12 +165,17 @@ class Recording:
                 sid.header.id: await self.store.load(sid.header.id)
                 for sid in await self.store.list_sessions()
             }
+            roots = [sid for sid, loaded in sessions.items() if loaded.header.parent_session is None]
             if self._replay is not None:
                 found = replay_verdict(self.directory.name, self._replay, sessions, self._recorded, self.cwd)
-                if not found.ok:
-                    raise ReplayError("\n".join(found.problems))
+                problems = list(found.problems)
+                if roots:  # the keyless cache check, as a scenario item's (issue 43)
+                    accepted = accepted_breaks(read_input_document(self.directory))
+                    breaks = unaccepted_breaks(tree_reuse(sessions, roots[0]), accepted)
+                    problems += [f"scenario {self.directory.name}: {b}" for b in breaks]
+                if problems:
+                    raise ReplayError("\n".join(problems))
                 return []
-            roots = [sid for sid, loaded in sessions.items() if loaded.header.parent_session is None]
             if not roots:
                 raise ScenarioError(f"scenario {self.directory.name}: the test started no agent to record")
             failure = record_failure(sessions, [])
