@@ -46,7 +46,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         drop_schema(server, schema)
 
 
-def dsh(tmp_path: Path, store: str, *args: str) -> subprocess.CompletedProcess[str]:
+def dsh(tmp_path: Path, store: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
     env.update({"DSH_STORE": store, "NO_COLOR": "1", "PYTHONUTF8": "1", "DEEPSEEK_API_KEY": KEY})
     return subprocess.run(
@@ -57,6 +57,7 @@ def dsh(tmp_path: Path, store: str, *args: str) -> subprocess.CompletedProcess[s
         timeout=60,
         cwd=tmp_path,
         check=False,
+        input=stdin,
     )
 
 
@@ -88,8 +89,8 @@ def test_fork_at_turn_3_of_six_is_continued_by_run_resume(tmp_path: Path, store:
         url = ("--base-url", server.base_url, "--model", "m")
         first = _ok(dsh(tmp_path, store, "run", "question 1", "--json", *url))
         parent = json.loads(first.stdout.splitlines()[-1])["sessionId"]
-        for n in range(2, 7):
-            _ok(dsh(tmp_path, store, "run", f"question {n}", "--resume", parent, *url))
+        turns = "".join(f"question {n}\n" for n in range(2, 7))  # one process for five turns
+        _ok(dsh(tmp_path, store, "chat", "--resume", parent, *url, stdin=turns))
         forked = _ok(dsh(tmp_path, store, "sessions", "fork", parent, "--at", "3", "--id", "branch-3"))
         assert "at turn 3" in forked.stdout, forked.stdout
         parent_events = _events(tmp_path, store, parent)
