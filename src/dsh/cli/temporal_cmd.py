@@ -10,7 +10,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Final, NoReturn
 
 import typer
 
@@ -38,6 +38,8 @@ QueueOption = Annotated[
 ]
 
 temporal_app = typer.Typer(help="Temporal helpers: a local dev server.", no_args_is_help=True)
+
+LOST_LINE: Final = "dsh: worker lost; the turn continues on another"
 
 
 def worker(
@@ -206,7 +208,7 @@ async def _submit(
     from dsh.temporal import submit_turn
     from dsh.temporal.approvals import asked_request
     from dsh.temporal.pollers import nobody_polls
-    from dsh.temporal.watch import lost_workers
+    from dsh.temporal.watch import LostWorkers
     from dsh.tools.approval import ApprovalRequest
 
     client = await _connected(address)  # no server: one line, exit 2, nothing stored
@@ -230,9 +232,11 @@ async def _submit(
                 if request is not None:  # the worker's activity waits for the approve signal
                     answering.append(asyncio.create_task(answer(request)))
 
+        lost = LostWorkers(submitted.handle)
+
         async def watch() -> None:
-            async for _activity in lost_workers(submitted.handle):
-                typer.echo("dsh: worker lost; the turn continues on another", err=True)
+            async for _activity in lost.watch():
+                typer.echo(LOST_LINE, err=True)
 
         tailing = asyncio.create_task(tail())
         watching = asyncio.create_task(watch())
@@ -261,6 +265,8 @@ async def _submit(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # their queries end before the store
+        for _activity in await lost.settle():  # a retry that finished between two descriptions
+            typer.echo(LOST_LINE, err=True)
         output.finish(result)
         return result
     finally:
