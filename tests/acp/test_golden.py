@@ -81,7 +81,13 @@ def transcripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict
             *(transcript(UPSTREAM / s, tmp_path_factory.mktemp(s)) for s in SCENARIOS)
         )
 
-    return dict(zip(SCENARIOS, asyncio.run(both()), strict=True))
+    # A replayed call is made now, and the bundled table prices deepseek-v4-flash by the time
+    # of day: a flat price of the user's file keeps the pinned cost the same at any hour.
+    prices = tmp_path_factory.mktemp("prices") / "prices.json"
+    prices.write_text(json.dumps({"models": [{"model": "deepseek-v4-flash", "input": 0.25, "output": 1.0}]}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DSH_PRICES", str(prices))
+        return dict(zip(SCENARIOS, asyncio.run(both()), strict=True))
 
 
 @pytest.mark.fixtures

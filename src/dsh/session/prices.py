@@ -1,6 +1,8 @@
 """What usage costs: the price table (``genai-prices``), a user's override file, and :class:`Cost`.
 
-A price is looked up by the model and provider as recorded. The user's override file wins:
+A price is looked up by the model and provider as recorded, at the time the call was made
+(prices change by date and time of day: a call is never priced at the time it is shown).
+The user's override file wins:
 ``$DSH_PRICES``, else ``prices.json`` in the dsh directory (``$DSH_HOME``, else ``~/.dsh``)::
 
     {"models": [{"model": "my-model", "provider": "local",
@@ -148,8 +150,21 @@ def load_overrides(path: Path) -> tuple[Override, ...]:
     return tuple(out)
 
 
+MINUTE_MS = 60_000
+
+
+def _minute(at: int | None) -> int:
+    """The minute (epoch ms, floored) a call made at ``at`` is priced at; ``None``: now. Price
+    changes (a start date, a time of day) fall on whole minutes, so a call's minute prices it."""
+    from dsh.ids import now_ms
+
+    return ((now_ms() if at is None else at) // MINUTE_MS) * MINUTE_MS
+
+
 @cache
-def _table_price(model: str, provider: str | None, tokens: Tokens) -> Decimal | None:
+def _table_price(model: str, provider: str | None, tokens: Tokens, minute: int) -> Decimal | None:
+    from datetime import UTC, datetime
+
     import genai_prices  # the bundled table: loaded only when something is priced
 
     usage = genai_prices.Usage(
@@ -158,9 +173,12 @@ def _table_price(model: str, provider: str | None, tokens: Tokens) -> Decimal | 
         cache_read_tokens=tokens.cache_read,
         cache_write_tokens=tokens.cache_write,
     )
+    when = datetime.fromtimestamp(minute / 1000, tz=UTC)
     for known in (provider, None) if provider is not None else (None,):
         try:
-            return genai_prices.calc_price(usage, model, provider_id=known).total_price
+            return genai_prices.calc_price(
+                usage, model, provider_id=known, genai_request_timestamp=when
+            ).total_price
         except LookupError:
             if known is not None and _knows_provider(known):
                 return None  # the provider is known and does not list the model
@@ -195,8 +213,9 @@ class PriceTable:
                 return entry
         return None
 
-    def price(self, route: Route, tokens: Tokens) -> Cost:
-        """What ``tokens`` cost on ``route`` (nothing used costs nothing, whatever the model)."""
+    def price(self, route: Route, tokens: Tokens, at: int | None = None) -> Cost:
+        """What ``tokens`` cost on ``route`` when used at ``at`` (epoch ms; ``None``: now).
+        Nothing used costs nothing, whatever the model."""
         if tokens.empty:
             return Cost()
         model, provider = route
@@ -206,9 +225,14 @@ class PriceTable:
         entry = self._override(model, provider)
         if entry is not None:
             return Cost(entry.price(tokens))
-        found = _table_price(model, provider, tokens)
+        found = _table_price(model, provider, tokens, _minute(at))
         return Cost(found) if found is not None else Cost(unknown=(label,))
 
     def cost(self, ledger: Ledger) -> Cost:
-        """The cost of every route of ``ledger``."""
-        return sum((self.price(route, tokens) for route, tokens in ledger.routes.items()), Cost())
+        """The cost of every call of ``ledger``, each at its own time: the calls of one route in
+        one minute are priced together (tiered prices see their summed tokens)."""
+        groups: dict[tuple[Route, int], Tokens] = {}
+        for call in ledger.calls:
+            key = (call.route, _minute(call.time))
+            groups[key] = groups.get(key, Tokens()) + call.tokens
+        return sum((self.price(route, tokens, minute) for (route, minute), tokens in groups.items()), Cost())

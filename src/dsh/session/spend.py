@@ -88,7 +88,7 @@ class SessionSpend:
             "tokens": self.ledger.tokens.to_wire(),
             "cost": prices.cost(self.ledger).to_wire(),
             "perCall": [
-                {**call.to_wire(), "cost": prices.price(call.route, call.tokens).to_wire()}
+                {**call.to_wire(), "cost": prices.price(call.route, call.tokens, call.time).to_wire()}
                 for call in self.ledger.calls
             ],
             "perTurn": [{"turn": turn, "tokens": tokens.to_wire()} for turn, tokens in self.turns],

@@ -122,15 +122,24 @@ Route = tuple[str | None, str | None]
 
 @dataclass(frozen=True, slots=True)
 class CallUsage:
-    """One model call: the seq of the event that settled it, its route, its tokens."""
+    """One model call: the seq and time (epoch ms) of the event that settled it, its route,
+    its tokens. A call is priced at its time (prices change by date and time of day)."""
 
     seq: int
     route: Route
     tokens: Tokens
+    time: int | None = None
+    """``None``: not known (a ledger built by hand); priced at the time it is priced."""
 
     def to_wire(self) -> dict[str, object]:
         model, provider = self.route
-        return {"seq": self.seq, "model": model, "provider": provider, "tokens": self.tokens.to_wire()}
+        return {
+            "seq": self.seq,
+            "time": self.time,
+            "model": model,
+            "provider": provider,
+            "tokens": self.tokens.to_wire(),
+        }
 
 
 @dataclass(slots=True)
@@ -140,9 +149,11 @@ class Ledger:
     routes: dict[Route, Tokens] = field(default_factory=dict)
     calls: list[CallUsage] = field(default_factory=list)
 
-    def add(self, route: Route, usage: Mapping[str, object] | None, seq: int = -1) -> None:
+    def add(
+        self, route: Route, usage: Mapping[str, object] | None, seq: int = -1, time: int | None = None
+    ) -> None:
         tokens = Tokens.of(usage)
-        self.calls.append(CallUsage(seq, route, tokens))
+        self.calls.append(CallUsage(seq, route, tokens, time))
         self.routes[route] = self.routes.get(route, Tokens()) + tokens
 
     def merge(self, other: Ledger) -> None:
@@ -165,12 +176,15 @@ class Ledger:
             return None
         ledger = cls()
         for call in calls:
-            if not isinstance(call, dict) or type(call.get("seq")) is not int:
+            if not isinstance(call, dict) or type(call.get("seq")) is not int or "time" not in call:
+                return None
+            time = call["time"]
+            if time is not None and type(time) is not int:
                 return None
             model, provider, tokens = call.get("model"), call.get("provider"), call.get("tokens")
             if not all(v is None or isinstance(v, str) for v in (model, provider)) or not isinstance(
                 tokens, dict
             ):
                 return None
-            ledger.add((model, provider), tokens, call["seq"])
+            ledger.add((model, provider), tokens, call["seq"], time)
         return ledger

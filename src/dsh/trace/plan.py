@@ -219,7 +219,7 @@ class _SessionPlanner:
                 attrs["gen_ai.usage.cache_creation.input_tokens"] = tokens.cache_write
             if "reasoningTokens" in usage:
                 attrs["dsh.usage.reasoning_tokens"] = tokens.reasoning
-            cost = self.options.prices.price(self._route, tokens).usd
+            cost = self.options.prices.price(self._route, tokens, answer.event.time).usd
             if cost is not None:
                 attrs["dsh.cost.usd"] = str(cost)  # a decimal string: exact, no float rounding
             attrs["gen_ai.response.finish_reasons"] = (

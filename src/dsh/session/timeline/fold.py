@@ -115,7 +115,7 @@ class Timeline:
         if event.surface_op == "append":
             self._node(state, event)
         if not inherited and is_model_call(event):
-            state.ledger.add(state.route, call_usage(event), event.seq)
+            state.ledger.add(state.route, call_usage(event), event.seq, event.time)
         if etype == TURN_START:
             turn = read.int_or_none(read.data_of(event).get("turn"))
             state.open_turn = turn if turn is not None else 0

@@ -1,0 +1,48 @@
+"""A call is priced at the time it was made, never at the time it is shown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from dsh.session.prices import PriceTable
+from dsh.session.usage import Ledger
+
+MILLION = {"inputTokens": 1_000_000, "outputTokens": 1_000_000}
+ROUTE = ("deepseek-v4-flash", "deepseek")
+
+
+def _ms(hour: int, minute: int = 0, second: int = 0) -> int:
+    return int(datetime(2026, 12, 1, hour, minute, second, tzinfo=UTC).timestamp() * 1000)
+
+
+def test_each_call_is_priced_at_its_own_time_of_day() -> None:
+    """genai-prices 0.2.5 (pinned) lists deepseek-v4-flash at $0.30 / $1.20 per million tokens
+    from 01:00 to 04:00 UTC and $0.15 / $0.60 at noon: one call in each costs 1.50 + 0.75,
+    whatever the clock says when the ledger is priced."""
+    ledger = Ledger()
+    ledger.add(ROUTE, MILLION, seq=3, time=_ms(2))
+    ledger.add(ROUTE, MILLION, seq=7, time=_ms(12))
+    prices = PriceTable()
+    assert prices.cost(ledger).usd == Decimal("2.25")
+    assert [prices.price(c.route, c.tokens, c.time).usd for c in ledger.calls] == [
+        Decimal("1.5"),
+        Decimal("0.75"),
+    ]
+
+
+def test_the_boundary_is_the_calls_minute() -> None:
+    ledger = Ledger()
+    ledger.add(ROUTE, MILLION, seq=1, time=_ms(3, 59, 59))
+    ledger.add(ROUTE, MILLION, seq=2, time=_ms(4, 0, 1))
+    assert PriceTable().cost(ledger).usd == Decimal("2.25")
+
+
+def test_a_kept_ledger_keeps_its_times() -> None:
+    ledger = Ledger()
+    ledger.add(ROUTE, MILLION, seq=3, time=_ms(2))
+    back = Ledger.from_wire(ledger.to_wire())
+    assert back is not None and back.calls == ledger.calls
+    assert (
+        Ledger.from_wire([{k: v for k, v in c.items() if k != "time"} for c in ledger.to_wire()]) is None
+    ), "a ledger kept without times (an older dsh) is derived again"
