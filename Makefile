@@ -8,6 +8,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 QUICK ?=
+# Python's bytecode cache stays on for everything make runs: an environment that sets
+# PYTHONDONTWRITEBYTECODE (this machine's does) makes each of the suite's ~2,000 Python processes compile
+# every module it imports from source, and pytest re-runs its assertion rewrite of every dsh
+# module (dsh's pytest plugins mark the package) in each process.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-quick lint typecheck contracts browser pytest sandbox-deps bench scenarios docs clean
 
