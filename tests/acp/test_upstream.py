@@ -244,6 +244,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run | BaseExcept
     return dict(zip(RECORDINGS, asyncio.run(everything()), strict=True))
 
 
+BACKGROUND_RACE = {"subagent-report", "subagent-continuable"}
+"""Recordings whose prompt's response races a background child: the original answered the
+prompt when the agent was idle, and whether the child's notice had already woken the next turn
+then was a matter of timing. Both recordings log the same shape (the parent's ``turn/end``,
+then the child's notice, then a woken turn), yet one answered before that turn and one after:
+nothing in a log says which, so where the response falls among the updates is not compared
+for them (every update and every response still is, each in its order)."""
+
+
+def _responses_last(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames with every response to a client request moved, in order, after the rest."""
+    responses = [f for f in frames if "result" in f or "error" in f]
+    return [f for f in frames if not ("result" in f or "error" in f)] + responses
+
+
 @pytest.mark.fixtures
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_stdout_matches_the_original(runs: dict[str, Run | BaseException], name: str) -> None:
@@ -256,7 +271,11 @@ def test_stdout_matches_the_original(runs: dict[str, Run | BaseException], name:
     init = run.frames[0]
     assert init["id"] == 1 and init["result"]["protocolVersion"] == 1
     ours = [upstream_normalize(frame) for frame in _agent_request_ids(run.frames[1:])]
-    assert ours == run.expected[1:]
+    if name in BACKGROUND_RACE:
+        ours, expected = _responses_last(ours), _responses_last(run.expected[1:])
+        assert ours == expected
+    else:
+        assert ours == run.expected[1:]
     assert "not fully consumed" not in run.log, run.log
 
 
