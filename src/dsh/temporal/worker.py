@@ -9,6 +9,7 @@ from typing import Final
 
 from temporalio.client import Client
 from temporalio.worker import Worker as TemporalWorker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from dsh.loop import AgentConfig
 from dsh.loop.setup import ToolsArg
@@ -26,6 +27,13 @@ GRACEFUL_SHUTDOWN: Final = timedelta(seconds=30)
 STICKY_TIMEOUT: Final = timedelta(seconds=2)
 """How long a workflow task waits for the worker that ran the workflow last (its cache)
 before any worker of the queue takes it: a dead worker's turns move on after this."""
+
+SANDBOX: Final = SandboxedWorkflowRunner(
+    restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
+)
+"""The workflow sandbox still checks each run for non-determinism (time, random, I/O), but takes
+every module from the worker instead of re-importing it for each run: the workflow module
+imports only the refs and the pure step budget, which hold no state a run could change."""
 
 
 class Worker:
@@ -80,6 +88,7 @@ class Worker:
             client,
             task_queue=self.task_queue,
             workflows=[TurnWorkflow],
+            workflow_runner=SANDBOX,
             activities=activities.all(),
             identity=self.identity,
             max_concurrent_activities=self._max_activities,
