@@ -4,7 +4,9 @@ The client writes what only it knows before the workflow starts — a new sessio
 (its cwd), the prompt's text as an attachment — under the session's store lease, and
 releases it: from then on the workflow's activities are the session's one writer. A
 session another process holds (``dsh run``) is busy as always; one whose workflow is
-running is busy too (:class:`~dsh.errors.SessionRunningError`): the workflow id is the lease.
+running is busy too (:class:`~dsh.errors.SessionRunningError`): the workflow id is the lease,
+looked at before the store's (whose holder, while a turn runs, is whichever worker's activity
+has it now).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowContinuedAsNewError, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowContinuedAsNewError,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -120,6 +128,17 @@ async def _prepare(
     return sid, from_seq, prompt_id
 
 
+async def _not_running(client: Client, session_id: str) -> None:
+    """Raise :class:`SessionRunningError` when the session's turn workflow is running."""
+    wid = workflow_id(session_id)
+    try:
+        described = await client.get_workflow_handle(wid).describe()
+    except RPCError:
+        return  # never started (or gone): the store's lease decides
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        raise SessionRunningError(session_id, wid)
+
+
 async def submit_turn(
     client: Client,
     prompt: str,
@@ -135,6 +154,8 @@ async def submit_turn(
     ``dsh.temporal.sharing``). Returns at once; :meth:`SubmittedTurn.result` waits.
     """
     check_prompt(prompt)
+    if session_id is not None:
+        await _not_running(client, session_id)
     sid, from_seq, prompt_id = await _prepare(store, prompt, session_id, cwd)
     wid = workflow_id(sid)
     try:
