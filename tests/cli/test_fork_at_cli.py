@@ -124,6 +124,9 @@ def test_fork_at_turn_3_of_six_is_continued_by_run_resume(tmp_path: Path, store:
     assert branch["kind"] == "fork" and branch["branchTurn"] == 3
     assert "branch-3" in _ok(dsh(tmp_path, store, "sessions", "tree", parent)).stdout
     assert f"fork of `{parent}` at turn 3" in _ok(dsh(tmp_path, store, "log", "branch-3")).stdout
+    listed = _ok(dsh(tmp_path, store, "sessions", "list")).stdout.splitlines()
+    (row,) = [line for line in listed if line.startswith("branch-3")]
+    assert f"fork of {parent[:8]} at turn 3: question 4" in row, row
 
 
 def test_fork_errors_are_one_line(tmp_path: Path, store: str) -> None:

@@ -81,7 +81,8 @@ def _render(rows: list[Row], spends: dict[str, RowSpend], label: str, now: int) 
         title = terminal_safe(d.title)
         if h.parent_session is not None:
             parent = short.get(h.parent_session, terminal_safe(h.parent_session[:8]))
-            title = f"↳ {d.kind or 'child'} of {parent}: {title}"
+            at = f" at turn {d.branch_turn}" if d.branch_turn is not None else ""
+            title = f"↳ {d.kind or 'child'} of {parent}{at}: {title}"
         cells.append(
             [
                 terminal_safe(short[h.id]),

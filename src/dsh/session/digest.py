@@ -70,6 +70,8 @@ class Derived:
     call_id: str | None
     compactions: int = 0
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
+    branch_turn: int | None = None
+    """A fork child's: the parent's turn it branched after (``SessionState.branch_turn``)."""
     ledger: Ledger = field(default_factory=Ledger, compare=False)
     """Own model calls' usage by route (``SessionState.ledger``; priced by ``dsh.session.spend``)."""
 
@@ -88,6 +90,7 @@ _FIELDS = (
     "label",
     "call_id",
     "compactions",
+    "branch_turn",
 )
 
 
@@ -111,8 +114,8 @@ def digest_from_json(obj: object) -> Derived | None:
         obj[k] is None or isinstance(obj[k], str) for k in optional
     ):
         return None
-    last, count = obj["last_activity"], obj["compactions"]
-    if not (last is None or type(last) is int) or type(count) is not int:
+    last, count, branched = obj["last_activity"], obj["compactions"], obj["branch_turn"]
+    if not all(v is None or type(v) is int for v in (last, branched)) or type(count) is not int:
         return None
     return Derived(**{name: obj[name] for name in _FIELDS}, ledger=ledger)
 
@@ -131,6 +134,7 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
         compactions=state.compactions,
+        branch_turn=state.branch_turn,
         ledger=state.ledger,
     )
 

@@ -69,6 +69,7 @@ SESSIONS: Final = """{% extends "base.html" %}
 <tr data-session="{{ h.id }}" data-depth="{{ row.depth }}" class="depth-{{ [row.depth, 4] | min }}">
   <td style="padding-left:{{ 8 + 18 * row.depth }}px">{% if row.depth %}<span class="nest">↳</span> {% endif %}<a href="/s/{{ h.id | urlencode }}">{{ d.title }}</a>
     {% if d.kind %}<span class="badge kind-{{ d.kind }}">{{ d.kind }}</span>{% endif %}
+    {% if d.branch_turn is not none %}<span class="branched">at turn {{ d.branch_turn }}</span>{% endif %}
     <div class="mono" style="color:#667085;font-size:11px">{{ h.id }}</div></td>
   <td class="prompt-cell" title="{{ d.first_prompt }}">{{ d.first_prompt }}</td>
   <td>{{ d.model or "—" }}</td>

@@ -15,6 +15,7 @@ from dataclasses import replace
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.descriptor import descriptor_kind, kind_or_default, parse_descriptor
+from dsh.events.fork import ended_turn
 from dsh.events.header import SessionHeader
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import (
@@ -150,6 +151,8 @@ class Timeline:
         if etype == TOOL_RESULT:
             return self._result(session_id, state, event, inherited)
         if etype == TURN_END:
+            if event.seq == state.cut - 1:
+                state.branch_turn = ended_turn(event)
             return self._turn_end(session_id, state, event, inherited)
         return self._other(session_id, state, event, inherited)
 

@@ -91,6 +91,8 @@ class SessionState:
     """Surface nodes logged while no turn was open (the original logs a prompt before its turn)."""
     compacting: dict[str, Opened] = field(default_factory=dict)
     """Compactions started and not yet ended, by compaction id."""
+    branch_turn: int | None = None
+    """The turn a fork child branched after: the one its last inherited event ends."""
 
     def status(self, now_ms: int | None = None) -> Status:
         """``running`` if a turn is open and the last event is younger than five minutes, else
