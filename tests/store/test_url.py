@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,16 @@ def test_bad_urls_are_usage_errors_naming_the_url(url: str) -> None:
     with pytest.raises(UsageError) as info:
         open_store(url)
     assert repr(url) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_opening_a_sqlite_store_imports_no_jsonl_backend(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 's.db'}"
+    backend = ("dsh.store.jsonl", "dsh.store.staging", "dsh.store.seal")
+    code = (
+        "import sys\nfrom dsh.store.url import open_store\n"
+        f"open_store({url!r})\n"
+        f"print(sorted(m for m in sys.modules if m in {backend!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["[]"]
+    assert isinstance(open_store(f"jsonl:{tmp_path / 'j'}"), JsonlEventStore)

@@ -8,10 +8,10 @@ from typing import Any, Final, cast
 
 from dsh import jsonx
 from dsh.context.skills import Skill
-from dsh.events import Event
 from dsh.events.messages import Message, Source, text_block
 from dsh.events.vocabulary import USER_MESSAGE
 from dsh.ids import new_message_id
+from dsh.session import Session
 
 KIND: Final = "skill-catalog"
 DESCRIPTION_MAX: Final = 500
@@ -67,10 +67,10 @@ def digest(items: Sequence[Mapping[str, str]]) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def visible_catalog(events: Sequence[Event], hidden: set[int]) -> list[dict[str, str]] | None:
+def visible_catalog(session: Session, hidden: set[int]) -> list[dict[str, str]] | None:
     """The entries of the last catalog still on the surface (``None``: none was published)."""
-    for event in reversed(events):
-        if event.type != USER_MESSAGE or event.seq in hidden:
+    for event in reversed(session.of_type(USER_MESSAGE)):
+        if event.seq in hidden:
             continue
         source = event.data.get("source") if isinstance(event.data, dict) else None
         if isinstance(source, dict) and source.get("kind") == KIND:

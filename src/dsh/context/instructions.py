@@ -19,7 +19,6 @@ form: "instructions", [baseline, baselineIdentity,] changes}``; each block fits
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -36,19 +35,19 @@ from dsh.context.files import (
     touched_dirs,
 )
 from dsh.context.render import Change, render
-from dsh.events import Event
 from dsh.events.messages import Message, Source, text_block
-from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT, USER_MESSAGE
+from dsh.events.vocabulary import SURFACE_TYPES, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
 from dsh.ids import new_message_id
+from dsh.session import Session
 
 KIND: Final = "agent-instructions"
 TRIGGERS: Final = frozenset({"read", "write", "edit"})
 
 
-def shadowed_seqs(events: Sequence[Event]) -> set[int]:
+def shadowed_seqs(session: Session) -> set[int]:
     """Seqs a later ``surfaceOp`` replace took off the surface (a compaction)."""
     out: set[int] = set()
-    for event in events:
+    for event in session.of_type(*SURFACE_TYPES):  # the events that carry one
         op = event.surface_op
         if isinstance(op, dict) and op.get("op") == "replace":
             start, end = op.get("start"), op.get("end")
@@ -75,9 +74,9 @@ class InstructionTracker:
         self._calls: dict[str, str] = {}
         self._scanned = 0
 
-    def _scan(self, events: Sequence[Event]) -> None:
+    def _scan(self, session: Session) -> None:
         """Note the directories reached by successful file tools since the last pass."""
-        for event in events[self._scanned :]:
+        for event in session.of_type(TOOL_CALL, TOOL_RESULT, since=self._scanned):
             data = event.data if isinstance(event.data, dict) else {}
             if event.type == TOOL_CALL and data.get("name") in TRIGGERS:
                 path = _file_path(data.get("arguments"))
@@ -92,15 +91,14 @@ class InstructionTracker:
                         if path and block.get("isError") is False:
                             for folder in touched_dirs(self._cwd, path):
                                 self._reached.setdefault(folder)
-        self._scanned = len(events)
+        self._scanned = session.next_seq
 
-    def _visible(self, events: Sequence[Event]) -> tuple[bool, dict[str, tuple[str, str]]]:
+    def _visible(self, session: Session, hidden: set[int]) -> tuple[bool, dict[str, tuple[str, str]]]:
         """Whether a baseline of this identity is visible, and the visible scopes (path, digest)."""
-        hidden = shadowed_seqs(events)
         baseline = False
         scopes: dict[str, tuple[str, str]] = {}
-        for event in events:
-            if event.type != USER_MESSAGE or event.seq in hidden:
+        for event in session.of_type(USER_MESSAGE):
+            if event.seq in hidden:
                 continue
             source = _source(event.data)
             if source is None:
@@ -130,12 +128,12 @@ class InstructionTracker:
             InstructionFile(scope, path, text, ""),
         )
 
-    def step(self, events: Sequence[Event]) -> Message | None:
-        """The message this pre-step appends, or ``None``."""
+    def step(self, session: Session, hidden: set[int]) -> Message | None:
+        """The message this pre-step appends, or ``None`` (``hidden``: :func:`shadowed_seqs`)."""
         if not self._config.enabled:
             return None
-        self._scan(events)
-        has_baseline, visible = self._visible(events)
+        self._scan(session)
+        has_baseline, visible = self._visible(session, hidden)
         blocks: list[str] = []
         changes: list[Change] = []
         sent: set[str] = set()

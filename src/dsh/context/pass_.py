@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from dsh.context.catalog import catalog_message, digest, entries, visible_catalog
 from dsh.context.config import WorkspaceConfig
 from dsh.context.instructions import InstructionTracker, shadowed_seqs
 from dsh.context.skills import discover
-from dsh.events import Event
 from dsh.events.messages import Message
+from dsh.session import Session
 
 
 class WorkspacePass:
@@ -25,17 +24,27 @@ class WorkspacePass:
             if instructions is not None and instructions.enabled
             else None
         )
+        self._shadowed: tuple[int, set[int]] | None = None
 
-    def instructions(self, events: Sequence[Event]) -> Message | None:
+    def _hidden(self, session: Session) -> set[int]:
+        """:func:`shadowed_seqs` of ``session``, found once per pre-step (the instructions and
+        the catalog of one pre-step see the same log)."""
+        if self._shadowed is None or self._shadowed[0] != session.next_seq:
+            self._shadowed = (session.next_seq, shadowed_seqs(session))
+        return self._shadowed[1]
+
+    def instructions(self, session: Session) -> Message | None:
         """The instruction message this pre-step appends right after its claimed messages."""
-        return self._instructions.step(events) if self._instructions is not None else None
+        if self._instructions is None:
+            return None
+        return self._instructions.step(session, self._hidden(session))
 
-    def catalog(self, events: Sequence[Event]) -> Message | None:
+    def catalog(self, session: Session) -> Message | None:
         """The skill catalog when it differs from the one on the surface (after the runtime context)."""
         if not self.config.skills:
             return None
         items = entries(discover(self._cwd, self.config))
-        shown = visible_catalog(events, shadowed_seqs(events))
+        shown = visible_catalog(session, self._hidden(session))
         if shown is None:
             return catalog_message(items, update=False) if items else None
         if digest(shown) == digest(items):

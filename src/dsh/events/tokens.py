@@ -9,7 +9,6 @@ since, or — with no usage, a changed head, or a compaction since — the heuri
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -25,7 +24,10 @@ _REPORTED = ("inputTokens", "cacheReadTokens", "cacheWriteTokens", "outputTokens
 
 
 def _units(text: str) -> int:
-    return math.ceil(len(text.encode("utf-16-le")) / 8)
+    """A quarter token per UTF-16 unit, rounded up (ASCII text has one unit per character:
+    not encoded, as a long session's pressure check prices every message on the surface)."""
+    units = len(text) if text.isascii() else len(text.encode("utf-16-le")) >> 1
+    return (units + 3) >> 2
 
 
 def text_tokens(text: str) -> int:
@@ -35,8 +37,9 @@ def text_tokens(text: str) -> int:
 
 def block_price(block: Block) -> int:
     kind = block.get("type")
-    if kind in ("text", "reasoning"):
-        return _units(str(block.get("text", ""))) + 4
+    if kind == "text" or kind == "reasoning":
+        text = block.get("text", "")
+        return _units(text if type(text) is str else str(text)) + 4
     if kind == "tool-call":
         return _units(str(block.get("name", ""))) + _units(str(block.get("arguments", ""))) + 4
     if kind == "tool-result":
@@ -48,7 +51,10 @@ def message_price(message: Message | None) -> int:
     """A message's price (a node that shows nothing: 0)."""
     if message is None:
         return 0
-    return sum(block_price(b) for b in message.get("content", [])) + 4
+    price = 4
+    for block in message.get("content", []):
+        price += block_price(block)
+    return price
 
 
 def header_price(header: RequestHeader | None) -> int:

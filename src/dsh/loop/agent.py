@@ -137,18 +137,18 @@ class Agent:
         self.files = FileObservations()  # what this session's tools have seen of each file
         self.redaction = agent_redaction(model)
         """The secrets scrubbed out of every tool and hook output of this session."""
-        policy = session_approval_policy(session.events, config, delegated=delegation is not None)
+        policy = session_approval_policy(session, config, delegated=delegation is not None)
         self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
         self._order = model if isinstance(model, DeliveryOrder) else None
         self._persister = Persister(store, session, persisted)
         self._lock = asyncio.Lock()
         self._lease: SessionLease | None = None
-        self._turns_ended = sum(1 for e in session.own_events if e.type == TURN_END)
+        self._turns_ended = len(session.of_type(TURN_END, own=True))
         self.turn_open = False
         """A turn is between its ``turn/start`` and its ``turn/end`` here (a message for it now
         joins a step; once its end is logged, the next turn's, even while the turn's task
         still finishes: its title, its checkpoint)."""
-        self.inbox = Inbox(self.append, pending_from_log(session.own_events))
+        self.inbox = Inbox(self.append, pending_from_log(session.of_type(INBOX_SPLICED, own=True)))
         """Messages other sessions queued for this agent (notices, relays)."""
         self._waker = Waker(self, self._lock, lambda: self._run_turn(None, ()))
         self.activation: Activation | None = None
@@ -290,7 +290,7 @@ class Agent:
             delegation=delegation,
             extras=extras,
         )
-        if any(type(e.surface_op) is dict and is_checkpoint(e) for e in loaded.events):  # replaces first
+        if any(type(e.surface_op) is dict and is_checkpoint(e) for e in session.of_type(USER_MESSAGE)):
             offer_recall(agent.tools)
         return agent
 

@@ -80,15 +80,11 @@ class Compactor:
         self._history = history
         self._priced: tuple[Surface | None, int, list[int], int] = (None, -1, [], 0)
         """(surface, its generation, its nodes' prices, their sum): extended as it grows."""
-        self._header = last_header(agent.session.events)
+        self._header = last_header(agent.session.of_type(REQUEST_HEADER))
         self._header_price = header_price(self._header)
         self._header_seen = len(agent.session.events)
         self._context = next(
-            (
-                e.data
-                for e in reversed(agent.session.events)
-                if e.type == REQUEST_CONTEXT and isinstance(e.data, dict)
-            ),
+            (e.data for e in reversed(agent.session.of_type(REQUEST_CONTEXT)) if isinstance(e.data, dict)),
             None,
         )
         """The last logged ``request/context`` (found once; kept as this agent logs more)."""

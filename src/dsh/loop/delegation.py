@@ -14,14 +14,13 @@ else its configuration's (:meth:`AgentConfig.approvals_policy`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final
 
-from dsh.events import Event
 from dsh.events.payloads import approval_policy, approval_policy_of, sandbox_mode
 from dsh.events.vocabulary import APPROVAL_POLICY, SANDBOX_MODE
 from dsh.loop.config import AgentConfig
 from dsh.loop.state import ApprovalLog
+from dsh.session import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.sandbox import SandboxPolicy
 
@@ -36,14 +35,10 @@ def log_delegated_policies(child: ApprovalLog, parent_sandbox: SandboxPolicy | N
     child.approvals.policy = "never"
 
 
-def session_approval_policy(
-    events: Sequence[Event], config: AgentConfig, *, delegated: bool
-) -> ApprovalPolicy:
+def session_approval_policy(session: Session, config: AgentConfig, *, delegated: bool) -> ApprovalPolicy:
     """The last logged ``approval/policy`` (one dsh knows), else ``never`` when ``delegated``,
     else the configuration's."""
-    for event in reversed(events):
-        if event.type != APPROVAL_POLICY:  # the type first: a long log has one in thousands
-            continue
+    for event in reversed(session.of_type(APPROVAL_POLICY)):  # a long log has one in thousands
         logged = approval_policy_of(event)
         if logged == "ask":
             return "ask"

@@ -30,8 +30,8 @@ def _result_texts(agent: NoticeState) -> list[str]:
     ended with the process that ran them, a fork child's belong to its parent: their ids
     stay taken)."""
     out: list[str] = []
-    for event in agent.session.events:
-        if event.type == TOOL_RESULT and isinstance(event.data, dict):
+    for event in agent.session.of_type(TOOL_RESULT):
+        if isinstance(event.data, dict):
             for block in event.data.get("message", {}).get("content", []):
                 if isinstance(block, dict) and block.get("type") == "tool-result":
                     out.append(joined_text(block.get("content", [])))

@@ -23,7 +23,7 @@ def log_sandbox_mode(agent: DelegatedState) -> None:
     sandbox = agent.config.sandbox
     if sandbox is None or not sandbox.logged:
         return
-    logged = [e.data.get("mode") for e in agent.session.events if e.type == SANDBOX_MODE]
+    logged = [e.data.get("mode") for e in agent.session.of_type(SANDBOX_MODE)]
     if not logged or logged[-1] != sandbox.stated_mode:
         agent.append(SANDBOX_MODE, sandbox_mode(sandbox.stated_mode))
 
@@ -41,7 +41,7 @@ async def switch_sandbox_mode(agent: ModeState, mode: SandboxMode) -> None:
     )
     agent.config = agent.config.evolve(sandbox=policy)
     agent.approvals.policy = session_approval_policy(
-        agent.session.events, agent.config, delegated=agent.delegation is not None
+        agent.session, agent.config, delegated=agent.delegation is not None
     )
     log_sandbox_mode(agent)
     await agent.checkpoint()

@@ -101,7 +101,7 @@ async def repair_loaded(agent: FedState, dropped_bytes: int) -> None:
     """Close the turn a crash left open in a just-resumed agent's log (``interrupted_turn_closers``,
     at the last event's time) and record a torn tail the load left out (``session/repaired
     {droppedBytes}``, ignorable); checkpoint when either happened."""
-    closers = interrupted_turn_closers(agent.session.events)
+    closers = interrupted_turn_closers(agent.session)
     if closers:
         last_time = agent.session.events[-1].time
         for etype, data, sources in closers:

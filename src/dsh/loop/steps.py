@@ -15,7 +15,7 @@ from typing import Any
 from dsh.context import WorkspacePass
 from dsh.context.titles import fallback_event, has_title
 from dsh.errors import ModelError
-from dsh.events import Assembled, Event
+from dsh.events import Assembled
 from dsh.events.chunks import Chunk
 from dsh.events.messages import Message, joined_text
 from dsh.events.payloads import (
@@ -23,9 +23,9 @@ from dsh.events.payloads import (
     TurnEndReason,
     header_body,
     request_header,
-    request_header_of,
     step_mark,
 )
+from dsh.events.tokens import last_header
 from dsh.events.vocabulary import REQUEST_HEADER, SESSION_TITLE, STEP_END, STEP_START, USER_MESSAGE
 from dsh.hooks import SessionHooks
 from dsh.loop import plan
@@ -40,13 +40,6 @@ from dsh.model import DeliveryOrder, ModelRequest, retry_delay
 from dsh.session import HistoryProjector
 
 
-def _last_header(events: Sequence[Event]) -> RequestHeader | None:
-    for event in reversed(events):
-        if event.type == REQUEST_HEADER:
-            return request_header_of(event)
-    return None
-
-
 class Steps:
     """One agent's step machinery (its history projection, request header and snapshot state)."""
 
@@ -55,20 +48,20 @@ class Steps:
         self.scheduler = scheduler
         """The agent's tool scheduler (one call at a time for a stepwise driver)."""
         self._order = order
-        events = agent.session.events
+        session = agent.session
         self._history = HistoryProjector()
         self.compactor = Compactor(agent, self._history)
         """The agent's compactions, over this history fold."""
-        self._last_header = _last_header(events)
+        self._last_header = last_header(session.of_type(REQUEST_HEADER))
         self._header: RequestHeader | None = None
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._images = RequestImages(agent.store, agent.config.takes_images())
-        self._context_text = last_snapshot_text(events)  # the snapshot on the surface
+        self._context_text = last_snapshot_text(session.of_type(USER_MESSAGE))  # the snapshot on the surface
         workspace = agent.config.workspace
         self._workspace = WorkspacePass(workspace, agent.cwd) if workspace is not None else None
-        self._titled = not agent.config.titles or has_title(agent.session.own_events)
-        self.started = sum(1 for e in agent.session.own_events if e.type == STEP_START)
+        self._titled = not agent.config.titles or has_title(session.of_type(SESSION_TITLE, own=True))
+        self.started = len(session.of_type(STEP_START, own=True))
         """Steps started in the session's own log so far."""
 
     def _on_chunk(self, chunk: Chunk) -> None:
@@ -154,14 +147,14 @@ class Steps:
         between the claim and the step's start, a compaction when the pressure calls for one."""
         pending = await self._claim(pending, step)
         await self.compactor.if_needed(turn)
-        events = self._agent.session.events
-        instructions = self._workspace.instructions(events) if self._workspace is not None else None
+        session = self._agent.session
+        instructions = self._workspace.instructions(session) if self._workspace is not None else None
         if instructions is not None:
             pending.append(instructions)
         snapshot = self._runtime_snapshot()
         if snapshot is not None:
             pending.append(snapshot)
-        catalog = self._workspace.catalog(events) if self._workspace is not None else None
+        catalog = self._workspace.catalog(session) if self._workspace is not None else None
         if catalog is not None:
             pending.append(catalog)
         return [*pending, *additions]
@@ -187,7 +180,7 @@ class Steps:
         """The original's fallback ``session/title`` once the first prompt is in the log."""
         if self._titled:
             return
-        title = fallback_event(self._agent.session.own_events)
+        title = fallback_event(self._agent.session.of_type(SESSION_TITLE, USER_MESSAGE, own=True))
         if title is not None:
             self._agent.append(SESSION_TITLE, title)
             self._titled = True

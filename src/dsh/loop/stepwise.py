@@ -141,7 +141,7 @@ class StepwiseTurn:
         if turn is not None:
             return turn
         agent = self._agent
-        closers = interrupted_turn_closers(agent.session.events)
+        closers = interrupted_turn_closers(agent.session)
         for etype, data, sources in closers:
             agent.append(etype, data, source_event_seqs=sources)
         turn = agent.session.last_turn() + 1

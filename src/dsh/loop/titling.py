@@ -113,7 +113,7 @@ class Titling:
                 and isinstance(e.data, dict)
                 and e.data.get("source", {}).get("kind") != "fallback"
             )
-            for e in agent.session.own_events
+            for e in agent.session.of_type(REQUEST, SESSION_TITLE, own=True)
         )
         self._model = model if agent.delegation is None and not done else None
         self._task: asyncio.Task[str | None] | None = None

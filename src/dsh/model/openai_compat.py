@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -130,8 +131,11 @@ class OpenAICompatModel:
         self._owns_http = http_client is None
         self._api_key = api_key
         self._url = base_url.rstrip("/") + "/chat/completions"
+        # A plain-http URL (a local server) never does TLS (no redirect is followed): no
+        # certificate store is loaded for it (~30 ms, and a broken SSL_CERT_FILE would stop it).
+        plain = urlsplit(base_url).scheme.lower() == "http"
         self._http = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(idle_timeout, connect=connect_timeout)
+            timeout=httpx2.Timeout(idle_timeout, connect=connect_timeout), verify=not plain
         )
 
     @property

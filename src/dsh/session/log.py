@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from dsh import jsonx
@@ -18,9 +20,14 @@ class Session:
     ``events`` is append-only; ``append`` assigns the next seq. ``seed`` (the stored log on
     resume, or a fork child's inherited prefix plus marker) is taken as-is, and the cut is
     the one given explicitly — never recomputed from the seed's length.
+
+    :meth:`of_type` reads the events of some types through an index by type (built at its
+    first call, kept by every append): a resumed session's setup asks for the last
+    ``request/header``, its titles, its ``approval/policy`` ... of a 100 k-event log without
+    walking it once per question.
     """
 
-    __slots__ = ("_events", "header", "inherited_event_count")
+    __slots__ = ("_by_type", "_events", "header", "inherited_event_count")
 
     def __init__(
         self,
@@ -35,6 +42,7 @@ class Session:
         self.header = header
         self.inherited_event_count = inherited_event_count
         self._events = events
+        self._by_type: dict[str, list[Event]] | None = None
 
     @property
     def id(self) -> str:
@@ -52,6 +60,35 @@ class Session:
     def own_events(self) -> Sequence[Event]:
         """The events after the inherited cut (the session's own work)."""
         return self._events[self.inherited_event_count :]
+
+    def of_type(self, *types: str, own: bool = False, since: int = 0) -> list[Event]:
+        """The events of ``types`` in log order, from seq ``since`` on (``own``: and from the
+        inherited cut on)."""
+        index = self._by_type
+        if index is None:
+            index = {}
+            for event in self._events:
+                found = index.get(event.type)
+                if found is None:
+                    index[event.type] = [event]
+                else:
+                    found.append(event)
+            self._by_type = index
+        lists = [found for t in dict.fromkeys(types) if (found := index.get(t))]
+        if not lists:
+            return []
+        out = lists[0] if len(lists) == 1 else sorted(chain(*lists), key=_seq)  # sorted runs: merged
+        start = max(since, self.inherited_event_count if own else 0)
+        if start > 0:
+            return out[bisect_left(out, start, key=_seq) :]
+        return list(out)
+
+    def _indexed(self, event: Event) -> Event:
+        self._events.append(event)
+        index = self._by_type
+        if index is not None:
+            index.setdefault(event.type, []).append(event)
+        return event
 
     def append(
         self,
@@ -75,16 +112,14 @@ class Session:
             tuple(source_event_seqs) if source_event_seqs is not None else None,
             data_json=jsonx.encode_checked(data, f"{where}.data"),
         )
-        self._events.append(event)
-        return event
+        return self._indexed(event)
 
     def append_event(self, event: Event) -> Event:
         """Append a pre-built event; its seq must be the next one."""
         if event.seq != len(self._events):
             raise InvalidEventError(f"session {self.id}: expected seq {len(self._events)}, got {event.seq}")
         check_event(event)
-        self._events.append(event)
-        return event
+        return self._indexed(event)
 
     def last_turn(self) -> int:
         """The number of the last ``turn/start`` in the log (seeded events included), or 0."""
@@ -92,3 +127,7 @@ class Session:
             if event.type == TURN_START:
                 return int(event.data["turn"])
         return 0
+
+
+def _seq(event: Event) -> int:
+    return event.seq

@@ -21,6 +21,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
+from dsh.session.log import Session
 from dsh.session.timeline.state import open_turn
 from dsh.session.usage import add_usage
 
@@ -80,7 +81,7 @@ Closer = tuple[str, dict[str, Any], tuple[int, ...] | None]
 def _open_compaction(events: Sequence[Event]) -> tuple[str, int | None] | None:
     """``(id, owner turn)`` of a ``compaction/start`` with no ``compaction/end`` after it."""
     for event in reversed(events):
-        if event.type != COMPACTION_START and event.type != COMPACTION_END:  # the type first: a long log
+        if event.type != COMPACTION_START and event.type != COMPACTION_END:
             continue
         bracket = bracket_of(event)
         if bracket is None:
@@ -92,7 +93,7 @@ def _open_compaction(events: Sequence[Event]) -> tuple[str, int | None] | None:
     return None
 
 
-def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
+def interrupted_turn_closers(session: Session) -> list[Closer]:
     """The events that close a turn a crash left open, in append order.
 
     First ``compaction/end {error: "interrupted"}`` for a compaction it left open (its lock
@@ -101,13 +102,14 @@ def interrupted_turn_closers(events: Sequence[Event]) -> list[Closer]:
     open, then ``turn/end {kind: "interrupted"}``. Empty when nothing is open.
     """
     out: list[Closer] = []
-    compaction = _open_compaction(events)
+    compaction = _open_compaction(session.of_type(COMPACTION_START, COMPACTION_END))
     if compaction is not None:
         out.append((COMPACTION_END, dict(end_data(compaction[0], compaction[1], "interrupted")), None))
+    events = session.events
     turn = open_turn(events)
     if turn is None:
         return out
-    start = max(i for i, e in enumerate(events) if e.type == TURN_START)
+    start = session.of_type(TURN_START)[-1].seq
     calls: dict[str, Event] = {}
     step_open: dict[str, Any] | None = None
     for event in events[start:]:

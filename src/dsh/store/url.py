@@ -3,7 +3,8 @@
 Backends register an opener per scheme in :data:`SCHEMES` (``scheme -> opener(url, rest)``);
 an unknown scheme is a :class:`~dsh.errors.UsageError` naming the URL. The PostgreSQL
 backend is imported only when a ``postgresql://`` (or ``postgres://``) URL is opened: psycopg
-is an optional dependency (the ``postgres`` extra) and costs start-up time otherwise.
+is an optional dependency (the ``postgres`` extra) and costs start-up time otherwise; the JSONL
+backend (its file staging, seals, zstd) only when a ``jsonl:`` URL is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import platformdirs
 
 from dsh.errors import StoreNotFoundError, UsageError, install_hint
 from dsh.store.base import EventStore
-from dsh.store.jsonl import JsonlEventStore
 from dsh.store.memory import MemoryEventStore
 from dsh.store.sqlite import SqliteEventStore
 
@@ -55,6 +55,8 @@ def _open_sqlite(url: str, rest: str, create: bool) -> EventStore:
 def _open_jsonl(url: str, rest: str, create: bool) -> EventStore:
     if not rest:
         raise UsageError(f"store URL {url!r} needs a directory: jsonl:DIR")
+    from dsh.store.jsonl import JsonlEventStore  # on use (see the module docstring)
+
     return JsonlEventStore(_must_exist(url, _local_path(rest), create, "the directory"))
 
 
