@@ -36,6 +36,10 @@ def test_list_n_reads_only_the_sessions_it_shows(dsh_sqlite: Dsh) -> None:
     rows = dsh_sqlite("sessions", "list", "-n", "2", "--json").json()
     assert [row["id"] for row in rows] == ["middle", "newest"]
     assert_user_error(dsh_sqlite("sessions", "list"), "oldest", "bad JSON")
+    with sqlite3.connect(db) as conn:  # nor its row of the sessions table
+        conn.execute("UPDATE sessions SET delegation_depth = -1 WHERE id = 'oldest'")
+    rows = dsh_sqlite("sessions", "list", "-n", "2", "--json").json()
+    assert [row["id"] for row in rows] == ["middle", "newest"], "-n reads no other session's row"
 
 
 def test_columns_align_cap_and_cut_the_flexible_one() -> None:

@@ -31,25 +31,21 @@ def spends_of(rows: list[Row]) -> dict[str, RowSpend]:
 async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
     """A row per stored session, oldest first: its summary, what its events say, its child
     count. ``newest``: only the N most recently created and their descendants (a tree's cost
-    holds them) are read past their summary; a listing's work is bounded by what it shows."""
-    from dsh.events.lineage import below
+    holds them, and their child counts are whole) are read at all
+    (``dsh.store.newest``); a listing's work is bounded by what it shows."""
+    from dsh.store.newest import newest_sessions
     from dsh.ui.views import DeriveCache, Row
 
-    summaries = sorted(await store.list_sessions(), key=lambda s: (s.header.created_at, s.header.id))
+    listed = await store.list_sessions() if newest is None else await newest_sessions(store, newest)
+    summaries = sorted(listed, key=lambda s: (s.header.created_at, s.header.id))
     children: dict[str, int] = {}
-    kids: dict[str, list[str]] = {}
     for s in summaries:
         parent = s.header.parent_session
         if parent is not None:
             children[parent] = children.get(parent, 0) + 1
-            kids.setdefault(parent, []).append(s.header.id)
-    shown = summaries
-    if newest is not None:
-        wanted = {sid for s in summaries[-newest:] for sid in below(s.header.id, lambda p: kids.get(p, ()))}
-        shown = [s for s in summaries if s.header.id in wanted]
     cache = DeriveCache(store)
-    await cache.prime()
-    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
+    await cache.prime(None if newest is None else [s.header.id for s in summaries])
+    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in summaries]
     await cache.flush()
     return rows
 

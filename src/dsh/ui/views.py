@@ -41,12 +41,21 @@ class DeriveCache:
         self._kept: dict[str, tuple[int, bytes]] = {}
         self._new: list[tuple[str, int, bytes]] = []
         self._primed = False
+        self._asked: set[str] = set()
 
-    async def prime(self) -> None:
-        """Read the store's kept digests once (nothing for a store that keeps none)."""
-        if not self._primed and isinstance(self.store, KeepsDigests):
+    async def prime(self, ids: Sequence[str] | None = None) -> None:
+        """Read the store's kept digests of ``ids`` (``None``: every one, once; nothing for a
+        store that keeps none): a page reads only the digests of the rows it shows."""
+        if self._primed or not isinstance(self.store, KeepsDigests):
+            return
+        if ids is None:
             self._kept = await self.store.kept_digests()
-        self._primed = True
+            self._primed = True
+            return
+        wanted = [sid for sid in ids if sid not in self._asked]
+        if wanted:
+            self._kept.update(await self.store.kept_digests(wanted))
+            self._asked.update(wanted)
 
     async def flush(self) -> None:
         """Keep the digests derived since the last flush (best effort: a cache that cannot be
