@@ -10,6 +10,7 @@ from pathlib import Path
 from dsh import jsonx
 from dsh.cli.columns import Column, layout
 from dsh.events import Event, SessionHeader
+from dsh.session.bill import Bill
 from dsh.session.digest import Derived, digest_from_json, digest_json
 from dsh.session.usage import Ledger
 from dsh.store.contract_surface import long_log
@@ -83,13 +84,18 @@ async def _retitle(db: Path, sid: str, title: str) -> None:
 
 def test_a_digest_round_trips_and_only_a_settled_one_is_kept() -> None:
     ledger = Ledger()
-    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 12, "cacheReadTokens": 3}, 4)
-    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2, ledger=ledger)
+    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 12, "cacheReadTokens": 3}, 4, 60_000)
+    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 5}, 9, 61_000)
+    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2, bill=Bill.of(ledger))
     back = digest_from_json(jsonx.loads(jsonx.dumps(digest_json(settled))))
-    assert back == settled and back is not None and back.ledger.to_wire() == ledger.to_wire()
+    assert back == settled and back is not None and back.bill == settled.bill
+    assert back.bill.calls == 2 and back.bill.tokens.input == 17
     assert digest_json(replace(settled, status="running")) is None
     assert digest_json(replace(settled, status="interrupted")) is None
     assert digest_from_json({"title": 1}) is None
+    older = {**digest_json(settled), "ledger": ledger.to_wire()}  # type: ignore[dict-item]
+    del older["bill"]
+    assert digest_from_json(older) is None, "a digest an older dsh kept (every call) is derived again"
 
 
 def test_sessions_tree_never_reads_a_stream(dsh_sqlite: Dsh) -> None:

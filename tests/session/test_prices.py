@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from dsh.session.bill import Bill
 from dsh.session.prices import PriceTable
 from dsh.session.usage import Ledger
 
@@ -46,3 +47,25 @@ def test_a_kept_ledger_keeps_its_times() -> None:
     assert (
         Ledger.from_wire([{k: v for k, v in c.items() if k != "time"} for c in ledger.to_wire()]) is None
     ), "a ledger kept without times (an older dsh) is derived again"
+
+
+def test_a_bill_prices_like_the_calls_it_groups_and_adds_up_across_sessions() -> None:
+    """A listing keeps each session's bill (tokens per route and minute), not its calls: the
+    bill of a tree is the sum of its sessions' bills, priced exactly like all their calls."""
+    parent, child = Ledger(), Ledger()
+    parent.add(ROUTE, MILLION, seq=1, time=_ms(2, 0, 5))
+    child.add(ROUTE, MILLION, seq=1, time=_ms(2, 0, 40))  # the same minute: priced together
+    child.add(ROUTE, MILLION, seq=2, time=_ms(12))
+    child.add(("no-such-model", "nowhere"), MILLION, seq=3, time=_ms(12))
+    every = Ledger()
+    every.merge(parent)
+    every.merge(child)
+    tree = Bill.total([Bill.of(parent), Bill.of(child)])
+    prices = PriceTable()
+    assert prices.cost(tree) == prices.cost(every)
+    assert prices.cost(tree).priced == Decimal("3.75") and prices.cost(tree).unknown == (
+        "no-such-model@nowhere",
+    )
+    assert tree.calls == 4 and tree.tokens == every.tokens and len(tree.slots) == 3
+    assert Bill.from_wire(tree.to_wire()) == tree
+    assert Bill.from_wire({"calls": 1, "slots": [["m", None, 0, 1, 2, 3]]}) is None

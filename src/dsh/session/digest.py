@@ -14,9 +14,9 @@ from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import descriptor_kind
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
+from dsh.session.bill import Bill
 from dsh.session.timeline import Timeline
 from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
-from dsh.session.usage import Ledger
 
 __all__ = [
     "RUNNING_WINDOW_MS",
@@ -70,8 +70,9 @@ class Derived:
     call_id: str | None
     compactions: int = 0
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
-    ledger: Ledger = field(default_factory=Ledger, compare=False)
-    """Own model calls' usage by route (``SessionState.ledger``; priced by ``dsh.session.spend``)."""
+    bill: Bill = field(default_factory=Bill, compare=False)
+    """Own model calls' usage by route and minute (``SessionState.ledger`` as it is priced:
+    ``dsh.session.bill``; summed per tree by ``dsh.session.spend``)."""
 
 
 SETTLED: frozenset[str] = frozenset({"completed", "error", "empty"})
@@ -95,15 +96,15 @@ def digest_json(d: Derived) -> dict[str, Any] | None:
     """``d`` as a JSON object to keep (``None``: its status depends on the clock, do not keep it)."""
     if d.status not in SETTLED:
         return None
-    return {**{name: getattr(d, name) for name in _FIELDS}, "ledger": d.ledger.to_wire()}
+    return {**{name: getattr(d, name) for name in _FIELDS}, "bill": d.bill.to_wire()}
 
 
 def digest_from_json(obj: object) -> Derived | None:
     """A kept digest back (``None``: not one this version wrote; derive it again)."""
-    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "ledger"} or obj["status"] not in SETTLED:
+    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "bill"} or obj["status"] not in SETTLED:
         return None
-    ledger = Ledger.from_wire(obj["ledger"])
-    if ledger is None:
+    bill = Bill.from_wire(obj["bill"])
+    if bill is None:
         return None
     strings = ("title", "first_prompt")
     optional = ("model", "kind", "label", "call_id")
@@ -114,7 +115,7 @@ def digest_from_json(obj: object) -> Derived | None:
     last, count = obj["last_activity"], obj["compactions"]
     if not (last is None or type(last) is int) or type(count) is not int:
         return None
-    return Derived(**{name: obj[name] for name in _FIELDS}, ledger=ledger)
+    return Derived(**{name: obj[name] for name in _FIELDS}, bill=bill)
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
@@ -131,7 +132,7 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         label=descriptor.label if descriptor is not None else None,
         call_id=descriptor.call_id if descriptor is not None else None,
         compactions=state.compactions,
-        ledger=state.ledger,
+        bill=Bill.of(state.ledger),
     )
 
 

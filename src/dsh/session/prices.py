@@ -26,6 +26,7 @@ from pathlib import Path
 from dsh import jsonx
 from dsh.errors import PriceFileError
 from dsh.home import dsh_home
+from dsh.session.bill import Bill, minute_of
 from dsh.session.usage import Ledger, Route, Tokens
 
 MILLION = Decimal(1_000_000)
@@ -44,6 +45,8 @@ class Cost:
         return None if self.unknown else self.priced
 
     def __add__(self, other: Cost) -> Cost:
+        if not (self.unknown or other.unknown):
+            return Cost(self.priced + other.priced)
         unknown = self.unknown + tuple(u for u in other.unknown if u not in self.unknown)
         return Cost(self.priced + other.priced, unknown)
 
@@ -150,17 +153,6 @@ def load_overrides(path: Path) -> tuple[Override, ...]:
     return tuple(out)
 
 
-MINUTE_MS = 60_000
-
-
-def _minute(at: int | None) -> int:
-    """The minute (epoch ms, floored) a call made at ``at`` is priced at; ``None``: now. Price
-    changes (a start date, a time of day) fall on whole minutes, so a call's minute prices it."""
-    from dsh.ids import now_ms
-
-    return ((now_ms() if at is None else at) // MINUTE_MS) * MINUTE_MS
-
-
 @cache
 def _table_price(model: str, provider: str | None, tokens: Tokens, minute: int) -> Decimal | None:
     from datetime import UTC, datetime
@@ -225,14 +217,12 @@ class PriceTable:
         entry = self._override(model, provider)
         if entry is not None:
             return Cost(entry.price(tokens))
-        found = _table_price(model, provider, tokens, _minute(at))
+        found = _table_price(model, provider, tokens, minute_of(at))
         return Cost(found) if found is not None else Cost(unknown=(label,))
 
-    def cost(self, ledger: Ledger) -> Cost:
-        """The cost of every call of ``ledger``, each at its own time: the calls of one route in
-        one minute are priced together (tiered prices see their summed tokens)."""
-        groups: dict[tuple[Route, int], Tokens] = {}
-        for call in ledger.calls:
-            key = (call.route, _minute(call.time))
-            groups[key] = groups.get(key, Tokens()) + call.tokens
-        return sum((self.price(route, tokens, minute) for (route, minute), tokens in groups.items()), Cost())
+    def cost(self, spent: Ledger | Bill) -> Cost:
+        """The cost of every call of ``spent``, each at its own time: the calls of one route in
+        one minute are priced together (``dsh.session.bill``)."""
+        bill = spent if isinstance(spent, Bill) else Bill.of(spent)
+        costs = [self.price(route, tokens, minute) for (route, minute), tokens in bill.slots.items()]
+        return costs[0] if len(costs) == 1 else sum(costs, Cost())
