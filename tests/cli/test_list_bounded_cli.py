@@ -155,3 +155,29 @@ async def _two_in(db: Path, cwd: Path) -> None:
         turns = [replace(e, time=e.time + i * 1_000) for e in completed_turns(1)]
         await store.create(SessionHeader(id=sid, created_at=1_000 + i, cwd=str(cwd)), turns)
     await store.close()
+
+
+def test_a_listing_over_kept_digests_loads_no_fold_and_no_other_backend(dsh_sqlite: Dsh) -> None:
+    """Reading kept digests needs neither the timeline fold nor the price table's source nor
+    another store's backend: ``sessions list`` imports them only when a session must be derived."""
+    import json
+    import subprocess
+    import sys
+
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_three(db))
+    dsh_sqlite("sessions", "list").ok()  # derives the three and keeps their digests
+    code = (
+        "import sys, json\nfrom dsh.cli.app import app\n"
+        f"for argv in (['sessions', 'list', '--store', 'sqlite:{db}'], ['sessions', 'list', '-n', '2', "
+        f"'--store', 'sqlite:{db}']):\n"
+        "    try:\n        app(argv, standalone_mode=False)\n    except SystemExit:\n        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "oldest" in done.stdout
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    heavy = {"dsh.session.timeline.fold", "dsh.session.timeline", "dsh.store.jsonl", "genai_prices"}
+    assert sorted(loaded & heavy) == []

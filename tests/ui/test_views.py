@@ -6,7 +6,8 @@ from dsh.events import Event, SessionHeader
 from dsh.session.digest import derive
 from dsh.store.samples import completed_turn, completed_turns, open_turn
 from dsh.store.url import open_store
-from dsh.ui.views import DeriveCache, find, fork_cuts, lineage, list_page
+from dsh.ui.rows import DeriveCache
+from dsh.ui.views import find, fork_cuts, lineage, list_page
 
 NOW = 1_700_000_000_000
 

@@ -16,7 +16,7 @@ from dsh.ids import now_ms
 if TYPE_CHECKING:
     from dsh.session.spend import RowSpend
     from dsh.store.base import EventStore
-    from dsh.ui.views import Row
+    from dsh.ui.rows import Row
 
 
 def spends_of(rows: list[Row]) -> dict[str, RowSpend]:
@@ -34,7 +34,7 @@ async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
     holds them, and their child counts are whole) are read at all
     (``dsh.store.newest``); a listing's work is bounded by what it shows."""
     from dsh.store.newest import newest_sessions
-    from dsh.ui.views import DeriveCache, Row
+    from dsh.ui.rows import DeriveCache, Row
 
     listed = await store.list_sessions() if newest is None else await newest_sessions(store, newest)
     summaries = sorted(listed, key=lambda s: (s.header.created_at, s.header.id))

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import descriptor_kind
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
 from dsh.session.bill import Bill
-from dsh.session.timeline import Timeline
-from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+
+if TYPE_CHECKING:  # the fold is imported by what derives: reading a kept digest needs none of it
+    from dsh.session.timeline.state import SessionState, Status
 
 __all__ = [
-    "RUNNING_WINDOW_MS",
     "Derived",
-    "Status",
     "derive",
     "digest_from_json",
     "digest_json",
@@ -139,6 +138,8 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
 def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: int | None = None) -> Derived:
     """Title, first prompt, model, last activity, status and kind of one session: a view of
     the timeline fold of its events."""
+    from dsh.session.timeline import Timeline
+
     timeline = Timeline()
     timeline.begin(header.id, cut=cut, header=header)
     for event in events:

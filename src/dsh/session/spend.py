@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dsh.session.bill import Bill
 from dsh.session.digest import Derived
 from dsh.session.prices import Cost, PriceTable
-from dsh.session.timeline import Timeline
-from dsh.session.timeline.tree import Loaded
 from dsh.session.usage import Ledger, Tokens
+
+if TYPE_CHECKING:  # the fold is imported by what folds: pricing a listing's rows needs none of it
+    from dsh.session.timeline.tree import Loaded
 
 
 def spent_text(ledger: Ledger, prices: PriceTable) -> str:
@@ -98,6 +100,8 @@ class SessionSpend:
 
 def session_spend(loaded: Loaded) -> SessionSpend:
     """The fold of one session: its ledger and its usage per turn."""
+    from dsh.session.timeline import Timeline
+
     header = loaded.header
     timeline = Timeline()
     timeline.begin(header.id, cut=loaded.inherited_event_count, header=header)
