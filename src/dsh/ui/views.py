@@ -55,11 +55,11 @@ async def list_page(
 ) -> Page:
     """One page of the sessions list: filtered by ``query``, sorted, then derived row by row.
 
-    Sorting by header fields derives only the rows shown; a search or a sort by a derived
-    field (activity, status, title) derives every session (cached per event count).
+    Sorting by header fields derives (or reads the kept digests of) only the rows shown; a
+    search or a sort by a derived field (activity, status, title) derives every session
+    (cached per event count).
     """
     summaries = await store.list_sessions()
-    await cache.prime()
     children: dict[str, int] = {}
     for s in summaries:
         if s.header.parent_session is not None:
@@ -67,6 +67,7 @@ async def list_page(
     needs_all = bool(query) or sort not in CHEAP_SORTS
     derived: dict[str, Derived] = {}
     if needs_all:
+        await cache.prime()
         for s in summaries:
             derived[s.header.id] = await cache.get(s)
     chosen = [s for s in summaries if not query or _matches(query, s, derived.get(s.header.id))]
@@ -93,6 +94,7 @@ async def list_page(
     pages = max(1, -(-len(nested) // per_page))
     page = max(1, min(page, pages))
     window = nested[(page - 1) * per_page : page * per_page]
+    await cache.prime([s.header.id for s, _ in window])  # a page reads its rows' digests only
     rows = []
     for s, depth in window:
         d = derived.get(s.header.id) or await cache.get(s)
