@@ -69,3 +69,20 @@ def test_a_bill_prices_like_the_calls_it_groups_and_adds_up_across_sessions() ->
     assert tree.calls == 4 and tree.tokens == every.tokens and len(tree.slots) == 3
     assert Bill.from_wire(tree.to_wire()) == tree
     assert Bill.from_wire({"calls": 1, "slots": [["m", None, 0, 1, 2, 3]]}) is None
+
+
+def test_a_bill_keeps_its_cost_under_the_tables_key_only_when_the_table_prices_it() -> None:
+    ledger = Ledger()
+    ledger.add(ROUTE, MILLION, seq=1, time=_ms(2))
+    prices = PriceTable()
+    kept = prices.keeping_cost(Bill.of(ledger))
+    assert kept.kept is not None and kept.kept[0] == prices.key and prices.cost(kept).usd == Decimal("1.5")
+    back = Bill.from_wire(kept.to_wire())
+    assert back is not None and back.kept == kept.kept and prices.keeping_cost(back) is back
+    stale = Bill(kept.calls, kept.slots, ("another table", "99", ()))
+    assert prices.cost(stale).usd == Decimal("1.5"), "a cost kept under another key is priced again"
+    unpriced = Ledger()
+    unpriced.add((None, None), MILLION, seq=1, time=_ms(2))
+    assert prices.keeping_cost(Bill.of(unpriced)).kept is None, "no table read, nothing to keep"
+    override = PriceTable.load({"DSH_PRICES": "/nonexistent/prices.json"})
+    assert override.key == prices.key

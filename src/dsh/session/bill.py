@@ -33,6 +33,9 @@ class Bill:
 
     calls: int = 0
     slots: Mapping[Slot, Tokens] = field(default_factory=dict)
+    kept: tuple[str, str, tuple[str, ...]] | None = field(default=None, compare=False)
+    """Its cost as a price table priced it, kept with it: ``(the table's key, the priced US
+    dollars as a decimal string, the unpriced models)`` (``dsh.session.prices``)."""
 
     @classmethod
     def of(cls, ledger: Ledger) -> Bill:
@@ -51,7 +54,7 @@ class Bill:
         for bill in bills:
             for key, tokens in bill.slots.items():
                 slots[key] = slots[key] + tokens if key in slots else tokens
-        return cls(sum(b.calls for b in bills), slots)
+        return cls(sum(b.calls for b in bills), slots)  # a sum's cost is priced again
 
     @property
     def tokens(self) -> Tokens:
@@ -61,7 +64,11 @@ class Bill:
         """``{"calls": N, "slots": [[model, provider, minute, input, output, cacheRead,
         cacheWrite, reasoning], ...]}`` (what :meth:`from_wire` reads back)."""
         rows = [[*route, minute, *_counts(t)] for (route, minute), t in self.slots.items()]
-        return {"calls": self.calls, "slots": rows}
+        out: dict[str, object] = {"calls": self.calls, "slots": rows}
+        if self.kept is not None:
+            key, priced, unknown = self.kept
+            out["cost"] = [key, priced, list(unknown)]
+        return out
 
     @classmethod
     def from_wire(cls, obj: object) -> Bill | None:
@@ -82,7 +89,18 @@ class Bill:
             ):
                 return None
             slots[((model, provider), minute)] = Tokens(*counts)
-        return cls(obj["calls"], slots)
+        return cls(obj["calls"], slots, _kept_from_wire(obj.get("cost")))
+
+
+def _kept_from_wire(cost: object) -> tuple[str, str, tuple[str, ...]] | None:
+    if type(cost) is not list or len(cost) != 3:
+        return None
+    key, priced, unknown = cost
+    if type(key) is not str or type(priced) is not str or type(unknown) is not list:
+        return None
+    if not all(type(u) is str for u in unknown):
+        return None
+    return key, priced, tuple(unknown)
 
 
 def _counts(t: Tokens) -> tuple[int, int, int, int, int]:

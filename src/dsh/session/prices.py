@@ -16,9 +16,11 @@ in neither is *unknown*: a :class:`Cost` then names it and has no total — neve
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -188,11 +190,35 @@ def _knows_provider(provider: str) -> bool:
     return True
 
 
+@cache
+def _bundled_key() -> str:
+    """The bundled table's identity, read without importing it (importing costs 0.1–0.2 s):
+    the size and modification time of its data module (another ``genai-prices`` → another key)."""
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None or spec.origin is None:
+        return "none"
+    try:
+        data = (Path(spec.origin).parent / "data.py").stat()
+    except OSError:
+        return "none"
+    return f"{data.st_size}.{data.st_mtime_ns}"
+
+
 class PriceTable:
     """Prices usage by route: the override file first, then the bundled table."""
 
     def __init__(self, overrides: tuple[Override, ...] = ()) -> None:
         self.overrides = overrides
+        self._key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """This table's identity (the override entries and the bundled table): a cost kept
+        under another key is priced again."""
+        if self._key is None:
+            entries = repr(self.overrides).encode()
+            self._key = f"{hashlib.sha256(entries).hexdigest()[:16]}.{_bundled_key()}"
+        return self._key
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> PriceTable:
@@ -224,5 +250,22 @@ class PriceTable:
         """The cost of every call of ``spent``, each at its own time: the calls of one route in
         one minute are priced together (``dsh.session.bill``)."""
         bill = spent if isinstance(spent, Bill) else Bill.of(spent)
+        if bill.kept is not None and bill.kept[0] == self.key:
+            return Cost(Decimal(bill.kept[1]), bill.kept[2])
         costs = [self.price(route, tokens, minute) for (route, minute), tokens in bill.slots.items()]
         return costs[0] if len(costs) == 1 else sum(costs, Cost())
+
+    def keeping_cost(self, bill: Bill) -> Bill:
+        """``bill`` with its cost kept under this table's key, when pricing it reads the bundled
+        table (importing it costs 0.1–0.2 s a process); else ``bill`` itself: a listing keeps
+        it in the session's digest, so the next one need not import the table."""
+        if bill.kept is not None and bill.kept[0] == self.key:
+            return bill
+        if not any(self._from_table(route, tokens) for (route, _), tokens in bill.slots.items()):
+            return bill
+        cost = self.cost(bill)
+        return replace(bill, kept=(self.key, str(cost.priced), cost.unknown))
+
+    def _from_table(self, route: Route, tokens: Tokens) -> bool:
+        model, provider = route
+        return not tokens.empty and model is not None and self._override(model, provider) is None

@@ -8,8 +8,8 @@ table; a session whose digest is missing or stale is derived (the fold is loaded
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dsh import jsonx
@@ -18,6 +18,7 @@ from dsh.session.digest import Derived, derive, digest_from_json, digest_json, s
 from dsh.store.base import EventStore, KeepsDigests, SessionSummary
 
 if TYPE_CHECKING:
+    from dsh.session.bill import Bill
     from dsh.session.spend import RowSpend
 
 
@@ -33,9 +34,13 @@ class DeriveCache:
     ones, so a listing derives only sessions that changed since, and :meth:`flush` keeps what
     it derived (a digest whose status a clock can change is never kept)."""
 
-    def __init__(self, store: EventStore, limit: int = 50_000) -> None:
+    def __init__(
+        self, store: EventStore, limit: int = 50_000, *, price: Callable[[Bill], Bill] | None = None
+    ) -> None:
         self.store = store
         self.limit = limit
+        self.price = price
+        """``PriceTable.keeping_cost``: what a listing that prices its rows keeps in each digest."""
         self._cache: dict[str, tuple[int, Derived]] = {}
         self._kept: dict[str, tuple[int, bytes]] = {}
         self._new: list[tuple[str, int, bytes]] = []
@@ -73,16 +78,26 @@ class DeriveCache:
         if kept is not None and kept[0] == summary.event_count:
             value = digest_from_json(jsonx.loads(kept[1]))
             if value is not None:
-                return value
+                priced = self._priced(value)
+                if priced is not value:  # kept again, with its cost
+                    self._keep(sid, kept[0], priced)
+                return priced
         events = await self.store.read_from(sid, 0)
-        value = derive(summary.header, events, summary.inherited_event_count)
+        value = self._priced(derive(summary.header, events, summary.inherited_event_count))
         if len(self._cache) >= self.limit:
             self._cache.clear()
         self._cache[sid] = (len(events), value)
+        self._keep(sid, len(events), value)
+        return value
+
+    def _priced(self, value: Derived) -> Derived:
+        bill = value.bill if self.price is None else self.price(value.bill)
+        return value if bill is value.bill else replace(value, bill=bill)
+
+    def _keep(self, sid: str, count: int, value: Derived) -> None:
         keep = digest_json(value)
         if keep is not None:
-            self._new.append((sid, len(events), jsonx.dumps_unchecked(keep)))
-        return value
+            self._new.append((sid, count, jsonx.dumps_unchecked(keep)))
 
 
 @dataclass(frozen=True, slots=True)
