@@ -79,6 +79,8 @@ def test_a_bill_keeps_its_cost_under_the_tables_key_only_when_the_table_prices_i
     assert kept.kept is not None and kept.kept[0] == prices.key and prices.cost(kept).usd == Decimal("1.5")
     back = Bill.from_wire(kept.to_wire())
     assert back is not None and back.kept == kept.kept and prices.keeping_cost(back) is back
+    broken = {**kept.to_wire(), "cost": [prices.key, "not a number", []]}
+    assert Bill.from_wire(broken) == kept and Bill.from_wire(broken).kept is None  # type: ignore[union-attr]
     stale = Bill(kept.calls, kept.slots, ("another table", "99", ()))
     assert prices.cost(stale).usd == Decimal("1.5"), "a cost kept under another key is priced again"
     unpriced = Ledger()

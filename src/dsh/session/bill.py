@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from dsh.ids import now_ms
 from dsh.session.usage import Ledger, Route, Tokens
@@ -99,6 +100,11 @@ def _kept_from_wire(cost: object) -> tuple[str, str, tuple[str, ...]] | None:
     if type(key) is not str or type(priced) is not str or type(unknown) is not list:
         return None
     if not all(type(u) is str for u in unknown):
+        return None
+    try:
+        if not Decimal(priced).is_finite():
+            return None
+    except ArithmeticError:  # decimal.InvalidOperation: not a number
         return None
     return key, priced, tuple(unknown)
 
