@@ -89,11 +89,10 @@ async def list_page(
         return (h.created_at, h.id)
 
     chosen.sort(key=key, reverse=descending)
-    nested = nest(chosen)
     per_page = max(1, min(per_page, 500))
-    pages = max(1, -(-len(nested) // per_page))
+    pages = max(1, -(-len(chosen) // per_page))  # nesting shows each session once
     page = max(1, min(page, pages))
-    window = nested[(page - 1) * per_page : page * per_page]
+    window = nest(chosen, page * per_page)[(page - 1) * per_page :]
     await cache.prime([s.header.id for s, _ in window])  # a page reads its rows' digests only
     rows = []
     for s, depth in window:
@@ -103,9 +102,10 @@ async def list_page(
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
 
 
-def nest(ordered: Sequence[SessionSummary]) -> list[tuple[SessionSummary, int]]:
+def nest(ordered: Sequence[SessionSummary], limit: int | None = None) -> list[tuple[SessionSummary, int]]:
     """Each session with its depth, every child right under its parent (children in the given
-    order); a child whose parent is not listed stays a top row. Cycle-safe: each id once."""
+    order); a child whose parent is not listed stays a top row. Cycle-safe: each id once.
+    ``limit``: only the first so many (a page stops nesting where it ends)."""
     present = {s.header.id for s in ordered}
     kids: dict[str, list[SessionSummary]] = {}
     for s in ordered:
@@ -120,11 +120,15 @@ def nest(ordered: Sequence[SessionSummary]) -> list[tuple[SessionSummary, int]]:
     out: list[tuple[SessionSummary, int]] = []
     seen: set[str] = set()
     for root in [*roots, *ordered]:  # the second pass reaches sessions only in a parent cycle
+        if root.header.id in seen:
+            continue
         stack = [(root, 0)]
         while stack:
             s, depth = stack.pop()
             if s.header.id in seen:
                 continue
+            if len(out) == limit:
+                return out
             seen.add(s.header.id)
             out.append((s, depth))
             stack.extend((c, depth + 1) for c in reversed(kids.get(s.header.id, [])))
