@@ -5,6 +5,7 @@ model call once, children included."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,42 @@ def test_a_price_override_file_prices_a_model_the_table_does_not_know(tmp_path: 
     prices.write_text("{not json")
     bad = dsh(tmp_path, "sessions", "list", DSH_PRICES=str(prices))
     assert bad.returncode != 0 and str(prices) in bad.stderr and "Traceback" not in bad.stderr
+
+
+_PROBE = """import json, sys
+from dsh.cli.app import app
+try:
+    app(["sessions", "list", "--json"], standalone_mode=False)
+except SystemExit:
+    pass
+print(json.dumps("genai_prices" in sys.modules))
+"""
+
+
+def test_a_listing_keeps_each_sessions_cost_so_the_next_one_reads_no_price_table(tmp_path: Path) -> None:
+    """The bundled price table costs 0.1–0.2 s to import: a listing keeps each session's cost
+    with its digest (under the table's key), so the next listing prints it without the table;
+    another override file is another table, and prices again."""
+    import sys
+
+    with OpenAICompatServer(handler=lambda _r: _reply(ROOT_ANSWERS, text="ok")) as server:
+        ran = dsh(tmp_path, "run", "go", "--json", "--base-url", server.base_url, "--model", "deepseek-chat",
+                  DSH_API_KEY=KEY)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    first = dsh(tmp_path, "sessions", "list", "--json")
+    assert first.returncode == 0, first.stderr
+    priced = json.loads(first.stdout)[0]["cost"]
+    assert priced["usd"] is not None and priced["usd"] > 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_STORE"] = f"sqlite:{tmp_path / 's.db'}"
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert probe.returncode == 0, probe.stderr
+    *listing, imported = probe.stdout.splitlines()
+    assert json.loads("\n".join(listing))[0]["cost"] == priced
+    assert json.loads(imported) is False, "the kept cost is read, the table never imported"
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": [{"model": "deepseek-chat", "input": 1000, "output": 1000}]}))
+    again = dsh(tmp_path, "sessions", "list", "--json", DSH_PRICES=str(prices))
+    assert json.loads(again.stdout)[0]["cost"]["usd"] > priced["usd"], "another table prices again"

@@ -10,6 +10,7 @@ from pathlib import Path
 from dsh import jsonx
 from dsh.cli.columns import Column, layout
 from dsh.events import Event, SessionHeader
+from dsh.session.bill import Bill
 from dsh.session.digest import Derived, digest_from_json, digest_json
 from dsh.session.usage import Ledger
 from dsh.store.contract_surface import long_log
@@ -36,6 +37,10 @@ def test_list_n_reads_only_the_sessions_it_shows(dsh_sqlite: Dsh) -> None:
     rows = dsh_sqlite("sessions", "list", "-n", "2", "--json").json()
     assert [row["id"] for row in rows] == ["middle", "newest"]
     assert_user_error(dsh_sqlite("sessions", "list"), "oldest", "bad JSON")
+    with sqlite3.connect(db) as conn:  # nor its row of the sessions table
+        conn.execute("UPDATE sessions SET delegation_depth = -1 WHERE id = 'oldest'")
+    rows = dsh_sqlite("sessions", "list", "-n", "2", "--json").json()
+    assert [row["id"] for row in rows] == ["middle", "newest"], "-n reads no other session's row"
 
 
 def test_columns_align_cap_and_cut_the_flexible_one() -> None:
@@ -79,13 +84,18 @@ async def _retitle(db: Path, sid: str, title: str) -> None:
 
 def test_a_digest_round_trips_and_only_a_settled_one_is_kept() -> None:
     ledger = Ledger()
-    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 12, "cacheReadTokens": 3}, 4)
-    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2, ledger=ledger)
+    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 12, "cacheReadTokens": 3}, 4, 60_000)
+    ledger.add(("deepseek-chat", "deepseek"), {"inputTokens": 5}, 9, 61_000)
+    settled = Derived("t", "p", "m", 5, "completed", None, None, None, 2, bill=Bill.of(ledger))
     back = digest_from_json(jsonx.loads(jsonx.dumps(digest_json(settled))))
-    assert back == settled and back is not None and back.ledger.to_wire() == ledger.to_wire()
+    assert back == settled and back is not None and back.bill == settled.bill
+    assert back.bill.calls == 2 and back.bill.tokens.input == 17
     assert digest_json(replace(settled, status="running")) is None
     assert digest_json(replace(settled, status="interrupted")) is None
     assert digest_from_json({"title": 1}) is None
+    older = {**digest_json(settled), "ledger": ledger.to_wire()}  # type: ignore[dict-item]
+    del older["bill"]
+    assert digest_from_json(older) is None, "a digest an older dsh kept (every call) is derived again"
 
 
 def test_sessions_tree_never_reads_a_stream(dsh_sqlite: Dsh) -> None:
@@ -145,3 +155,29 @@ async def _two_in(db: Path, cwd: Path) -> None:
         turns = [replace(e, time=e.time + i * 1_000) for e in completed_turns(1)]
         await store.create(SessionHeader(id=sid, created_at=1_000 + i, cwd=str(cwd)), turns)
     await store.close()
+
+
+def test_a_listing_over_kept_digests_loads_no_fold_and_no_other_backend(dsh_sqlite: Dsh) -> None:
+    """Reading kept digests needs neither the timeline fold nor the price table's source nor
+    another store's backend: ``sessions list`` imports them only when a session must be derived."""
+    import json
+    import subprocess
+    import sys
+
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_three(db))
+    dsh_sqlite("sessions", "list").ok()  # derives the three and keeps their digests
+    code = (
+        "import sys, json\nfrom dsh.cli.app import app\n"
+        f"for argv in (['sessions', 'list', '--store', 'sqlite:{db}'], ['sessions', 'list', '-n', '2', "
+        f"'--store', 'sqlite:{db}']):\n"
+        "    try:\n        app(argv, standalone_mode=False)\n    except SystemExit:\n        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "oldest" in done.stdout
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    heavy = {"dsh.session.timeline.fold", "dsh.session.timeline", "dsh.store.jsonl", "genai_prices"}
+    assert sorted(loaded & heavy) == []

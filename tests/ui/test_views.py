@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from dsh.events import Event, SessionHeader
 from dsh.session.digest import derive
 from dsh.store.samples import completed_turn, completed_turns, open_turn
+from dsh.store.sqlite import SqliteEventStore
 from dsh.store.url import open_store
-from dsh.ui.views import DeriveCache, find, fork_cuts, lineage, list_page
+from dsh.ui.rows import DeriveCache
+from dsh.ui.views import find, fork_cuts, lineage, list_page
 
 NOW = 1_700_000_000_000
 
@@ -68,3 +73,29 @@ async def test_lineage_has_grandchildren_and_fork_cuts() -> None:
         )
     finally:
         await store.close()
+
+
+class _CountingDigests(SqliteEventStore):
+    """A real SQLite store that records which kept digests each read asked for."""
+
+    asked: list[list[str] | None]
+
+    async def kept_digests(self, ids: Sequence[str] | None = None) -> dict[str, tuple[int, bytes]]:
+        self.asked.append(None if ids is None else list(ids))
+        return await super().kept_digests(ids)
+
+
+async def test_a_page_reads_only_the_kept_digests_of_the_rows_it_shows(tmp_path: Path) -> None:
+    store = _CountingDigests(tmp_path / "s.db")
+    store.asked = []
+    for i in range(30):
+        await store.create(SessionHeader(id=f"s{i:02d}", created_at=NOW + i), completed_turns(1))
+    await list_page(store, DeriveCache(store), per_page=30)  # derives all 30, keeps their digests
+    store.asked.clear()
+    page = await list_page(store, DeriveCache(store), per_page=10)
+    assert [r.summary.header.id for r in page.rows] == [f"s{i:02d}" for i in range(29, 19, -1)]
+    assert store.asked == [[f"s{i:02d}" for i in range(29, 19, -1)]], "only the shown rows' digests"
+    store.asked.clear()
+    await list_page(store, DeriveCache(store), query="s0", per_page=10)
+    assert store.asked == [None], "a search derives every session: every digest, read once"
+    await store.close()

@@ -34,15 +34,13 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
     """The header line and one line per row, fitted to ``width`` terminal cells."""
     from rich.cells import cell_len, set_cell_size  # rich is imported by the commands that print
 
-    def _fit(text: str, width: int) -> str:
-        return text if cell_len(text) <= width else set_cell_size(text, width - 1).rstrip(" ") + "…"
+    def _cells(text: str) -> int:  # terminal-safe ASCII is one cell a character
+        return len(text) if text.isascii() else cell_len(text)
 
-    sizes = [cell_len(c.header) for c in columns]
-    for row in rows:
-        for i, cell in enumerate(row):
-            size = cell_len(cell)
-            if size > sizes[i]:
-                sizes[i] = size
+    table = [[c.header for c in columns], *rows]
+    texts = [[row[i] for row in table] for i in range(len(columns))]  # column by column
+    lengths = [[len(cell) if cell.isascii() else cell_len(cell) for cell in col] for col in texts]
+    sizes = [max(col) for col in lengths]
     for i, column in enumerate(columns):
         if column.max_width is not None:
             sizes[i] = min(sizes[i], column.max_width)
@@ -50,15 +48,17 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
     for i, column in enumerate(columns):
         if column.flex:
             sizes[i] = min(sizes[i], max(MIN_FLEX, width - fixed))
-    lines: list[str] = []
-    for row in [[c.header for c in columns], *rows]:
-        cells = []
-        for cell, size, column in zip(row, sizes, columns, strict=True):
-            text = _fit(cell, size)
-            pad = " " * (size - cell_len(text))
-            cells.append(pad + text if column.right else text + pad)
-        lines.append(GAP.join(cells).rstrip())
-    return lines
+    padded: list[list[str]] = []
+    for col, col_lengths, size, column in zip(texts, lengths, sizes, columns, strict=True):
+        out = []
+        for cell, length in zip(col, col_lengths, strict=True):
+            if length > size:
+                cell = set_cell_size(cell, size - 1).rstrip(" ") + "…"
+                length = _cells(cell)
+            pad = " " * (size - length)
+            out.append(pad + cell if column.right else cell + pad)
+        padded.append(out)
+    return [GAP.join(parts).rstrip() for parts in zip(*padded, strict=True)]
 
 
 def print_columns(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:

@@ -14,42 +14,42 @@ from dsh.cli.tables import make_console, terminal_safe
 from dsh.ids import now_ms
 
 if TYPE_CHECKING:
+    from dsh.session.prices import PriceTable
     from dsh.session.spend import RowSpend
     from dsh.store.base import EventStore
-    from dsh.ui.views import Row
+    from dsh.ui.rows import Row
 
 
-def spends_of(rows: list[Row]) -> dict[str, RowSpend]:
+def spends_of(rows: list[Row], prices: PriceTable) -> dict[str, RowSpend]:
     """Each row's own and tree spend, priced by the table and the user's override file."""
-    from dsh.session.prices import PriceTable
     from dsh.session.spend import row_spends
 
     parents = {r.summary.header.id: r.summary.header.parent_session for r in rows}
-    return row_spends(parents, {r.summary.header.id: r.derived for r in rows}, PriceTable.load())
+    return row_spends(parents, {r.summary.header.id: r.derived for r in rows}, prices)
 
 
-async def list_rows(store: EventStore, newest: int | None = None) -> list[Row]:
+async def list_rows(
+    store: EventStore, newest: int | None = None, prices: PriceTable | None = None
+) -> list[Row]:
     """A row per stored session, oldest first: its summary, what its events say, its child
     count. ``newest``: only the N most recently created and their descendants (a tree's cost
-    holds them) are read past their summary; a listing's work is bounded by what it shows."""
-    from dsh.events.lineage import below
-    from dsh.ui.views import DeriveCache, Row
+    holds them, and their child counts are whole) are read at all
+    (``dsh.store.newest``); a listing's work is bounded by what it shows. ``prices``: each
+    session's own cost is kept in its digest (``PriceTable.keeping_cost``), so the next
+    listing need not import the bundled price table."""
+    from dsh.store.newest import newest_sessions
+    from dsh.ui.rows import DeriveCache, Row
 
-    summaries = sorted(await store.list_sessions(), key=lambda s: (s.header.created_at, s.header.id))
+    listed = await store.list_sessions() if newest is None else await newest_sessions(store, newest)
+    summaries = sorted(listed, key=lambda s: (s.header.created_at, s.header.id))
     children: dict[str, int] = {}
-    kids: dict[str, list[str]] = {}
     for s in summaries:
         parent = s.header.parent_session
         if parent is not None:
             children[parent] = children.get(parent, 0) + 1
-            kids.setdefault(parent, []).append(s.header.id)
-    shown = summaries
-    if newest is not None:
-        wanted = {sid for s in summaries[-newest:] for sid in below(s.header.id, lambda p: kids.get(p, ()))}
-        shown = [s for s in summaries if s.header.id in wanted]
-    cache = DeriveCache(store)
-    await cache.prime()
-    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in shown]
+    cache = DeriveCache(store, price=None if prices is None else prices.keeping_cost)
+    await cache.prime(None if newest is None else [s.header.id for s in summaries])
+    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in summaries]
     await cache.flush()
     return rows
 
@@ -128,22 +128,25 @@ def list_cmd(
     US dollars: "unknown" when a model has no price ($DSH_PRICES or ~/.dsh/prices.json add
     prices), "+?" when only part of it is priced.
     """
+    from dsh.session.prices import PriceTable
+
     now = now_ms()
     with user_errors():
         cutoff = parse_since(since, "--since", now) if since is not None else None
+        prices = PriceTable.load()
 
     async def body() -> list[Row]:
         from dsh.store.url import open_store
 
         s = open_store(store, create=False)
         try:
-            return await list_rows(s, limit if cutoff is None else None)
+            return await list_rows(s, limit if cutoff is None else None, prices)
         finally:
             await s.close()
 
     rows = run_async(body)
     with user_errors():
-        spends = spends_of(rows)  # before filtering: a tree holds every stored descendant
+        spends = spends_of(rows, prices)  # before filtering: a tree holds every stored descendant
     if cutoff is not None:
         rows = [r for r in rows if (r.derived.last_activity or r.summary.header.created_at) >= cutoff]
     if limit is not None:

@@ -60,16 +60,17 @@ async def resolve_ids(store: EventStore, texts: Sequence[str]) -> list[str]:
 def short_ids(ids: Sequence[str]) -> dict[str, str]:
     """Each id → its shortest prefix of at least :data:`SHORT_ID` characters unique among ``ids``."""
     ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for i, sid in enumerate(ordered):
-        need = SHORT_ID
-        for other in (ordered[i - 1] if i else "", ordered[i + 1] if i + 1 < len(ordered) else ""):
-            common = 0
-            while common < min(len(sid), len(other)) and sid[common] == other[common]:
-                common += 1
-            need = max(need, common + 1)
-        out[sid] = sid[:need]
-    return out
+    need = [SHORT_ID] * len(ordered)
+    for i in range(1, len(ordered)):  # sorted: an id shares its longest prefix with a neighbour
+        a, b = ordered[i - 1], ordered[i]
+        if a[:SHORT_ID] != b[:SHORT_ID]:
+            continue
+        common, end = SHORT_ID, min(len(a), len(b))
+        while common < end and a[common] == b[common]:
+            common += 1
+        need[i - 1] = max(need[i - 1], common + 1)
+        need[i] = max(need[i], common + 1)
+    return {sid: sid[:n] for sid, n in zip(ordered, need, strict=True)}
 
 
 async def last_activity(store: EventStore, summary: SessionSummary) -> int:

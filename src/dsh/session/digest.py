@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import descriptor_kind
 from dsh.events.messages import joined_text
 from dsh.events.vocabulary import USER_MESSAGE
-from dsh.session.timeline import Timeline
-from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
-from dsh.session.usage import Ledger
+from dsh.session.bill import Bill
+
+if TYPE_CHECKING:  # the fold is imported by what derives: reading a kept digest needs none of it
+    from dsh.session.timeline.state import SessionState, Status
 
 __all__ = [
-    "RUNNING_WINDOW_MS",
     "Derived",
-    "Status",
     "derive",
     "digest_from_json",
     "digest_json",
@@ -72,8 +71,9 @@ class Derived:
     """Own compactions that replaced a span of the history (``SessionState.compactions``)."""
     branch_turn: int | None = None
     """A fork child's: the parent's turn it branched after (``SessionState.branch_turn``)."""
-    ledger: Ledger = field(default_factory=Ledger, compare=False)
-    """Own model calls' usage by route (``SessionState.ledger``; priced by ``dsh.session.spend``)."""
+    bill: Bill = field(default_factory=Bill, compare=False)
+    """Own model calls' usage by route and minute (``SessionState.ledger`` as it is priced:
+    ``dsh.session.bill``; summed per tree by ``dsh.session.spend``)."""
 
 
 SETTLED: frozenset[str] = frozenset({"completed", "error", "empty"})
@@ -98,15 +98,15 @@ def digest_json(d: Derived) -> dict[str, Any] | None:
     """``d`` as a JSON object to keep (``None``: its status depends on the clock, do not keep it)."""
     if d.status not in SETTLED:
         return None
-    return {**{name: getattr(d, name) for name in _FIELDS}, "ledger": d.ledger.to_wire()}
+    return {**{name: getattr(d, name) for name in _FIELDS}, "bill": d.bill.to_wire()}
 
 
 def digest_from_json(obj: object) -> Derived | None:
     """A kept digest back (``None``: not one this version wrote; derive it again)."""
-    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "ledger"} or obj["status"] not in SETTLED:
+    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "bill"} or obj["status"] not in SETTLED:
         return None
-    ledger = Ledger.from_wire(obj["ledger"])
-    if ledger is None:
+    bill = Bill.from_wire(obj["bill"])
+    if bill is None:
         return None
     strings = ("title", "first_prompt")
     optional = ("model", "kind", "label", "call_id")
@@ -117,7 +117,7 @@ def digest_from_json(obj: object) -> Derived | None:
     last, count, branched = obj["last_activity"], obj["compactions"], obj["branch_turn"]
     if not all(v is None or type(v) is int for v in (last, branched)) or type(count) is not int:
         return None
-    return Derived(**{name: obj[name] for name in _FIELDS}, ledger=ledger)
+    return Derived(**{name: obj[name] for name in _FIELDS}, bill=bill)
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
@@ -135,13 +135,15 @@ def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None 
         call_id=descriptor.call_id if descriptor is not None else None,
         compactions=state.compactions,
         branch_turn=state.branch_turn,
-        ledger=state.ledger,
+        bill=Bill.of(state.ledger),
     )
 
 
 def derive(header: SessionHeader, events: Sequence[Event], cut: int, *, now_ms: int | None = None) -> Derived:
     """Title, first prompt, model, last activity, status and kind of one session: a view of
     the timeline fold of its events."""
+    from dsh.session.timeline import Timeline
+
     timeline = Timeline()
     timeline.begin(header.id, cut=cut, header=header)
     for event in events:

@@ -16,9 +16,11 @@ in neither is *unknown*: a :class:`Cost` then names it and has no total — neve
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -26,6 +28,7 @@ from pathlib import Path
 from dsh import jsonx
 from dsh.errors import PriceFileError
 from dsh.home import dsh_home
+from dsh.session.bill import Bill, minute_of
 from dsh.session.usage import Ledger, Route, Tokens
 
 MILLION = Decimal(1_000_000)
@@ -44,6 +47,8 @@ class Cost:
         return None if self.unknown else self.priced
 
     def __add__(self, other: Cost) -> Cost:
+        if not (self.unknown or other.unknown):
+            return Cost(self.priced + other.priced)
         unknown = self.unknown + tuple(u for u in other.unknown if u not in self.unknown)
         return Cost(self.priced + other.priced, unknown)
 
@@ -150,17 +155,6 @@ def load_overrides(path: Path) -> tuple[Override, ...]:
     return tuple(out)
 
 
-MINUTE_MS = 60_000
-
-
-def _minute(at: int | None) -> int:
-    """The minute (epoch ms, floored) a call made at ``at`` is priced at; ``None``: now. Price
-    changes (a start date, a time of day) fall on whole minutes, so a call's minute prices it."""
-    from dsh.ids import now_ms
-
-    return ((now_ms() if at is None else at) // MINUTE_MS) * MINUTE_MS
-
-
 @cache
 def _table_price(model: str, provider: str | None, tokens: Tokens, minute: int) -> Decimal | None:
     from datetime import UTC, datetime
@@ -196,11 +190,35 @@ def _knows_provider(provider: str) -> bool:
     return True
 
 
+@cache
+def _bundled_key() -> str:
+    """The bundled table's identity, read without importing it (importing costs 0.1–0.2 s):
+    the size and modification time of its data module (another ``genai-prices`` → another key)."""
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None or spec.origin is None:
+        return "none"
+    try:
+        data = (Path(spec.origin).parent / "data.py").stat()
+    except OSError:
+        return "none"
+    return f"{data.st_size}.{data.st_mtime_ns}"
+
+
 class PriceTable:
     """Prices usage by route: the override file first, then the bundled table."""
 
     def __init__(self, overrides: tuple[Override, ...] = ()) -> None:
         self.overrides = overrides
+        self._key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """This table's identity (the override entries and the bundled table): a cost kept
+        under another key is priced again."""
+        if self._key is None:
+            entries = repr(self.overrides).encode()
+            self._key = f"{hashlib.sha256(entries).hexdigest()[:16]}.{_bundled_key()}"
+        return self._key
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> PriceTable:
@@ -225,14 +243,29 @@ class PriceTable:
         entry = self._override(model, provider)
         if entry is not None:
             return Cost(entry.price(tokens))
-        found = _table_price(model, provider, tokens, _minute(at))
+        found = _table_price(model, provider, tokens, minute_of(at))
         return Cost(found) if found is not None else Cost(unknown=(label,))
 
-    def cost(self, ledger: Ledger) -> Cost:
-        """The cost of every call of ``ledger``, each at its own time: the calls of one route in
-        one minute are priced together (tiered prices see their summed tokens)."""
-        groups: dict[tuple[Route, int], Tokens] = {}
-        for call in ledger.calls:
-            key = (call.route, _minute(call.time))
-            groups[key] = groups.get(key, Tokens()) + call.tokens
-        return sum((self.price(route, tokens, minute) for (route, minute), tokens in groups.items()), Cost())
+    def cost(self, spent: Ledger | Bill) -> Cost:
+        """The cost of every call of ``spent``, each at its own time: the calls of one route in
+        one minute are priced together (``dsh.session.bill``)."""
+        bill = spent if isinstance(spent, Bill) else Bill.of(spent)
+        if bill.kept is not None and bill.kept[0] == self.key:
+            return Cost(Decimal(bill.kept[1]), bill.kept[2])
+        costs = [self.price(route, tokens, minute) for (route, minute), tokens in bill.slots.items()]
+        return costs[0] if len(costs) == 1 else sum(costs, Cost())
+
+    def keeping_cost(self, bill: Bill) -> Bill:
+        """``bill`` with its cost kept under this table's key, when pricing it reads the bundled
+        table (importing it costs 0.1–0.2 s a process); else ``bill`` itself: a listing keeps
+        it in the session's digest, so the next one need not import the table."""
+        if bill.kept is not None and bill.kept[0] == self.key:
+            return bill
+        if not any(self._from_table(route, tokens) for (route, _), tokens in bill.slots.items()):
+            return bill
+        cost = self.cost(bill)
+        return replace(bill, kept=(self.key, str(cost.priced), cost.unknown))
+
+    def _from_table(self, route: Route, tokens: Tokens) -> bool:
+        model, provider = route
+        return not tokens.empty and model is not None and self._override(model, provider) is None

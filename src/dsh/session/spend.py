@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dsh.session.bill import Bill
 from dsh.session.digest import Derived
 from dsh.session.prices import Cost, PriceTable
-from dsh.session.timeline import Timeline
-from dsh.session.timeline.tree import Loaded
 from dsh.session.usage import Ledger, Tokens
+
+if TYPE_CHECKING:  # the fold is imported by what folds: pricing a listing's rows needs none of it
+    from dsh.session.timeline.tree import Loaded
 
 
 def spent_text(ledger: Ledger, prices: PriceTable) -> str:
@@ -28,8 +31,8 @@ def spent_text(ledger: Ledger, prices: PriceTable) -> str:
 class RowSpend:
     """A listed session's own calls and its tree's (itself and every listed descendant)."""
 
-    own: Ledger
-    tree: Ledger
+    own: Bill
+    tree: Bill
     sessions: int
     """How many sessions the tree holds."""
     prices: PriceTable
@@ -45,12 +48,12 @@ class RowSpend:
     def to_json(self) -> dict[str, object]:
         """``calls``, ``tokens``, ``cost`` (own) and ``tree: {sessions, calls, tokens, cost}``."""
         return {
-            "calls": len(self.own.calls),
+            "calls": self.own.calls,
             "tokens": self.own.tokens.to_wire(),
             "cost": self.cost.to_wire(),
             "tree": {
                 "sessions": self.sessions,
-                "calls": len(self.tree.calls),
+                "calls": self.tree.calls,
                 "tokens": self.tree.tokens.to_wire(),
                 "cost": self.tree_cost.to_wire(),
             },
@@ -60,12 +63,12 @@ class RowSpend:
 def row_spends(
     parents: Mapping[str, str | None], derived: Mapping[str, Derived], prices: PriceTable
 ) -> dict[str, RowSpend]:
-    """Each listed session's spend, from what the list already derived (its ledger): the one
+    """Each listed session's spend, from what the list already derived (its bill): the one
     function ``dsh sessions list`` prices its rows with (fed by any source of ``Derived``)."""
-    ledgers = {sid: d.ledger for sid, d in derived.items()}
-    trees = subtree_ledgers(parents, ledgers)
-    sizes = subtree_sizes(parents, ledgers)
-    return {sid: RowSpend(ledgers[sid], trees[sid], sizes[sid], prices) for sid in ledgers}
+    bills = {sid: d.bill for sid, d in derived.items()}
+    trees = subtree_bills(parents, bills)
+    sizes = subtree_sizes(parents, bills)
+    return {sid: RowSpend(bills[sid], trees[sid], sizes[sid], prices) for sid in bills}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,8 @@ class SessionSpend:
 
 def session_spend(loaded: Loaded) -> SessionSpend:
     """The fold of one session: its ledger and its usage per turn."""
+    from dsh.session.timeline import Timeline
+
     header = loaded.header
     timeline = Timeline()
     timeline.begin(header.id, cut=loaded.inherited_event_count, header=header)
@@ -178,11 +183,11 @@ def subtree_sizes(parents: Mapping[str, str | None], known: Mapping[str, object]
     return out
 
 
-def subtree_ledgers(parents: Mapping[str, str | None], ledgers: Mapping[str, Ledger]) -> dict[str, Ledger]:
-    """For each session of ``ledgers``: its own calls and every descendant's (by ``parents``:
+def subtree_bills(parents: Mapping[str, str | None], bills: Mapping[str, Bill]) -> dict[str, Bill]:
+    """For each session of ``bills``: its own calls and every descendant's (by ``parents``:
     session → parent), each session counted once however deep it is."""
-    out = {sid: Ledger() for sid in ledgers}
-    for sid, ledger in ledgers.items():
-        for at in _ancestry(sid, parents, ledgers):
-            out[at].merge(ledger)
-    return out
+    under: dict[str, list[Bill]] = {sid: [] for sid in bills}
+    for sid, bill in bills.items():
+        for at in _ancestry(sid, parents, bills):
+            under[at].append(bill)
+    return {sid: Bill.total(found) for sid, found in under.items()}

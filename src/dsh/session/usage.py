@@ -25,11 +25,6 @@ KINDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "
 reasoning is part of the output)."""
 
 
-def _count(usage: Mapping[str, object] | None, key: str) -> int:
-    value = (usage or {}).get(key)
-    return value if type(value) is int else 0
-
-
 @dataclass(frozen=True, slots=True)
 class Tokens:
     """Token counts: input (uncached), output, cache read, cache write, reasoning."""
@@ -43,7 +38,10 @@ class Tokens:
     @classmethod
     def of(cls, usage: Mapping[str, object] | None) -> Tokens:
         """The integer counts of a logged usage object (anything else counts 0)."""
-        return cls(*(_count(usage, key) for key in KINDS))
+        if not usage:
+            return cls()
+        values = [usage.get(key) for key in KINDS]
+        return cls(*[v if type(v) is int else 0 for v in values])
 
     def __add__(self, other: Tokens) -> Tokens:
         return Tokens(
@@ -182,8 +180,10 @@ class Ledger:
             if time is not None and type(time) is not int:
                 return None
             model, provider, tokens = call.get("model"), call.get("provider"), call.get("tokens")
-            if not all(v is None or isinstance(v, str) for v in (model, provider)) or not isinstance(
-                tokens, dict
+            if not (
+                (model is None or type(model) is str)
+                and (provider is None or type(provider) is str)
+                and type(tokens) is dict
             ):
                 return None
             ledger.add((model, provider), tokens, call["seq"], time)

@@ -278,13 +278,25 @@ class KeepsDigests(Protocol):
     JSON per session, valid for the event count it was derived at (a log only grows, and a
     deleted session's digest goes with it)."""
 
-    async def kept_digests(self) -> dict[str, tuple[int, bytes]]:
-        """Every kept digest: session id → (event count it was derived at, its JSON)."""
+    async def kept_digests(self, ids: Sequence[str] | None = None) -> dict[str, tuple[int, bytes]]:
+        """The kept digests of ``ids`` (``None``: every one): session id → (event count it was
+        derived at, its JSON); a session without one is absent."""
         ...
 
     async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
         """Keep ``(session id, event count, JSON)`` digests, replacing older ones (a session
         deleted meanwhile is skipped)."""
+        ...
+
+
+@runtime_checkable
+class ListsNewest(Protocol):
+    """A store that reads its newest sessions without listing every one (SQLite: a SQL
+    ``LIMIT`` and a recursive walk of the parent index)."""
+
+    async def newest_sessions(self, count: int) -> list[SessionSummary]:
+        """The ``count`` most recently created sessions (by ``createdAt``, then id) and every
+        descendant of them, each once, ordered like :meth:`EventStore.list_sessions`."""
         ...
 
 

@@ -85,6 +85,7 @@ from dsh.store.sqlite_schema import (
     KEEP_DIGEST,
     LAST_END_IN,
     MAX_SEQ,
+    NEWEST,
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
@@ -345,11 +346,16 @@ class SqliteEventStore(BufferedFront):
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
     @staticmethod
-    def _kept_sync(conn: sqlite3.Connection) -> dict[str, tuple[int, bytes]]:
+    def _kept_sync(conn: sqlite3.Connection, ids: Sequence[str] | None) -> dict[str, tuple[int, bytes]]:
+        sql = f"SELECT session_id, event_count, digest FROM {DIGESTS_TABLE}"
         with snapshot(conn):
             if conn.execute(HAS_DIGESTS).fetchone() is None:
                 return {}
-            rows = conn.execute(f"SELECT session_id, event_count, digest FROM {DIGESTS_TABLE}").fetchall()
+            if ids is None:
+                rows = conn.execute(sql).fetchall()
+            else:
+                sql += " WHERE session_id IN (SELECT value FROM json_each(?))"
+                rows = conn.execute(sql, (jsonx.dumps(list(ids)).decode(),)).fetchall()
         return {sid: (count, digest.encode()) for sid, count, digest in rows}
 
     @staticmethod
@@ -358,10 +364,19 @@ class SqliteEventStore(BufferedFront):
             conn.execute(CREATE_DIGESTS)
             conn.executemany(KEEP_DIGEST, [(count, digest.decode(), sid) for sid, count, digest in digests])
 
-    async def kept_digests(self) -> dict[str, tuple[int, bytes]]:
-        """``KeepsDigests``: every kept digest (none before the first is kept)."""
+    async def kept_digests(self, ids: Sequence[str] | None = None) -> dict[str, tuple[int, bytes]]:
+        """``KeepsDigests``: the kept digests of ``ids``, or every one (none before the first is kept)."""
         await self._enter()
-        return await self._call(self._kept_sync)
+        return await self._call(self._kept_sync, ids)
+
+    def _newest_sync(self, conn: sqlite3.Connection, count: int) -> list[SessionSummary]:
+        return [summary_from_row(row, str(self.path)) for row in conn.execute(NEWEST, (count,)).fetchall()]
+
+    async def newest_sessions(self, count: int) -> list[SessionSummary]:
+        """``ListsNewest``: the ``count`` newest sessions and their descendants, one query."""
+        await self._enter()
+        await self._settle(None)
+        return await self._call(self._newest_sync, count)
 
     async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
         """``KeepsDigests``: keep these, in one transaction (sessions deleted meanwhile skipped)."""

@@ -106,6 +106,13 @@ SUMMARY: Final = (
     "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id), "
     "(SELECT e.time FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) FROM sessions s"
 )
+NEWEST: Final = (
+    "WITH RECURSIVE shown(id) AS ("
+    "SELECT id FROM (SELECT id FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?) "
+    "UNION SELECT c.id FROM sessions c JOIN shown ON c.parent_session = shown.id) "
+    f"{SUMMARY} WHERE s.id IN shown ORDER BY s.created_at, s.id"
+)
+"""``ListsNewest``: the newest N sessions and their descendants (``UNION``: each once, cycle-safe)."""
 
 EXTRAS_TABLE: Final = "session_extras"
 CREATE_EXTRAS: Final = f"""CREATE TABLE IF NOT EXISTS {EXTRAS_TABLE} (

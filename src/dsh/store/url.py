@@ -3,8 +3,8 @@
 Backends register an opener per scheme in :data:`SCHEMES` (``scheme -> opener(url, rest)``);
 an unknown scheme is a :class:`~dsh.errors.UsageError` naming the URL. The PostgreSQL
 backend is imported only when a ``postgresql://`` (or ``postgres://``) URL is opened: psycopg
-is an optional dependency (the ``postgres`` extra) and costs start-up time otherwise; the JSONL
-backend (its file staging, seals, zstd) only when a ``jsonl:`` URL is.
+is an optional dependency (the ``postgres`` extra) and costs start-up time otherwise; every
+backend is imported by its opener, so a command pays only for the store it opens.
 """
 
 from __future__ import annotations
@@ -12,24 +12,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
-
-import platformdirs
+from typing import TYPE_CHECKING, Final
 
 from dsh.errors import StoreNotFoundError, UsageError, install_hint
-from dsh.store.base import EventStore
-from dsh.store.memory import MemoryEventStore
-from dsh.store.sqlite import SqliteEventStore
+
+if TYPE_CHECKING:
+    from dsh.store.base import EventStore
 
 DEFAULT_DB_NAME: Final = "sessions.db"
 
-StoreOpener = Callable[[str, str, bool], EventStore]
+StoreOpener = Callable[[str, str, bool], "EventStore"]
 """``opener(url, rest, create)``: ``rest`` is the URL after ``scheme:``; ``create=False`` refuses a
 missing store (:class:`~dsh.errors.StoreNotFoundError`) instead of creating it on first use."""
 
 
 def default_sqlite_path() -> Path:
     """``<user data dir>/dsh/sessions.db`` (``$XDG_DATA_HOME/dsh/sessions.db`` on Linux)."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("dsh")) / DEFAULT_DB_NAME
 
 
@@ -48,15 +48,17 @@ def _must_exist(label: str, path: Path, create: bool, what: str) -> Path:
 
 
 def _open_sqlite(url: str, rest: str, create: bool) -> EventStore:
+    from dsh.store.sqlite import SqliteEventStore
+
     path = _local_path(rest) if rest else default_sqlite_path()
     return SqliteEventStore(_must_exist(url or str(path), path, create, "the database file"))
 
 
 def _open_jsonl(url: str, rest: str, create: bool) -> EventStore:
+    from dsh.store.jsonl import JsonlEventStore
+
     if not rest:
         raise UsageError(f"store URL {url!r} needs a directory: jsonl:DIR")
-    from dsh.store.jsonl import JsonlEventStore  # on use (see the module docstring)
-
     return JsonlEventStore(_must_exist(url, _local_path(rest), create, "the directory"))
 
 
@@ -69,6 +71,8 @@ def _open_postgres(url: str, rest: str, create: bool) -> EventStore:
 
 
 def _open_memory(url: str, rest: str, create: bool) -> EventStore:
+    from dsh.store.memory import MemoryEventStore
+
     if rest:
         raise UsageError(f"store URL {url!r}: memory: takes no path")
     return MemoryEventStore()

@@ -40,9 +40,10 @@ from dsh.ui.chunks import ChunkHub
 from dsh.ui.diff_page import compare, context
 from dsh.ui.guard import HostGuard
 from dsh.ui.report import panes
+from dsh.ui.rows import DeriveCache
 from dsh.ui.templates import environment
 from dsh.ui.transcript import Item, TranscriptBuilder, pretty_json
-from dsh.ui.views import SORTS, DeriveCache, find, fork_cuts, lineage_tree, list_page, spend_view
+from dsh.ui.views import SORTS, find, fork_cuts, lineage_tree, list_page, spend_view
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "

@@ -7,103 +7,17 @@ templates escape every string they are given, so recorded content stays inert.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh import jsonx
-from dsh.errors import StoreError
 from dsh.events.lineage import ancestors
-from dsh.session.digest import Derived, derive, digest_from_json, digest_json, session_json
+from dsh.session.digest import Derived, derive
 from dsh.session.prices import PriceTable
-from dsh.session.spend import RowSpend, TreeSpend, spent_text
+from dsh.session.spend import TreeSpend, spent_text
 from dsh.session.timeline import SessionTree, TreeNode
-from dsh.store.base import EventStore, KeepsDigests, SessionSummary
-
-
-def summary_json(summary: SessionSummary) -> dict[str, Any]:
-    """The session object of ``dsh sessions list --json`` (same keys, same values)."""
-    return session_json(summary.header, summary.inherited_event_count, summary.event_count)
-
-
-class DeriveCache:
-    """``Derived`` per session, recomputed only when the session's event count changes.
-
-    Over a store that keeps digests (``KeepsDigests``: SQLite), :meth:`prime` reads the kept
-    ones, so a listing derives only sessions that changed since, and :meth:`flush` keeps what
-    it derived (a digest whose status a clock can change is never kept)."""
-
-    def __init__(self, store: EventStore, limit: int = 50_000) -> None:
-        self.store = store
-        self.limit = limit
-        self._cache: dict[str, tuple[int, Derived]] = {}
-        self._kept: dict[str, tuple[int, bytes]] = {}
-        self._new: list[tuple[str, int, bytes]] = []
-        self._primed = False
-
-    async def prime(self) -> None:
-        """Read the store's kept digests once (nothing for a store that keeps none)."""
-        if not self._primed and isinstance(self.store, KeepsDigests):
-            self._kept = await self.store.kept_digests()
-        self._primed = True
-
-    async def flush(self) -> None:
-        """Keep the digests derived since the last flush (best effort: a cache that cannot be
-        written, say a read-only database, is only slower next time)."""
-        new, self._new = self._new, []
-        if new and isinstance(self.store, KeepsDigests):
-            with contextlib.suppress(StoreError):
-                await self.store.keep_digests(new)
-
-    async def get(self, summary: SessionSummary) -> Derived:
-        sid = summary.header.id
-        hit = self._cache.get(sid)
-        if hit is not None and hit[0] == summary.event_count and hit[1].status != "running":
-            return hit[1]
-        kept = self._kept.get(sid)
-        if kept is not None and kept[0] == summary.event_count:
-            value = digest_from_json(jsonx.loads(kept[1]))
-            if value is not None:
-                return value
-        events = await self.store.read_from(sid, 0)
-        value = derive(summary.header, events, summary.inherited_event_count)
-        if len(self._cache) >= self.limit:
-            self._cache.clear()
-        self._cache[sid] = (len(events), value)
-        keep = digest_json(value)
-        if keep is not None:
-            self._new.append((sid, len(events), jsonx.dumps_unchecked(keep)))
-        return value
-
-
-# --------------------------------------------------------------------------- list
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    summary: SessionSummary
-    derived: Derived
-    children: int
-    depth: int = 0
-    """How deep under its listed parent the row is nested (0: shown at the top level)."""
-
-    def to_json(self, spend: RowSpend | None = None) -> dict[str, Any]:
-        """The row's JSON (``spend``: its own and its tree's tokens and cost, when priced)."""
-        d = self.derived
-        priced = spend.to_json() if spend is not None else {}
-        return {
-            **summary_json(self.summary),
-            "title": d.title,
-            "firstPrompt": d.first_prompt,
-            "model": d.model,
-            "lastActivity": d.last_activity,
-            "status": d.status,
-            "children": self.children,
-            "compactions": d.compactions,
-            **priced,
-        }
-
+from dsh.store.base import EventStore, SessionSummary
+from dsh.ui.rows import DeriveCache, Row
 
 SORTS = ("created", "events", "children", "id", "activity", "status", "title")
 """Sort keys of the sessions page; the last three derive every session first (see this package's README)."""
@@ -141,11 +55,11 @@ async def list_page(
 ) -> Page:
     """One page of the sessions list: filtered by ``query``, sorted, then derived row by row.
 
-    Sorting by header fields derives only the rows shown; a search or a sort by a derived
-    field (activity, status, title) derives every session (cached per event count).
+    Sorting by header fields derives (or reads the kept digests of) only the rows shown; a
+    search or a sort by a derived field (activity, status, title) derives every session
+    (cached per event count).
     """
     summaries = await store.list_sessions()
-    await cache.prime()
     children: dict[str, int] = {}
     for s in summaries:
         if s.header.parent_session is not None:
@@ -153,6 +67,7 @@ async def list_page(
     needs_all = bool(query) or sort not in CHEAP_SORTS
     derived: dict[str, Derived] = {}
     if needs_all:
+        await cache.prime()
         for s in summaries:
             derived[s.header.id] = await cache.get(s)
     chosen = [s for s in summaries if not query or _matches(query, s, derived.get(s.header.id))]
@@ -174,11 +89,11 @@ async def list_page(
         return (h.created_at, h.id)
 
     chosen.sort(key=key, reverse=descending)
-    nested = nest(chosen)
     per_page = max(1, min(per_page, 500))
-    pages = max(1, -(-len(nested) // per_page))
+    pages = max(1, -(-len(chosen) // per_page))  # nesting shows each session once
     page = max(1, min(page, pages))
-    window = nested[(page - 1) * per_page : page * per_page]
+    window = nest(chosen, page * per_page)[(page - 1) * per_page :]
+    await cache.prime([s.header.id for s, _ in window])  # a page reads its rows' digests only
     rows = []
     for s, depth in window:
         d = derived.get(s.header.id) or await cache.get(s)
@@ -187,9 +102,10 @@ async def list_page(
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
 
 
-def nest(ordered: Sequence[SessionSummary]) -> list[tuple[SessionSummary, int]]:
+def nest(ordered: Sequence[SessionSummary], limit: int | None = None) -> list[tuple[SessionSummary, int]]:
     """Each session with its depth, every child right under its parent (children in the given
-    order); a child whose parent is not listed stays a top row. Cycle-safe: each id once."""
+    order); a child whose parent is not listed stays a top row. Cycle-safe: each id once.
+    ``limit``: only the first so many (a page stops nesting where it ends)."""
     present = {s.header.id for s in ordered}
     kids: dict[str, list[SessionSummary]] = {}
     for s in ordered:
@@ -204,11 +120,15 @@ def nest(ordered: Sequence[SessionSummary]) -> list[tuple[SessionSummary, int]]:
     out: list[tuple[SessionSummary, int]] = []
     seen: set[str] = set()
     for root in [*roots, *ordered]:  # the second pass reaches sessions only in a parent cycle
+        if root.header.id in seen:
+            continue
         stack = [(root, 0)]
         while stack:
             s, depth = stack.pop()
             if s.header.id in seen:
                 continue
+            if len(out) == limit:
+                return out
             seen.add(s.header.id)
             out.append((s, depth))
             stack.extend((c, depth + 1) for c in reversed(kids.get(s.header.id, [])))
