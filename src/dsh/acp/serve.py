@@ -18,13 +18,11 @@ from dsh.acp.runtime import LiveModels, ModelSource, ReplayModels, Runtime
 from dsh.acp.server import DshAcpAgent
 from dsh.acp.transport import LineTransport, open_reader, open_sink, protected_stdio
 from dsh.acp.updates import DEFAULT_CONTEXT_WINDOW, PROFILES, Profile
-from dsh.context.tools import with_context_tools
 from dsh.errors import MissingCredentialError, UsageError
 from dsh.model.settings import DEFAULT_MODEL, model_name, resolve_provider
 from dsh.replay.fidelity import Drift
 from dsh.store.url import open_store
-from dsh.subagents import standard_tools
-from dsh.tools import ToolRegistry
+from dsh.subagents import live_tools
 from dsh.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger("dsh.acp")
@@ -51,11 +49,6 @@ class ServeOptions:
     ``--sandbox`` says otherwise); a replay runs under the recording's."""
     background_wait: float = 30.0
     """At shutdown (stdin EOF, SIGTERM): how long background subagents may still finish."""
-
-
-def live_tools() -> ToolRegistry:
-    """A live session's tools: the standard ones and the workspace-context tools."""
-    return with_context_tools(standard_tools())
 
 
 def build_runtime(options: ServeOptions) -> Runtime:

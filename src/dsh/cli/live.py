@@ -24,7 +24,6 @@ from dsh.cli.questions import asker_for
 from dsh.cli.resolve import latest_top_level, resolve_id
 from dsh.context import WorkspaceConfig
 from dsh.context.questions import QuestionAsker
-from dsh.context.tools import with_context_tools
 from dsh.errors import UsageError
 from dsh.events.messages import Message
 from dsh.hooks import HookSet
@@ -36,7 +35,7 @@ from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
 from dsh.store.notices import warnings_to
 from dsh.store.url import open_store
-from dsh.subagents import standard_tools
+from dsh.subagents import live_tools
 from dsh.tools.approval import Approver
 from dsh.tools.registry import ToolRegistry
 from dsh.tools.sandbox import SandboxPolicy
@@ -78,7 +77,7 @@ class LiveSetup:
 
 def select_tools(names: tuple[str, ...] | None) -> ToolRegistry:
     """The standard tools, or only ``names`` of them (an unknown name is a one-line error)."""
-    every = with_context_tools(standard_tools())
+    every = live_tools()
     if names is None:
         return every
     unknown = [n for n in names if n not in every]

@@ -264,13 +264,13 @@ def replay(
 def _live(
     directory: Path, until: int, store: str | None, model: str | None, base_url: str | None, as_json: bool
 ) -> None:
-    """``--until TURN --live``: the recording's first turns, then the provider (``dsh.cli.replay_live``)."""
+    """``--until TURN --live``: the recording's first turns, then the provider (``dsh.snapshot.live``)."""
     import os
 
     from dsh.cli.render import LiveView
-    from dsh.cli.replay_live import continue_live
     from dsh.loop import Feed
     from dsh.model.settings import resolve_provider
+    from dsh.snapshot.live import continue_live
     from dsh.store.url import open_store
 
     with user_errors():

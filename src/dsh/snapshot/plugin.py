@@ -69,6 +69,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Regexes whose matches a record redacts besides the built-in secrets (kept in input.json).",
     )
     group.addoption(
+        "--dsh-until",
+        action="store",
+        type=int,
+        default=None,
+        metavar="TURN",
+        help="Continue each scenario live from its turn TURN: the recorded turns up to TURN kept "
+        "keylessly (a branch by reference), the later prompts asked of the configured provider "
+        "(DSH_BASE_URL, DEEPSEEK_API_KEY or DSH_API_KEY, DSH_MODEL); the branch is stored in "
+        "$DSH_STORE (else a temporary store) and where its answers diverge is reported.",
+    )
+    group.addoption(
         "--dsh-live-mcp",
         action="store_true",
         default=False,
@@ -199,6 +210,21 @@ def dsh_recording(request: pytest.FixtureRequest) -> Iterator[Recording]:
 
 
 _UNTRUSTED = pytest.StashKey[list[str]]()
+_LIVE = pytest.StashKey[list[str]]()
+_LIVE_STORE = pytest.StashKey[str]()
+
+
+def _live_store(config: pytest.Config) -> str:
+    """Where ``--dsh-until`` stores its branches: ``$DSH_STORE``, else one temporary SQLite
+    store for the whole run (named in the summary)."""
+    import os
+    import tempfile
+
+    if _LIVE_STORE not in config.stash:
+        given = os.environ.get("DSH_STORE", "").strip()
+        folder = Path(tempfile.mkdtemp(prefix="dsh-live-")) if not given else None
+        config.stash[_LIVE_STORE] = given or f"sqlite:{folder / 'sessions.db' if folder else ''}"
+    return config.stash[_LIVE_STORE]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -219,6 +245,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if drifted:
         terminalreporter.section("dsh: tolerated divergences from the recordings")
         for line in drifted:
+            terminalreporter.line(line)
+    live = config.stash.get(_LIVE, [])
+    if live:
+        terminalreporter.section("dsh: scenarios continued live (--dsh-until)")
+        for line in live:
             terminalreporter.line(line)
     noted = config.stash.get(_NOTED, [])
     if noted:
@@ -266,6 +297,42 @@ class ScenarioItem(pytest.Item):
     """Runs one scenario in the configured mode."""
 
     def runtest(self) -> None:
+        until = self.config.getoption("--dsh-until")
+        if until is not None:
+            self._continue_live(int(until))
+            return
+        self._run()
+
+    def _continue_live(self, until: int) -> None:
+        """``--dsh-until``: the recording's turns up to ``until``, then the provider's."""
+        from dsh.loop import Feed
+        from dsh.model.settings import resolve_provider
+        from dsh.snapshot.live import continue_live
+        from dsh.store.url import open_store
+
+        settings = resolve_provider(key_option=None)
+        url = _live_store(self.config)
+
+        async def body() -> str:
+            store = open_store(url)
+            try:
+                run = await continue_live(self.path.parent, store, until, settings, Feed())
+            finally:
+                await store.close()
+            d = run.divergence
+            said = (
+                "the live answers match the recorded ones"
+                if d is None
+                else (f"diverged at turn {d.turn}: recorded {d.recorded!r}, live {d.live!r}")
+            )
+            return (
+                f"{self.name}: turns 1–{until} recorded, {run.turns[0]}–{run.turns[-1]} live with "
+                f"{settings.model} -> branch {run.branch} in {url}; {said}"
+            )
+
+        self.config.stash.setdefault(_LIVE, []).append(asyncio.run(body()))
+
+    def _run(self) -> None:
         from dsh.replay.permissions import untrusted_warning
         from dsh.snapshot.cache_check import cache_check
         from dsh.snapshot.runner import ScenarioSkipped, drift_mode, run_scenario, snapshot_mode

@@ -8,6 +8,7 @@ from dsh.subagents.tools import (
     SpawnArgs,
     SpawnTool,
     SubagentTool,
+    live_tools,
     standard_tools,
     subagent_tools,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "SpawnArgs",
     "SpawnTool",
     "SubagentTool",
+    "live_tools",
     "standard_tools",
     "subagent_tools",
 ]

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from dsh.context.tools import with_context_tools
 from dsh.events.messages import user_message
 from dsh.loop import Agent
 from dsh.loop.delegation import log_delegated_policies
@@ -312,3 +313,9 @@ def standard_tools(
     for tool in subagent_tools(max_depth=max_depth):
         registry.register(tool)
     return registry
+
+
+def live_tools() -> ToolRegistry:
+    """A live session's tools: :func:`standard_tools` and the workspace-context tools (what
+    ``dsh run``, ``dsh acp`` and a recording continued live offer the model)."""
+    return with_context_tools(standard_tools())

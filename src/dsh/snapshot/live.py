@@ -1,4 +1,5 @@
-"""``dsh replay DIR --until TURN --live``: a recording's first turns, then a live model.
+"""A recording's first turns, then a live model: ``dsh replay DIR --until TURN --live`` and the
+pytest plugin's ``--dsh-until TURN``.
 
 The recording's primary session is imported into the store (kept as it is: it is the
 parent), and a branch is made at the end of turn TURN — by reference, holding exactly the
@@ -15,7 +16,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.cli.live import select_tools
 from dsh.errors import UsageError
 from dsh.events import Event
 from dsh.events.vocabulary import REQUEST_HEADER
@@ -28,6 +28,7 @@ from dsh.session.turns import Divergence, first_divergence, turn_texts
 from dsh.snapshot.runner import prepare_workspace
 from dsh.store import EventStore
 from dsh.store.transfer import import_log
+from dsh.subagents import live_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ async def continue_live(
     model = settings.open_model()
     try:
         agent = await Agent.resume(
-            store, branch.header.id, model=model, tools=select_tools(None), config=config, feed=feed
+            store, branch.header.id, model=model, tools=live_tools(), config=config, feed=feed
         )
         async with agent:
             for _turn, prompt in later:
