@@ -294,7 +294,8 @@ class SessionCheck:
         call = self._calls[k]
         views = self._surface(call.surface, call.history)
         recorded_all, end = views.views, views.index[call.history]
-        live_raw = list(request.messages)
+        given = request.messages  # a list is the request's own (the loop copies its history per call)
+        live_raw = given if type(given) is list else list(given)
         seen, matched, surface = self._matched
         if seen and surface == call.surface and len(live_raw) >= len(seen) and live_raw[: len(seen)] == seen:
             fresh = [v for v in self._live.views(live_raw[len(seen) :]) if self._keep(v)]
