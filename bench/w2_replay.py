@@ -30,6 +30,7 @@ from dsh import jsonx
 from dsh.events.chunks import Chunk
 from dsh.loop import NO_DELAY, Agent, AgentConfig
 from dsh.replay.files import load_replay_model
+from dsh.replay.model import ReplayModel
 from dsh.store import EventStore, LoadedSession
 from dsh.store.logfile import encode_log
 from dsh.store.memory import MemoryEventStore
@@ -85,6 +86,7 @@ async def replay_dsh(
             raise RuntimeError(f"replay turn ended {result.reason}")
     model.assert_consumed()
     total = now() - t0
+    await model.aclose()
     await store.close()
     served = sum(len(e.data["stream"]["chunks"]) for e in agent.session.events if "stream" in e.data)
     return t_open, total, served
@@ -281,6 +283,11 @@ def _cpu(fn: Callable[[], Any]) -> float:
     return time.process_time() - t0
 
 
+def _open_kept(directory: Path, cwd: Path, kept: list[ReplayModel]) -> None:
+    """Open the replay and keep it past the timing: freeing the recording is no part of open."""
+    kept.append(load_replay_model(directory, cwd=cwd)[0])
+
+
 def _parse_lines(directory: Path) -> None:
     for path in sorted(directory.glob("session*.jsonl")):
         for line in path.read_bytes().splitlines():
@@ -309,7 +316,10 @@ def run_w2_scale(
                 cwd = root / f"cwd-{n}-{r}"
                 cwd.mkdir()
                 figs.floor_open.add(_cpu(lambda s=scenario: _parse_lines(s)))
-                figs.open_derive.add(_cpu(lambda s=scenario, c=cwd: load_replay_model(s, cwd=c)))
+                opened: list[ReplayModel] = []
+                figs.open_derive.add(_cpu(lambda s=scenario, c=cwd, o=opened: _open_kept(s, c, o)))
+                asyncio.run(opened[0].aclose())
+                del opened
                 whole = _cpu(lambda s=scenario, c=cwd, v=conv: asyncio.run(replay_dsh(s, v, c)))
                 figs.per_call.add(whole / n)
                 figs.floor_per_call.add(_cpu(lambda p=scripts: asyncio.run(floor(p))) / n)

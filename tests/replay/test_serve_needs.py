@@ -39,6 +39,7 @@ def test_needs_are_found_in_the_entrys_json() -> None:
     quoted = '/home/o"neil/work'  # a spelling JSON escapes
     assert needs_of([text(f"open {quoted}/x")], [quoted]).cwd
     assert not needs_of([text("open /home/other")], [quoted]).cwd
+    assert needs_of([text("open /home/zoë/x")], ["/home/zoë"]).cwd  # UTF-8 on both sides
 
 
 async def test_a_call_holding_nothing_live_is_served_without_walking_its_chunks(

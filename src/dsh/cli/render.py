@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
@@ -56,8 +57,17 @@ class LiveView:
         stream_text: bool = True,
         timeline: Timeline | None = None,
         prompts: bool = False,
+        batch: bool = False,
     ) -> None:
         self.console = console
+        self.batch = batch
+        """A replay's view (its chunks are served at once): consecutive deltas of one kind are
+        printed together while Rich prints the joined text as it prints the pieces — one line
+        within the width, no tab — and flushed at every other chunk and before anything else."""
+        self._pending: list[str] = []
+        self._pending_cells = 0
+        self._pending_style: str | None = None
+        self._width = 0
         self.stream_text = stream_text
         self.prompts = prompts
         self._shown_since_break = False
@@ -70,7 +80,32 @@ class LiveView:
         self._mid_line = False
         self._mode = ""
 
+    def flush(self) -> None:
+        """Print the pending deltas (:attr:`batch`), if any."""
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._pending_cells = 0
+            self.console.print(text, style=self._pending_style, end="", markup=False, highlight=False)
+
+    def _held(self, text: str, style: str | None) -> bool:
+        """Whether ``text`` joins the pending deltas (:attr:`batch`), flushing them when it cannot."""
+        if not self.batch:
+            return False
+        cells = cell_len(text) if "\n" not in text and "\t" not in text else -1
+        if self._pending and (cells < 0 or self._pending_cells + cells >= self._width):
+            self.flush()
+        if not self._pending:
+            self._width = self.console.width  # read once per printed line, not per delta
+        if cells < 0 or self._pending_cells + cells >= self._width:
+            return False
+        self._pending.append(text)
+        self._pending_cells += cells
+        self._pending_style = style
+        return True
+
     def _newline(self) -> None:
+        self.flush()
         if self._mid_line:
             self.console.print()
             self._mid_line = False
@@ -86,6 +121,8 @@ class LiveView:
         delta = self.timeline.chunk(session_id, chunk)
         if delta is not None:
             self.delta(delta)
+        else:
+            self.flush()
 
     def delta(self, delta: tl.Delta) -> None:
         """Stream one delta of the top-level session (a child's are not shown)."""
@@ -98,11 +135,13 @@ class LiveView:
             self._mode = delta.kind
         text = terminal_safe(delta.text, multiline=True)
         style = "dim" if delta.kind == "reasoning" else None
-        self.console.print(text, style=style, end="", markup=False, highlight=False)
+        if not self._held(text, style):
+            self.console.print(text, style=style, end="", markup=False, highlight=False)
         self._mid_line = True
         self._shown_since_break = True
 
     def event(self, session_id: str, event: Event) -> None:
+        self.flush()
         self.show(session_id, self.timeline.feed(session_id, event))
 
     def show(self, session_id: str, items: list[tl.Item]) -> None:

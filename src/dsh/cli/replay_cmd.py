@@ -240,13 +240,16 @@ def replay(
             typer.echo(warning, err=True)
     feed = Feed()
     console = None if as_json else make_console(markup=True, live=True)
+    view = None
     if console is not None:
-        view = LiveView(console, prompts=True)
+        view = LiveView(console, prompts=True, batch=True)  # recorded chunks come at once
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
     result = run_async(
         lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp)
     )
+    if view is not None:
+        view.flush()
     report = _report(result, console)
     if cache and not as_json:
         from dsh.cli.cache_report import cache_text
@@ -348,10 +351,11 @@ def demo(store: StoreOption = None) -> None:
     directory = SCENARIOS / "subagent-mixed"
     console = make_console(markup=True, live=True)
     feed = Feed()
-    view = LiveView(console, prompts=True)
+    view = LiveView(console, prompts=True, batch=True)  # recorded chunks come at once
     feed.on_event(view.event)
     feed.on_chunk(view.chunk)
     result = run_async(lambda: _replay(directory, open_store(store), feed))
+    view.flush()
     _report(result, console)
     if not result.ok:
         raise typer.Exit(1)

@@ -495,6 +495,9 @@ def failure_of(event: Event) -> Failure | None:
     return {"code": str(failure.get("code", "")), "message": str(failure.get("message", ""))}
 
 
+_INTS = frozenset({int})
+
+
 def stream_of(event: Event) -> StreamRecord | None:
     """The timed stream an ``assistant/message`` or ``assistant/attempt`` logged (``None``:
     none, as in a version-0 message, whose ``assistant/chunk`` events made the call).
@@ -514,7 +517,7 @@ def stream_of(event: Event) -> StreamRecord | None:
     chunks: list[Chunk] = raw if isinstance(raw, list) else []
     if not isinstance(dt, list):
         dt = []
-    elif not all(type(d) is int for d in dt):
+    elif not _INTS.issuperset(map(type, dt)):  # one pass in C: on the replay's load path
         dt = [d for d in dt if type(d) is int]
     return {"chunks": chunks, "dt": dt}
 

@@ -21,7 +21,7 @@ import difflib
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dsh import jsonx
@@ -178,6 +178,17 @@ def recorded_cwd_spellings(header_cwd: str | None) -> tuple[str, ...]:
     return (header_cwd.rstrip("/"),)
 
 
+@dataclass(slots=True)
+class _SurfaceViews:
+    """One recorded surface's kept views and messages, over its first ``len(index) - 1`` nodes;
+    ``index[j]``: how many of the first ``j`` nodes are kept."""
+
+    nodes: list[int]
+    views: list[View] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    index: list[int] = field(default_factory=lambda: [0])
+
+
 class SessionCheck:
     """Compares one session's live requests with its recording, call by call."""
 
@@ -206,23 +217,44 @@ class SessionCheck:
         self._matched: tuple[list[Message], int, int] = ([], 0, 0)
         """(live messages, recorded views, surface) found equal at the last call."""
         self._recorded_ids = Normalizer(recorded_cwd_spellings(recorded_cwd))
-        views = ViewBuilder(self._recorded_ids).views(derived.messages)
+        self._recorded = ViewBuilder(self._recorded_ids)
         self._derived = derived
-        self._views = views
-        self._surfaces: dict[int, tuple[list[View], list[Message], list[int]]] = {}
-        self.not_reproduced = sorted({v.key for v in views if v.kind == "injected" and not self._keep(v)})
+        self._views: list[View] = []
+        """The recorded messages' views, built in message order as far as a call needs them
+        (not all when the replay opens): ids are numbered in the same order either way."""
+        self._surfaces: dict[int, _SurfaceViews] = {}
 
-    def _surface(self, g: int) -> tuple[list[View], list[Message], list[int]]:
-        """Surface ``g``'s kept views, their messages, and how many are kept before each node."""
+    @property
+    def not_reproduced(self) -> list[str]:
+        """v0: the injected kinds dsh does not produce, dropped from both sides (sorted)."""
+        if not self._v0:
+            return []
+        views = self._views_to(len(self._derived.messages))
+        return sorted({v.key for v in views if v.kind == "injected" and not self._keep(v)})
+
+    def _views_to(self, n: int) -> list[View]:
+        """The recorded views of the first ``n`` messages (built once, in order)."""
+        views = self._views
+        if len(views) < n:
+            views.extend(self._recorded.views(self._derived.messages[len(views) : n]))
+        return views
+
+    def _surface(self, g: int, nodes: int) -> _SurfaceViews:
+        """Surface ``g``'s kept views and messages over (at least) its first ``nodes`` nodes."""
         found = self._surfaces.get(g)
         if found is None:
-            nodes = self._derived.surfaces[g]
-            kept = [i for i in nodes if self._keep(self._views[i])]
-            index = [0]
-            for i in nodes:
-                index.append(index[-1] + self._keep(self._views[i]))
-            found = ([self._views[i] for i in kept], [self._derived.messages[i] for i in kept], index)
-            self._surfaces[g] = found
+            found = self._surfaces[g] = _SurfaceViews(self._derived.surfaces[g])
+        done = len(found.index) - 1
+        more = found.nodes[done:nodes]
+        if more:
+            views = self._views_to(max(more) + 1)
+            messages = self._derived.messages
+            for i in more:
+                keep = self._keep(views[i])
+                if keep:
+                    found.views.append(views[i])
+                    found.messages.append(messages[i])
+                found.index.append(found.index[-1] + keep)
         return found
 
     def _keep(self, view: View) -> bool:
@@ -237,6 +269,9 @@ class SessionCheck:
         to appear in one is the n-th in the other: the histories were found equal)."""
         recorded = self._recorded_ids.ids()
         live = self._live.normalizer.ids()
+        if len(live) > len(recorded) and len(self._views) < len(self._derived.messages):
+            self._views_to(len(self._derived.messages))  # the ids the recording shows later too
+            recorded = self._recorded_ids.ids()
         return {r: v for r, v in zip(recorded, live, strict=False) if r != v and not r.startswith("{{")}
 
     def check(self, k: int, request: ModelRequest) -> Divergence | None:
@@ -257,9 +292,10 @@ class SessionCheck:
         with one list comparison (C: an object compared with itself costs nothing), not an
         identity test per message in Python, which made every call cost its history's length."""
         call = self._calls[k]
-        recorded_all, _, index = self._surface(call.surface)
-        end = index[call.history]
-        live_raw = list(request.messages)
+        views = self._surface(call.surface, call.history)
+        recorded_all, end = views.views, views.index[call.history]
+        given = request.messages  # a list is the request's own (the loop copies its history per call)
+        live_raw = given if type(given) is list else list(given)
         seen, matched, surface = self._matched
         if seen and surface == call.surface and len(live_raw) >= len(seen) and live_raw[: len(seen)] == seen:
             fresh = [v for v in self._live.views(live_raw[len(seen) :]) if self._keep(v)]
@@ -272,8 +308,9 @@ class SessionCheck:
         return found
 
     def _full_history(self, k: int, end: int, live_raw: list[Message]) -> Divergence | None:
-        recorded_all, recorded_raw, _ = self._surface(self._calls[k].surface)
-        recorded = recorded_all[:end]
+        call = self._calls[k]
+        views = self._surface(call.surface, call.history)
+        recorded, recorded_raw = views.views[:end], views.messages
         live_all = self._live.views(live_raw)
         if not self._v0 and live_all == recorded:
             return None

@@ -19,7 +19,7 @@ from dsh.replay.fixtures import SnapshotFixtures
 from dsh.replay.layout import INPUT, OVERRIDE, PRIMARY
 from dsh.replay.model import ReplayModel, SessionScript, script_for
 from dsh.store import LoadedSession
-from dsh.store.bulk import paused_gc
+from dsh.store.bulk import freeze_heap, paused_gc
 from dsh.store.logfile import load_log_file
 
 _CHILD = re.compile(r"^session\.(\d+)\.jsonl$")
@@ -134,7 +134,9 @@ def load_replay_model(
     the inherited cut is needed.
     """
     with paused_gc():  # thousands of recorded calls: millions of objects, none of them garbage
-        return _load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+        replay, recorded = _load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+        replay.hold_heap(freeze_heap())  # no collection walks them again until the replay closes
+    return replay, recorded
 
 
 def _load_replay_model(

@@ -38,6 +38,7 @@ from dsh.replay.placeholders import (
 )
 from dsh.replay.served import RecordedCall, recorded_calls
 from dsh.replay.wire_request import WireProjection, recorded_over_wire, wire_derived
+from dsh.store.bulk import HeapHold
 from dsh.tools import ToolOutput
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -74,17 +75,11 @@ class SessionScript:
     served entries name the live workspace there instead."""
     tool_calls: dict[str, RecordedCall] = field(default_factory=dict)
     """The recorded tool calls and results by call id (served for tools that cannot re-run)."""
-    needs: list[Needs] = field(default_factory=list)
-    """Per entry, what serving it takes from the live run (:meth:`prepare`, at open)."""
-
-    def prepare(self) -> None:
-        """Find each entry's :class:`Needs` (once: the entries are final when the replay opens)."""
-        self.needs = [needs_of(entry.chunks, self.recorded_cwd) for entry in self.entries]
 
     def needs_at(self, k: int) -> Needs:
-        if len(self.needs) != len(self.entries):  # entries replaced after the replay opened
-            self.prepare()
-        return self.needs[k]
+        """What serving entry ``k`` takes from the live run, found in its JSON when it is
+        served (once: a call serves its entry once), not for every entry when the replay opens."""
+        return needs_of(self.entries[k].chunks, self.recorded_cwd)
 
 
 def delegation_call_id(own_events: Sequence[Event]) -> str | None:
@@ -182,8 +177,6 @@ class ReplayModel:
         self.fixtures = fixtures
         """The original's snapshot fixtures (``dsh.replay.fixtures``) when replaying its recording."""
         self.children = sorted(children, key=lambda s: (s.created_at, s.recorded_id))
-        for script in self.scripts:
-            script.prepare()
         self.scenario = scenario
         self._provider = provider
         self._cwd = cwd
@@ -201,6 +194,7 @@ class ReplayModel:
         """Set (``dsh_recording``): a divergence stops the run — raised from the call that
         diverged, and from every later call, as a ``ReplayDivergenceAtCallError`` whose
         message ends with this hint (how to accept the change)."""
+        self._heap: HeapHold | None = None
 
     @property
     def provider(self) -> str:
@@ -215,8 +209,16 @@ class ReplayModel:
     def scripts(self) -> list[SessionScript]:
         return [self.primary, *self.children]
 
+    def hold_heap(self, hold: HeapHold) -> None:
+        """Keep the heap frozen (``dsh.store.bulk.freeze_heap``: what the open built) until
+        :meth:`aclose`."""
+        self._heap = hold
+
     async def aclose(self) -> None:
-        """Nothing to release (the scripts stay readable for the checks after the run)."""
+        """Release the frozen heap, if held (the scripts stay readable for the checks after
+        the run)."""
+        if self._heap is not None:
+            self._heap.release()
 
     def _fail(self, exc: Exception) -> Exception:
         self.errors.append(exc)

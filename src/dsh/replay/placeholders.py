@@ -13,6 +13,7 @@ from dsh.errors import ReplayError
 from dsh.events.messages import Message
 
 _OPEN = "{{fromRequest:"
+_OPEN_BYTES = _OPEN.encode()
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -122,7 +123,7 @@ class Needs:
 
 EVERYTHING = Needs(placeholders=True, ids=True, cwd=True)
 
-_UUID_MIDDLE = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+_UUID_MIDDLE = re.compile(rb"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 """What every UUID holds, led by a literal ``-`` (``re`` skips to it fast; the whole UUID
 pattern, led by a class, is tried at every position: 20x slower on a reply's chunks)."""
 
@@ -131,13 +132,13 @@ def needs_of(chunks: Sequence[Any], spellings: Sequence[str]) -> Needs:
     """The :class:`Needs` of an entry's ``chunks`` given the recording's ``spellings`` of its
     workspace: what is in a string of the chunks is in their JSON (escaped as JSON escapes
     it), so a part the JSON lacks is no part of any string."""
-    try:
-        text = jsonx.dumps_unchecked(list(chunks)).decode()
+    try:  # the JSON bytes, searched as bytes: orjson writes non-ASCII text as UTF-8 alike
+        text = jsonx.dumps_unchecked(chunks if isinstance(chunks, list | tuple) else list(chunks))
     except TypeError:  # not JSON (a test's chunks): walk them as before
         return EVERYTHING
-    escaped = [jsonx.dumps_unchecked(spelling).decode()[1:-1] for spelling in spellings]
+    escaped = [jsonx.dumps_unchecked(spelling)[1:-1] for spelling in spellings]
     return Needs(
-        placeholders=_OPEN in text,
+        placeholders=_OPEN_BYTES in text,
         ids=_UUID_MIDDLE.search(text) is not None,
         cwd=any(spelling in text for spelling in escaped),
     )

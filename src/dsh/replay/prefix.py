@@ -210,6 +210,8 @@ class Wire:
         self.derived = derived
         self._messages: dict[int, _Encoded] = {}
         self._heads: dict[int, tuple[RequestHeader | None, tuple[tuple[str, bytes], ...], bytes, str]] = {}
+        self._running: dict[int, tuple[list[int], list[int]]] = {}
+        self._head_totals: dict[int, tuple[RequestHeader | None, int, int]] = {}
 
     def message(self, index: int) -> _Encoded:
         found = self._messages.get(index)
@@ -235,6 +237,37 @@ class Wire:
             found = (header, encoded, jsonx.dumps_unchecked(wire_messages(text, [])) if text else b"", text)
             self._heads[key] = found
         return found[1], found[2], found[3]
+
+    def size(self, call: RecordedCall) -> int:
+        """``request(call).size`` without building the request (running sums: O(1) per call)."""
+        return self._totals(call.header)[0] + self._running_sums(call)[0][call.history]
+
+    def tokens(self, call: RecordedCall) -> int:
+        """The estimated tokens of every part of ``request(call)``, without building it."""
+        return self._totals(call.header)[1] + self._running_sums(call)[1][call.history]
+
+    def _totals(self, header: RequestHeader | None) -> tuple[int, int]:
+        """Bytes and estimated tokens of a header's parts (the tools, the system prompt)."""
+        found = self._head_totals.get(id(header))
+        if found is None or found[0] is not header:
+            tools, system, _ = self._head(header)
+            joined = b"".join(b for _, b in tools)
+            found = (header, len(joined) + len(system), _tokens(joined) + _tokens(system))
+            self._head_totals[id(header)] = found
+        return found[1], found[2]
+
+    def _running_sums(self, call: RecordedCall) -> tuple[list[int], list[int]]:
+        """Running bytes and estimated tokens of the call's surface's messages (``[0]``, then
+        one per message), extended as far as the call's history."""
+        found = self._running.get(call.surface)
+        if found is None:
+            found = self._running[call.surface] = ([0], [0])
+        sizes, tokens = found
+        for i in self.derived.surfaces[call.surface][len(sizes) - 1 : call.history]:
+            encoded = self.message(i)
+            sizes.append(sizes[-1] + len(encoded.data))
+            tokens.append(tokens[-1] + encoded.tokens)
+        return found
 
     def request(self, call: RecordedCall) -> Request:
         tools, system, text = self._head(call.header)

@@ -106,7 +106,7 @@ def session_reuse(
     wire = Wire(derived)
     reads = _cache_reads(own) if not any(e.type == ASSISTANT_CHUNK for e in own) else []
     out: list[Reuse] = []
-    previous: tuple[RecordedCall, Request] | None = None
+    previous: RecordedCall | None = None
     n = settled = 0
     for call in derived.calls:
         if not call.checked:
@@ -114,27 +114,32 @@ def session_reuse(
         if _is_summary(call):
             continue
         n += 1
-        request = wire.request(call)
         read = reads[settled] if settled < len(reads) else None
         settled += 1
-        estimate = 0
+        request: Request | None = None
         if previous is None and parent_at_cut is None:
             shared, broke, against = 0, None, "nothing"
         elif previous is None:
             assert parent_at_cut is not None
+            request = wire.request(call)
             shared, broke = compare(parent_at_cut, request)
             against = "the parent's request at the cut"
-        elif _extends(previous[0], call):  # the same head, the same history grown: no compare
-            shared, broke, against = previous[1].size, None, "the previous request"
-        else:
-            shared, broke = compare(previous[1], request)
+        elif _extends(previous, call):  # the same head, the same history grown: no compare
+            shared, broke, against = wire.size(previous), None, "the previous request"
+        else:  # built part by part only here: a request's parts cost its whole history
+            request = wire.request(call)
+            shared, broke = compare(wire.request(previous), request)
             against = "the previous request"
-        if shared:
+        estimate = 0
+        if shared and request is not None:
             estimate = request.shared_tokens(shared)
+        elif shared:  # all of the previous request's parts: their estimates
+            assert previous is not None
+            estimate = wire.tokens(previous)
         out.append(
-            Reuse(session, n, call.turn, call.step, request.size, shared, read, against, broke, estimate)
+            Reuse(session, n, call.turn, call.step, wire.size(call), shared, read, against, broke, estimate)
         )
-        previous = (call, request)
+        previous = call
     return out
 
 

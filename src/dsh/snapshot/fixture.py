@@ -190,4 +190,6 @@ class Recording:
         finally:
             if self._live is not None:
                 await self._live.aclose()
+            if self._replay is not None:
+                await self._replay.aclose()  # the recording's frozen heap
             self._tmp.cleanup()

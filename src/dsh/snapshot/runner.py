@@ -380,6 +380,8 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
             aclose = getattr(prep.model, "aclose", None)
             if aclose is not None:
                 await aclose()
+        if prep.replay_model is not None:
+            await prep.replay_model.aclose()  # the recording's frozen heap (its scripts stay readable)
     problems = player.problems
     problems.extend(prep.answers.problems)
     ids = [s.header.id for s in await store.list_sessions()]

@@ -10,11 +10,18 @@ young generation, then the middle, then the old: ~0.3 s for a 100 k-event sessio
 the first model request). So when the block left at least :data:`FREEZE_AT` new containers,
 they are moved out of the collector's generations (``gc.freeze``): freed by their reference
 counts as ever, never walked again. A short read changes nothing.
+
+What a bulk load keeps for a bounded run (a replay's recording) is frozen on purpose and
+given back after: :func:`freeze_heap` moves what the collector tracks to its permanent
+generation (``gc.freeze``) until the last :class:`HeapHold` is released (``gc.unfreeze``).
+The last release unfreezes every frozen object, a long read's
+included: they are walked again, nothing is lost.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -37,3 +44,46 @@ def paused_gc() -> Iterator[None]:
             if gc.get_count()[0] >= FREEZE_AT:
                 gc.freeze()
             gc.enable()
+
+
+_lock = threading.Lock()
+_holds = 0
+
+
+class HeapHold:
+    """One holder of the frozen heap (:func:`freeze_heap`); :meth:`release` is idempotent."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held = True
+
+    def release(self) -> None:
+        """Give the hold up; the last one returns the permanent generation to the collector."""
+        global _holds
+        with _lock:
+            if not self._held:
+                return
+            self._held = False
+            _holds -= 1
+            if _holds == 0:
+                gc.unfreeze()
+
+
+def freeze_heap() -> HeapHold:
+    """Move every object the collector tracks now to its permanent generation, where no
+    collection walks it, until the last hold is released.
+
+    For what a bulk load built and keeps for a run (call it in :func:`paused_gc`, so nothing
+    it built was walked at all). Objects freed by their reference counts are freed as ever;
+    a cycle that becomes garbage while frozen is collected only after the release."""
+    global _holds
+    with _lock:
+        gc.freeze()
+        _holds += 1
+    return HeapHold()
+
+
+def heap_held() -> int:
+    """How many holds keep the heap frozen now."""
+    return _holds

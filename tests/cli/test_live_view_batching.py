@@ -1,0 +1,65 @@
+"""A replay's live view prints consecutive deltas together (issue 40, item 3): a replay serves
+its recorded chunks at once, and one Rich print per delta was most of ``dsh scenario replay``
+at 5,000 calls. The output is the same as printing every delta: pieces are joined only while
+Rich prints the joined text as it prints the pieces (one line within the width, no tab)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from dsh.cli.render import LiveView
+from dsh.events import Event
+from dsh.events.chunks import Chunk
+
+
+def _stream(view: LiveView) -> None:
+    chunks: list[Chunk] = [{"type": "block-start", "index": 0, "blockType": "reasoning"}]
+    chunks += [{"type": "reasoning-delta", "index": 0, "text": t} for t in ("think ", "hard ", "now")]
+    chunks.append({"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": "think hard now"}})
+    chunks.append({"type": "block-start", "index": 1, "blockType": "text"})
+    pieces = [
+        "the answer ",
+        "is long ",
+        "enough to pass ",
+        "the width of ",
+        "the console\nand ",
+        "has\ta tab ",
+        "x" * 50,
+    ]
+    pieces += [f"w{i} " for i in range(30)]
+    chunks += [{"type": "text-delta", "index": 1, "text": t} for t in pieces]
+    chunks.append({"type": "block-end", "index": 1, "block": {"type": "text", "text": "".join(pieces)}})
+    chunks.append({"type": "finish", "reason": {"kind": "stop"}})
+    view.event("root", Event("turn/start", 0, 0, {"turn": 1}))
+    for chunk in chunks:
+        view.chunk("root", chunk)
+    view.event(
+        "root",
+        Event("tool/call", 1, 0, {"turn": 1, "step": 1, "callId": "c", "name": "bash", "arguments": "{}"}),
+    )
+
+
+def _printed(batch: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    out = io.StringIO()
+    console = Console(file=out, width=40, color_system=None)
+    prints: list[int] = []
+    real = console.print
+
+    def counted(*args: object, **kwargs: object) -> None:
+        prints.append(1)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(console, "print", counted)
+    _stream(LiveView(console, root_session="root", batch=batch))
+    return out.getvalue(), len(prints)
+
+
+def test_batched_deltas_print_exactly_what_one_print_per_delta_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    each, each_prints = _printed(False, monkeypatch)
+    batched, batched_prints = _printed(True, monkeypatch)
+    assert batched == each
+    assert "think hard now" in each and "→ bash" in each
+    assert batched_prints < each_prints / 2
