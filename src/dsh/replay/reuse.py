@@ -19,7 +19,7 @@ from dsh.events.payloads import usage_of
 from dsh.events.vocabulary import ASSISTANT_ATTEMPT, ASSISTANT_CHUNK, ASSISTANT_MESSAGE
 from dsh.replay.derive import RecordedCall, derive
 from dsh.replay.prefix import Break, Request, Wire, compare
-from dsh.session.timeline.tree import Loaded
+from dsh.session.timeline.tree import Loaded, SessionTree
 
 SETTLED = (ASSISTANT_MESSAGE, ASSISTANT_ATTEMPT)
 
@@ -163,15 +163,7 @@ def request_at(events: Sequence[Event], cut: int, at: int, session: str) -> Requ
 def tree_reuse(sessions: Mapping[str, Loaded], root: str) -> list[Reuse]:
     """Every request of ``root`` and its loaded descendants (parents first), each session's
     first request against its parent's request at the cut when it is a fork child."""
-    order: list[str] = []
-    stack = [root]
-    while stack:
-        sid = stack.pop()
-        if sid in order or sid not in sessions:
-            continue
-        order.append(sid)
-        kids = [s for s, loaded in sessions.items() if loaded.header.parent_session == sid and s != sid]
-        stack.extend(sorted(kids, key=lambda s: (sessions[s].header.created_at, s), reverse=True))
+    order = [node.id for node in SessionTree.of(sessions, root).walk()] if root in sessions else []
     out: list[Reuse] = []
     for sid in order:
         loaded = sessions[sid]

@@ -146,21 +146,9 @@ class TreeSpend:
 
 def tree_spend(sessions: Mapping[str, Loaded], root: str) -> TreeSpend:
     """The spend of ``root`` and every loaded session under it (parents before children)."""
-    under: dict[str, list[str]] = {}
-    for sid, loaded in sessions.items():
-        parent = loaded.header.parent_session
-        if parent is not None and parent != sid:
-            under.setdefault(parent, []).append(sid)
-    order: list[str] = []
-    seen: set[str] = set()
-    stack = [root]
-    while stack:
-        sid = stack.pop()
-        if sid in seen or sid not in sessions:
-            continue
-        seen.add(sid)
-        order.append(sid)
-        stack.extend(sorted(under.get(sid, ()), key=lambda s: sessions[s].header.created_at, reverse=True))
+    from dsh.session.timeline.tree import SessionTree
+
+    order = [node.id for node in SessionTree.of(sessions, root).walk()] if root in sessions else []
     return TreeSpend(root, tuple(session_spend(sessions[sid]) for sid in order))
 
 

@@ -222,40 +222,28 @@ def _live_store(config: pytest.Config) -> str:
 
     if _LIVE_STORE not in config.stash:
         given = os.environ.get("DSH_STORE", "").strip()
-        folder = Path(tempfile.mkdtemp(prefix="dsh-live-")) if not given else None
-        config.stash[_LIVE_STORE] = given or f"sqlite:{folder / 'sessions.db' if folder else ''}"
+        if not given:
+            given = f"sqlite:{Path(tempfile.mkdtemp(prefix='dsh-live-')) / 'sessions.db'}"
+        config.stash[_LIVE_STORE] = given
     return config.stash[_LIVE_STORE]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """List every tolerated divergence (``--dsh-drift=warn`` or a declared rule)."""
-    changed = config.stash.get(_CHANGED, [])
-    if changed:
-        terminalreporter.section("dsh: recordings written")
-        for line in changed:
-            terminalreporter.line(line)
-    untrusted = config.stash.get(_UNTRUSTED, [])
-    if untrusted:
-        terminalreporter.section(
-            "dsh: recorded commands replay ran (ini dsh_snapshot_trust = true hides this)"
-        )
-        for line in untrusted:
-            terminalreporter.line(line)
-    drifted = config.stash.get(_DRIFTED, [])
-    if drifted:
-        terminalreporter.section("dsh: tolerated divergences from the recordings")
-        for line in drifted:
-            terminalreporter.line(line)
-    live = config.stash.get(_LIVE, [])
-    if live:
-        terminalreporter.section("dsh: scenarios continued live (--dsh-until)")
-        for line in live:
-            terminalreporter.line(line)
-    noted = config.stash.get(_NOTED, [])
-    if noted:
-        terminalreporter.section("dsh: notes (--dsh-cache=warn, recorded ids)")
-        for line in noted:
-            terminalreporter.line(line)
+    """One section per kind of note the run kept: recordings written, recorded commands run,
+    tolerated divergences, scenarios continued live, cache and id notes."""
+    sections = (
+        (_CHANGED, "dsh: recordings written"),
+        (_UNTRUSTED, "dsh: recorded commands replay ran (ini dsh_snapshot_trust = true hides this)"),
+        (_DRIFTED, "dsh: tolerated divergences from the recordings"),
+        (_LIVE, "dsh: scenarios continued live (--dsh-until)"),
+        (_NOTED, "dsh: notes (--dsh-cache=warn, recorded ids)"),
+    )
+    for key, title in sections:
+        lines = config.stash.get(key, [])
+        if lines:
+            terminalreporter.section(title)
+            for line in lines:
+                terminalreporter.line(line)
 
 
 def _roots(config: pytest.Config) -> list[Path]:
