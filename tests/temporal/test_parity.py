@@ -454,6 +454,15 @@ CASES = {
     "a max-tokens step with a complete call": Case(
         by_count(lambda: stream_reply(tool_calls=[_bash("c1", "echo cut")], finish_reason="length"))
     ),
+    "a max-tokens step, a Stop steer, then a step's calls": Case(
+        by_count(
+            lambda: stream_reply(text="cut sh", finish_reason="length"),
+            _calls(_bash("c1", "echo after")),
+            _text("not asked: the turn's ending is set"),
+        ),
+        hooks=_hooks("Stop", "[ -f .once ] && exit 0; touch .once; exit 2"),
+        shows=(("tool/result", "step/end", "hook/invoked", "hook/result", "turn/end"),),
+    ),
     "a max-tokens step": Case(by_count(lambda: stream_reply(text="cut sh", finish_reason="length"))),
     "a spawn": Case(_spawning, prompt="delegate", shows=(("-- child --",),)),
     "an approval": Case(

@@ -90,7 +90,8 @@ class Steps:
         return batch
 
     async def run(self, turn: int, messages: list[Message], *, prompted: bool = True) -> TurnEndReason:
-        """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`.
+        """The steps of one turn, with the hooks of :attr:`AgentConfig.hooks`, as
+        :class:`~dsh.loop.plan.TurnPlan` decides them (this method only carries its actions out).
 
         ``UserPromptSubmit`` fires before the first step (a block ends the turn ``blocked``
         with no step; context follows the prompt), tool hooks fire in the scheduler (their
@@ -100,44 +101,57 @@ class Steps:
         hooks = await self.session_hooks()
         pending: list[Message] = list(messages)
         additions: list[Message] = []  # after the runtime context at step 1 (the original's order)
+        blocked = False
         if hooks is not None and prompted:
             submitted = await hooks.user_prompt_submit(turn, joined_text(messages[0].get("content", [])))
-            if submitted.blocked:
-                return {"kind": "blocked"}
+            blocked = submitted.blocked
             additions = list(submitted.context_messages)
-        max_tokens_hit = False
-        for step in plan.steps(self._agent.config.max_steps):
-            pending = await self._pre_step(pending, additions, turn, step)
-            additions = []
-            self._agent.append(STEP_START, step_mark(turn, step))
-            self.started += 1
-            try:
-                self._enter(pending)
-                pending = []
-                assembled = await self.model_step(turn, step)
-                if assembled.finish_kind == "max-tokens":
-                    max_tokens_hit = True
-                calls = assembled.tool_calls
-                if calls:
-                    ran = await self.scheduler.run(calls, turn=turn, step=step, hooks=hooks)
-                    pending = ran.next_step
-            finally:
-                self._agent.append(STEP_END, step_mark(turn, step))
-            if plan.continues(called=bool(calls), cut_off=max_tokens_hit, waiting=False):
-                continue
-            if not pending and hooks is not None:
-                stopping = await hooks.stop(turn)
-                if stopping.blocked:
-                    pending = stopping.steer_messages()
-            if not pending:
-                await self._in_recorded_order(pending, ending=turn)
-            waiting = bool(pending) or self._agent.inbox.has_step_work
-            if not plan.continues(called=False, cut_off=max_tokens_hit, waiting=waiting):
-                break
-        else:
-            limit = plan.step_limit(turn, self._agent.config.max_steps)
-            raise ModelError(limit.code, limit.message)
-        return {"kind": plan.ending(max_tokens_hit)}
+        turn_plan = plan.TurnPlan(turn, self._agent.config.max_steps)
+        action = turn_plan.start(blocked=blocked)
+        while True:
+            if isinstance(action, plan.CallModel):
+                pending = await self._pre_step(pending, additions, turn, action.step)
+                additions = []
+                action, pending = await self._step(turn_plan, turn, action.step, pending, hooks)
+            elif isinstance(action, plan.AskStop):
+                if not pending and hooks is not None:
+                    stopping = await hooks.stop(turn)
+                    if stopping.blocked:
+                        pending = stopping.steer_messages()
+                if not pending:
+                    await self._in_recorded_order(pending, ending=turn)
+                action = turn_plan.stopped(waiting=bool(pending) or self._agent.inbox.has_step_work)
+            elif isinstance(action, plan.EndTurn):
+                if action.kind == "error":
+                    raise ModelError(action.code or "UNKNOWN", action.message or "")
+                return {"kind": action.kind}
+            else:  # RunCalls is carried out inside its step (``_step``), before its ``step/end``
+                raise AssertionError(f"unexpected {action!r}")
+
+    async def _step(
+        self,
+        turn_plan: plan.TurnPlan,
+        turn: int,
+        step: int,
+        pending: list[Message],
+        hooks: SessionHooks | None,
+    ) -> tuple[plan.Action, list[Message]]:
+        """Step ``step`` between its ``step/start`` and ``step/end``: ``pending`` entered, the
+        model call settled, and its calls run when the plan says so; the plan's next action and
+        what the calls' hooks give the next step."""
+        self._agent.append(STEP_START, step_mark(turn, step))
+        self.started += 1
+        try:
+            self._enter(pending)
+            assembled = await self.model_step(turn, step)
+            cut_off = assembled.finish_kind == "max-tokens"
+            action = turn_plan.settled(called=bool(assembled.tool_calls), cut_off=cut_off)
+            if not isinstance(action, plan.RunCalls):
+                return action, []
+            ran = await self.scheduler.run(assembled.tool_calls, turn=turn, step=step, hooks=hooks)
+            return turn_plan.ran(), list(ran.next_step)
+        finally:
+            self._agent.append(STEP_END, step_mark(turn, step))
 
     async def _pre_step(
         self, pending: list[Message], additions: list[Message], turn: int, step: int

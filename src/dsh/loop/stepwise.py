@@ -43,6 +43,7 @@ from dsh.events.vocabulary import (
     TURN_END,
     TURN_START,
 )
+from dsh.loop import plan
 from dsh.loop.inbox import claimed_turn_message
 from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode
@@ -209,17 +210,23 @@ class StepwiseTurn:
         outcome = _outcome(
             next(e for e in reversed(events) if _is(e, ASSISTANT_MESSAGE, turn, step)), ran=True
         )
-        if outcome.calls:
+        if not plan.stops_after(called=bool(outcome.calls), cut_off=outcome.max_tokens):
             return outcome
-        self._close_step(turn, from_seq)  # as the loop: a step without calls ends, then Stop fires
-        if hooks is None:
-            await self._agent.checkpoint()
+        steer = await self.stop(turn, from_seq)  # as the loop: the step ends, then Stop fires
+        if not steer:
             return outcome
-        stopping = await hooks.stop(turn)
+        return StepOutcome((), outcome.max_tokens, None, True, next_step=steer)
+
+    async def stop(self, turn: int, from_seq: int) -> tuple[Message, ...]:
+        """The plan's ``AskStop``: the open step's ``step/end``, then the session's ``Stop``
+        hooks; a block's messages for the next step (none: the turn may end)."""
+        self._close_step(turn, from_seq)
+        hooks = await self._steps.session_hooks()
+        stopping = await hooks.stop(turn) if hooks is not None else None
         await self._agent.checkpoint()
-        if not stopping.blocked:
-            return outcome
-        return StepOutcome((), outcome.max_tokens, None, True, next_step=tuple(stopping.steer_messages()))
+        if stopping is None or not stopping.blocked:
+            return ()
+        return tuple(stopping.steer_messages())
 
     def find_block(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
         """The tool-call block ``call_id`` of step ``step``'s settled message."""

@@ -47,6 +47,8 @@ from dsh.temporal.refs import (
     Settling,
     StepInput,
     StepSettled,
+    StopInput,
+    Stopped,
     TurnBegun,
     TurnInput,
     TurnOutcome,
@@ -233,6 +235,17 @@ class TurnActivities:
             out.append(cast("Message", loads(stored.data)))
         return out
 
+    @activity.defn(name="dsh.stop_turn")
+    async def stop_turn(self, stop: StopInput) -> Stopped:
+        """The plan's ``AskStop`` after a step's calls: the step's ``step/end``, then the ``Stop``
+        hooks; a block's messages stored (by id) for the next step."""
+        return await self._run(self._stop(stop))
+
+    async def _stop(self, stop: StopInput) -> Stopped:
+        async with self._agent(stop.session_id, stop.delegated) as agent:
+            steer = await agent.stepwise().stop(stop.turn, stop.from_seq)
+        return Stopped(await self._store_messages(steer))
+
     @activity.defn(name="dsh.end_turn")
     async def end_turn(self, end: EndInput) -> TurnOutcome:
         """Close the turn with its ending, unless its ``turn/end`` is logged."""
@@ -275,6 +288,7 @@ class TurnActivities:
             self.tool_call,
             self.tool_calls,
             self.step_tools,
+            self.stop_turn,
             self.end_turn,
             self.start_child,
             self.finish_child,

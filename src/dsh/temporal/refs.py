@@ -94,6 +94,24 @@ class CallsRan:
 
 
 @dataclass(frozen=True)
+class StopInput:
+    """Ask turn ``turn``'s ``Stop`` hooks after its step's calls ran (``dsh.stop_turn``)."""
+
+    session_id: str
+    from_seq: int
+    turn: int
+    delegated: Delegated | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What the ``Stop`` hooks left for a next step: a block's messages (attachment ids; none:
+    the turn may end)."""
+
+    carried: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CallInput:
     """One tool call of step ``step`` (the call's arguments are in the logged step)."""
 

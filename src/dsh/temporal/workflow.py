@@ -39,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         Settling,
         StepInput,
         StepSettled,
+        StopInput,
+        Stopped,
         TurnBegun,
         TurnInput,
         TurnOutcome,
@@ -64,6 +66,12 @@ HOOKED_STEPS: Final = "dsh-hooked-steps"
 """The ``workflow.patched`` id of steps that carry their hooks' messages on: ``dsh.step_tools``
 returns what the calls' hooks give the next step, ``dsh.model_step`` a ``UserPromptSubmit``
 block and a ``Stop`` block's messages (before it: :data:`BATCHED_CALLS`' steps)."""
+
+PLANNED_STEPS: Final = "dsh-planned-steps"
+"""The ``workflow.patched`` id of steps after which the loop's :class:`~dsh.loop.plan.TurnPlan`
+may ask the ``Stop`` hooks: when an earlier step was cut off at the token limit (the turn's
+ending is set), a step whose calls ran is followed by ``dsh.stop_turn``, not by another step
+unless work waits (before it: another step, as :data:`HOOKED_STEPS`' steps went on)."""
 
 T = TypeVar("T")
 
@@ -171,7 +179,13 @@ class TurnWorkflow:
 
     async def _steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
         if workflow.patched(HOOKED_STEPS):
-            return await self._hooked_steps(turn_input, begun)
+            return await self._planned_steps(turn_input, begun)
+        return await self._legacy_steps(turn_input, begun)
+
+    async def _legacy_steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
+        """Frozen: the steps of a run started before :data:`HOOKED_STEPS`, as that run took
+        them (a worker upgraded under it replays its history to the same commands). New runs
+        never come here: their steps are :meth:`_planned_steps`, decided by the loop's plan."""
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         woken = turn_input.prompt is None
         for step in plan.steps(begun.max_steps):
@@ -204,41 +218,58 @@ class TurnWorkflow:
         limit = plan.step_limit(begun.turn, begun.max_steps)
         return Ending("error", limit.code, limit.message)
 
-    async def _hooked_steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
-        """The steps as ``Steps.run`` takes them: a prompt a ``UserPromptSubmit`` hook blocks
-        ends the turn ``blocked``; a step's calls, or a ``Stop`` hook that blocks the end,
-        hand the next step its opening messages (``carried``); a token limit ends the turn
-        ``max-tokens`` once no ``Stop`` block keeps it going."""
+    async def _planned_steps(self, turn_input: TurnInput, begun: TurnBegun) -> Ending:
+        """The steps as the loop's :class:`~dsh.loop.plan.TurnPlan` decides them, each action an
+        activity: ``dsh.model_step`` opens and settles a step (firing ``UserPromptSubmit`` before
+        step 1 of a prompted turn and ``Stop`` after a step the plan sends to ``AskStop``, as
+        ``dsh.loop.stepwise`` does), its calls run (``_calls``), and what their hooks or a
+        ``Stop`` block give the next step is carried to it (``carried``)."""
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         woken = turn_input.prompt is None
+        turn_plan = plan.TurnPlan(begun.turn, begun.max_steps)
+        action = turn_plan.start()
         carried: tuple[str, ...] = ()
-        max_tokens = False
-        for step in plan.steps(begun.max_steps):
-            if self._stopped():
-                return self._aborted(delegated is not None)
-            prompt = turn_input.prompt if step == 1 else None
-            if self._inbound:  # a notice joins this step (a message for a turn of its own waits)
-                await self._intake(sid, running=True)
-            opening = StepInput(sid, start, begun.turn, step, prompt, delegated, step == 1 and woken, carried)
-            settled = await self._act("dsh.model_step", opening, StepSettled)
-            if settled.failure_code is not None:
-                return Ending("error", settled.failure_code, settled.failure_message)
-            if settled.blocked:
-                return Ending("blocked")
-            max_tokens = max_tokens or settled.max_tokens
-            if plan.continues(called=bool(settled.calls), cut_off=settled.max_tokens, waiting=False):
-                ran = await self._calls(turn_input, begun.turn, step, settled.calls, carrying=True)
+        calls: tuple[Call, ...] = ()
+        while not isinstance(action, plan.EndTurn):
+            if isinstance(action, plan.CallModel):
+                if self._stopped():
+                    return self._aborted(delegated is not None)
+                step = action.step
+                prompt = turn_input.prompt if step == 1 else None
+                if self._inbound:  # a notice joins this step (a message for a turn of its own waits)
+                    await self._intake(sid, running=True)
+                opening = StepInput(
+                    sid, start, begun.turn, step, prompt, delegated, step == 1 and woken, carried
+                )
+                settled = await self._act("dsh.model_step", opening, StepSettled)
+                calls, carried = settled.calls, settled.carried  # a Stop block's steer (fired by the step)
+                failure = None
+                if settled.failure_code is not None:
+                    failure = (settled.failure_code, settled.failure_message or "")
+                action = turn_plan.settled(
+                    called=bool(calls), cut_off=settled.max_tokens, failure=failure, blocked=settled.blocked
+                )
+                if isinstance(action, plan.AskStop):  # the step's activity asked the Stop hooks
+                    action = turn_plan.stopped(waiting=self._waiting(carried))
+            elif isinstance(action, plan.RunCalls):
+                ran = await self._calls(turn_input, begun.turn, action.step, calls, carrying=True)
                 if ran is None:
                     return self._aborted(delegated is not None)
                 carried = ran
-                continue
-            carried = settled.carried  # a Stop block's steer, or a notice that came during the step
-            waiting = bool(carried) or any(not item.next_turn for item in self._inbound)
-            if plan.continues(called=False, cut_off=max_tokens, waiting=waiting):
-                continue
-            return Ending(plan.ending(max_tokens))
-        limit = plan.step_limit(begun.turn, begun.max_steps)
-        return Ending("error", limit.code, limit.message)
+                action = turn_plan.ran()
+            elif not workflow.patched(PLANNED_STEPS):
+                action = turn_plan.stopped(waiting=True)  # before it: a step whose calls ran went on
+            else:  # AskStop after calls (an earlier step was cut off): the Stop hooks unless work waits
+                if not carried:
+                    stop = StopInput(sid, start, begun.turn, delegated)
+                    carried = (await self._act("dsh.stop_turn", stop, Stopped)).carried
+                action = turn_plan.stopped(waiting=self._waiting(carried))
+        return Ending(action.kind, action.code, action.message)
+
+    def _waiting(self, carried: tuple[str, ...]) -> bool:
+        """Whether work waits for a next step: messages ``carried`` to it, or a notice that came
+        during the step (a message for a turn of its own waits for that turn)."""
+        return bool(carried) or any(not item.next_turn for item in self._inbound)
 
     async def _calls(
         self, turn_input: TurnInput, turn: int, step: int, calls: tuple[Call, ...], *, carrying: bool = False
@@ -250,26 +281,18 @@ class TurnWorkflow:
         stopped them."""
         sid, start, delegated = turn_input.session_id, turn_input.from_seq, turn_input.delegated
         carried: tuple[str, ...] = ()
-        at = 0
-        while at < len(calls):
+        for run in plan.call_runs(calls, lambda call: call.delegates):
             if self._stopped():  # the cancel came as the step settled, or during a call
                 return None
-            if calls[at].delegates:
-                call_input = CallInput(sid, start, turn, step, calls[at].call_id, delegated)
-                await self._call(call_input, calls[at])
-                at += 1
+            if run.delegates:
+                (call,) = run.calls
+                await self._call(CallInput(sid, start, turn, step, call.call_id, delegated), call)
                 continue
-            end = at
-            while end < len(calls) and not calls[end].delegates:
-                end += 1
-            batch = CallsInput(
-                sid, start, turn, step, tuple(call.call_id for call in calls[at:end]), delegated
-            )
+            batch = CallsInput(sid, start, turn, step, tuple(call.call_id for call in run.calls), delegated)
             if carrying:
                 carried += (await self._act("dsh.step_tools", batch, CallsRan)).carried
             else:
                 await self._act("dsh.tool_calls", batch, bool)
-            at = end
         return carried
 
     async def _call(self, call_input: CallInput, call: Call) -> None:
