@@ -27,9 +27,7 @@ from dsh.events.payloads import (
     step_mark,
     stream_of,
     tool_call,
-    tool_call_of,
     tool_result_data,
-    tool_result_of,
     turn_end,
     turn_end_of,
     turn_start,
@@ -49,7 +47,7 @@ from dsh.loop.result import TurnResult
 from dsh.loop.sandbox_mode import log_sandbox_mode
 from dsh.loop.steps import Steps
 from dsh.session import final_assistant_text, interrupted_turn_closers, usage_totals
-from dsh.session.views import outcome_unknown
+from dsh.session.views import call_pairs, outcome_unknown
 from dsh.tools import ToolOutput
 
 if TYPE_CHECKING:
@@ -276,15 +274,8 @@ class StepwiseTurn:
 
     def _find_call(self, from_seq: int, call_id: str) -> tuple[Event | None, bool]:
         """The call's ``tool/call`` event, and whether its result is logged."""
-        started: Event | None = None
-        for event in self._turn_events(from_seq):
-            result = tool_result_of(event)
-            if result is not None and result["toolCallId"] == call_id:
-                return started, True
-            call = tool_call_of(event)
-            if call is not None and call["callId"] == call_id:
-                started = event
-        return started, False
+        pairs = call_pairs(self._turn_events(from_seq))
+        return pairs.started.get(call_id), call_id in pairs.settled
 
     async def start_call(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
         """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dsh.events import Event
@@ -93,6 +94,34 @@ def _open_compaction(events: Sequence[Event]) -> tuple[str, int | None] | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class CallPairs:
+    """The tool calls of a stretch of log paired with their results: ``started``, each call's
+    ``tool/call`` event by call id; ``settled``, the ids a ``tool/result`` answers."""
+
+    started: dict[str, Event]
+    settled: frozenset[str]
+
+    def open(self) -> dict[str, Event]:
+        """The calls logged as started without a result (their runner was lost), in log order."""
+        return {cid: event for cid, event in self.started.items() if cid not in self.settled}
+
+
+def call_pairs(events: Sequence[Event]) -> CallPairs:
+    """The one pairing of ``tool/call`` and ``tool/result`` events (crash repair, and a
+    stepwise driver's check that a call already ran: ``dsh.loop.stepwise``)."""
+    started: dict[str, Event] = {}
+    settled: set[str] = set()
+    for event in events:
+        if event.type == TOOL_CALL and isinstance(event.data, dict):
+            started[str(event.data.get("callId", ""))] = event
+        elif event.type == TOOL_RESULT and isinstance(event.data, dict):
+            for block in event.data.get("message", {}).get("content", []):
+                if isinstance(block, dict) and block.get("type", "tool-result") == "tool-result":
+                    settled.add(str(block.get("toolCallId", "")))
+    return CallPairs(started, frozenset(settled))
+
+
 def interrupted_turn_closers(session: Session) -> list[Closer]:
     """The events that close a turn a crash left open, in append order.
 
@@ -110,19 +139,13 @@ def interrupted_turn_closers(session: Session) -> list[Closer]:
     if turn is None:
         return out
     start = session.of_type(TURN_START)[-1].seq
-    calls: dict[str, Event] = {}
     step_open: dict[str, Any] | None = None
     for event in events[start:]:
-        if event.type == TOOL_CALL:
-            calls[event.data["callId"]] = event
-        elif event.type == TOOL_RESULT:
-            for block in event.data.get("message", {}).get("content", []):
-                calls.pop(block.get("toolCallId", ""), None)
-        elif event.type == STEP_START:
+        if event.type == STEP_START:
             step_open = {"turn": event.data["turn"], "step": event.data["step"]}
         elif event.type == STEP_END:
             step_open = None
-    for call_id, call in calls.items():
+    for call_id, call in call_pairs(events[start:]).open().items():
         message_id = f"interrupted-tool-result-{call_id}-{call.seq}"
         data = outcome_unknown(
             call.data["turn"],
