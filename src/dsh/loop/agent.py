@@ -37,6 +37,7 @@ from dsh.loop.delegation import session_approval_policy
 from dsh.loop.feed import Feed
 from dsh.loop.inbox import Inbox, Target, pending_from_log
 from dsh.loop.job_notices import JobNotices
+from dsh.loop.kept_digest import KeptDigest
 from dsh.loop.mcp_tools import session_mcp
 from dsh.loop.persist import Persister
 from dsh.loop.prompt import check_prompt
@@ -170,6 +171,8 @@ class Agent:
         )
         self._steps = Steps(self, scheduler, self._order)
         self.titling: Titling = Titling(self)
+        self.digest = KeptDigest(store, session, self.checkpoint)
+        """The session's listing digest, kept when the agent closes (``dsh.loop.kept_digest``)."""
         self.terminals = TerminalTable()
         """This session's persistent terminals (closed with the agent)."""
 
@@ -420,8 +423,9 @@ class Agent:
 
     async def aclose(self) -> None:
         """Kill the session's background jobs, stop a woken turn still running (it ends
-        ``aborted {reason: disposed}``), release the session's lease (idempotent); the store
-        stays open unless :meth:`from_env` opened it."""
+        ``aborted {reason: disposed}``), keep the listing digest of what it wrote (``digest``),
+        release the session's lease (idempotent); the store stays open unless :meth:`from_env`
+        opened it."""
         self.closed = True
         self.abort_kind = "disposed"
         await self.jobs.aclose()  # a job never outlives its agent
@@ -429,6 +433,8 @@ class Agent:
         if self.mcp is not None:
             await self.mcp.aclose()  # nor an MCP server
         await self._waker.stop()
+        if self.digest.at_close:
+            await self.digest.keep()
         lease, self._lease = self._lease, None
         owned, self._owned = self._owned, []
         try:

@@ -118,6 +118,7 @@ class StepwiseTurn:
         self._agent = agent
         self._steps = steps
         agent.titling.defer()  # this agent lives for one piece: the title is asked at the end
+        agent.digest.at_close = False  # and the listing digest kept
 
     def _turn_events(self, from_seq: int) -> Sequence[Event]:
         return self._agent.session.events[from_seq:]
@@ -336,6 +337,7 @@ class StepwiseTurn:
             ended = self._agent.append(TURN_END, turn_end(turn, reason))
             await asyncio.shield(self._agent.checkpoint())
         await self._agent.titling.after_logged_request()  # a retried end asks only if still unanswered
+        await self._agent.digest.keep()
         logged = turn_end_of(ended)
         own = self._turn_events(from_seq)
         return TurnResult(
