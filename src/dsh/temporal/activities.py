@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any, Final, TypeVar, cast
 
 from temporalio import activity
@@ -51,6 +51,7 @@ from dsh.temporal.refs import (
     TurnInput,
     TurnOutcome,
 )
+from dsh.temporal.spooling import spooling
 from dsh.temporal.waking import MESSAGE_TYPE, settle, take
 from dsh.tools.approval import Approver
 
@@ -174,9 +175,11 @@ class TurnActivities:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
         carried = await self._stored_messages(step.carried)
         async with self._agent(step.session_id, step.delegated) as agent:
-            out = await agent.stepwise().model_step(
-                step.turn, step.step, step.from_seq, prompt, woken=step.woken, carried=carried
-            )
+            live = spooling(agent, self._recipe.store) if step.delegated is None else nullcontext()
+            async with live:  # a delegated child's deltas are not shown: only a submitted session's
+                out = await agent.stepwise().model_step(
+                    step.turn, step.step, step.from_seq, prompt, woken=step.woken, carried=carried
+                )
         calls = tuple(Call(c.call_id, c.name, delegates(self._recipe, c.name)) for c in out.calls)
         failure = out.failure
         code, message = (failure["code"], failure["message"]) if failure is not None else (None, None)
