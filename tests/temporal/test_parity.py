@@ -494,6 +494,30 @@ CASES = {
         hooks=_hooks("PreToolUse", "echo 'no children' >&2; exit 2", "subagent"),
         shows=(("tool/call", "hook/invoked", "hook/result", "tool/result"),),
     ),
+    "a PostToolUse hook's context after a spawn opens the next step": Case(
+        _spawning,
+        prompt="delegate",
+        hooks=_hooks(
+            "PostToolUse", _hook_output("PostToolUse", additionalContext="Child checked."), "subagent"
+        ),
+        shows=(("tool/result", "step/end", "step/start", "user/message", "assistant/message"),),
+    ),
+    "a PreToolUse hook denying a spawn gives the next step context": Case(
+        by_count(
+            _calls(_tool("s1", "subagent", description="helper", prompt="the child task")), _text("done")
+        ),
+        hooks=_hooks(
+            "PreToolUse",
+            _hook_output(
+                "PreToolUse",
+                permissionDecision="deny",
+                permissionDecisionReason="no children",
+                additionalContext="Do it yourself.",
+            ),
+            "subagent",
+        ),
+        shows=(("tool/result", "step/end", "step/start", "user/message", "assistant/message"),),
+    ),
     "a background subagent's notice": Case(
         _backgrounding,
         prompt="start it",

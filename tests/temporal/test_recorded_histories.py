@@ -21,11 +21,15 @@ RECORDED = {
     "calls_one_by_one.json": "00ee8b8, before dsh-batched-calls: one dsh.tool_call activity per call",
     "calls_batched.json": "dsh-batched-calls: a step's ordinary calls in one dsh.tool_calls activity",
     "steps_hooked.json": "dsh-hooked-steps: dsh.step_tools, the hooks' messages carried to the next step",
+    "spawn_unhooked.json": "d3591a0, before dsh-child-hooks: a spawn's hooks carry nothing to the next step",
+    "spawn_hooked.json": "dsh-child-hooks: dsh.start_child / dsh.finish_child carry the hooks' messages",
 }
 CALL_ACTIVITIES = {
     "calls_one_by_one.json": ["dsh.tool_call"] * 3,
     "calls_batched.json": ["dsh.tool_calls"] * 2,
     "steps_hooked.json": ["dsh.step_tools"] * 2,
+    "spawn_unhooked.json": ["dsh.start_child", "dsh.finish_child"],
+    "spawn_hooked.json": ["dsh.start_child", "dsh.finish_child"],
 }
 
 
@@ -41,6 +45,10 @@ def _activities(history: WorkflowHistory) -> list[str]:
 async def test_a_recorded_history_replays_on_todays_workflow(name: str) -> None:
     text = (HISTORIES / name).read_text()
     history = WorkflowHistory.from_json(f"recorded-{name}", json.loads(text))
-    calls = [a for a in _activities(history) if a.startswith(("dsh.tool_call", "dsh.step_tools"))]
+    calls = [
+        a
+        for a in _activities(history)
+        if a.startswith(("dsh.tool_call", "dsh.step_tools", "dsh.start", "dsh.fin"))
+    ]
     assert calls == CALL_ACTIVITIES[name]
     await Replayer(workflows=[TurnWorkflow]).replay_workflow(history)  # raises on nondeterminism

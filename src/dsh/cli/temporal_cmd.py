@@ -184,7 +184,8 @@ def run_on_temporal(
     as_json: bool,
     approver: Approver,
 ) -> TurnResult | None:
-    """``dsh run --temporal``: submit the turn, stream it from the store's tail, answer its
+    """``dsh run --temporal``: submit the turn, stream it from the store's tail and its live
+    spool (a model call's deltas as they stream: ``dsh.temporal.live_text``), answer its
     approval requests with ``approver`` (as ``dsh run``: ``--approve``, ``--deny``, the
     terminal), return its result."""
     return run_async(lambda: _submit(prompt, address, queue, store_url, resume, cwd, as_json, approver))
@@ -203,10 +204,12 @@ async def _submit(
     from dsh.cli.resolve import resolve_id
     from dsh.cli.turn_output import TurnOutput
     from dsh.loop import Feed
+    from dsh.store.spool import SpoolingStore
     from dsh.store.tail import follow
     from dsh.store.url import open_store
     from dsh.temporal import submit_turn
     from dsh.temporal.approvals import asked_request
+    from dsh.temporal.live_text import LiveTurn, follow_spool
     from dsh.temporal.pollers import nobody_polls
     from dsh.temporal.watch import LostWorkers
     from dsh.tools.approval import ApprovalRequest
@@ -225,9 +228,11 @@ async def _submit(
             assert request.call_id is not None
             await submitted.approve(request.call_id, await approver.decide(request))
 
+        live = LiveTurn(submitted.session_id, feed, submitted.from_seq, output.restarted)
+
         async def tail() -> None:
             async for event in follow(store, submitted.session_id, submitted.from_seq):
-                feed.event(submitted.session_id, event)
+                live.event(event)
                 request = asked_request(submitted.session_id, event)
                 if request is not None:  # the worker's activity waits for the approve signal
                     answering.append(asyncio.create_task(answer(request)))
@@ -239,6 +244,11 @@ async def _submit(
                 typer.echo(LOST_LINE, err=True)
 
         tailing = asyncio.create_task(tail())
+        spooled = (  # the deltas a worker's model step spools while it streams
+            asyncio.create_task(follow_spool(store, submitted.session_id, live))
+            if isinstance(store, SpoolingStore)
+            else asyncio.create_task(asyncio.sleep(0))
+        )
         watching = asyncio.create_task(watch())
         ending = asyncio.create_task(submitted.result(store))
         stop = _Interrupt(submitted)
@@ -261,7 +271,7 @@ async def _submit(
                 await asyncio.wait_for(tailing, 2.0)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-            tasks = [ending, abandoning, tailing, watching, *answering]
+            tasks = [ending, abandoning, tailing, spooled, watching, *answering]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # their queries end before the store

@@ -7,7 +7,9 @@
   to stderr.
 - ``--json``: one JSON object per line on stdout — every log event
   (``{"sessionId", "type", "seq", "time", "data", ...}``), every streamed delta
-  (``{"type": "delta", "sessionId", "kind": "text" | "reasoning", "text"}``), a
+  (``{"type": "delta", "sessionId", "kind": "text" | "reasoning", "text"}``; with
+  ``--temporal``, ``{"type": "delta-restart", "sessionId"}`` when a lost worker's step is
+  asked again: the deltas since the last event line are void), a
   compaction's record right after its checkpoint's (or failed ``compaction/end``'s) event
   line (``{"type": "compaction", ...}``: :meth:`dsh.session.timeline.Compaction.record`), and last
   ``{"type": "result", "sessionId", "turn", "reason", "text", "usage", "ownUsage",
@@ -96,6 +98,16 @@ class TurnOutput:
             )
         elif self.view is not None:
             self.view.delta(delta)
+
+    def restarted(self) -> None:
+        """The deltas streamed since the last event are void: the model call is asked again
+        (``dsh run --temporal``: its worker was lost mid-stream). The view ends the line, so
+        the new attempt's text starts on its own; ``--json`` writes ``{"type":
+        "delta-restart", "sessionId"}``."""
+        if self.as_json:
+            write_json_line({"type": "delta-restart", "sessionId": self.root})
+        elif self.view is not None:
+            self.view.end_line()
 
     def start_turn(self) -> None:
         """Forget the previous turn's children (``dsh chat`` runs many turns on one feed)."""

@@ -278,10 +278,13 @@ class StepwiseTurn:
         pairs = call_pairs(self._turn_events(from_seq))
         return pairs.started.get(call_id), call_id in pairs.settled
 
-    async def start_call(self, turn: int, step: int, from_seq: int, call_id: str) -> Block | None:
+    async def start_call(
+        self, turn: int, step: int, from_seq: int, call_id: str, *, context: list[Message] | None = None
+    ) -> Block | None:
         """For a call run elsewhere (a child workflow): its ``tool/call`` logged unless it is,
         then the session's ``PreToolUse`` hooks as the scheduler fires them (a block or a
-        refused ask settles the call); the call's block, ``None`` when its result is logged."""
+        refused ask settles the call; what they give the next step is added to ``context``);
+        the call's block, ``None`` when its result is logged."""
         started, settled = self._find_call(from_seq, call_id)
         if settled:
             return None
@@ -297,15 +300,27 @@ class StepwiseTurn:
         hooks = scheduler.hooked(await self._steps.session_hooks(), block)
         if hooks is None:
             return block
-        refused, _ = await scheduler.before(hooks, block, turn=turn, step=step)
+        refused, messages = await scheduler.before(hooks, block, turn=turn, step=step)
+        if context is not None:
+            context.extend(messages)
         if refused is not None:
             self._commit(turn, step, call_id, seq, refused)
         await self._agent.checkpoint()
         return block if refused is None else None
 
-    async def settle_call(self, turn: int, step: int, from_seq: int, call_id: str, out: ToolOutput) -> None:
+    async def settle_call(
+        self,
+        turn: int,
+        step: int,
+        from_seq: int,
+        call_id: str,
+        out: ToolOutput,
+        *,
+        context: list[Message] | None = None,
+    ) -> None:
         """The result of a call :meth:`start_call` started, unless one is logged — after the
-        session's ``PostToolUse`` hooks (a block's text instead)."""
+        session's ``PostToolUse`` hooks (a block's text instead; what they give the next step
+        is added to ``context``)."""
         started, settled = self._find_call(from_seq, call_id)
         block = self.find_block(turn, step, from_seq, call_id)
         if settled or started is None or block is None:
@@ -313,7 +328,9 @@ class StepwiseTurn:
         scheduler = self._steps.scheduler
         hooks = scheduler.hooked(await self._steps.session_hooks(), block)
         if hooks is not None:
-            out, _ = await scheduler.after(hooks, block, out, turn=turn)
+            out, messages = await scheduler.after(hooks, block, out, turn=turn)
+            if context is not None:
+                context.extend(messages)
         self._commit(turn, step, call_id, started.seq, out)
         await self._agent.checkpoint()
 

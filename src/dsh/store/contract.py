@@ -39,6 +39,7 @@ from dsh.store.contract_attachments import ATTACHMENT_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_fork import FORK_AT_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
+from dsh.store.contract_spool import SPOOL_CHECKS
 from dsh.store.contract_surface import SURFACE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
 from dsh.store.contract_tools import ContractCheck as ContractCheck  # public: the suite's types
@@ -589,6 +590,7 @@ CHECKS: dict[str, ContractCheck] = {
         *LINEAGE_CHECKS,
         *ATTACHMENT_CHECKS,
         *SURFACE_CHECKS,
+        *SPOOL_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

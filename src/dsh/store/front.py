@@ -24,6 +24,7 @@ from dsh.store.buffer import AppendBuffer
 from dsh.store.deletion import delete_tree
 from dsh.store.lease import LeaseTable
 from dsh.store.rules import check_batch, check_no_cycle, check_seed
+from dsh.store.spool import SpoolBatch, Spooled, encode_chunks
 
 
 def check_media_type(media_type: str) -> None:
@@ -113,6 +114,18 @@ class Storage(EventStore, Protocol):
 
     async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
         """The media type and bytes stored under the id (``None``: none)."""
+        ...
+
+    async def _spool_put(self, session_id: str, batch: SpoolBatch, chunks: bytes) -> None:
+        """Keep a live batch (``chunks``: its deltas' JSON) after the session's others."""
+        ...
+
+    async def _spool_get(self, session_id: str, after: int) -> list[Spooled]:
+        """The session's kept batches above cursor ``after``, in writing order."""
+        ...
+
+    async def _spool_drop(self, session_id: str, through: int) -> None:
+        """Drop the session's batches whose stream began at or before ``through``."""
         ...
 
 
@@ -274,6 +287,23 @@ class StoreFront(ClosingStore):
         if attachment.id != attachment_id:
             raise CorruptLogError(f"{self.where}: attachment {attachment_id} does not match its bytes")
         return attachment
+
+    # -- SpoolingStore (dsh.store.spool) ---------------------------------------------------
+
+    async def spool(self: Storage, session_id: str, batch: SpoolBatch) -> None:
+        """Keep a live batch of a model call's deltas for readers in other processes."""
+        await self._enter()
+        await self._spool_put(session_id, batch, encode_chunks(batch.chunks))
+
+    async def spooled(self: Storage, session_id: str, after: int = 0) -> list[Spooled]:
+        """The session's kept batches with a cursor above ``after``, in writing order."""
+        await self._enter()
+        return await self._spool_get(session_id, after)
+
+    async def unspool(self: Storage, session_id: str, through: int) -> None:
+        """Drop the session's batches whose stream began at or before seq ``through``."""
+        await self._enter()
+        await self._spool_drop(session_id, through)
 
     async def close(self: Storage) -> None:
         """Write buffered events durably and release every lease; idempotent."""

@@ -41,6 +41,7 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
+from dsh.store import jsonl_spool
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.blobs import read_blob, write_blob
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
@@ -52,6 +53,7 @@ from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
 from dsh.store.seal import Seal, line_digest, open_seal, remove_seal, write_new_seal, write_slot
+from dsh.store.spool import SpoolBatch, Spooled
 from dsh.store.staging import delete_files, publish_batch, publish_file, recover
 from dsh.store.threads import run_blocking
 
@@ -426,6 +428,7 @@ class JsonlEventStore(StoreFront):
             await run_blocking(None, delete_files, self.root, names)
             for name in names:  # after the commit: a seal left by a crash is replaced by the next create
                 remove_seal(self.root / name)
+            await run_blocking(None, jsonl_spool.drop_sessions, self.root, ids)
         except OSError as exc:
             raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc
 
@@ -434,6 +437,15 @@ class JsonlEventStore(StoreFront):
 
     async def _get_blob(self, attachment_id: str) -> tuple[str, bytes] | None:
         return await run_blocking(None, read_blob, self.root, attachment_id)
+
+    async def _spool_put(self, session_id: str, batch: SpoolBatch, chunks: bytes) -> None:
+        await run_blocking(None, jsonl_spool.put, self.root, session_id, batch, chunks)
+
+    async def _spool_get(self, session_id: str, after: int) -> list[Spooled]:
+        return await run_blocking(None, jsonl_spool.get, self.root, session_id, after)
+
+    async def _spool_drop(self, session_id: str, through: int) -> None:
+        await run_blocking(None, jsonl_spool.drop, self.root, session_id, through)
 
     async def _shutdown(self) -> None:
         """Write buffered events durably, close every append handle, release the leases."""

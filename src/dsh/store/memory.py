@@ -21,6 +21,7 @@ from dsh.store.extras import decode_extra
 from dsh.store.front import StoreFront
 from dsh.store.lease import LeaseTable
 from dsh.store.rules import check_append
+from dsh.store.spool import MemorySpool, SpoolBatch, Spooled
 
 
 @dataclass(slots=True)
@@ -37,12 +38,13 @@ class _Stored:
 class MemorySpace:
     """The sessions (and session leases) a set of :class:`MemoryEventStore` handles share."""
 
-    __slots__ = ("attachments", "leases", "sessions")
+    __slots__ = ("attachments", "leases", "sessions", "spool")
 
     def __init__(self) -> None:
         self.sessions: dict[str, _Stored] = {}
         self.attachments: dict[str, tuple[str, bytes]] = {}
         self.leases: dict[str, tuple[object, LeaseHolder]] = {}
+        self.spool = MemorySpool()
 
 
 class _MemoryLeases:
@@ -174,6 +176,16 @@ class MemoryEventStore(StoreFront):
     async def _remove(self, ids: list[str]) -> None:
         for sid in ids:
             self.space.sessions.pop(sid, None)
+        self.space.spool.drop(ids)
+
+    async def _spool_put(self, session_id: str, batch: SpoolBatch, chunks: bytes) -> None:
+        self.space.spool.spool(session_id, batch)
+
+    async def _spool_get(self, session_id: str, after: int) -> list[Spooled]:
+        return self.space.spool.spooled(session_id, after)
+
+    async def _spool_drop(self, session_id: str, through: int) -> None:
+        self.space.spool.unspool(session_id, through)
 
     async def _put_blob(self, attachment_id: str, media_type: str, data: bytes) -> None:
         self.space.attachments.setdefault(attachment_id, (media_type, data))

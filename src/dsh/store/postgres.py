@@ -48,6 +48,7 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
+from dsh.store import postgres_spool
 from dsh.store.base import LeaseHolder, LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
@@ -106,6 +107,7 @@ from dsh.store.postgres_schema import (
 )
 from dsh.store.postgres_url import PostgresTarget, parse_postgres_url
 from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
+from dsh.store.spool import SpoolBatch, Spooled
 
 __all__ = ["SCHEMA_VERSION", "PostgresEventStore", "PostgresListener"]
 
@@ -243,6 +245,7 @@ class PostgresEventStore(BufferedFront):
         self._leases = LeaseTable(_PostgresLeases(self))
         self._has_extras = False
         self._has_refs = False
+        self._has_spool = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -525,6 +528,21 @@ class PostgresEventStore(BufferedFront):
             row = await cur.fetchone()
         return None if row is None else (str(row[0]), bytes(row[1]))
 
+    async def _spool_put(self, session_id: str, batch: SpoolBatch, chunks: bytes) -> None:
+        async with self._conn() as conn:
+            if not self._has_spool:
+                await postgres_spool.create(conn)
+                self._has_spool = True
+            await postgres_spool.put(conn, session_id, batch, chunks)
+
+    async def _spool_get(self, session_id: str, after: int) -> list[Spooled]:
+        async with self._conn() as conn:
+            return await postgres_spool.get(conn, session_id, after)
+
+    async def _spool_drop(self, session_id: str, through: int) -> None:
+        async with self._conn() as conn:
+            await postgres_spool.drop(conn, session_id, through)
+
     async def _read_header(self, session_id: str) -> SessionHeader:
         async with self._conn() as conn:
             return (await self._session(conn, session_id))[0]
@@ -594,6 +612,7 @@ class PostgresEventStore(BufferedFront):
             if row is not None and row[0]:
                 await conn.execute("DELETE FROM session_extras WHERE session_id = ANY(%s)", (ids,))
             await conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
+            await postgres_spool.drop_sessions(conn, ids)
 
     async def _shutdown(self) -> None:
         """Write buffered events, release the leases, then close the pool."""

@@ -49,6 +49,7 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
+from dsh.store import sqlite_spool
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
 from dsh.store.extras import decode_extra
@@ -66,6 +67,7 @@ from dsh.store.fork_refs import TABLE as REFS_TABLE
 from dsh.store.front import BufferedFront
 from dsh.store.lease import FileLeases, LeaseTable
 from dsh.store.rows import events_from_rows, header_from_row, summary_from_row
+from dsh.store.spool import SpoolBatch, Spooled
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     CREATE_ATTACHMENTS,
@@ -344,6 +346,7 @@ class SqliteEventStore(BufferedFront):
                 if has_refs:
                     conn.execute(f"DELETE FROM {REFS_TABLE} WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+            sqlite_spool.drop_sessions(conn, ids)
 
     @staticmethod
     def _kept_sync(conn: sqlite3.Connection, ids: Sequence[str] | None) -> dict[str, tuple[int, bytes]]:
@@ -462,6 +465,15 @@ class SqliteEventStore(BufferedFront):
 
     async def _summaries(self, parent: str | None) -> list[SessionSummary]:
         return await self._call(self._summaries_sync, parent)
+
+    async def _spool_put(self, session_id: str, batch: SpoolBatch, chunks: bytes) -> None:
+        await self._call(sqlite_spool.put_sync, session_id, batch, chunks)
+
+    async def _spool_get(self, session_id: str, after: int) -> list[Spooled]:
+        return await self._call(sqlite_spool.get_sync, session_id, after)
+
+    async def _spool_drop(self, session_id: str, through: int) -> None:
+        await self._call(sqlite_spool.drop_sync, session_id, through)
 
     async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         return await self._call(self._fork_sync, parent_id, options)

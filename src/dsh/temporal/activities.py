@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any, Final, TypeVar, cast
 
 from temporalio import activity
@@ -39,6 +39,7 @@ from dsh.temporal.refs import (
     CallsInput,
     CallsRan,
     ChildFinished,
+    ChildOpened,
     ChildStarted,
     Delegated,
     Ending,
@@ -53,6 +54,7 @@ from dsh.temporal.refs import (
     TurnInput,
     TurnOutcome,
 )
+from dsh.temporal.spooling import spooling
 from dsh.temporal.waking import MESSAGE_TYPE, settle, take
 from dsh.tools.approval import Approver
 
@@ -176,9 +178,11 @@ class TurnActivities:
         prompt = await self._prompt(step.prompt) if step.prompt is not None else None
         carried = await self._stored_messages(step.carried)
         async with self._agent(step.session_id, step.delegated) as agent:
-            out = await agent.stepwise().model_step(
-                step.turn, step.step, step.from_seq, prompt, woken=step.woken, carried=carried
-            )
+            live = spooling(agent, self._recipe.store) if step.delegated is None else nullcontext()
+            async with live:  # a delegated child's deltas are not shown: only a submitted session's
+                out = await agent.stepwise().model_step(
+                    step.turn, step.step, step.from_seq, prompt, woken=step.woken, carried=carried
+                )
         calls = tuple(Call(c.call_id, c.name, delegates(self._recipe, c.name)) for c in out.calls)
         failure = out.failure
         code, message = (failure["code"], failure["message"]) if failure is not None else (None, None)
@@ -257,15 +261,27 @@ class TurnActivities:
         return TurnOutcome(end.session_id, end.turn, ending_of(result.reason))
 
     @activity.defn(name="dsh.start_child")
-    async def start_child(self, call: CallInput) -> ChildStarted | None:
+    async def start_child(self, call: CallInput) -> ChildStarted | ChildOpened | None:
         """A foreground ``subagent`` call's child session, stored for a child workflow
-        (``None``: the call runs as an ordinary tool call)."""
-        return await self._run(start_child(self._recipe, call))
+        (``None``: the call runs as an ordinary tool call); with ``call.carrying``, in a
+        :class:`ChildOpened` with what the call's hooks gave the next step (stored by id)."""
+        return await self._run(self._start_child(call))
+
+    async def _start_child(self, call: CallInput) -> ChildStarted | ChildOpened | None:
+        context: list[Message] = []
+        started = await start_child(self._recipe, call, context)
+        return ChildOpened(started, await self._store_messages(context)) if call.carrying else started
 
     @activity.defn(name="dsh.finish_child")
-    async def finish_child(self, finished: ChildFinished) -> bool:
-        """The parent's call settled with its child's answer."""
-        return await self._run(finish_child(self._recipe, finished))
+    async def finish_child(self, finished: ChildFinished) -> bool | CallsRan:
+        """The parent's call settled with its child's answer; with ``finished.carrying``,
+        what its ``PostToolUse`` hooks gave the next step (stored by id)."""
+        return await self._run(self._finish_child(finished))
+
+    async def _finish_child(self, finished: ChildFinished) -> bool | CallsRan:
+        context: list[Message] = []
+        done = await finish_child(self._recipe, finished, context)
+        return CallsRan(await self._store_messages(context)) if finished.carrying else done
 
     @activity.defn(name="dsh.take_inbound")
     async def take_inbound(self, intake: Intake) -> int | None:

@@ -45,7 +45,11 @@ class Attempts:
         earlier = self._running.get(key)
         if earlier is not None and earlier is not me and not earlier.done():
             earlier.cancel("a retry of this activity took over")
-            done, _ = await asyncio.wait({earlier}, timeout=TAKE_OVER_WAIT)
+            try:
+                done, _ = await asyncio.wait({earlier}, timeout=TAKE_OVER_WAIT)
+            except BaseException:  # this attempt was cancelled too: ``work`` never runs
+                work.close()
+                raise
             if not done:
                 work.close()  # never to run
                 message = f"an earlier attempt of activity {key[2]} of {key[0]} does not end"

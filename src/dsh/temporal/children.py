@@ -21,7 +21,7 @@ import uuid
 from typing import Any, Final
 
 from dsh.events.attachments import Attachment
-from dsh.events.messages import user_message
+from dsh.events.messages import Message, user_message
 from dsh.events.vocabulary import TURN_START
 from dsh.loop import Agent
 from dsh.loop.delegation import log_delegated_policies
@@ -46,8 +46,11 @@ def delegates(recipe: AgentRecipe, tool_name: str) -> bool:
     return isinstance(recipe.tools.get(tool_name), SubagentTool)
 
 
-async def start_child(recipe: AgentRecipe, call: CallInput) -> ChildStarted | None:
-    """The child of a delegation call, stored and ready for its turn (see the module)."""
+async def start_child(
+    recipe: AgentRecipe, call: CallInput, context: list[Message] | None = None
+) -> ChildStarted | None:
+    """The child of a delegation call, stored and ready for its turn (see the module); what
+    the call's hooks give the next step is added to ``context``."""
     async with recipe.agent(call.session_id) as parent:
         stepwise = parent.stepwise()
         block = stepwise.find_block(call.turn, call.step, call.from_seq, call.call_id)
@@ -67,7 +70,10 @@ async def start_child(recipe: AgentRecipe, call: CallInput) -> ChildStarted | No
         )
         if refused is not None:
             return None
-        if await stepwise.start_call(call.turn, call.step, call.from_seq, call.call_id) is None:
+        if (
+            await stepwise.start_call(call.turn, call.step, call.from_seq, call.call_id, context=context)
+            is None
+        ):
             return None  # its result is logged: nothing left to do
         task = tool.task(args)
         delegated = Delegated(parent.id, call.call_id, task.description, tool.mode, background)
@@ -76,7 +82,9 @@ async def start_child(recipe: AgentRecipe, call: CallInput) -> ChildStarted | No
             await _store_child(parent, tool, sid, delegated, task.prompt)
         if background:
             out = ToolOutput.text(texts.started(sid))
-            await stepwise.settle_call(call.turn, call.step, call.from_seq, call.call_id, out)
+            await stepwise.settle_call(
+                call.turn, call.step, call.from_seq, call.call_id, out, context=context
+            )
             return ChildStarted(sid, await _turn_seq(recipe, sid), None, delegated)
         prompt_id = await recipe.store.put_attachment(Attachment("text/plain", task.prompt.encode("utf-8")))
         return ChildStarted(sid, await _turn_seq(recipe, sid), prompt_id, delegated)
@@ -118,8 +126,11 @@ async def _turn_seq(recipe: AgentRecipe, sid: str) -> int:
     return next((e.seq for e in own if e.type == TURN_START), len(loaded.events))
 
 
-async def finish_child(recipe: AgentRecipe, finished: ChildFinished) -> bool:
-    """Settle the parent's call with the child's answer (unless a result is logged)."""
+async def finish_child(
+    recipe: AgentRecipe, finished: ChildFinished, context: list[Message] | None = None
+) -> bool:
+    """Settle the parent's call with the child's answer (unless a result is logged); what its
+    ``PostToolUse`` hooks give the next step is added to ``context``."""
     loaded = await recipe.store.load(finished.child_session)
     text = final_assistant_text(loaded.own_events)
     kind = finished.ending.kind
@@ -130,5 +141,7 @@ async def finish_child(recipe: AgentRecipe, finished: ChildFinished) -> bool:
     )
     call = finished.call
     async with recipe.agent(call.session_id) as parent:
-        await parent.stepwise().settle_call(call.turn, call.step, call.from_seq, call.call_id, out)
+        await parent.stepwise().settle_call(
+            call.turn, call.step, call.from_seq, call.call_id, out, context=context
+        )
     return True

@@ -121,6 +121,9 @@ class CallInput:
     step: int
     call_id: str
     delegated: Delegated | None = None
+    carrying: bool = False
+    """``dsh.start_child`` answers a :class:`ChildOpened` (what its hooks give the next step
+    carried) instead of a bare ``ChildStarted | None`` (a run from before ``dsh-child-hooks``)."""
 
 
 @dataclass(frozen=True)
@@ -223,3 +226,17 @@ class ChildFinished:
     call: CallInput
     child_session: str
     ending: Ending
+    carrying: bool = False
+    """``dsh.finish_child`` answers a :class:`CallsRan` (what the ``PostToolUse`` hooks give
+    the next step) instead of ``True`` (a run from before ``dsh-child-hooks``)."""
+
+
+@dataclass(frozen=True)
+class ChildOpened:
+    """What ``dsh.start_child`` did for a carrying run: the child ready for its turn (``None``:
+    no child — the call refused by a hook, or not a delegation), and the attachment ids of
+    the messages its hooks gave the next step (``PreToolUse``; a background child's call,
+    settled at once, its ``PostToolUse`` too)."""
+
+    started: ChildStarted | None = None
+    carried: tuple[str, ...] = ()

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         CallsInput,
         CallsRan,
         ChildFinished,
+        ChildOpened,
         ChildStarted,
         Ending,
         EndInput,
@@ -72,6 +73,12 @@ PLANNED_STEPS: Final = "dsh-planned-steps"
 may ask the ``Stop`` hooks: when an earlier step was cut off at the token limit (the turn's
 ending is set), a step whose calls ran is followed by ``dsh.stop_turn``, not by another step
 unless work waits (before it: another step, as :data:`HOOKED_STEPS`' steps went on)."""
+
+CHILD_HOOKS: Final = "dsh-child-hooks"
+"""The ``workflow.patched`` id of delegation calls that carry their hooks' messages on, as the
+loop's scheduler does: ``dsh.start_child`` returns a ``ChildOpened`` (``PreToolUse``'s, a
+refusal's too), ``dsh.finish_child`` a ``CallsRan`` (``PostToolUse``'s); a call that gets no
+child runs by ``dsh.step_tools`` (before it: ``dsh.tool_call``, and nothing carried)."""
 
 T = TypeVar("T")
 
@@ -286,7 +293,11 @@ class TurnWorkflow:
                 return None
             if run.delegates:
                 (call,) = run.calls
-                await self._call(CallInput(sid, start, turn, step, call.call_id, delegated), call)
+                call_input = CallInput(sid, start, turn, step, call.call_id, delegated)
+                if carrying and workflow.patched(CHILD_HOOKS):
+                    carried += await self._carried_call(call_input)
+                else:
+                    await self._call(call_input, call)
                 continue
             batch = CallsInput(sid, start, turn, step, tuple(call.call_id for call in run.calls), delegated)
             if carrying:
@@ -307,6 +318,25 @@ class TurnWorkflow:
                 await self._act("dsh.finish_child", finished, bool)
                 return
         await self._act("dsh.tool_call", call_input, bool)
+
+    async def _carried_call(self, call: CallInput) -> tuple[str, ...]:
+        """A delegation call as :meth:`_call` runs it (:data:`CHILD_HOOKS`); what its hooks
+        give the next step."""
+        opening = CallInput(
+            call.session_id, call.from_seq, call.turn, call.step, call.call_id, call.delegated, True
+        )
+        opened = await self._act("dsh.start_child", opening, ChildOpened)
+        child = opened.started
+        if child is None:  # a hook refused it (its result is logged) or it does not delegate
+            batch = CallsInput(
+                call.session_id, call.from_seq, call.turn, call.step, (call.call_id,), call.delegated
+            )
+            return opened.carried + (await self._act("dsh.step_tools", batch, CallsRan)).carried
+        if child.delegated.continuable:
+            await self._background(child)
+            return opened.carried
+        finished = ChildFinished(call, child.session_id, await self._child(child), carrying=True)
+        return opened.carried + (await self._act("dsh.finish_child", finished, CallsRan)).carried
 
     async def _background(self, child: ChildStarted) -> None:
         """Start a background child's workflow and go on: it outlives this run, and its

@@ -28,7 +28,17 @@ from typing import Any, Self, assert_never
 from dsh.errors import DshError
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX
 from dsh.http1 import LAST_CHUNK, Listener, chunk, head, read_request
-from dsh.testing.wire import AwaitInFlight, Drop, Pause, Response, Stall, Write, http_error, json_response
+from dsh.testing.wire import (
+    AwaitInFlight,
+    Drop,
+    Hold,
+    Pause,
+    Response,
+    Stall,
+    Write,
+    http_error,
+    json_response,
+)
 
 Handler = Callable[["RecordedRequest"], "Response | Awaitable[Response | None] | None"]
 """Called per request (on the server's loop); ``None`` falls back to the queue."""
@@ -303,7 +313,7 @@ class OpenAICompatServer:
         fields.append(("Connection", "close"))
         pending_head: bytes | None = head(response.status, fields)
         for step in (*response.steps, None):
-            if pending_head is not None and not isinstance(step, (AwaitInFlight, Pause, Stall, Drop)):
+            if pending_head is not None and not isinstance(step, (AwaitInFlight, Pause, Stall, Drop, Hold)):
                 writer.write(pending_head)
                 pending_head = None
             match step:
@@ -323,6 +333,10 @@ class OpenAICompatServer:
                     return
                 case AwaitInFlight(count=count):
                     await self._await_in_flight(count)
+                case Hold(release=release):
+                    if not await asyncio.to_thread(release.wait, self._max_stall):
+                        with self._lock:
+                            self._gate_timeouts += 1
                 case _:
                     assert_never(step)
 

@@ -1,7 +1,8 @@
 """Scripted responses for the test server: the Chat Completions streaming wire format and faults.
 
 A :class:`Response` is a status line, headers and a list of :data:`Step` s the server plays
-in order (write bytes, pause, stall, drop the connection, wait for concurrent requests).
+in order (write bytes, pause, stall, drop the connection, wait for concurrent requests or for
+the test: :func:`held`).
 The builders below produce the exact ``chat.completion.chunk`` SSE stream a provider sends
 (:func:`stream_reply`, :func:`raw_stream`), JSON error replies (:func:`http_error`) and
 the wire variants real providers differ in (:class:`WireStyle`), plus faults
@@ -11,8 +12,9 @@ the wire variants real providers differ in (:class:`WireStyle`), plus faults
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -53,7 +55,23 @@ class AwaitInFlight:
     count: int
 
 
-Step = Write | Pause | Stall | Drop | AwaitInFlight
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Send nothing until the test sets ``release`` (bounded: the server's ``max_stall``), so
+    a test sees what the client did with the bytes sent so far, without a sleep."""
+
+    release: threading.Event
+
+
+Step = Write | Pause | Stall | Drop | AwaitInFlight | Hold
+
+
+def held(response: Response, after: int, release: threading.Event) -> Response:
+    """``response`` holding (:class:`Hold`) after its first ``after`` writes."""
+    steps = list(response.steps)
+    writes = [i for i, step in enumerate(steps) if isinstance(step, Write)]
+    steps.insert(writes[after - 1] + 1, Hold(release))
+    return replace(response, steps=tuple(steps))
 
 
 @dataclass(frozen=True, slots=True)

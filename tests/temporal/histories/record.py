@@ -1,12 +1,13 @@
 """Record a ``dsh-turn`` history for ``test_recorded_histories`` with the dsh on ``PYTHONPATH``.
 
 One turn on an embedded worker over a throwaway SQLite store and a dev server of its own: a
-step with two concurrency-safe calls, a step with one ``bash`` call, an answer. Run it with
+step with two concurrency-safe calls, a step with one ``bash`` call, an answer (with
+``--spawn``: a step with one ``subagent`` call — a child workflow —, an answer). Run it with
 the code whose histories a newer worker must still replay, e.g. for the one-call-per-activity
 path (before ``dsh-batched-calls``)::
 
     mkdir -p /tmp/old && git archive 00ee8b8 src | tar -x -C /tmp/old
-    PYTHONPATH=/tmp/old/src .venv/bin/python tests/temporal/histories/record.py OUT.json
+    PYTHONPATH=/tmp/old/src .venv/bin/python tests/temporal/histories/record.py [--spawn] OUT.json
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def record(out: Path) -> None:
+async def record(out: Path, *, spawn: bool = False) -> None:
     port = _port()
     server = subprocess.Popen(
         dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -49,6 +50,12 @@ async def record(out: Path) -> None:
         store = open_store(f"sqlite:{work / 'sessions.db'}")
         model = ScriptedModel(
             [
+                tool_calls_reply([Call("s1", "subagent", {"description": "helper", "prompt": "the task"})]),
+                text_reply("child answer"),
+                text_reply("done"),
+            ]
+            if spawn
+            else [
                 tool_calls_reply(
                     [Call("r1", "glob", {"pattern": "*.txt"}), Call("r2", "glob", {"pattern": "*.md"})]
                 ),
@@ -77,4 +84,4 @@ async def record(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(record(Path(sys.argv[1])))
+    asyncio.run(record(Path(sys.argv[-1]), spawn="--spawn" in sys.argv[1:-1]))
