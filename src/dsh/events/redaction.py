@@ -86,11 +86,12 @@ def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
 
 
 def _walked(data: Any, redactor: Redactor) -> Any:
-    """``data`` whose JSON may hold a secret, redacted (a settlement's records recut)."""
+    """``data`` whose JSON may hold a secret, redacted (a settlement's records recut): walked
+    at once, its JSON having been tested already (a settlement's rest is tested alone)."""
     if isinstance(data, dict) and any(k in data for k in _RECORDS):
         rest = json_value({k: v for k, v in data.items() if k not in _RECORDS}, redactor)
         return {k: _RECORDS[k](v, redactor) if k in _RECORDS else rest[k] for k, v in data.items()}
-    return json_value(data, redactor)
+    return redactor.value(data)
 
 
 def redact_data(data: Any, redactor: Redactor) -> Any:

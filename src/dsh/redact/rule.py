@@ -117,6 +117,9 @@ class Redactor:
         self._gate = LiteralGate(needles | _gates(literals), lowered)
         self._always = any(not s.literals for s, _ in self._shapes)
         self._short: dict[str, bool] = {}
+        self._found: dict[str, tuple[Finding, ...]] = {}
+        """The findings of texts that passed the cheap test: a settlement's text is matched as
+        its message, its ``block-end`` and its joined deltas (up to ``_REMEMBER`` texts)."""
 
     @classmethod
     def for_recording(
@@ -164,8 +167,18 @@ class Redactor:
 
     def findings(self, text: str) -> list[Finding]:
         """Every secret in ``text``, in order, without overlaps (exact values first)."""
+        known = self._found.get(text)
+        if known is not None:
+            return list(known)
         if not self.may_hold(text):  # most strings: a few scans, no pattern run
             return []
+        found = self._match(text)
+        if len(self._found) < _REMEMBER:
+            self._found[text] = tuple(found)
+        return found
+
+    def _match(self, text: str) -> list[Finding]:
+        """:meth:`findings` of a text that may hold a secret: every rule run over it."""
         found: list[Finding] = []
         present = [v for v in self._values if v in text]  # longest first: a value inside another loses
         for value in present:
@@ -178,11 +191,13 @@ class Redactor:
         lowered: str | None = None
         for shape, pattern in self._shapes:
             if shape.literals:
+                haystack = text
                 if shape.lowered:
-                    lowered = text.lower() if lowered is None else lowered
-                    if not any(lit in lowered for lit in shape.literals):
-                        continue
-                elif not any(lit in text for lit in shape.literals):
+                    lowered = haystack = text.lower() if lowered is None else lowered
+                for literal in shape.literals:  # no generator per shape: a loop with an else
+                    if literal in haystack:
+                        break
+                else:
                     continue
             for m in pattern.finditer(text):
                 start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()

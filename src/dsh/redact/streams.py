@@ -62,7 +62,10 @@ def chunk_runs(chunks: Sequence[Any]) -> dict[tuple[str, Any], list[int]]:
     """The positions of a dsh stream's deltas, per (field, block index), in order."""
     runs: dict[tuple[str, Any], list[int]] = {}
     for i, chunk in enumerate(chunks):
-        field = DELTA_FIELDS.get(str(chunk.get("type"))) if isinstance(chunk, dict) else None
+        if not isinstance(chunk, dict):
+            continue
+        kind = chunk.get("type")
+        field = DELTA_FIELDS.get(kind) if isinstance(kind, str) else None
         if field is not None and isinstance(chunk.get(field), str):
             runs.setdefault((field, chunk.get("index")), []).append(i)
     return runs

@@ -299,7 +299,8 @@ def derive(
             if failed is not None:
                 out.calls.append(failed[0])
                 script.append(failed[1])
-        seen.feed(event)
+        if event.surface_op is not None:  # only surface events show the model anything
+            seen.feed(event)
     close()
     out.current = seen.current
     return out

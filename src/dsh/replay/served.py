@@ -11,7 +11,7 @@ from typing import Any, cast
 from dsh.events import Event
 from dsh.events.messages import Block
 from dsh.events.payloads import tool_call_of, tool_result_of
-from dsh.events.vocabulary import TOOL_RESULT
+from dsh.events.vocabulary import TOOL_CALL, TOOL_RESULT
 from dsh.tools import ToolOutput
 
 
@@ -30,6 +30,9 @@ def recorded_calls(own: Sequence[Event]) -> dict[str, RecordedCall]:
     """The session's own tool calls by call id, each with its recorded result (if logged)."""
     calls: dict[str, RecordedCall] = {}
     for event in own:
+        etype = event.type
+        if etype != TOOL_CALL and etype != TOOL_RESULT:  # most events: no payload read at all
+            continue
         call = tool_call_of(event)
         if call is not None:
             recorded = RecordedCall(call["name"], call["arguments"], call["turn"], call["step"], None)

@@ -24,6 +24,7 @@ from dsh.snapshot.redaction import (
 )
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
+from dsh.store.bulk import paused_gc
 
 
 async def _family(store: EventStore, root: str) -> dict[str, LoadedSession]:
@@ -127,15 +128,16 @@ async def save_scenario(
         )
     previous = await asyncio.to_thread(read_input_document, directory) if force else {}
     rule = redact.rule(previous)
-    sessions = redact_sessions(raw, rule.redactor)
-    transcript = redact_lines(
-        normalize(build_transcript(raw, session_id), cwd=root.header.cwd or None), rule.redactor
-    )
-    files = {
-        **scenario_logs(sessions, session_id, root.header.cwd or ""),
-        TRANSCRIPT: dumps_lines(transcript).encode(),
-    }
-    document = rule.input_document({"steps": session_steps(sessions, session_id)})
+    with paused_gc():  # copies of whole logs, no cycles: the collector would walk them ~40 times
+        sessions = redact_sessions(raw, rule.redactor)
+        transcript = redact_lines(
+            normalize(build_transcript(raw, session_id), cwd=root.header.cwd or None), rule.redactor
+        )
+        files = {
+            **scenario_logs(sessions, session_id, root.header.cwd or ""),
+            TRANSCRIPT: dumps_lines(transcript).encode(),
+        }
+        document = rule.input_document({"steps": session_steps(sessions, session_id)})
     return await asyncio.to_thread(_write, directory, document, files, workspace, force, rule.redactor)
 
 

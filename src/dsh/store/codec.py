@@ -223,6 +223,18 @@ def _obj(value: object, path: str) -> dict[str, Any]:
 _CONTAINERS: Final = frozenset({dict, list})
 
 
+def _nests(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether an object or array holds an object or array, in one C pass; an array of
+    numbers (a stream's ``dt``) is proven flat by summing it (only numbers add up)."""
+    if isinstance(value, dict):
+        return not _CONTAINERS.isdisjoint(map(type, value.values()))
+    try:
+        sum(value)
+    except TypeError:
+        return not _CONTAINERS.isdisjoint(map(type, value))
+    return False
+
+
 def _depth(value: object, path: str, level: int = 1) -> None:
     """Refuse arrays/objects nested deeper than :data:`MAX_DATA_DEPTH`; ``value`` sits at ``level``.
 
@@ -314,6 +326,24 @@ def _plain_message(message: dict[str, Any], content_required: bool) -> bool:
     return True
 
 
+def _flat_message(message: dict[str, Any], content_required: bool) -> bool:
+    """:func:`_plain_message`, and nothing nested below a block's or the source's own fields:
+    ``True`` also proves the message nests at most two levels below itself (no depth walk)."""
+    if not _plain_message(message, content_required):
+        return False
+    for key, value in message.items():
+        kind = type(value)
+        if kind is list:
+            if key != "content":
+                return False
+            for block in value:  # dicts with string "type" and "text" (_plain_message)
+                if len(block) != 2 and _nests(block):
+                    return False
+        elif kind is dict and (key != "source" or _nests(value)):
+            return False
+    return True
+
+
 def _chunk(value: object, path: str = "") -> None:
     """One stream chunk: a known ``type`` and the fields the assembler and replay read."""
     chunk = _obj(value, path)
@@ -387,8 +417,33 @@ def _flat_chunk(chunk: object) -> bool:
     return False
 
 
+def _all_flat(chunks: list[Any]) -> bool:
+    """Whether every chunk passes :func:`_flat_chunk`, in one pass that checks text and
+    reasoning deltas (nearly every chunk of a stream) inline, with no call per delta.
+
+    The same rule as :func:`_flat_chunk` (exactly ``type``, an int ``index`` and a string
+    ``text``); a missing key among three is only ``False`` ("check it precisely")."""
+    try:
+        for chunk in chunks:
+            if type(chunk) is dict and len(chunk) == 3:
+                kind = chunk["type"]
+                if (
+                    (kind == "text-delta" or kind == "reasoning-delta")
+                    and type(chunk["index"]) is int
+                    and type(chunk["text"]) is str
+                ):
+                    continue
+            if not _flat_chunk(chunk):
+                return False
+    except KeyError:
+        return False
+    return True
+
+
 def _stream_chunks(chunks: list[Any], level: int) -> None:
     """Every chunk of a settlement's stream, nesting included (chunks sit at ``level``)."""
+    if _all_flat(chunks):
+        return
     for i, chunk in enumerate(chunks):
         if _flat_chunk(chunk):
             continue
@@ -411,12 +466,17 @@ def _turn_step(data: dict[str, Any], required: bool) -> None:
 
 def _settlement(data: dict[str, Any]) -> None:
     """``assistant/message`` and ``assistant/attempt``; checks its own nesting (the hot path)."""
+    message_checked = False
     for key, value in data.items():
         kind = type(value)
-        if key != "stream" and (kind is dict or kind is list):
-            _depth(value, f".{key}", 2)
+        if key == "stream" or (kind is not dict and kind is not list) or not _nests(value):
+            continue
+        if key == "message" and kind is dict and _flat_message(value, False):
+            message_checked = True
+            continue
+        _depth(value, f".{key}", 2)
     _turn_step(data, False)
-    if "message" in data:
+    if "message" in data and not message_checked:
         _message(data["message"], ".message")
     _get(data, "usage", dict, "")
     _get(data, "wireUsage", dict, "")
@@ -426,7 +486,7 @@ def _settlement(data: dict[str, Any]) -> None:
     if stream is not None:
         for key, value in stream.items():
             kind = type(value)
-            if key != "chunks" and (kind is dict or kind is list):
+            if key != "chunks" and (kind is dict or kind is list) and _nests(value):
                 _depth(value, f".stream.{key}", 3)
         chunks = _get(stream, "chunks", list, ".stream", required=True)
         try:
@@ -461,6 +521,10 @@ def _step_end(data: dict[str, Any]) -> None:
 
 
 def _user_message(data: dict[str, Any]) -> None:
+    """``user/message``; checks its own nesting (a plain message needs no depth walk)."""
+    if _flat_message(data, True):
+        return
+    _depth(data, "")
     _message(data, "", content_required=True)
 
 
@@ -595,7 +659,7 @@ def check_data_shape(etype: str, seq: int, data: object, where: str) -> None:
     try:
         if type(data) is dict:
             shape = _SHAPES.get(etype)
-            if shape is _settlement or shape is _assistant_chunk:
+            if shape is _settlement or shape is _assistant_chunk or shape is _user_message:
                 shape(data)  # checks its own nesting, in the same pass
                 return
             for value in data.values():

@@ -195,7 +195,10 @@ def _scan(data: bytes, source: str, legacy: bool, shapes: bool) -> Scan:
         except UnsupportedFormatError as exc:
             raise UnsupportedFormatError(f"{source}, line {n + 1}: {exc}") from exc
         pos += len(line) + 1
-        ends.extend([pos] * (len(events) - len(ends)))
+        if v2:  # one event a line
+            ends.append(pos)
+        else:  # a packed version-0 row: every event it holds ends here
+            ends.extend([pos] * (len(events) - len(ends)))
     if tail:
         torn = (len(lines) + 1, "no newline")
     if torn is not None:
