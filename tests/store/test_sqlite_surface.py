@@ -56,4 +56,4 @@ async def test_a_version_2_database_is_migrated_in_place(tmp_path: Path) -> None
     await store.create(sample_header("new"), long_log())
     assert (await store.load("new")).events == long_log()
     await store.close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4

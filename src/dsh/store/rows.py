@@ -72,7 +72,7 @@ def summary_from_row(row: Sequence[Any], where: str) -> SessionSummary:
 
 
 def events_from_rows(
-    rows: Iterable[EventRow],
+    rows: Iterable[EventRow | list[Event]],
     start: int,
     where: str,
     session_id: str,
@@ -87,7 +87,9 @@ def events_from_rows(
     event whose tail or data was not selected comes back ``partial``. A gap, an unknown
     non-ignorable type or bad JSON (or one of ``decode_errors``) is refused, naming ``where``,
     the session and the seq. Trusted rows: their payload shapes were checked when they were
-    appended or imported, so only the envelope is checked again here."""
+    appended or imported, so only the envelope is checked again here. A row may instead be a
+    list of events already decoded (a packed chunk run, ``dsh.store.chunk_runs``): only its
+    first seq is checked (the run decoded the rest from it)."""
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
@@ -95,7 +97,16 @@ def events_from_rows(
     expected = start
     try:
         with paused_gc():
-            for seq, etype, time, data, op, seqs, ignorable, tail in rows:
+            for row in rows:
+                if isinstance(row, list):  # a packed chunk run, decoded (dsh.store.chunk_runs)
+                    if row and row[0].seq != expected:
+                        raise CorruptLogError(
+                            f"{where}: session {session_id}: expected seq {expected}, found {row[0].seq}"
+                        )
+                    events += row
+                    expected += len(row)
+                    continue
+                seq, etype, time, data, op, seqs, ignorable, tail = row
                 if seq != expected:
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"

@@ -27,7 +27,7 @@ import itertools
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.chunk_runs import insert_rows, segment_rows
 from dsh.store.extras import decode_extra
 from dsh.store.fork_marks import (
     ENDS_WHERE,
@@ -89,11 +90,7 @@ from dsh.store.sqlite_schema import (
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
-    SELECT_EVENTS,
-    SELECT_EVENTS_IN,
     SELECT_EXTRA,
-    SELECT_SURFACE,
-    SELECT_SURFACE_IN,
     SUMMARY,
     Row,
     connect,
@@ -188,15 +185,11 @@ class SqliteEventStore(BufferedFront):
     def _events(self, conn: sqlite3.Connection, sid: str, start: int, whole: bool = True) -> list[Event]:
         """The events from ``start`` on, a fork's referenced prefix resolved (``whole=False``: a
         surface read, ``dsh.events.deferred``)."""
-        parts = self._segments(conn, sid, start)
-        if len(parts) == 1:
-            rows: Iterable[Any] = conn.execute(SELECT_EVENTS if whole else SELECT_SURFACE, (sid, start))
-        else:
-            ranged = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
-            rows = itertools.chain.from_iterable(
-                conn.execute(ranged, (p.session_id, p.start, p.end if p.end is not None else MAX_SEQ))
-                for p in parts
-            )
+        where = str(self.path)
+        rows = itertools.chain.from_iterable(
+            segment_rows(conn, p.session_id, p.start, MAX_SEQ if p.end is None else p.end, whole, where)
+            for p in self._segments(conn, sid, start)
+        )
         return events_from_rows(rows, start, str(self.path), sid, zlib.decompress, (zlib.error,), whole=whole)
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
@@ -241,7 +234,7 @@ class SqliteEventStore(BufferedFront):
             for header, cut, rows, extra in items:
                 self._refuse_existing(conn, header.id)
                 conn.execute(INSERT_SESSION, session_row(header, cut))
-                conn.executemany(INSERT_EVENT, rows)
+                insert_rows(conn, rows)
                 if extra is not None:
                     conn.execute(INSERT_EXTRA, (header.id, extra.decode()))
 
@@ -250,7 +243,7 @@ class SqliteEventStore(BufferedFront):
             next_seq = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
             if next_seq != first:
                 raise SeqConflictError(session_id, next_seq, first)
-            conn.executemany(INSERT_EVENT, rows)
+            insert_rows(conn, rows)
 
     def _summaries_sync(self, conn: sqlite3.Connection, parent: str | None) -> list[SessionSummary]:
         if parent is None:

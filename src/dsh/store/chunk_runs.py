@@ -1,0 +1,204 @@
+"""Packed chunk runs of the SQLite store: a write's consecutive stream chunks in one row.
+
+96% of an imported log of the original's shape are ``assistant/chunk`` events, each a tiny
+payload that only a full read (replay, the viewer, ``dsh log --chunks``, export) needs. One
+``events`` row each made a 2.5 M-event store a 2.5 M-row table. So a run of consecutive plain
+chunks written together (one ``append`` batch, a seed, an import) is stored as ONE row:
+
+- keyed by the run's LAST seq, its ``time`` the last chunk's: ``MAX(seq) + 1`` is still the
+  next seq and the listings' last time is still the row of the highest seq (no query changes);
+- ``run_first``: the run's first seq (``NULL`` on every other row);
+- ``data``: the chunks' canonical JSON texts joined by ``\\n`` (canonical JSON holds no raw
+  newline), TEXT, or zlib-compressed BLOB when that is smaller (``sqlite_schema.pack_data``);
+- ``run_times``: each chunk's time, little-endian int64 deltas (the first one absolute),
+  zlib-compressed (a few dozen bytes for a run).
+
+A run holds at most :data:`RUN_MAX_EVENTS` chunks and :data:`RUN_MAX_BYTES` of JSON. Only
+plain chunks are packed (no ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable``: those stay
+rows of their own, as a lone chunk does). A surface read selects no ``data`` for a chunk
+(``sqlite_schema.SELECT_SURFACE``), so it reads the times alone and returns the same partial
+chunks as before; a full read decodes the run. :func:`expand` turns the selected rows back
+into one row per event, cut to the segment asked for (a fork's cut or a tail's start may fall
+inside a run). A run that does not decode is ``CorruptLogError`` naming the session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate, pairwise, repeat
+from typing import Any, Final
+
+import orjson
+
+from dsh.errors import CorruptLogError
+from dsh.events import Event
+from dsh.events.vocabulary import ASSISTANT_CHUNK
+from dsh.store.rows import EventRow
+from dsh.store.sqlite_schema import (
+    INSERT_EVENT,
+    INSERT_RUN,
+    MAX_SEQ,
+    SELECT_EVENTS_AT,
+    SELECT_EVENTS_IN,
+    SELECT_SURFACE_AT,
+    SELECT_SURFACE_IN,
+    Row,
+    pack_data,
+)
+
+RUN_MAX_EVENTS: Final = 1024
+"""Chunks in one packed row, at most (the original's cap)."""
+
+RUN_MAX_BYTES: Final = 1 << 20
+"""JSON bytes in one packed row, at most (the original's cap: 1 MiB)."""
+
+RunRow = tuple[str, int, str, int, str | bytes, None, None, int, None, int, bytes]
+"""An ``events`` row of a packed run: the columns of ``Row``, then ``run_first, run_times``."""
+
+
+def _packable(row: Row) -> bool:
+    """A plain chunk: nothing but its type, seq, time and data (none kept apart)."""
+    return row[2] == ASSISTANT_CHUNK and row[5] is None and row[6] is None and not row[7] and row[8] is None
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else zlib.decompress(value).decode()
+
+
+def pack_times(times: Sequence[int]) -> bytes:
+    """The ``run_times`` value of these chunk times."""
+    deltas = [times[0], *(b - a for a, b in pairwise(times))]
+    return zlib.compress(struct.pack(f"<{len(deltas)}q", *deltas), 1)
+
+
+def unpack_times(value: bytes, count: int) -> list[int]:
+    """The ``count`` chunk times of a ``run_times`` value (``ValueError``/``zlib.error``/
+    ``struct.error`` when it is not that)."""
+    raw = zlib.decompress(value)
+    if len(raw) != 8 * count:
+        raise ValueError(f"{len(raw)} bytes of times for {count} chunks")
+    return list(accumulate(struct.unpack(f"<{count}q", raw)))
+
+
+def _run_row(run: list[Row], texts: list[str]) -> RunRow:
+    last = run[-1]
+    times = pack_times([r[3] for r in run])
+    return (
+        last[0],
+        last[1],
+        ASSISTANT_CHUNK,
+        last[3],
+        pack_data("\n".join(texts).encode()),
+        None,
+        None,
+        0,
+        None,
+        run[0][1],
+        times,
+    )
+
+
+def pack_rows(rows: Sequence[Row]) -> tuple[list[Row], list[RunRow]]:
+    """The rows of one write, runs of two or more plain chunks packed: ``(single rows, runs)``."""
+    singles: list[Row] = []
+    runs: list[RunRow] = []
+    run: list[Row] = []
+    texts: list[str] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal size
+        if len(run) > 1:
+            runs.append(_run_row(run, texts))
+        else:
+            singles.extend(run)
+        run.clear()
+        texts.clear()
+        size = 0
+
+    for row in rows:
+        if not _packable(row):
+            close()
+            singles.append(row)
+            continue
+        text = _text(row[4])
+        if "\n" in text:  # not canonical JSON: keep it a row of its own, bytes as they are
+            close()
+            singles.append(row)
+            continue
+        if run and (len(run) >= RUN_MAX_EVENTS or size + len(text) > RUN_MAX_BYTES):
+            close()
+        run.append(row)
+        texts.append(text)
+        size += len(text) + 1
+    close()
+    return singles, runs
+
+
+def _corrupt(where: str, session_id: str, first: int, last: int, exc: Exception) -> CorruptLogError:
+    return CorruptLogError(
+        f"{where}: session {session_id}: the packed chunk run of seqs {first}..{last} is corrupt ({exc})"
+    )
+
+
+def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> list[Event]:
+    """The chunks of a packed run with seqs in ``[lo, hi)``; partial (``data`` ``None``) when
+    the run's data was not selected (a surface read): then only its times are decoded."""
+    last, data, first, blob = row[0], row[3], row[8], row[9]
+    count = last - first + 1
+    a, b = max(first, lo) - first, min(last + 1, hi) - first
+    try:
+        if count < 2 or type(blob) is not bytes:
+            raise ValueError("not a run")
+        times = unpack_times(blob, count)[a:b]
+        if data is None:
+            return [
+                Event(ASSISTANT_CHUNK, s, t, None, None, None, False, None, None, True)
+                for s, t in zip(range(first + a, first + b), times, strict=True)
+            ]
+        texts = _text(data).split("\n")  # canonical JSON holds no raw newline
+        if len(texts) != count:
+            raise ValueError(f"{len(texts)} chunks for {count} seqs")
+        payloads = orjson.loads("[" + ",".join(texts[a:b]) + "]")  # only the chunks asked for
+        if type(payloads) is not list or len(payloads) != b - a:
+            raise ValueError(f"not {b - a} chunks")
+    except (ValueError, zlib.error, struct.error, UnicodeDecodeError) as exc:  # JSONDecodeError: a ValueError
+        raise _corrupt(where, session_id, first, last, exc) from exc
+    return list(map(Event, repeat(ASSISTANT_CHUNK), range(first + a, first + b), times, payloads))
+
+
+def expand(
+    rows: Iterable[Sequence[Any]], lo: int, hi: int, where: str, session_id: str
+) -> Iterator[EventRow | list[Event]]:
+    """The selected ``rows`` (``EventRow`` columns, then ``run_first, run_times``) with seqs in
+    ``[lo, hi)`` as ``rows.events_from_rows`` takes them: a row, or a packed run's events
+    (cut to the range)."""
+    for row in rows:
+        if row[8] is None:
+            yield row[:8]  # type: ignore[misc]
+        else:
+            yield _run(row, lo, hi, where, session_id)
+
+
+def segment_rows(
+    conn: sqlite3.Connection, session_id: str, lo: int, hi: int, whole: bool, where: str
+) -> Iterator[EventRow | list[Event]]:
+    """The event rows of ``session_id``'s seqs ``[lo, hi)`` (``whole=False``: a surface read),
+    a packed run that ``hi`` cuts into included (the first row at or after ``hi``)."""
+    rows = conn.execute(SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN, (session_id, lo, hi))
+    yield from expand(rows, lo, hi, where, session_id)
+    if hi < MAX_SEQ:
+        after = conn.execute(SELECT_EVENTS_AT if whole else SELECT_SURFACE_AT, (session_id, hi)).fetchone()
+        if after is not None and after[8] is not None and after[8] < hi:
+            yield from expand((after,), lo, hi, where, session_id)
+
+
+def insert_rows(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+    """Insert one write's rows, its chunk runs packed (:func:`pack_rows`)."""
+    singles, runs = pack_rows(rows)
+    conn.executemany(INSERT_EVENT, singles)
+    if runs:
+        conn.executemany(INSERT_RUN, runs)
