@@ -60,8 +60,19 @@ RunRow = tuple[str, int, str, int, str | bytes, None, None, int, None, int, byte
 
 
 def _packable(row: Row) -> bool:
-    """A plain chunk: nothing but its type, seq, time and data (none kept apart)."""
-    return row[2] == ASSISTANT_CHUNK and row[5] is None and row[6] is None and not row[7] and row[8] is None
+    """A plain chunk: nothing but its type, seq, time and data (none kept apart), its JSON kept
+    as text (a chunk large enough to be compressed stays a row of its own) without a raw
+    newline (canonical JSON has none: anything else keeps its bytes as they are)."""
+    data = row[4]
+    return (
+        row[2] == ASSISTANT_CHUNK
+        and row[5] is None
+        and row[6] is None
+        and not row[7]
+        and row[8] is None
+        and type(data) is str
+        and "\n" not in data
+    )
 
 
 def _text(value: str | bytes) -> str:
@@ -83,59 +94,49 @@ def unpack_times(value: bytes, count: int) -> list[int]:
     return list(accumulate(struct.unpack(f"<{count}q", raw)))
 
 
-def _run_row(run: list[Row], texts: list[str]) -> RunRow:
-    last = run[-1]
-    times = pack_times([r[3] for r in run])
-    return (
-        last[0],
-        last[1],
-        ASSISTANT_CHUNK,
-        last[3],
-        pack_data("\n".join(texts).encode()),
-        None,
-        None,
-        0,
-        None,
-        run[0][1],
-        times,
-    )
-
-
 def pack_rows(rows: Sequence[Row]) -> tuple[list[Row], list[RunRow]]:
     """The rows of one write, runs of two or more plain chunks packed: ``(single rows, runs)``."""
     singles: list[Row] = []
     runs: list[RunRow] = []
     run: list[Row] = []
-    texts: list[str] = []
     size = 0
-
-    def close() -> None:
-        nonlocal size
-        if len(run) > 1:
-            runs.append(_run_row(run, texts))
-        else:
-            singles.extend(run)
-        run.clear()
-        texts.clear()
-        size = 0
-
     for row in rows:
-        if not _packable(row):
-            close()
+        packable = _packable(row)
+        if run and (not packable or len(run) == RUN_MAX_EVENTS or size + len(row[4]) > RUN_MAX_BYTES):
+            _close(run, singles, runs)
+            run, size = [], 0
+        if packable:
+            run.append(row)
+            size += len(row[4]) + 1
+        else:
             singles.append(row)
-            continue
-        text = _text(row[4])
-        if "\n" in text:  # not canonical JSON: keep it a row of its own, bytes as they are
-            close()
-            singles.append(row)
-            continue
-        if run and (len(run) >= RUN_MAX_EVENTS or size + len(text) > RUN_MAX_BYTES):
-            close()
-        run.append(row)
-        texts.append(text)
-        size += len(text) + 1
-    close()
+    if run:
+        _close(run, singles, runs)
     return singles, runs
+
+
+def _close(run: list[Row], singles: list[Row], runs: list[RunRow]) -> None:
+    if len(run) == 1:
+        singles.append(run[0])
+        return
+    last = run[-1]
+    text = "\n".join([r[4] for r in run])  # type: ignore[misc]
+    times = pack_times([r[3] for r in run])
+    runs.append(
+        (
+            last[0],
+            last[1],
+            ASSISTANT_CHUNK,
+            last[3],
+            pack_data(text.encode()),
+            None,
+            None,
+            0,
+            None,
+            run[0][1],
+            times,
+        )
+    )
 
 
 def _corrupt(where: str, session_id: str, first: int, last: int, exc: Exception) -> CorruptLogError:

@@ -2,13 +2,14 @@
 
 - Ownership: ``PRAGMA application_id`` is :data:`APPLICATION_ID` and ``user_version`` is
   :data:`SCHEMA_VERSION`. Opening refuses a foreign application id, any other non-zero
-  schema version, and a non-empty database without our stamp; version 2 is migrated in
-  place (``sqlite_schema.MIGRATABLE``).
+  schema version, and a non-empty database without our stamp; versions 2 and 3 are migrated
+  in place (``sqlite_schema.MIGRATABLE``).
 - ``sessions``: one row per session, the header fields as columns, including
   ``is_seeded`` and ``inherited_event_count`` (the persisted cut). ``events``: keyed by
   ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields; a
   settlement's stream and wire in ``tail``, so a surface read (``load(streams=False)``)
-  never reads them.
+  never reads them. A write's runs of stream chunks are one row each (``chunk_runs``): every
+  read goes through ``chunk_runs.segment_rows``.
 - WAL, ``busy_timeout``, ``synchronous=FULL``. One connection per store, used only by the
   store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
   appends are buffered and written in one transaction at the next durable append, read or
