@@ -16,10 +16,11 @@ chunks written together (one ``append`` batch, a seed, an import) is stored as O
 A run holds at most :data:`RUN_MAX_EVENTS` chunks and :data:`RUN_MAX_BYTES` of JSON. Only
 plain chunks are packed (no ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable``: those stay
 rows of their own, as a lone chunk does). A surface read selects no ``data`` for a chunk
-(``sqlite_schema.SELECT_SURFACE``), so it reads the times alone and returns the same partial
-chunks as before; a full read decodes the run. :func:`expand` turns the selected rows back
-into one row per event, cut to the segment asked for (a fork's cut or a tail's start may fall
-inside a run). A run that does not decode is ``CorruptLogError`` naming the session.
+(``sqlite_schema.SELECT_RUN_TIMES``), so it reads the times alone and returns the same partial
+chunks as before; a full read decodes the run. :func:`read_runs` reads a segment's runs
+(through their own partial index) as events, cut to the segment asked for (a fork's cut or a
+tail's start may fall inside a run); the other rows are read without them. A run that does
+not decode is ``CorruptLogError`` naming the session.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import sqlite3
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from itertools import accumulate, pairwise, repeat
 from typing import Any, Final
 
@@ -36,15 +37,12 @@ import orjson
 from dsh.errors import CorruptLogError
 from dsh.events import Event
 from dsh.events.vocabulary import ASSISTANT_CHUNK
-from dsh.store.rows import EventRow
 from dsh.store.sqlite_schema import (
     INSERT_EVENT,
     INSERT_RUN,
     MAX_SEQ,
-    SELECT_EVENTS_AT,
-    SELECT_EVENTS_IN,
-    SELECT_SURFACE_AT,
-    SELECT_SURFACE_IN,
+    SELECT_RUN_TIMES,
+    SELECT_RUNS,
     Row,
     pack_data,
 )
@@ -146,9 +144,10 @@ def _corrupt(where: str, session_id: str, first: int, last: int, exc: Exception)
 
 
 def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> list[Event]:
-    """The chunks of a packed run with seqs in ``[lo, hi)``; partial (``data`` ``None``) when
-    the run's data was not selected (a surface read): then only its times are decoded."""
-    last, data, first, blob = row[0], row[3], row[8], row[9]
+    """The chunks of a packed run (``seq, data, run_first, run_times``) with seqs in ``[lo, hi)``;
+    partial (``data`` ``None``) when its data was not selected (a surface read): then only its
+    times are decoded."""
+    last, data, first, blob = row
     count = last - first + 1
     a, b = max(first, lo) - first, min(last + 1, hi) - first
     try:
@@ -171,30 +170,19 @@ def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> l
     return list(map(Event, repeat(ASSISTANT_CHUNK), range(first + a, first + b), times, payloads))
 
 
-def expand(
-    rows: Iterable[Sequence[Any]], lo: int, hi: int, where: str, session_id: str
-) -> Iterator[EventRow | list[Event]]:
-    """The selected ``rows`` (``EventRow`` columns, then ``run_first, run_times``) with seqs in
-    ``[lo, hi)`` as ``rows.events_from_rows`` takes them: a row, or a packed run's events
-    (cut to the range)."""
-    for row in rows:
-        if row[8] is None:
-            yield row[:8]  # type: ignore[misc]
-        else:
-            yield _run(row, lo, hi, where, session_id)
-
-
-def segment_rows(
+def read_runs(
     conn: sqlite3.Connection, session_id: str, lo: int, hi: int, whole: bool, where: str
-) -> Iterator[EventRow | list[Event]]:
-    """The event rows of ``session_id``'s seqs ``[lo, hi)`` (``whole=False``: a surface read),
-    a packed run that ``hi`` cuts into included (the first row at or after ``hi``)."""
-    rows = conn.execute(SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN, (session_id, lo, hi))
-    yield from expand(rows, lo, hi, where, session_id)
-    if hi < MAX_SEQ:
-        after = conn.execute(SELECT_EVENTS_AT if whole else SELECT_SURFACE_AT, (session_id, hi)).fetchone()
-        if after is not None and after[8] is not None and after[8] < hi:
-            yield from expand((after,), lo, hi, where, session_id)
+) -> dict[int, list[Event]]:
+    """The chunks of ``session_id``'s packed runs with seqs in ``[lo, hi)`` (``whole=False``: a
+    surface read, partial chunks), each run's by its first seq in the range: what
+    ``rows.events_from_rows`` splices between the other rows (``sqlite_schema.SELECT_EVENTS_IN``)."""
+    params = (session_id, lo, min(hi + RUN_MAX_EVENTS, MAX_SEQ), hi)
+    runs: dict[int, list[Event]] = {}
+    for row in conn.execute(SELECT_RUNS if whole else SELECT_RUN_TIMES, params):
+        events = _run(row, lo, hi, where, session_id)
+        if events:
+            runs[events[0].seq] = events
+    return runs
 
 
 def insert_rows(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:

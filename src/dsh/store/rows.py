@@ -9,7 +9,7 @@ parses) is checked here, once, and a violation is ``CorruptLogError`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -72,7 +72,7 @@ def summary_from_row(row: Sequence[Any], where: str) -> SessionSummary:
 
 
 def events_from_rows(
-    rows: Iterable[EventRow | list[Event]],
+    rows: Iterable[EventRow],
     start: int,
     where: str,
     session_id: str,
@@ -80,6 +80,7 @@ def events_from_rows(
     decode_errors: tuple[type[Exception], ...] = (),
     *,
     whole: bool = True,
+    runs: Mapping[int, list[Event]] | None = None,
 ) -> list[Event]:
     """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
     value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
@@ -87,9 +88,10 @@ def events_from_rows(
     event whose tail or data was not selected comes back ``partial``. A gap, an unknown
     non-ignorable type or bad JSON (or one of ``decode_errors``) is refused, naming ``where``,
     the session and the seq. Trusted rows: their payload shapes were checked when they were
-    appended or imported, so only the envelope is checked again here. A row may instead be a
-    list of events already decoded (a packed chunk run, ``dsh.store.chunk_runs``): only its
-    first seq is checked (the run decoded the rest from it)."""
+    appended or imported, so only the envelope is checked again here. ``runs``: events decoded
+    apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
+    spliced in where the rows leave a gap for them."""
+    runs = runs or {}
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
@@ -97,16 +99,9 @@ def events_from_rows(
     expected = start
     try:
         with paused_gc():
-            for row in rows:
-                if isinstance(row, list):  # a packed chunk run, decoded (dsh.store.chunk_runs)
-                    if row and row[0].seq != expected:
-                        raise CorruptLogError(
-                            f"{where}: session {session_id}: expected seq {expected}, found {row[0].seq}"
-                        )
-                    events += row
-                    expected += len(row)
-                    continue
-                seq, etype, time, data, op, seqs, ignorable, tail = row
+            for seq, etype, time, data, op, seqs, ignorable, tail in rows:
+                if seq != expected:
+                    expected = _splice(runs, events, expected)
                 if seq != expected:
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"
@@ -141,6 +136,17 @@ def events_from_rows(
                     )
                 )
                 expected += 1
+            expected = _splice(runs, events, expected)  # runs after the last row
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
     return events
+
+
+def _splice(runs: Mapping[int, list[Event]], events: list[Event], expected: int) -> int:
+    """Append the runs that start at ``expected`` (one after another); the next expected seq."""
+    run = runs.get(expected)
+    while run is not None:
+        events += run
+        expected += len(run)
+        run = runs.get(expected)
+    return expected

@@ -9,7 +9,7 @@
   ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields; a
   settlement's stream and wire in ``tail``, so a surface read (``load(streams=False)``)
   never reads them. A write's runs of stream chunks are one row each (``chunk_runs``): every
-  read goes through ``chunk_runs.segment_rows``.
+  read splices them in (``chunk_runs.read_runs``).
 - WAL, ``busy_timeout``, ``synchronous=FULL``. One connection per store, used only by the
   store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
   appends are buffered and written in one transaction at the next durable append, read or
@@ -52,7 +52,8 @@ from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
-from dsh.store.chunk_runs import insert_rows, segment_rows
+from dsh.store.bulk import paused_gc
+from dsh.store.chunk_runs import insert_rows, read_runs
 from dsh.store.extras import decode_extra
 from dsh.store.fork_marks import (
     ENDS_WHERE,
@@ -91,7 +92,9 @@ from dsh.store.sqlite_schema import (
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
+    SELECT_EVENTS_IN,
     SELECT_EXTRA,
+    SELECT_SURFACE_IN,
     SUMMARY,
     Row,
     connect,
@@ -187,11 +190,19 @@ class SqliteEventStore(BufferedFront):
         """The events from ``start`` on, a fork's referenced prefix resolved (``whole=False``: a
         surface read, ``dsh.events.deferred``)."""
         where = str(self.path)
-        rows = itertools.chain.from_iterable(
-            segment_rows(conn, p.session_id, p.start, MAX_SEQ if p.end is None else p.end, whole, where)
+        parts = [
+            (p.session_id, p.start, MAX_SEQ if p.end is None else p.end)
             for p in self._segments(conn, sid, start)
-        )
-        return events_from_rows(rows, start, str(self.path), sid, zlib.decompress, (zlib.error,), whole=whole)
+        ]
+        with paused_gc():  # the runs' events are built first: many objects, no cycle
+            runs: dict[int, list[Event]] = {}
+            for part in parts:
+                runs.update(read_runs(conn, *part, whole, where))
+            select = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
+            rows = itertools.chain.from_iterable(conn.execute(select, part) for part in parts)
+            return events_from_rows(
+                rows, start, where, sid, zlib.decompress, (zlib.error,), whole=whole, runs=runs
+            )
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         """The session's unknown header fields (the side table may not exist yet)."""

@@ -71,6 +71,7 @@ SCHEMA: Final = (
         PRIMARY KEY (session_id, seq)
     ) STRICT""",
     f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
+    "CREATE INDEX events_runs ON events (session_id, seq) WHERE run_first IS NOT NULL",
 )
 
 MIGRATE_TO_3: Final = (
@@ -79,6 +80,7 @@ MIGRATE_TO_3: Final = (
 MIGRATE_TO_4: Final = (
     "ALTER TABLE events ADD COLUMN run_first INTEGER CHECK (run_first IS NULL OR run_first < seq)",
     "ALTER TABLE events ADD COLUMN run_times BLOB",
+    "CREATE INDEX events_runs ON events (session_id, seq) WHERE run_first IS NOT NULL",
 )
 EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, tail"
 INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -91,20 +93,28 @@ HEADER_COLUMNS: Final = (
     "is_seeded, inherited_event_count"
 )
 INSERT_SESSION: Final = f"INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_NOT_A_RUN: Final = "(tail IS NOT NULL OR run_first IS NULL)"
+"""Every row but a packed run's (a row with a tail is never one: its run columns, after the
+tail in the row, are then not read, nor the stream's pages before them)."""
 SELECT_EVENTS_IN: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail, run_first, run_times "
-    "FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
+    f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
-"""The rows of seqs ``[from, to)`` of one session (a packed run: the row of its last seq)."""
+"""The rows of seqs ``[from, to)`` of one session but the packed runs' (:data:`SELECT_RUNS`)."""
 SELECT_SURFACE_IN: Final = (
     f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
-    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL, run_first, "
-    "run_times FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
+    f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
 """The same without the deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
-SELECT_EVENTS_AT: Final = SELECT_EVENTS_IN.replace("AND seq < ? ORDER BY seq", "ORDER BY seq LIMIT 1")
-"""The first row at or after a seq: a packed run a segment's end cuts into."""
-SELECT_SURFACE_AT: Final = SELECT_SURFACE_IN.replace("AND seq < ? ORDER BY seq", "ORDER BY seq LIMIT 1")
+SELECT_RUNS: Final = (
+    "SELECT seq, data, run_first, run_times FROM events INDEXED BY events_runs "
+    "WHERE session_id = ? AND run_first IS NOT NULL AND seq >= ? AND seq < ? AND run_first < ? ORDER BY seq"
+)
+"""The packed runs (``dsh.store.chunk_runs``) holding seqs of ``[from, to)``: keyed by their last
+seq, so from ``from`` to ``to`` + the longest run; read through their own (partial) index."""
+SELECT_RUN_TIMES: Final = SELECT_RUNS.replace("SELECT seq, data,", "SELECT seq, NULL,")
+"""The same without the chunks' data: a surface read."""
 MAX_SEQ: Final = 2**63 - 1
 """An upper bound no seq reaches (a range "to the end")."""
 LAST_END_IN: Final = (
