@@ -71,6 +71,12 @@ async def chunk_runs_read_back_as_appended(open_store: StoreOpener) -> None:
             ensure(got == want, f"a whole event is as appended (#{want.seq})")
     for start in _starts(events):
         ensure(await store.read_from("s", start) == events[start:], f"read_from({start})")
+    cut_short = events[:-2]  # a turn that crashed mid-stream: the log ends with chunks
+    await store.create(sample_header("o"), cut_short[:600])
+    await store.append("o", cut_short[600:], durable=True)
+    ensure((await store.load("o")).events == cut_short, "a log ending with chunks")
+    ensure(len((await store.load("o", streams=False)).events) == len(cut_short), "its surface read")
+    ensure(await store.read_from("o", len(cut_short) - 5) == cut_short[-5:], "its tail")
     await store.close()
 
 
