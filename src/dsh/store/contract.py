@@ -36,6 +36,7 @@ from dsh.events import Event
 from dsh.events.fork import CUT_MARKER_DATA
 from dsh.store.base import EventStore, LoadedSession
 from dsh.store.contract_attachments import ATTACHMENT_CHECKS
+from dsh.store.contract_chunks import CHUNK_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_fork import FORK_AT_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
@@ -591,6 +592,7 @@ CHECKS: dict[str, ContractCheck] = {
         *ATTACHMENT_CHECKS,
         *SURFACE_CHECKS,
         *SPOOL_CHECKS,
+        *CHUNK_CHECKS,
     )
 }
 """Every contract check by name (stable ids for test parametrization)."""

@@ -9,7 +9,7 @@ parses) is checked here, once, and a violation is ``CorruptLogError`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -80,6 +80,7 @@ def events_from_rows(
     decode_errors: tuple[type[Exception], ...] = (),
     *,
     whole: bool = True,
+    runs: Mapping[int, list[Event]] | None = None,
 ) -> list[Event]:
     """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
     value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
@@ -87,7 +88,10 @@ def events_from_rows(
     event whose tail or data was not selected comes back ``partial``. A gap, an unknown
     non-ignorable type or bad JSON (or one of ``decode_errors``) is refused, naming ``where``,
     the session and the seq. Trusted rows: their payload shapes were checked when they were
-    appended or imported, so only the envelope is checked again here."""
+    appended or imported, so only the envelope is checked again here. ``runs``: events decoded
+    apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
+    spliced in where the rows leave a gap for them."""
+    runs = runs or {}
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
@@ -96,6 +100,8 @@ def events_from_rows(
     try:
         with paused_gc():
             for seq, etype, time, data, op, seqs, ignorable, tail in rows:
+                if seq != expected:
+                    expected = _splice(runs, events, expected)
                 if seq != expected:
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"
@@ -130,6 +136,17 @@ def events_from_rows(
                     )
                 )
                 expected += 1
+            expected = _splice(runs, events, expected)  # runs after the last row
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
     return events
+
+
+def _splice(runs: Mapping[int, list[Event]], events: list[Event], expected: int) -> int:
+    """Append the runs that start at ``expected`` (one after another); the next expected seq."""
+    run = runs.get(expected)
+    while run is not None:
+        events += run
+        expected += len(run)
+        run = runs.get(expected)
+    return expected

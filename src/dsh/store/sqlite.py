@@ -2,13 +2,14 @@
 
 - Ownership: ``PRAGMA application_id`` is :data:`APPLICATION_ID` and ``user_version`` is
   :data:`SCHEMA_VERSION`. Opening refuses a foreign application id, any other non-zero
-  schema version, and a non-empty database without our stamp; version 2 is migrated in
-  place (``sqlite_schema.MIGRATABLE``).
+  schema version, and a non-empty database without our stamp; versions 2 and 3 are migrated
+  in place (``sqlite_schema.MIGRATABLE``).
 - ``sessions``: one row per session, the header fields as columns, including
   ``is_seeded`` and ``inherited_event_count`` (the persisted cut). ``events``: keyed by
   ``(session_id, seq)`` with ``type``, ``time`` and the JSON of the remaining fields; a
   settlement's stream and wire in ``tail``, so a surface read (``load(streams=False)``)
-  never reads them.
+  never reads them. A write's runs of stream chunks are one row each (``chunk_runs``): every
+  read splices them in (``chunk_runs.read_runs``).
 - WAL, ``busy_timeout``, ``synchronous=FULL``. One connection per store, used only by the
   store's own worker thread, so sqlite never blocks the event loop. ``durable=False``
   appends are buffered and written in one transaction at the next durable append, read or
@@ -27,7 +28,7 @@ import itertools
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,6 +53,8 @@ from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan
 from dsh.store import sqlite_spool
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
+from dsh.store.bulk import paused_gc
+from dsh.store.chunk_runs import insert_rows, read_runs
 from dsh.store.extras import decode_extra
 from dsh.store.fork_marks import (
     ENDS_WHERE,
@@ -91,10 +94,8 @@ from dsh.store.sqlite_schema import (
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
-    SELECT_EVENTS,
     SELECT_EVENTS_IN,
     SELECT_EXTRA,
-    SELECT_SURFACE,
     SELECT_SURFACE_IN,
     SUMMARY,
     Row,
@@ -190,16 +191,20 @@ class SqliteEventStore(BufferedFront):
     def _events(self, conn: sqlite3.Connection, sid: str, start: int, whole: bool = True) -> list[Event]:
         """The events from ``start`` on, a fork's referenced prefix resolved (``whole=False``: a
         surface read, ``dsh.events.deferred``)."""
-        parts = self._segments(conn, sid, start)
-        if len(parts) == 1:
-            rows: Iterable[Any] = conn.execute(SELECT_EVENTS if whole else SELECT_SURFACE, (sid, start))
-        else:
-            ranged = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
-            rows = itertools.chain.from_iterable(
-                conn.execute(ranged, (p.session_id, p.start, p.end if p.end is not None else MAX_SEQ))
-                for p in parts
+        where = str(self.path)
+        parts = [
+            (p.session_id, p.start, MAX_SEQ if p.end is None else p.end)
+            for p in self._segments(conn, sid, start)
+        ]
+        with paused_gc():  # the runs' events are built first: many objects, no cycle
+            runs: dict[int, list[Event]] = {}
+            for part in parts:
+                runs.update(read_runs(conn, *part, whole, where))
+            select = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
+            rows = itertools.chain.from_iterable(conn.execute(select, part) for part in parts)
+            return events_from_rows(
+                rows, start, where, sid, zlib.decompress, (zlib.error,), whole=whole, runs=runs
             )
-        return events_from_rows(rows, start, str(self.path), sid, zlib.decompress, (zlib.error,), whole=whole)
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         """The session's unknown header fields (the side table may not exist yet)."""
@@ -243,7 +248,7 @@ class SqliteEventStore(BufferedFront):
             for header, cut, rows, extra in items:
                 self._refuse_existing(conn, header.id)
                 conn.execute(INSERT_SESSION, session_row(header, cut))
-                conn.executemany(INSERT_EVENT, rows)
+                insert_rows(conn, rows)
                 if extra is not None:
                     conn.execute(INSERT_EXTRA, (header.id, extra.decode()))
 
@@ -252,7 +257,7 @@ class SqliteEventStore(BufferedFront):
             next_seq = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]
             if next_seq != first:
                 raise SeqConflictError(session_id, next_seq, first)
-            conn.executemany(INSERT_EVENT, rows)
+            insert_rows(conn, rows)
 
     def _summaries_sync(self, conn: sqlite3.Connection, parent: str | None) -> list[SessionSummary]:
         if parent is None:

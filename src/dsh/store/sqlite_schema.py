@@ -23,16 +23,19 @@ from dsh.store.rows import event_columns
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """``PRAGMA user_version`` of the schema this module reads and writes.
 
 2: ``events.data`` holds the event's canonical JSON as TEXT, or zlib-compressed as a BLOB
 when that is smaller (payloads of at least :data:`COMPRESS_MIN` bytes).
 3: ``events.tail`` holds a settlement's deferred tail (``dsh.events.deferred``: its stream
 and wire, the same TEXT-or-BLOB packing), ``data`` the rest; ``NULL`` when kept whole. A
-version-2 database is migrated in place on open (one added column)."""
+version-2 database is migrated in place on open (one added column).
+4: a run of consecutive stream chunks written together is one row (``dsh.store.chunk_runs``:
+``run_first``, ``run_times``; ``NULL`` on every other row). A version-2 or -3 database is
+migrated in place on open (added columns; its rows stay as they are)."""
 
-MIGRATABLE: Final = frozenset({2})
+MIGRATABLE: Final = frozenset({2, 3})
 """Older schema versions :func:`connect` upgrades in place."""
 
 COMPRESS_MIN: Final = 1024
@@ -63,37 +66,55 @@ SCHEMA: Final = (
         source_event_seqs TEXT,
         ignorable INTEGER NOT NULL DEFAULT 0 CHECK (ignorable IN (0, 1)),
         tail ANY CHECK (tail IS NULL OR typeof(tail) IN ('text', 'blob')),
+        run_first INTEGER CHECK (run_first IS NULL OR run_first < seq),
+        run_times BLOB,
         PRIMARY KEY (session_id, seq)
     ) STRICT""",
     f"CREATE INDEX events_turn_ends ON events (session_id, seq) WHERE type = '{TURN_END}'",
+    "CREATE INDEX events_runs ON events (session_id, seq) WHERE run_first IS NOT NULL",
 )
 
 MIGRATE_TO_3: Final = (
-    "ALTER TABLE events ADD COLUMN tail ANY CHECK (tail IS NULL OR typeof(tail) IN ('text', 'blob'))"
+    "ALTER TABLE events ADD COLUMN tail ANY CHECK (tail IS NULL OR typeof(tail) IN ('text', 'blob'))",
+)
+MIGRATE_TO_4: Final = (
+    "ALTER TABLE events ADD COLUMN run_first INTEGER CHECK (run_first IS NULL OR run_first < seq)",
+    "ALTER TABLE events ADD COLUMN run_times BLOB",
+    "CREATE INDEX events_runs ON events (session_id, seq) WHERE run_first IS NOT NULL",
 )
 EVENT_COLUMNS: Final = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, tail"
 INSERT_EVENT: Final = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_RUN: Final = (
+    f"INSERT INTO events ({EVENT_COLUMNS}, run_first, run_times) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+"""A packed chunk run (``dsh.store.chunk_runs``)."""
 HEADER_COLUMNS: Final = (
     "id, created_at, cwd, parent_session, origin, delegation_depth, agent_preset, "
     "is_seeded, inherited_event_count"
 )
 INSERT_SESSION: Final = f"INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-SELECT_EVENTS: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
-    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
-)
-SELECT_SURFACE: Final = (
-    f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
-    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
-    "WHERE session_id = ? AND seq >= ? ORDER BY seq"
-)
-"""The events without their deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
+_NOT_A_RUN: Final = "(tail IS NOT NULL OR run_first IS NULL)"
+"""Every row but a packed run's (a row with a tail is never one: its run columns, after the
+tail in the row, are then not read, nor the stream's pages before them)."""
 SELECT_EVENTS_IN: Final = (
     "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
-    "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+    f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
-SELECT_SURFACE_IN: Final = SELECT_SURFACE.replace("AND seq >= ?", "AND seq >= ? AND seq < ?")
-"""A surface read of one segment of a fork's log (its parent's referenced prefix, or its own)."""
+"""The rows of seqs ``[from, to)`` of one session but the packed runs' (:data:`SELECT_RUNS`)."""
+SELECT_SURFACE_IN: Final = (
+    f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
+    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
+    f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
+)
+"""The same without the deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
+SELECT_RUNS: Final = (
+    "SELECT seq, data, run_first, run_times FROM events INDEXED BY events_runs "
+    "WHERE session_id = ? AND run_first IS NOT NULL AND seq >= ? AND seq < ? AND run_first < ? ORDER BY seq"
+)
+"""The packed runs (``dsh.store.chunk_runs``) holding seqs of ``[from, to)``: keyed by their last
+seq, so from ``from`` to ``to`` + the longest run; read through their own (partial) index."""
+SELECT_RUN_TIMES: Final = SELECT_RUNS.replace("SELECT seq, data,", "SELECT seq, NULL,")
+"""The same without the chunks' data: a surface read."""
 MAX_SEQ: Final = 2**63 - 1
 """An upper bound no seq reaches (a range "to the end")."""
 LAST_END_IN: Final = (
@@ -278,12 +299,16 @@ def _wal(conn: sqlite3.Connection) -> None:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Upgrade a version-2 database in place (one transaction; another process may race us)."""
+    """Upgrade a version-2 or -3 database in place (one transaction; another process may race us)."""
     if conn.execute("PRAGMA user_version").fetchone()[0] not in MIGRATABLE:
         return
     with immediate(conn):
         if conn.execute("PRAGMA user_version").fetchone()[0] in MIGRATABLE:
-            conn.execute(MIGRATE_TO_3)
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 2:
+                for statement in MIGRATE_TO_3:
+                    conn.execute(statement)
+            for statement in MIGRATE_TO_4:
+                conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
