@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import orjson
 
+from dsh import jsonx
 from dsh.errors import StoreError
 from dsh.store.lease import session_file_stem
 from dsh.store.spool import SpoolBatch, Spooled, spooled_row
@@ -31,7 +32,7 @@ def spool_path(root: Path, session_id: str) -> Path:
 
 
 def _line(batch: SpoolBatch, chunks: bytes) -> bytes:
-    head = orjson.dumps({"stream": batch.stream, "at": batch.at, "first": batch.first})
+    head = jsonx.dumps_unchecked({"stream": batch.stream, "at": batch.at, "first": batch.first})
     return head[:-1] + b',"chunks":' + chunks + b"}\n"
 
 
@@ -74,7 +75,7 @@ def _row(cursor: int, line: bytes) -> Spooled | None:
         return None
     if not isinstance(value, dict):
         return None
-    chunks = orjson.dumps(value.get("chunks"))
+    chunks = jsonx.dumps_unchecked(value.get("chunks"))
     return spooled_row(cursor, value.get("stream"), value.get("at"), value.get("first"), chunks)
 
 
@@ -96,7 +97,7 @@ def drop(root: Path, session_id: str, through: int) -> None:
             kept.append(line + b"\n")
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        temp.write_bytes(orjson.dumps({"base": base + size}) + b"\n" + b"".join(kept))
+        temp.write_bytes(jsonx.dumps_unchecked({"base": base + size}) + b"\n" + b"".join(kept))
         os.replace(temp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
