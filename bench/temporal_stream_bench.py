@@ -2,7 +2,7 @@
 
 Run from the repository root (the ``dev`` extra)::
 
-    .venv/bin/python bench/temporal_stream_bench.py [--deltas N] [--every MS] [--store sqlite|jsonl]
+    .venv/bin/python -m bench.temporal_stream_bench [--deltas N] [--every MS] [--store sqlite|jsonl]
 
 One turn answered by a reply streamed as N text deltas, one every MS ms, from the scripted
 local model server, run by an embedded ``dsh.temporal.Worker`` over one store on a
@@ -21,14 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from temporalio.client import Client
-
+from bench.temporal_setup import dev_and_model
 from dsh.events.vocabulary import ASSISTANT_MESSAGE
 from dsh.loop import AgentConfig, Feed
 from dsh.model.openai_compat import OpenAICompatModel
@@ -36,16 +33,9 @@ from dsh.store.spool import SpoolBatch, SpoolingStore
 from dsh.store.tail import follow
 from dsh.store.url import open_store
 from dsh.temporal import Worker, connect, submit_turn
-from dsh.temporal.dev import dev_server_argv
 from dsh.temporal.history import payload_bytes
 from dsh.temporal.live_text import LiveTurn, follow_spool
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response, stream_reply
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def measure(address: str, server: OpenAICompatServer, root: Path, args: argparse.Namespace) -> None:
@@ -120,24 +110,9 @@ async def main() -> None:
     parser.add_argument("--every", type=float, default=10.0, help="ms between two deltas")
     parser.add_argument("--store", choices=("sqlite", "jsonl"), default="sqlite")
     args = parser.parse_args()
-    port = _port()
-    dev = subprocess.Popen(dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    address = f"127.0.0.1:{port}"
-    server = OpenAICompatServer()
-    server.start_in_thread()
-    try:
-        for _ in range(100):
-            try:
-                await Client.connect(address)
-                break
-            except RuntimeError:
-                await asyncio.sleep(0.1)
+    async with dev_and_model() as (address, server):
         with tempfile.TemporaryDirectory() as tmp:
             await measure(address, server, Path(tmp), args)
-    finally:
-        server.stop_thread()
-        dev.terminate()
-        dev.wait(10)
 
 
 if __name__ == "__main__":
