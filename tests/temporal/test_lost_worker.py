@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsh.store import EventStore
-from dsh.testing import stream_reply
+from dsh.testing import Response, stream_reply
 from tests.temporal.conftest import Model, Workers
 from tests.temporal.helpers import holder_pid, slow_reply
 
@@ -29,7 +29,13 @@ async def test_a_lost_worker_is_one_line_on_the_client_and_the_turn_finishes(
 ) -> None:
     workers.ready()
     killed: list[int] = []
-    model.script = lambda _request: stream_reply(text="all done") if killed else slow_reply()
+    asked: list[int] = []
+
+    def script(_request: object) -> Response:
+        asked.append(1)
+        return stream_reply(text="all done") if killed else slow_reply()
+
+    model.script = script
     argv = [sys.executable, "-m", "dsh.cli", "run", "hi", "--cwd", str(tmp_path)]
     argv += ["--temporal", workers.address, "--task-queue", workers.queue, "--store", workers.store]
     proc = subprocess.Popen(argv, env=workers.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -44,6 +50,8 @@ async def test_a_lost_worker_is_one_line_on_the_client_and_the_turn_finishes(
                 break
             await asyncio.sleep(0.1)
         (session_id,) = sessions
+        while not asked:  # the model step runs (stalled): its worker holds the lease (read
+            await asyncio.sleep(0.1)  # earlier, the holder may be begin_turn's, done before the kill)
         victim = await holder_pid(store, session_id)
         while victim not in workers.live():  # the client held it while storing the prompt
             await asyncio.sleep(0.1)
