@@ -3,6 +3,9 @@ with ``own=True``, and every append seen, whether made before or after the first
 
 from __future__ import annotations
 
+import pytest
+
+from dsh.errors import InvalidEventError
 from dsh.events import SessionHeader
 from dsh.events.fork import ForkOptions, fork_seed
 from dsh.events.vocabulary import SESSION_TITLE, STEP_END, STEP_START, TURN_END, TURN_START
@@ -51,3 +54,19 @@ def test_what_it_returns_is_the_callers() -> None:
     session = _session(2)
     session.of_type(TURN_END).clear()
     assert len(session.of_type(TURN_END)) == 2
+
+
+def test_a_seed_is_checked_in_the_walk_that_indexes_it() -> None:
+    """The seed's one walk refuses a gap (naming the seq) and a cut that is not its marker's,
+    and what it indexed answers the first question."""
+    parent = _session(2)
+    events = list(parent.events)
+    with pytest.raises(InvalidEventError, match="session s: expected seq 3, found 4"):
+        Session(parent.header, events[:3] + events[4:])
+    forked = fork_seed(parent.header, parent.events, ForkOptions(child_id="c"))
+    with pytest.raises(InvalidEventError, match="explicit cut 3 does not match the marker at 8"):
+        Session(forked.header, forked.seed, inherited_event_count=3)
+    with pytest.raises(InvalidEventError, match="isSeeded but no session/end-seed marker"):
+        Session(forked.header, forked.seed[:8], inherited_event_count=0)
+    child = Session(forked.header, forked.seed, inherited_event_count=forked.cut)
+    assert [e.seq for e in child.of_type(TURN_END)] == [3, 7]

@@ -128,6 +128,8 @@ def decode_cut(is_seeded: bool, events: Sequence[Event], where: str) -> int:
     """Return the inherited cut: the seq of the last tagged marker (0 when unseeded).
 
     ``isSeeded: true`` without a tagged marker, or ``false`` with one, is a corrupt log.
+    ``events``: the log, or any sub-sequence of it in log order that holds all its
+    ``session/end-seed`` events (a caller with an index by type passes just those).
     """
     cut = None
     for event in reversed(events):
@@ -141,12 +143,19 @@ def decode_cut(is_seeded: bool, events: Sequence[Event], where: str) -> int:
     return cut or 0
 
 
-def check_cut(header: SessionHeader, inherited_event_count: int, events: Sequence[Event]) -> None:
-    """Refuse a (header, cut, events) triple that breaks the inherited-cut rules."""
+def check_cut(
+    header: SessionHeader,
+    inherited_event_count: int,
+    events: Sequence[Event],
+    markers: Sequence[Event] | None = None,
+) -> None:
+    """Refuse a (header, cut, events) triple that breaks the inherited-cut rules. ``markers``:
+    the log's ``session/end-seed`` events in order, when the caller has them at hand (else
+    the log is walked for them)."""
     where = f"session {header.id}"
     if inherited_event_count < 0 or inherited_event_count > len(events):
         raise InvalidEventError(f"{where}: cut {inherited_event_count} is outside the log")
-    found = decode_cut(header.is_seeded, events, where)
+    found = decode_cut(header.is_seeded, events if markers is None else markers, where)
     if found != inherited_event_count:
         raise InvalidEventError(
             f"{where}: explicit cut {inherited_event_count} does not match the marker at {found}"

@@ -33,6 +33,8 @@ class HistoryProjector:
         surface = self.surface
         for i in range(self._seen, len(events)):
             event = events[i]
+            if event.surface_op is None:  # most events: nothing to fold (``Surface.feed``'s first rule)
+                continue
             generation = surface.generation
             if surface.feed(event):
                 if surface.generation != generation:

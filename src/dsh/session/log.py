@@ -10,7 +10,7 @@ from typing import Any
 from dsh import jsonx
 from dsh.errors import InvalidEventError
 from dsh.events import Event, SessionHeader, check_contiguous, check_cut, check_event
-from dsh.events.vocabulary import SURFACE_TYPES, TURN_START
+from dsh.events.vocabulary import SESSION_END_SEED, SURFACE_TYPES, TURN_START
 from dsh.ids import now_ms
 
 
@@ -21,10 +21,10 @@ class Session:
     resume, or a fork child's inherited prefix plus marker) is taken as-is, and the cut is
     the one given explicitly — never recomputed from the seed's length.
 
-    :meth:`of_type` reads the events of some types through an index by type (built at its
-    first call, kept by every append): a resumed session's setup asks for the last
-    ``request/header``, its titles, its ``approval/policy`` ... of a 100 k-event log without
-    walking it once per question.
+    :meth:`of_type` reads the events of some types through an index by type (built in the
+    seed's one walk, which also checks its seqs and finds its cut marker; kept by every
+    append): a resumed session's setup asks for the last ``request/header``, its titles, its
+    ``approval/policy`` ... of a 100 k-event log without walking it once per question.
     """
 
     __slots__ = ("_by_type", "_events", "header", "inherited_event_count")
@@ -37,12 +37,12 @@ class Session:
         inherited_event_count: int = 0,
     ) -> None:
         events = list(seed)
-        check_contiguous(events, f"session {header.id}")
-        check_cut(header, inherited_event_count, events)
+        index = _by_type(events, f"session {header.id}")
+        check_cut(header, inherited_event_count, events, index.get(SESSION_END_SEED, ()))
         self.header = header
         self.inherited_event_count = inherited_event_count
         self._events = events
-        self._by_type: dict[str, list[Event]] | None = None
+        self._by_type = index
 
     @property
     def id(self) -> str:
@@ -65,15 +65,6 @@ class Session:
         """The events of ``types`` in log order, from seq ``since`` on (``own``: and from the
         inherited cut on)."""
         index = self._by_type
-        if index is None:
-            index = {}
-            for event in self._events:
-                found = index.get(event.type)
-                if found is None:
-                    index[event.type] = [event]
-                else:
-                    found.append(event)
-            self._by_type = index
         lists = [found for t in dict.fromkeys(types) if (found := index.get(t))]
         if not lists:
             return []
@@ -85,9 +76,11 @@ class Session:
 
     def _indexed(self, event: Event) -> Event:
         self._events.append(event)
-        index = self._by_type
-        if index is not None:
-            index.setdefault(event.type, []).append(event)
+        found = self._by_type.get(event.type)
+        if found is None:
+            self._by_type[event.type] = [event]
+        else:
+            found.append(event)
         return event
 
     def append(
@@ -131,3 +124,19 @@ class Session:
 
 def _seq(event: Event) -> int:
     return event.seq
+
+
+def _by_type(events: Sequence[Event], where: str) -> dict[str, list[Event]]:
+    """The seed's events by type, in log order; its seqs checked contiguous from 0 in the same
+    walk (the rule: ``dsh.events.check_contiguous``, which names the first wrong one)."""
+    index: dict[str, list[Event]] = {}
+    get = index.get
+    for i, event in enumerate(events):
+        if event.seq != i:
+            check_contiguous(events, where)  # raises, naming it
+        found = get(event.type)
+        if found is None:
+            index[event.type] = [event]
+        else:
+            found.append(event)
+    return index
