@@ -178,6 +178,23 @@ def recorded_cwd_spellings(header_cwd: str | None) -> tuple[str, ...]:
     return (header_cwd.rstrip("/"),)
 
 
+def _extends(history: list[Message], earlier: list[Message]) -> bool:
+    """Whether ``history`` starts with ``earlier``'s messages (each the same object, or an equal
+    one), found without copying either list.
+
+    ``earlier <= history`` (C) walks the two arrays side by side and passes over a slot that
+    holds the same object without touching the object (a slice touched every message of a
+    long session at every call, twice, to count and uncount a reference: cache misses that
+    made a call cost its history's length). Every pair equal: the shorter list is the lesser,
+    so ``earlier`` is a prefix iff it is not longer. At the first pair that is not equal,
+    the two are ordered instead — messages are dicts, which have no order: ``TypeError``,
+    not a prefix."""
+    try:
+        return earlier <= history
+    except TypeError:
+        return False
+
+
 @dataclass(slots=True)
 class _SurfaceViews:
     """One recorded surface's kept views and messages, over its first ``len(index) - 1`` nodes;
@@ -290,14 +307,14 @@ class SessionCheck:
         """Compare the history; the part already found equal at the previous call (the same
         message objects, or equal ones, in order) is not compared again. That part is checked
         with one list comparison (C: an object compared with itself costs nothing), not an
-        identity test per message in Python, which made every call cost its history's length."""
+        identity test per message in Python, nor through a slice (:func:`_extends`)."""
         call = self._calls[k]
         views = self._surface(call.surface, call.history)
         recorded_all, end = views.views, views.index[call.history]
         given = request.messages  # a list is the request's own (the loop copies its history per call)
         live_raw = given if type(given) is list else list(given)
         seen, matched, surface = self._matched
-        if seen and surface == call.surface and len(live_raw) >= len(seen) and live_raw[: len(seen)] == seen:
+        if seen and surface == call.surface and _extends(live_raw, seen):
             fresh = [v for v in self._live.views(live_raw[len(seen) :]) if self._keep(v)]
             if end >= matched and fresh == recorded_all[matched:end]:
                 self._matched = (live_raw, end, call.surface)
