@@ -82,14 +82,12 @@ class Bill:
         for row in obj["slots"]:
             if type(row) is not list or len(row) != 8:
                 return None
-            model, provider, minute, *counts = row
-            if not (
-                (model is None or type(model) is str)
-                and (provider is None or type(provider) is str)
-                and all(type(v) is int for v in (minute, *counts))
-            ):
+            model, provider, minute, a, b, c, d, e = row
+            if not (model is None or type(model) is str) or not (provider is None or type(provider) is str):
                 return None
-            slots[((model, provider), minute)] = Tokens(*counts)
+            if not type(minute) is type(a) is type(b) is type(c) is type(d) is type(e) is int:
+                return None
+            slots[((model, provider), minute)] = Tokens(a, b, c, d, e)
         return cls(obj["calls"], slots, _kept_from_wire(obj.get("cost")))
 
 

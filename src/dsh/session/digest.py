@@ -92,6 +92,8 @@ _FIELDS = (
     "compactions",
     "branch_turn",
 )
+_KEYS = frozenset({*_FIELDS, "bill"})
+"""The keys of a kept digest, exactly."""
 
 
 def digest_json(d: Derived) -> dict[str, Any] | None:
@@ -102,22 +104,24 @@ def digest_json(d: Derived) -> dict[str, Any] | None:
 
 
 def digest_from_json(obj: object) -> Derived | None:
-    """A kept digest back (``None``: not one this version wrote; derive it again)."""
-    if not isinstance(obj, dict) or set(obj) != {*_FIELDS, "bill"} or obj["status"] not in SETTLED:
+    """A kept digest back (``None``: not one this version wrote; derive it again). A listing
+    reads one per session (10,000 at a time): the checks are written out, not generated."""
+    if type(obj) is not dict or obj.keys() != _KEYS or obj["status"] not in SETTLED:
         return None
+    title, prompt, last = obj["title"], obj["first_prompt"], obj["last_activity"]
+    count, branched = obj["compactions"], obj["branch_turn"]
+    if type(title) is not str or type(prompt) is not str or type(count) is not int:
+        return None
+    if not (last is None or type(last) is int) or not (branched is None or type(branched) is int):
+        return None
+    model, kind, label, call_id = obj["model"], obj["kind"], obj["label"], obj["call_id"]
+    for optional in (model, kind, label, call_id):
+        if optional is not None and type(optional) is not str:
+            return None
     bill = Bill.from_wire(obj["bill"])
     if bill is None:
         return None
-    strings = ("title", "first_prompt")
-    optional = ("model", "kind", "label", "call_id")
-    if not all(isinstance(obj[k], str) for k in strings) or not all(
-        obj[k] is None or isinstance(obj[k], str) for k in optional
-    ):
-        return None
-    last, count, branched = obj["last_activity"], obj["compactions"], obj["branch_turn"]
-    if not all(v is None or type(v) is int for v in (last, branched)) or type(count) is not int:
-        return None
-    return Derived(**{name: obj[name] for name in _FIELDS}, bill=bill)
+    return Derived(title, prompt, model, last, obj["status"], kind, label, call_id, count, branched, bill)
 
 
 def digest_of(header: SessionHeader, state: SessionState, *, now_ms: int | None = None) -> Derived:
