@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from dsh.errors import ScenarioError
+from dsh.loop import Agent, AgentConfig
 from dsh.replay import files
 from dsh.replay.files import load_replay_model
 from dsh.snapshot.runner import run_scenario
 from dsh.store import bulk
 from dsh.store.bulk import paused_gc as gc_paused
+from dsh.store.memory import MemoryEventStore
+from dsh.subagents import standard_tools
 
 SCENARIO = Path(__file__).parents[2] / "src/dsh/snapshot/scenarios/text-turn"
 
@@ -100,3 +103,53 @@ async def test_a_scenario_run_releases_the_frozen_heap_when_it_ends() -> None:
     result = await run_scenario(SCENARIO, "replay")
     assert result.ok, result.problems
     assert bulk.heap_held() == held
+
+
+async def test_what_a_replay_built_before_a_call_is_out_of_the_collectors_walks(
+    collector_on: None, tmp_path: Path
+) -> None:
+    """Each served call moves what the live run built so far (its sessions' events, grown call
+    after call) to the permanent generation while the replay holds the heap: a long replay's
+    collections walk only what the current call made (5,000 calls: 0.3 s of collections)."""
+    model, _ = load_replay_model(SCENARIO, cwd=tmp_path)
+    config = AgentConfig(model="deepseek-chat")
+    store = MemoryEventStore()
+    agent = await Agent.create(store, model=model, tools=standard_tools(), config=config, cwd=tmp_path)
+    built_before: list[object] = [["made before the call"] for _ in range(3)]  # lists: tracked
+    assert _in_a_generation(built_before) == 3
+    await agent.run_turn("Reply with exactly the word: PONG. Do not use any tools.")  # may diverge:
+    assert model.primary.bound_to == agent.id, "the model was called"  # the set-up is not the runner's
+    assert _in_a_generation(built_before) == 0
+    await agent.aclose()
+    await model.aclose()
+    if not bulk.heap_held():  # no other open replay in this process holds it frozen
+        assert _in_a_generation(built_before) == 3
+
+
+def test_a_hold_released_refreezes_nothing(collector_on: None) -> None:
+    hold = bulk.freeze_heap()
+    hold.release()
+    made: list[object] = [["made after the release"]]
+    hold.refreeze()
+    assert _in_a_generation(made) == 1
+
+
+async def test_a_scenario_run_reads_its_logs_back_with_the_collector_paused(
+    collector_on: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the run, every live log is read back and walked into the transcript: bulk work
+    with no cycle, which collections of the grown heap made a third of a 5,000-call replay."""
+    from dsh.snapshot import runner
+
+    during: list[bool] = []
+    real = runner.build_transcript  # type: ignore[attr-defined]
+
+    def walking(*args: object, **kwargs: object) -> object:
+        during.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "build_transcript", walking)
+    result = await run_scenario(SCENARIO, "replay")
+    assert result.ok, result.problems
+    assert during == [False]
+    assert gc.isenabled()

@@ -111,10 +111,20 @@ def make_console(*, stderr: bool = False, markup: bool = False, live: bool = Fal
 
     console = Console(stderr=stderr, markup=markup, emoji=False, highlight=False, soft_wrap=live)
     if not console.is_terminal:
-        width = max(console.width, WIDE)
+        # Its size and that it is no terminal are decided once: Rich asks both at every print
+        # (environment reads, a terminal-size call each), 25,000 times in a long replay's view.
+        width, height = max(console.width, WIDE), console.height
         file = None if live else cast("TextIO", TrimmedLines(stderr=stderr))
         console = Console(
-            stderr=stderr, file=file, markup=markup, emoji=False, highlight=False, soft_wrap=True, width=width
+            stderr=stderr,
+            file=file,
+            markup=markup,
+            emoji=False,
+            highlight=False,
+            soft_wrap=True,
+            width=width,
+            height=height,
+            force_terminal=False,
         )
     return console
 

@@ -308,6 +308,8 @@ class ReplayModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         if self.accept_hint is not None and self.divergences:  # nothing valid follows a divergence
             raise self._divergence_error(self.divergences[0])
+        if self._heap is not None:  # what the run built so far is walked by no later collection
+            self._heap.refreeze()
         script = self._bind(request)
         if script.cursor >= len(script.entries):
             raise self._fail(

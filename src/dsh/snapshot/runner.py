@@ -45,6 +45,7 @@ from dsh.snapshot.save import session_steps
 from dsh.snapshot.steps import StepPlayer, validate_steps
 from dsh.snapshot.transcript import build_transcript, dumps_lines, normalize
 from dsh.store import EventStore, LoadedSession
+from dsh.store.bulk import paused_gc
 from dsh.store.memory import MemoryEventStore
 from dsh.subagents import standard_tools
 from dsh.subagents.shutdown import settle_background, stop_background
@@ -384,12 +385,13 @@ async def _run(prep: _Prepared, factory: AgentFactory, step_timeout: float) -> _
             await prep.replay_model.aclose()  # the recording's frozen heap (its scripts stay readable)
     problems = player.problems
     problems.extend(prep.answers.problems)
-    ids = [s.header.id for s in await store.list_sessions()]
-    sessions = {sid: await store.load(sid) for sid in ids}
-    lines: list[dict[str, Any]] = []
-    for agent in player.agents:
-        lines.extend(build_transcript(sessions, agent.id))
-    transcript = redact_lines(normalize(lines, cwd=str(prep.cwd)), prep.redactor)
+    with paused_gc():  # every log read back and walked: many objects, no cycle (frozen after)
+        ids = [s.header.id for s in await store.list_sessions()]
+        sessions = {sid: await store.load(sid) for sid in ids}
+        lines: list[dict[str, Any]] = []
+        for agent in player.agents:
+            lines.extend(build_transcript(sessions, agent.id))
+        transcript = redact_lines(normalize(lines, cwd=str(prep.cwd)), prep.redactor)
     return _Played(player.agents, problems, sessions, transcript, dumps_lines(transcript).encode())
 
 

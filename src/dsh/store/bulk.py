@@ -69,6 +69,14 @@ class HeapHold:
             if _holds == 0:
                 gc.unfreeze()
 
+    def refreeze(self) -> None:
+        """While held, move what the collector tracks now to the permanent generation too
+        (``gc.freeze``: a splice of its lists, no walk): a bounded run that grows its heap
+        (a replay's live sessions, call after call) calls it at each step, so no later
+        collection walks what it built so far. The last release gives it all back."""
+        if self._held:
+            gc.freeze()
+
 
 def freeze_heap() -> HeapHold:
     """Move every object the collector tracks now to its permanent generation, where no
