@@ -153,13 +153,15 @@ def decode_event_v2(obj: object, where: str, *, shapes: bool = True) -> Event:
     return event
 
 
-def decode_event_line(line: bytes, where: str) -> Event:
-    """Parse and decode one canonical version-2 event line (used for in-memory copies)."""
+def decode_event_line(line: bytes, where: str, *, shapes: bool = True) -> Event:
+    """Parse and decode one canonical version-2 event line. ``shapes=False`` for an in-memory
+    copy's own line (``dsh.store.memory``: an event the store encoded when it was appended,
+    so, like a SQLite row, its payload's shape is not checked again)."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise InvalidEventError(f"{where}: not valid JSON ({exc})") from exc
-    return decode_event_v2(obj, where)
+    return decode_event_v2(obj, where, shapes=shapes)
 
 
 # -- the shape of decoded event data --------------------------------------------------------------
