@@ -4,6 +4,7 @@ subprocesses that tests may SIGKILL (and replace)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.errors import TemporalUnreachableError
 from dsh.store import EventStore
 from dsh.store.postgres_testing import (
     drop_schema,
@@ -25,6 +27,7 @@ from dsh.store.postgres_testing import (
     with_schema,
 )
 from dsh.store.url import open_store
+from dsh.temporal.connect import connect
 from dsh.temporal.dev import dev_server_argv
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response
 from tests.patience import patience
@@ -38,15 +41,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -> None:
+def _wait_ready(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -> None:
+    """Until the dev server on ``port`` answers a client as ``dsh worker`` connects to it: an
+    open port alone is not a server that serves yet (a worker started then can be refused)."""
     deadline = time.monotonic() + patience(within)
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the Temporal dev server exited"
         with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            listening = sock.connect_ex(("127.0.0.1", port)) == 0
+        if listening and _answers(f"127.0.0.1:{port}"):
+            return
         time.sleep(0.1)
-    raise AssertionError(f"no Temporal dev server on port {port}")
+    raise AssertionError(f"no Temporal dev server answering on port {port}")
+
+
+def _answers(address: str) -> bool:
+    try:
+        asyncio.run(connect(address))
+    except TemporalUnreachableError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="package")
@@ -55,7 +69,7 @@ def temporal_address() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_port(port, proc)
+        _wait_ready(port, proc)
         yield f"127.0.0.1:{port}"
     finally:
         proc.terminate()
