@@ -49,8 +49,9 @@ contracts: $(STAMP)
 sandbox-deps:
 	@command -v bwrap >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q -o DPkg::Lock::Timeout=120 bubblewrap) >/dev/null 2>&1 || echo "bubblewrap could not be installed: the sandbox confinement tests will skip"
 
+# Three workers on two cores: docs/decisions/2026-12-01-parallel-tests.md (update 2026-12-07).
 pytest: $(STAMP) sandbox-deps
-	$(BIN)/pytest -q -p no:cacheprovider -n 4 --dist loadfile --durations=15
+	$(BIN)/pytest -q -p no:cacheprovider -n 3 --dist loadfile --durations=15
 
 # The browser tests drive Debian's chromium; install it when missing (as root, with apt-get).
 # Never fails: without it the browser tests skip and say why.

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.scopes import make_scheduler
 
 pytest_plugins = ("pytester",)
 
@@ -36,6 +39,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if any(where == path or where.startswith(path + "/") for path in SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile``, the work units of :mod:`tests.scopes` (else xdist's own)."""
+    return make_scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.fixture

@@ -52,7 +52,9 @@ def test_a_long_run_with_a_small_window_compacts_replays_and_shows_it(tmp_path: 
         first = _dsh("run", "Tell me a story. " * 40, *common, cwd=work, store=store, DSH_API_KEY=KEY)
         assert first.returncode == 0, first.stderr
         sid = json.loads(first.stdout.splitlines()[-1])["sessionId"]
-        for i in range(14):
+        # the tools' schemas and the system prompt come to ~4,900 tokens and each turn adds ~230:
+        # the 8th resume crosses the window's threshold, the 9th and 10th compact a compacted history
+        for i in range(10):
             more = _dsh(
                 "run", f"Go on ({i}). " * 60, "--resume", sid, *common, cwd=work, store=store, DSH_API_KEY=KEY
             )

