@@ -29,6 +29,7 @@ def test_run_scenario_signature_is_unchanged() -> None:
         ("redact", "KEYWORD_ONLY", "RedactOptions(custom=(), enabled=True, provider_key=None)"),
         ("live_mcp", "KEYWORD_ONLY", "False"),  # added (issue 30), keyword-only with a default
         ("cache", "KEYWORD_ONLY", "'fail'"),  # added (issue 43), keyword-only with a default
+        ("recorded", "KEYWORD_ONLY", "None"),  # added (issue 40), keyword-only with a default
     ]
     assert "default_agent_factory" in shown[2][2]
     assert inspect.signature(run_scenario).return_annotation == "ScenarioResult"

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from dsh.loop import Feed
     from dsh.replay.fidelity import Drift
+    from dsh.replay.files import RecordedLogs
     from dsh.snapshot import ScenarioResult
     from dsh.snapshot.runner import AgentFactory
     from dsh.store import EventStore
@@ -62,6 +63,7 @@ async def _replay(
     drift: Drift = "strict",
     factory: AgentFactory | None = None,
     live_mcp: bool = False,
+    recorded: RecordedLogs | None = None,
 ) -> ScenarioResult:
     from dsh.snapshot import run_scenario
     from dsh.snapshot.runner import default_agent_factory
@@ -69,7 +71,14 @@ async def _replay(
     factory = factory or default_agent_factory
     try:
         result = await run_scenario(
-            directory, "replay", store=store, feed=feed, drift=drift, factory=factory, live_mcp=live_mcp
+            directory,
+            "replay",
+            store=store,
+            feed=feed,
+            drift=drift,
+            factory=factory,
+            live_mcp=live_mcp,
+            recorded=recorded,
         )
     finally:
         await store.close()
@@ -215,6 +224,7 @@ def replay(
     """
     from dsh.cli.render import LiveView
     from dsh.loop import Feed
+    from dsh.replay.files import read_recorded
     from dsh.replay.permissions import untrusted_warning
     from dsh.snapshot.runner import drift_mode
     from dsh.store.url import open_store
@@ -231,9 +241,11 @@ def replay(
         fail(f"--drift: {exc}", 2)
     with user_errors():
         chosen = agent_factory(factory)
+    recorded = None
     if not trust:
-        try:
-            warning = untrusted_warning(directory)
+        try:  # the commands named are those of the logs the replay runs: read once, for both
+            recorded = read_recorded(directory)
+            warning = untrusted_warning(directory, recorded=recorded)
         except DshError as exc:
             fail(str(exc), 2)
         if warning:
@@ -246,7 +258,7 @@ def replay(
         feed.on_event(view.event)
         feed.on_chunk(view.chunk)
     result = run_async(
-        lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp)
+        lambda: _replay(directory, open_store(store or "memory:"), feed, mode, chosen, live_mcp, recorded)
     )
     if view is not None:
         view.flush()

@@ -124,8 +124,11 @@ def load_replay_model(
     cwd: Path | None = None,
     sliced: bool = True,
     tolerances: Tolerances | None = None,
+    recorded: RecordedLogs | None = None,
 ) -> tuple[ReplayModel, RecordedLogs]:
-    """A ReplayModel for the scenario in ``directory``.
+    """A ReplayModel for the scenario in ``directory`` (``recorded``: its logs, when the caller
+    has read them already — the warning naming the commands a replay runs is made from the
+    same read as the replay, not from a second one).
 
     Every script checks each live request against its recording (``tolerances``: the
     scenario's declared rules and drift mode; default strict). A full-replacement override
@@ -134,18 +137,18 @@ def load_replay_model(
     the inherited cut is needed.
     """
     with paused_gc():  # thousands of recorded calls: millions of objects, none of them garbage
-        replay, recorded = _load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+        replay, logs = _load_replay_model(directory, cwd, sliced, tolerances, recorded)
         replay.hold_heap(freeze_heap())  # no collection walks them again until the replay closes
-    return replay, recorded
+    return replay, logs
 
 
 def _load_replay_model(
-    directory: Path, *, cwd: Path | None, sliced: bool, tolerances: Tolerances | None
+    directory: Path, cwd: Path | None, sliced: bool, tolerances: Tolerances | None, read: RecordedLogs | None
 ) -> tuple[ReplayModel, RecordedLogs]:
     name = directory.name
     check_scenario_directory(directory)
     tolerances = tolerances if tolerances is not None else read_tolerances(directory)
-    recorded = read_recorded(directory)
+    recorded = read if read is not None else read_recorded(directory)
     override = read_override(directory)
     if recorded.primary is None and override is None:
         raise ScenarioError(f"scenario {name}: {PRIMARY} is missing (record the scenario first)")
@@ -209,10 +212,11 @@ def _shown(command: str, limit: int = 80) -> str:
     return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
 
 
-def recorded_commands(directory: Path) -> list[str]:
+def recorded_commands(directory: Path, recorded: RecordedLogs | None = None) -> list[str]:
     """The ``bash`` commands a replay of the scenario will run (recorded calls and override
-    entries), each shown on one line with control characters escaped, in log order."""
-    recorded = read_recorded(directory)
+    entries), each shown on one line with control characters escaped, in log order
+    (``recorded``: its logs, already read)."""
+    recorded = recorded if recorded is not None else read_recorded(directory)
     calls: list[object] = []
     for loaded in [recorded.primary, *(c for _, c in recorded.children)]:
         for event in loaded.events if loaded else []:

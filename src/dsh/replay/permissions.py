@@ -33,7 +33,7 @@ from dsh.errors import ScenarioError
 from dsh.events.messages import Block, joined_text
 from dsh.events.payloads import approval_policy_of
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX, SANDBOX_MODE, TOOL_RESULT, TURN_END, USER_MESSAGE
-from dsh.replay.files import declared_input, hook_commands, read_recorded, recorded_commands
+from dsh.replay.files import RecordedLogs, declared_input, hook_commands, read_recorded, recorded_commands
 from dsh.replay.served import recorded_glob_cap
 from dsh.store import LoadedSession
 from dsh.tools.approval import APPROVAL_CONTEXT, ApprovalOutcome, ApprovalPolicy, ApprovalRequest
@@ -234,16 +234,20 @@ def replay_policy(directory: Path, primary: LoadedSession | None, *, confined: b
 
 
 def untrusted_warning(
-    directory: Path, policy: SandboxPolicy | Literal["recorded"] | None = "recorded"
+    directory: Path,
+    policy: SandboxPolicy | Literal["recorded"] | None = "recorded",
+    recorded: RecordedLogs | None = None,
 ) -> str | None:
     """One line naming the commands a replay of ``directory`` runs and the policy they run
     under (``policy``; ``"recorded"``: what :func:`replay_policy` gives the recording, the
-    default of every replay), or ``None`` if it runs none."""
-    commands = recorded_commands(directory) + hook_commands(directory)
+    default of every replay), or ``None`` if it runs none. ``recorded``: the logs the replay
+    will run (read once by the caller), else they are read here."""
+    recorded = recorded if recorded is not None else read_recorded(directory)
+    commands = recorded_commands(directory, recorded) + hook_commands(directory)
     if not commands:
         return None
     if policy == "recorded":
-        policy = replay_policy(directory, read_recorded(directory).primary).sandbox
+        policy = replay_policy(directory, recorded.primary).sandbox
     how = policy.described() if policy is not None else "unconfined (no sandbox policy)"
     listed = "; ".join(f"`{c}`" for c in commands[:5]) + (
         f"; … ({len(commands) - 5} more)" if len(commands) > 5 else ""

@@ -21,7 +21,7 @@ from dsh.model import Model
 from dsh.model.settings import DEFAULT_MODEL, resolve_provider
 from dsh.redact import Redactor
 from dsh.replay.fidelity import DRIFTS, Drift
-from dsh.replay.files import declared_input, load_replay_model, read_input, read_tolerances
+from dsh.replay.files import RecordedLogs, declared_input, load_replay_model, read_input, read_tolerances
 from dsh.replay.layout import PRIMARY
 from dsh.replay.model import ReplayModel
 from dsh.replay.permissions import RecordedAnswers, read_permission_answers, replay_policy
@@ -303,12 +303,13 @@ async def _prepare(
     sandbox: SandboxPolicy | Literal["recorded"] | None,
     redact: RedactOptions,
     live_mcp: bool = False,
+    recorded: RecordedLogs | None = None,
 ) -> _Prepared:
     """Read the steps, copy the workspace, load the recording (or pick the live model)."""
     name = directory.name
     cwd = await asyncio.to_thread(prepare_workspace, directory, tmp)
     replay_model: ReplayModel | None = None
-    recorded: dict[str, LoadedSession] = {}
+    by_label: dict[str, LoadedSession] = {}
     model: Model
     composed = Composition(name, None, None, context=False)  # a new recording: the standard tools
     rule: RecordingRule | None = None
@@ -323,14 +324,16 @@ async def _prepare(
     else:
         tolerances = read_tolerances(directory, drift)
         redactor = tolerances.redactor
-        replay_model, logs = load_replay_model(directory, cwd=cwd, sliced=sliced, tolerances=tolerances)
+        replay_model, logs = load_replay_model(
+            directory, cwd=cwd, sliced=sliced, tolerances=tolerances, recorded=recorded
+        )
         model = replay_model
         composed = composition(directory, logs)
         await asyncio.to_thread(composed.prepare, cwd)
-        recorded = logs.by_label()
+        by_label = logs.by_label()
         model_name = model_name or replay_model.model_name or DEFAULT_MODEL
-    steps = read_steps(directory, recorded)
-    policy = replay_policy(directory, recorded.get(PRIMARY))
+    steps = read_steps(directory, by_label)
+    policy = replay_policy(directory, by_label.get(PRIMARY))
     answers = policy.answers
     chosen = policy.sandbox
     if sandbox != "recorded":  # run under another policy, still shown the recorded context
@@ -362,7 +365,7 @@ async def _prepare(
     )
     owns = mode == "record" and record_model is None
     return _Prepared(
-        name, directory, mode, steps, cwd, model, replay_model, recorded, answers, setup, owns, rule, redactor
+        name, directory, mode, steps, cwd, model, replay_model, by_label, answers, setup, owns, rule, redactor
     )
 
 
@@ -474,6 +477,7 @@ async def run_scenario(
     redact: RedactOptions = DEFAULT_REDACTION,
     live_mcp: bool = False,
     cache: CacheCheck = "fail",
+    recorded: RecordedLogs | None = None,
 ) -> ScenarioResult:
     """Run the scenario in ``directory``.
 
@@ -493,7 +497,8 @@ async def run_scenario(
     prefix reuse dropped against the committed recording's fails the record (``fail``), is
     only said (``warn``), or is not looked for (``off``); at replay and refresh, a request
     that rewrites its prefix does the same unless ``input.json`` accepts its region
-    (:mod:`dsh.snapshot.cache_check`).
+    (:mod:`dsh.snapshot.cache_check`). ``recorded``: the recording, when the caller has read
+    it already (``dsh scenario replay`` warns about its commands from the same read).
 
     Four phases: prepare (steps, workspace, model, agent setup), run (play the steps, read
     the logs back), check (the recording's checks), write (record / refresh / diff).
@@ -516,6 +521,7 @@ async def run_scenario(
             sandbox=sandbox,
             redact=redact,
             live_mcp=live_mcp,
+            recorded=recorded,
         )
         played = await _run(prep, factory, step_timeout)
         result = _check(prep, played, cache)
