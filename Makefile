@@ -75,7 +75,7 @@ test: lint typecheck contracts browser pytest
 test-quick: $(STAMP)
 	$(BIN)/ruff check src tests bench tools
 	$(BIN)/ruff format --check src tests bench tools
-	$(BIN)/pytest -q -p no:cacheprovider -n 4 --dist loadfile -m "not slow and not postgres"
+	$(BIN)/pytest -q -p no:cacheprovider -n 3 --dist loadfile -m "not slow and not postgres"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
