@@ -22,7 +22,7 @@ import orjson
 from dsh import jsonx
 from dsh.errors import StoreError
 from dsh.store.lease import session_file_stem
-from dsh.store.spool import SpoolBatch, Spooled, spooled_row
+from dsh.store.spool import SpoolBatch, Spooled, chunks_of, spooled_batch
 
 SPOOL_DIR: Final = "spool"
 
@@ -75,8 +75,8 @@ def _row(cursor: int, line: bytes) -> Spooled | None:
         return None
     if not isinstance(value, dict):
         return None
-    chunks = jsonx.dumps_unchecked(value.get("chunks"))
-    return spooled_row(cursor, value.get("stream"), value.get("at"), value.get("first"), chunks)
+    chunks = chunks_of(value.get("chunks"))  # parsed with the line: not encoded and parsed again
+    return spooled_batch(cursor, value.get("stream"), value.get("at"), value.get("first"), chunks)
 
 
 def get(root: Path, session_id: str, after: int) -> list[Spooled]:

@@ -81,6 +81,11 @@ def decode_chunks(raw: str | bytes) -> tuple[Chunk, ...] | None:
         value: Any = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+    return chunks_of(value)
+
+
+def chunks_of(value: object) -> tuple[Chunk, ...] | None:
+    """:func:`decode_chunks` of a batch already parsed (a JSONL spool line holds it parsed)."""
     if not isinstance(value, list):
         return None
     for chunk in value:
@@ -98,7 +103,13 @@ def spooled_row(
     cursor: int, stream: object, at: object, first: object, chunks: str | bytes
 ) -> Spooled | None:
     """A backend's stored row as a :class:`Spooled` (``None``: a row that does not decode)."""
-    decoded = decode_chunks(chunks)
+    return spooled_batch(cursor, stream, at, first, decode_chunks(chunks))
+
+
+def spooled_batch(
+    cursor: int, stream: object, at: object, first: object, decoded: tuple[Chunk, ...] | None
+) -> Spooled | None:
+    """:func:`spooled_row` of a row whose deltas are decoded (:func:`chunks_of`)."""
     if decoded is None or not isinstance(stream, str):
         return None
     if not isinstance(at, int) or not isinstance(first, int) or at < 0 or first < 0:
