@@ -63,3 +63,59 @@ def test_batched_deltas_print_exactly_what_one_print_per_delta_does(monkeypatch:
     assert batched == each
     assert "think hard now" in each and "→ bash" in each
     assert batched_prints < each_prints / 2
+
+
+def _piped(record: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """The view on a console like ``make_console(live=True)`` piped: no colour, soft wrap.
+    ``record=True`` keeps every line on Rich (a recording console must see all of it)."""
+    out = io.StringIO()
+    console = Console(
+        file=out, width=40, color_system=None, soft_wrap=True, force_terminal=False, record=record
+    )
+    prints: list[int] = []
+    real = console.print
+
+    def counted(*args: object, **kwargs: object) -> None:
+        prints.append(1)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(console, "print", counted)
+    view = LiveView(console, root_session="root", batch=True, prompts=True)
+    view.event(
+        "root",
+        Event(
+            "user/message",
+            0,
+            0,
+            {
+                "role": "user",
+                "source": {"kind": "user"},
+                "content": [{"type": "text", "text": "say it \x1b[2J"}],
+            },
+        ),
+    )
+    view.event(
+        "root",
+        Event(
+            "user/message",
+            0,
+            0,
+            {"role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "a\ttab"}]},
+        ),
+    )
+    _stream(view)
+    view.end_line()
+    return out.getvalue(), len(prints)
+
+
+def test_a_plain_piped_view_writes_its_text_as_rich_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped, streamed text goes straight to the file (Rich's print was ~30 us a line of a
+    5,000-call replay); what is written is what Rich printed, tabs and escapes included."""
+    rich, rich_prints = _piped(True, monkeypatch)
+    direct, direct_prints = _piped(False, monkeypatch)
+    assert direct == rich
+    assert "› say it \\x1b[2J\n" in rich and "› a" in rich
+    assert "think hard now" in direct and "→ bash" in direct
+    # left to Rich: the tool call (markup), the prompt with a tab, the deltas with a newline, a
+    # tab, and the one wider than the console
+    assert direct_prints == 5 < rich_prints
