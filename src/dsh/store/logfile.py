@@ -90,8 +90,23 @@ def check_version(raw: object, source: str) -> int:
     )
 
 
-def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
-    """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """A zstd log's frames read back: the one home of the zstd torn-tail rule (an incomplete
+    last frame is a write cut short; a frame that does not decode is corruption)."""
+
+    plain: bytes
+    """Every complete frame's content, then what an incomplete last frame yields."""
+    complete_end: int
+    """Byte offset just after the last complete frame (where a torn last frame starts)."""
+    complete_plain: int
+    """Plaintext length of the complete frames (``plain[complete_plain:]`` is the torn frame's)."""
+    warnings: list[str]
+
+
+def split_frames(data: bytes, source: str, *, limit: int | None = None) -> Frames:
+    """Walk a sequence of zstd frames (each checked against its content checksum); ``limit``:
+    stop after that many complete frames (the rest is neither read nor reported)."""
     if _zstd is None:
         raise UnsupportedFormatError(
             f"{source} is zstd-compressed; install the zstd extra: {install_hint('zstd')}"
@@ -100,18 +115,32 @@ def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
     out: list[bytes] = []
     warnings: list[str] = []
     rest = data
+    complete_end = complete_plain = 0
     while rest:
         dobj = dctx.decompressobj()
         try:
-            out.append(dobj.decompress(rest))
+            chunk = dobj.decompress(rest)
         except _zstd.ZstdError as exc:
-            at = len(data) - len(rest)
-            raise CorruptLogError(f"{source}: corrupt zstd frame at byte {at}: {exc}") from exc
+            raise CorruptLogError(f"{source}: corrupt zstd frame at byte {complete_end}: {exc}") from exc
+        out.append(chunk)
         if not dobj.eof:
-            warnings.append(f"{source}: the last zstd frame is incomplete (a write was cut short)")
+            warnings.append(
+                f"{source}: the last zstd frame is incomplete ({len(rest)} bytes at byte "
+                f"{complete_end}: a write was cut short)"
+            )
             break
+        complete_end = len(data) - len(dobj.unused_data)
+        complete_plain += len(chunk)
         rest = dobj.unused_data
-    return b"".join(out), warnings
+        if limit is not None and len(out) >= limit:
+            break
+    return Frames(b"".join(out), complete_end, complete_plain, warnings)
+
+
+def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
+    """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
+    frames = split_frames(data, source)
+    return frames.plain, frames.warnings
 
 
 def compress(data: bytes) -> bytes:
