@@ -25,6 +25,7 @@ from dsh.store import JsonlEventStore, LoadedSession, encode_log, open_store, re
 from dsh.store.codec import encode_event_lines, encode_header_line
 from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns, open_turn
+from dsh.store.seal import read_seal
 
 HEADER = SessionHeader(id="s1", created_at=1, cwd="/w")
 EVENTS = completed_turns(3)  # 18 events, turns of 6
@@ -206,6 +207,8 @@ async def test_the_seal_checks_the_plaintext_lines_a_cut_at_a_frame_boundary_is_
 ) -> None:
     path = await _three_turns(tmp_path)
     data = path.read_bytes()
+    seal = read_seal(path)
+    assert seal is not None and (seal.count, seal.end) == (18, len(b"".join(_frames(data)))), "plaintext"
     path.write_bytes(data[: _frame_ends(data)[2]])  # the last append's frame gone: a valid, shorter file
     store = JsonlEventStore(tmp_path, compression="zstd")
     loaded = await store.load("s1")
