@@ -111,9 +111,12 @@ def _last_digest(file: SessionFile) -> str:
     return line_digest(file.plain[start : end - 1])
 
 
-def _seal_of(data: bytes, count: int) -> Seal:
-    """The seal of a new file holding ``data`` (``count`` events)."""
-    return Seal(count, len(data), line_digest(data[:-1].rsplit(b"\n", 1)[-1]))
+def _seal_of(head: bytes, body: bytes, count: int) -> Seal:
+    """The seal of a new file holding the header line ``head`` then ``body`` (``count`` events),
+    without joining them (a fork's body is the parent's whole prefix)."""
+    last = body or head
+    line_start = last.rfind(b"\n", 0, len(last) - 1) + 1
+    return Seal(count, len(head) + len(body), line_digest(last[line_start:-1]))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -278,7 +281,7 @@ class JsonlEventStore(StoreFront):
         self._check_encoding(session_id)
         try:
             publish_file(self.root, session_id, path, self.encoding.pack_new(head, body), self._exists_error)
-            write_new_seal(path, _seal_of(head + body, count))
+            write_new_seal(path, _seal_of(head, body, count))
         except OSError as exc:
             raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
 
@@ -291,7 +294,7 @@ class JsonlEventStore(StoreFront):
         try:
             publish_batch(self.root, staged, self._exists_error)
             for (_, path, _), (_, head, body, count) in zip(staged, items, strict=True):
-                write_new_seal(path, _seal_of(head + body, count))
+                write_new_seal(path, _seal_of(head, body, count))
         except OSError as exc:
             raise StoreError(f"cannot import into {self.root}: {exc.strerror or exc}") from exc
 
