@@ -1,5 +1,5 @@
 """The zstd JSONL store by its URL spelling, ``jsonl+zstd:DIR``, through the real CLI: sessions
-written by the library are listed, shown, forked, exported and imported; the same root opened
+written by the library are listed, shown, forked, exported, imported and removed; the same root opened
 as plain ``jsonl:DIR`` is one error line naming the file."""
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def test_a_zstd_store_is_spelled_jsonl_zstd_on_the_command_line(tmp_path: Path) 
     assert (root / "s2.jsonl.zst").read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
     ids = [s["id"] for s in dsh("sessions", "list", "--json").json()]
     assert sorted(ids) == ["kid", "s1", "s2"]
+    dsh("sessions", "rm", "s2", "--yes").ok()
+    assert not (root / "s2.jsonl.zst").exists() and not (root / ".s2.jsonl.zst.seal").exists()
 
 
 def test_a_zstd_root_opened_as_plain_jsonl_is_one_error_line_naming_a_file(tmp_path: Path) -> None:

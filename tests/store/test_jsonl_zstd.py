@@ -279,7 +279,8 @@ async def test_every_operation_refuses_a_session_of_the_other_encoding_met_after
 def test_the_store_url_and_the_constructor_spell_the_mode(tmp_path: Path) -> None:
     store = open_store(f"jsonl+zstd:{tmp_path}/logs")
     assert isinstance(store, JsonlEventStore) and store.root == tmp_path / "logs" and store.encoding.zstd
-    assert not open_store(f"jsonl:{tmp_path}/logs").encoding.zstd  # type: ignore[attr-defined]
+    plain = open_store(f"jsonl:{tmp_path}/logs")
+    assert isinstance(plain, JsonlEventStore) and not plain.encoding.zstd
     with pytest.raises(UsageError, match=r"'jsonl\+zstd:'.*jsonl\+zstd:DIR"):
         open_store("jsonl+zstd:")
     with pytest.raises(UsageError, match="'lz4'"):
