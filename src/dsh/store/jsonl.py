@@ -301,16 +301,13 @@ class JsonlEventStore(StoreFront):
     def _recover_sync(self) -> list[str]:
         """Clean up after dead writers, and refuse a root holding the other encoding's files."""
         try:
-            warnings = recover(self.root)
-            with os.scandir(self.root) as entries:
-                for entry in entries:
-                    if self.encoding.is_other(entry.name):
-                        raise self.encoding.mismatch(Path(entry.path))
-        except FileNotFoundError:
-            return []
+            return recover(self.root, check=self._refuse_other)
         except OSError as exc:
             raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
-        return warnings
+
+    def _refuse_other(self, entry: os.DirEntry[str]) -> None:
+        if self.encoding.is_other(entry.name):
+            raise self.encoding.mismatch(Path(entry.path))
 
     def _fork_sync(self, parent_id: str, options: ForkOptions) -> tuple[SessionSummary, list[str]]:
         file = self._read(parent_id)
