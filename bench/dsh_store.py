@@ -21,19 +21,23 @@ SESSION = "parent"
 CHILD = "child"
 
 
+NAMES = {"sqlite": "SQLite", "jsonl": "JSONL", "jsonl-zstd": "JSONL zstd"}
+"""The store kinds (``dsh-KIND`` is the W1 system key) and their names in the tables."""
+
+
 def open_store(kind: str, root: Path) -> EventStore:
     if kind == "sqlite":
         return SqliteEventStore(root / "dsh.db")
-    return JsonlEventStore(root / "sessions")
+    return JsonlEventStore(root / "sessions", compression="zstd" if kind == "jsonl-zstd" else "none")
 
 
 class DshStore:
-    """dsh's ``SqliteEventStore`` or ``JsonlEventStore``."""
+    """dsh's ``SqliteEventStore`` or ``JsonlEventStore`` (plain, or ``compression="zstd"``)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.key = f"dsh-{kind}"
-        self.label = f"dsh {'SQLite' if kind == 'sqlite' else 'JSONL'} store (every delta, in the settlement)"
+        self.label = f"dsh {NAMES[kind]} store (every delta, in the settlement)"
 
     def run(self, root: Path, conv: Conversation) -> W1Run:
         return asyncio.run(self._run(root, conv))
@@ -89,3 +93,7 @@ def load_sqlite(root: Path) -> int:
 
 def load_jsonl(root: Path) -> int:
     return asyncio.run(_load("jsonl", root))
+
+
+def load_jsonl_zstd(root: Path) -> int:
+    return asyncio.run(_load("jsonl-zstd", root))

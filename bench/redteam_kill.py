@@ -1,8 +1,9 @@
 """Red team, SIGKILL: kill the loop at random moments on every store; no acknowledged turn is lost.
 
-For each store (``sqlite:PATH``, ``jsonl:DIR`` and, when reachable, PostgreSQL in a scratch
-schema), one session lives through N kills. Each round starts a worker process that creates
-(first round) or resumes (``Agent.resume``, which closes a crash-interrupted turn) the session
+For each store (``sqlite:PATH``, ``jsonl:DIR``, ``jsonl+zstd:DIR`` (``--stores jsonl-zstd``)
+and, when reachable, PostgreSQL in a scratch schema), one session lives through N kills.
+Each round starts a worker process that creates (first round) or resumes (``Agent.resume``,
+which closes a crash-interrupted turn) the session
 and runs turns in a loop through ``OpenAICompatModel`` against the local test server
 (``dsh.testing.server.OpenAICompatServer``, run here on 127.0.0.1): short streamed replies,
 every third turn a ``bash`` call, so tools run too. The worker prints ``ACK <session> <turn>
@@ -447,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=40, help="SIGKILLs per store (default 40)")
     parser.add_argument("--quick", action="store_true", help="10 kills per store")
     parser.add_argument(
-        "--stores", default="sqlite,jsonl,postgres", help="comma-separated: sqlite,jsonl,postgres"
+        "--stores", default="sqlite,jsonl,postgres", help="comma-separated: sqlite,jsonl,jsonl-zstd,postgres"
     )
     parser.add_argument("--postgres", default=None, help="server URL (default: the tests' server)")
     parser.add_argument("--min-ms", type=float, default=10.0)
@@ -491,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 url = f"sqlite:{work / 'sqlite' / 'sessions.db'}"
             elif name == "jsonl":
                 url = f"jsonl:{work / 'jsonl' / 'sessions'}"
+            elif name == "jsonl-zstd":
+                url = f"jsonl+zstd:{work / 'jsonl-zstd' / 'sessions'}"
             elif name == "postgres":
                 from dsh.store.postgres_testing import server_url
 

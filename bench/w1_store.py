@@ -37,6 +37,7 @@ def entries() -> list[Entry]:
     return [
         Entry(DshStore("sqlite"), "bench.dsh_store:load_sqlite"),
         Entry(DshStore("jsonl"), "bench.dsh_store:load_jsonl"),
+        Entry(DshStore("jsonl-zstd"), "bench.dsh_store:load_jsonl_zstd"),
         Entry(JsonlFloor(deltas=True), "bench.anchors.floors:load_jsonl"),
         Entry(AsyncJsonlFloor(), "bench.anchors.floors:load_jsonl"),
         Entry(JsonlFloor(deltas=False), "bench.anchors.floors:load_jsonl"),

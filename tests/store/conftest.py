@@ -10,7 +10,7 @@ import pytest
 from dsh.store import EventStore, JsonlEventStore, MemoryEventStore, MemorySpace, SqliteEventStore
 from dsh.store.contract import StoreOpener
 
-BACKENDS = ("memory", "jsonl", "sqlite")
+BACKENDS = ("memory", "jsonl", "jsonl-zstd", "sqlite")
 
 OpenerFactory = Callable[[str, Path], StoreOpener]
 
@@ -23,6 +23,8 @@ def _make_opener(backend: str, root: Path) -> StoreOpener:
             return MemoryEventStore(space)
         if backend == "jsonl":
             return JsonlEventStore(root / "sessions")
+        if backend == "jsonl-zstd":
+            return JsonlEventStore(root / "sessions", compression="zstd")
         return SqliteEventStore(root / "sessions.db")
 
     return open_store

@@ -24,7 +24,8 @@ StoreOption = Annotated[
     typer.Option(
         "--store",
         envvar="DSH_STORE",
-        help="Where sessions live: sqlite:PATH, jsonl:DIR or postgresql://... "
+        help="Where sessions live: sqlite:PATH, jsonl:DIR, jsonl+zstd:DIR (zstd-compressed) or "
+        "postgresql://... "
         "(default: the embedded SQLite database under the user data dir).",
         show_default=False,
     ),

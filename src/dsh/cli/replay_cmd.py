@@ -26,7 +26,7 @@ ReplayStoreOption = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="Keep the replayed sessions in this store: sqlite:PATH, jsonl:DIR or "
+        help="Keep the replayed sessions in this store: sqlite:PATH, jsonl:DIR, jsonl+zstd:DIR or "
         "postgresql://... (default: a temporary in-memory store; DSH_STORE is not read, "
         "so a replay never writes into your sessions).",
         show_default=False,

@@ -3,6 +3,9 @@
 - ``<root>/<session-id>.jsonl``: the header line, then one event per line. Ids with
   characters outside ``[A-Za-z0-9._-]`` (or a leading ``.``) are escaped as ``~XX`` per
   UTF-8 byte, so every id maps to one plain file name.
+- ``compression="zstd"`` (``jsonl+zstd:DIR``): ``<root>/<session-id>.jsonl.zst``, the same
+  lines as zstd frames, one per write (:mod:`dsh.store.jsonl_encoding`); the writer keeps
+  file offsets (frame ends) and plaintext offsets (the seal's) apart.
 - Creation writes the header and seed to a temp file, fsyncs it and links it into place
   (never overwriting), so a half-created session never appears.
 - Appends only ever add bytes at the end. ``durable=False`` appends are buffered in the
@@ -47,9 +50,9 @@ from dsh.store.blobs import read_blob, write_blob
 from dsh.store.codec import encode_event_checked, encode_event_lines, encode_header_line
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.front import StoreFront
-from dsh.store.jsonl_files import SUFFIX, JsonlIndex, read_header, read_session
+from dsh.store.jsonl_encoding import PLAIN, encoding_for
+from dsh.store.jsonl_files import JsonlIndex, SessionFile, read_header, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
-from dsh.store.logfile import Scan
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
 from dsh.store.seal import Seal, line_digest, open_seal, remove_seal, write_new_seal, write_slot
@@ -67,8 +70,8 @@ LEASE_SUFFIX: Final = ".lock"
 
 
 def session_file_name(session_id: str) -> str:
-    """The file name holding ``session_id`` (an injective, filesystem-safe mapping)."""
-    return session_file_stem(session_id) + SUFFIX
+    """The plain store's file name holding ``session_id`` (an injective, filesystem-safe mapping)."""
+    return PLAIN.file_name(session_id)
 
 
 @dataclass(slots=True, eq=False)
@@ -80,9 +83,13 @@ class _Writer:
     fd: int
     next_seq: int
     committed: int
-    """Byte offset after the last committed line."""
+    """File offset after the last committed line (zstd: frame): where the next write starts."""
     seen: int
     """File size when this store last looked (differs from ``committed`` after a torn tail)."""
+    plain_end: int
+    """Plaintext offset after the last committed line (the seal's ``end``; plain: ``committed``)."""
+    carry: bytes
+    """Committed lines of a torn last zstd frame, written again by the next write (plain: empty)."""
     seal_fd: int
     """The session's seal (``dsh.store.seal``), rewritten after every durable append."""
     last_digest: str
@@ -96,16 +103,20 @@ class _Writer:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def _last_digest(data: bytes, scan: Scan) -> str:
+def _last_digest(file: SessionFile) -> str:
     """Digest of the last committed line of a scanned file (the header when it has no event)."""
+    scan = file.scan
     end = scan.ends[-1] if scan.ends else scan.header_end
     start = (scan.ends[-2] if len(scan.ends) > 1 else scan.header_end) if scan.ends else 0
-    return line_digest(data[start : end - 1])
+    return line_digest(file.plain[start : end - 1])
 
 
-def _seal_of(data: bytes, count: int) -> Seal:
-    """The seal of a new file holding ``data`` (``count`` events)."""
-    return Seal(count, len(data), line_digest(data[:-1].rsplit(b"\n", 1)[-1]))
+def _seal_of(head: bytes, body: bytes, count: int) -> Seal:
+    """The seal of a new file holding the header line ``head`` then ``body`` (``count`` events),
+    without joining them (a fork's body is the parent's whole prefix)."""
+    last = body or head
+    line_start = last.rfind(b"\n", 0, len(last) - 1) + 1
+    return Seal(count, len(head) + len(body), line_digest(last[line_start:-1]))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -116,15 +127,18 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class JsonlEventStore(StoreFront):
-    """An ``EventStore`` of version-2 JSONL files (``jsonl:DIR``)."""
+    """An ``EventStore`` of version-2 JSONL files (``jsonl:DIR``; ``compression="zstd"``:
+    ``jsonl+zstd:DIR``, zstd frames in ``.jsonl.zst`` files)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, compression: str = "none") -> None:
         self.root = Path(root)
+        self.encoding = encoding_for(compression)
         self._writers: dict[str, _Writer] = {}
         self._open_lock = asyncio.Lock()
         self._closed = False
-        self._index = JsonlIndex(self.root, session_file_name)
-        self._leases = LeaseTable(FileLeases(self.root, prefix=".", suffix=SUFFIX + LEASE_SUFFIX))
+        self._index = JsonlIndex(self.root, self.encoding)
+        lease_suffix = self.encoding.suffix + LEASE_SUFFIX
+        self._leases = LeaseTable(FileLeases(self.root, prefix=".", suffix=lease_suffix))
         self._recovered = False
 
     # -- paths and scanning (blocking helpers, run off the loop) ------------------------
@@ -135,7 +149,7 @@ class JsonlEventStore(StoreFront):
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or would hold) ``session_id``."""
-        return self.root / session_file_name(session_id)
+        return self.root / self.encoding.file_name(session_id)
 
     def _stored_path(self, session_id: str) -> Path:
         """The file of a session to read: an id no file name can hold is a session not stored."""
@@ -144,22 +158,34 @@ class JsonlEventStore(StoreFront):
         except StoreError:
             raise SessionNotFoundError(session_id, str(self.root)) from None
 
-    def _read(self, session_id: str, *, lock: bool = True) -> tuple[bytes, Scan]:
+    def _check_encoding(self, session_id: str) -> None:
+        """Refuse a session whose file is of the other encoding (a root holds one)."""
+        other = self.root / self.encoding.other.file_name(session_id)
+        if other.is_file():
+            raise self.encoding.mismatch(other)
+
+    def _read(self, session_id: str, *, lock: bool = True) -> SessionFile:
         """Read and decode a session file (under ``LOCK_SH`` unless the caller holds ``LOCK_EX``)."""
-        return read_session(self._stored_path(session_id), session_id, session_file_name, lock=lock)
+        path = self._stored_path(session_id)
+        try:
+            return read_session(path, session_id, self.encoding, lock=lock)
+        except SessionNotFoundError:
+            self._check_encoding(session_id)
+            raise
 
     def _open_writer(self, session_id: str) -> _Writer:
         path = self._stored_path(session_id)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
+            self._check_encoding(session_id)
             raise SessionNotFoundError(session_id, str(self.root)) from None
         except OSError as exc:
             raise StoreError(f"cannot open {path} for appending: {exc.strerror or exc}") from exc
         try:
-            data, scan = self._read(session_id)
-            if scan.loss is not None:
-                raise SessionTruncatedError(f"refusing to append to session {session_id}: {scan.loss}")
+            file = self._read(session_id)
+            if file.scan.loss is not None:
+                raise SessionTruncatedError(f"refusing to append to session {session_id}: {file.scan.loss}")
             seal_fd = open_seal(path)
         except OSError as exc:
             os.close(fd)
@@ -171,11 +197,13 @@ class JsonlEventStore(StoreFront):
             session_id,
             path,
             fd,
-            len(scan.events),
-            scan.committed,
-            len(data),
+            len(file.scan.events),
+            file.resume_at,
+            file.size,
+            file.scan.committed,
+            file.carry,
             seal_fd,
-            _last_digest(data, scan),
+            _last_digest(file),
         )
         # Registered here, not by the awaiting coroutine: if that is cancelled, the open
         # handle is still kept (and closed by close()) instead of leaking.
@@ -190,22 +218,26 @@ class JsonlEventStore(StoreFront):
         try:
             size = os.fstat(fd).st_size
             if size != w.seen:  # another writer appended, or a failed write left bytes (or a cut)
-                raw, scan = self._read(w.session_id, lock=False)  # we hold LOCK_EX
+                file = self._read(w.session_id, lock=False)  # we hold LOCK_EX
+                scan = file.scan
                 if scan.loss is not None:
                     raise SessionTruncatedError(f"refusing to append to session {w.session_id}: {scan.loss}")
-                w.next_seq, w.committed, w.seen = len(scan.events), scan.committed, len(raw)
-                w.last_digest = _last_digest(raw, scan)
+                w.next_seq, w.committed, w.seen = len(scan.events), file.resume_at, file.size
+                w.plain_end, w.carry = scan.committed, file.carry
+                w.last_digest = _last_digest(file)
             if count and first != w.next_seq:
                 raise SeqConflictError(w.session_id, w.next_seq, first)
             if w.committed != w.seen:  # drop a torn tail before adding lines after it
                 os.ftruncate(fd, w.committed)
+                again = f" (its {len(w.carry)} bytes of whole lines are written again)" if w.carry else ""
                 w.notices.append(
-                    f"{w.path}: truncated a torn tail of {w.seen - w.committed} bytes before appending"
+                    f"{w.path}: truncated a torn tail of {w.seen - w.committed} bytes before appending{again}"
                 )
                 w.seen = w.committed
+            packed = self.encoding.pack(w.carry + data)
             try:
-                if data:
-                    _write_all(fd, data)
+                if packed:
+                    _write_all(fd, packed)
                 if fsync:
                     os.fsync(fd)
             except OSError:
@@ -215,8 +247,10 @@ class JsonlEventStore(StoreFront):
                 except OSError:
                     w.seen = -1  # unknown: rescan before the next write
                 raise
-            w.committed += len(data)
+            w.committed += len(packed)
             w.seen = w.committed
+            w.plain_end += len(data)
+            w.carry = b""
             w.next_seq += count
             w.unsynced = not fsync
             if data:
@@ -232,7 +266,7 @@ class JsonlEventStore(StoreFront):
     def _seal(self, w: _Writer) -> None:
         """Record the durable state of ``w``'s file in its seal (after the file's fsync)."""
         try:
-            write_slot(w.seal_fd, Seal(w.next_seq, w.committed, w.last_digest), w.slot)
+            write_slot(w.seal_fd, Seal(w.next_seq, w.plain_end, w.last_digest), w.slot)
             w.slot ^= 1
         except OSError as exc:  # the append is durable; only the check of its loss is not
             w.notices.append(f"{w.path}: cannot update its seal: {exc.strerror or exc}")
@@ -240,40 +274,51 @@ class JsonlEventStore(StoreFront):
     def _exists_error(self, session_id: str) -> SessionExistsError:
         return SessionExistsError(session_id, str(self.root))
 
-    def _publish(self, session_id: str, data: bytes, count: int) -> None:
-        """Atomically create a session file holding ``data`` (``count`` events) and its seal;
-        never overwrite one."""
+    def _publish(self, session_id: str, head: bytes, body: bytes, count: int) -> None:
+        """Atomically create a session file holding the header line ``head`` then ``body``
+        (``count`` events) and its seal; never overwrite one."""
         path = self.path_for(session_id)
+        self._check_encoding(session_id)
         try:
-            publish_file(self.root, session_id, path, data, self._exists_error)
-            write_new_seal(path, _seal_of(data, count))
+            publish_file(self.root, session_id, path, self.encoding.pack_new(head, body), self._exists_error)
+            write_new_seal(path, _seal_of(head, body, count))
         except OSError as exc:
             raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from exc
 
-    def _publish_batch(self, items: list[tuple[str, bytes, int]]) -> None:
+    def _publish_batch(self, items: list[tuple[str, bytes, bytes, int]]) -> None:
         """Create every session file, or none (staged, then linked; see :mod:`dsh.store.staging`)."""
-        staged = [(sid, self.path_for(sid), data) for sid, data, _ in items]
+        for sid, _, _, _ in items:
+            self._check_encoding(sid)
+        pack = self.encoding.pack_new
+        staged = [(sid, self.path_for(sid), pack(head, body)) for sid, head, body, _ in items]
         try:
             publish_batch(self.root, staged, self._exists_error)
-            for (_, path, data), (_, _, count) in zip(staged, items, strict=True):
-                write_new_seal(path, _seal_of(data, count))
+            for (_, path, _), (_, head, body, count) in zip(staged, items, strict=True):
+                write_new_seal(path, _seal_of(head, body, count))
         except OSError as exc:
             raise StoreError(f"cannot import into {self.root}: {exc.strerror or exc}") from exc
 
     def _recover_sync(self) -> list[str]:
+        """Clean up after dead writers, and refuse a root holding the other encoding's files."""
         try:
-            return recover(self.root)
+            return recover(self.root, check=self._refuse_other)
         except OSError as exc:
             raise StoreError(f"cannot clean up {self.root}: {exc.strerror or exc}") from exc
 
+    def _refuse_other(self, entry: os.DirEntry[str]) -> None:
+        if self.encoding.is_other(entry.name):
+            raise self.encoding.mismatch(Path(entry.path))
+
     def _fork_sync(self, parent_id: str, options: ForkOptions) -> tuple[SessionSummary, list[str]]:
-        data, scan = self._read(parent_id)
+        file = self._read(parent_id)
+        scan = file.scan
         child = fork_seed(scan.header, scan.events, options)
         n = child.cut
         body = b""
-        if n:  # the parent's prefix bytes as they are, then the marker
-            body = data[scan.header_end : scan.ends[n - 1]] + encode_event_checked(child.seed[n]) + b"\n"
-        self._publish(child.header.id, encode_header_line(child.header) + body, len(child.seed))
+        if n:  # the parent's prefix lines as they are, then the marker
+            marker = encode_event_checked(child.seed[n]) + b"\n"
+            body = file.plain[scan.header_end : scan.ends[n - 1]] + marker
+        self._publish(child.header.id, encode_header_line(child.header), body, len(child.seed))
         return SessionSummary(child.header, n, len(child.seed)), scan.warnings
 
     # -- the EventStore protocol ---------------------------------------------------------
@@ -342,15 +387,16 @@ class JsonlEventStore(StoreFront):
             await self._flush_session(session_id)
 
     async def _store_one(self, header: SessionHeader, seed: Sequence[Event], cut: int) -> None:
-        data = encode_header_line(header) + encode_event_lines(seed)
-        await run_blocking(None, self._publish, header.id, data, len(seed))
+        head, body = encode_header_line(header), encode_event_lines(seed)
+        await run_blocking(None, self._publish, header.id, head, body, len(seed))
 
     async def _store_many(self, sessions: Sequence[LoadedSession], extras: Sequence[bytes | None]) -> None:
         """Create every session file, or none: staged, linked into place, committed at the end."""
         items = [
             (
                 s.header.id,
-                encode_header_with_extra(s.header, s.header_extra) + encode_event_lines(s.events),
+                encode_header_with_extra(s.header, s.header_extra),
+                encode_event_lines(s.events),
                 len(s.events),
             )
             for s in sessions
@@ -370,14 +416,15 @@ class JsonlEventStore(StoreFront):
                 await self._flush(w, durable=True)
 
     async def _load_session(self, session_id: str, streams: bool = True) -> LoadedSession:
-        data, scan = await run_blocking(None, self._read, session_id)
+        file = await run_blocking(None, self._read, session_id)
+        scan = file.scan
         report_all(scan.warnings)
         return LoadedSession(
             scan.header,
             scan.inherited_event_count,
             scan.events,
             tuple(scan.warnings),
-            dropped_bytes=len(data) - scan.committed,
+            dropped_bytes=file.dropped,
             header_extra=header_extra(scan.raw_header),
             loss=scan.loss,
         )
@@ -389,8 +436,9 @@ class JsonlEventStore(StoreFront):
     async def _read_header(self, session_id: str) -> SessionHeader:
         path = self._stored_path(session_id)
         try:
-            return await run_blocking(None, read_header, path, session_file_name)
+            return await run_blocking(None, read_header, path, self.encoding)
         except FileNotFoundError:
+            await run_blocking(None, self._check_encoding, session_id)
             raise SessionNotFoundError(session_id, str(self.root)) from None
 
     async def _exists_session(self, session_id: str) -> bool:
@@ -398,7 +446,13 @@ class JsonlEventStore(StoreFront):
             path = self.path_for(session_id)
         except StoreError:
             return False
-        return await run_blocking(None, path.is_file)
+        return await run_blocking(None, self._is_stored, path, session_id)
+
+    def _is_stored(self, path: Path, session_id: str) -> bool:
+        if path.is_file():
+            return True
+        self._check_encoding(session_id)
+        return False
 
     async def damaged_log(self, id_prefix: str) -> str | None:
         """``ReportsDamage``: the first unreadable session file whose name starts as ``id_prefix``'s."""
@@ -423,7 +477,7 @@ class JsonlEventStore(StoreFront):
                     await self._flush(w, durable=True)
                     os.close(w.fd)
                     os.close(w.seal_fd)
-        names = [session_file_name(sid) for sid in ids]
+        names = [self.encoding.file_name(sid) for sid in ids]
         try:
             await run_blocking(None, delete_files, self.root, names)
             for name in names:  # after the commit: a seal left by a crash is replaced by the next create

@@ -3,11 +3,15 @@
 - A reader takes ``flock(LOCK_SH)`` on a session file while it reads it. Writers append
   under ``LOCK_EX``, so a reader never sees a line that is only a write in progress; a
   torn tail it does see is one a dead writer left.
-- :class:`JsonlIndex` lists the directory: the header line of every ``*.jsonl`` file
+- A file's bytes are read back as plaintext lines by the root's encoding
+  (:mod:`dsh.store.jsonl_encoding`: plain ``.jsonl`` or zstd frames ``.jsonl.zst``); the
+  scan, the seal check and everything above them see the same lines in both.
+- :class:`JsonlIndex` lists the directory: the header line of every session file
   (cached by inode, size and mtime) decides whether a session is wanted, and only wanted
   files are read whole. A file that is not a readable session of this store (not a dsh
   header, another session's header, version 0, a newer version, unreadable) is skipped
-  with a warning instead of failing the listing.
+  with a warning instead of failing the listing; a session file of the other encoding
+  fails it (a root holds one encoding).
 
 Blocking functions: run them off the event loop. Warnings are returned, not reported
 (a worker thread does not see the caller's warning sink).
@@ -16,7 +20,6 @@ Blocking functions: run them off the event loop. Warnings are returned, not repo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,7 +27,8 @@ from typing import Final
 from dsh.errors import CorruptLogError, SessionNotFoundError, StoreError, UnsupportedFormatError
 from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
-from dsh.store.logfile import ZSTD_MAGIC, Scan, decode_header_line, scan_log
+from dsh.store.jsonl_encoding import FileEncoding
+from dsh.store.logfile import Scan, decode_header_line, scan_log
 from dsh.store.seal import Seal, check_sealed, read_seal
 
 try:  # POSIX only
@@ -32,7 +36,6 @@ try:  # POSIX only
 except ImportError:  # pragma: no cover - non-POSIX platforms
     _fcntl = None  # type: ignore[assignment]
 
-SUFFIX: Final = ".jsonl"
 _CHUNK: Final = 1 << 16
 _MAX_HEADER: Final = 1 << 24
 """A first line longer than this is not a session header."""
@@ -56,69 +59,85 @@ def read_shared(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None]:
         os.close(fd)  # closing drops the lock
 
 
-def check_zstd(data: bytes, path: Path) -> None:
-    if data.startswith(ZSTD_MAGIC):
-        raise UnsupportedFormatError(
-            f"{path} is zstd-compressed; a JSONL store keeps plain .jsonl files (import it instead)"
-        )
-
-
-def check_name(header: SessionHeader, path: Path, name_of: Callable[[str], str]) -> None:
+def check_name(header: SessionHeader, path: Path, encoding: FileEncoding) -> None:
     """Refuse a file whose header names a session that does not live in this file."""
-    if name_of(header.id) != path.name:
+    if encoding.file_name(header.id) != path.name:
         raise CorruptLogError(f"{path}: its header names session {header.id!r}, not this file's")
 
 
+@dataclass(frozen=True, slots=True)
+class SessionFile:
+    """A session file read and decoded."""
+
+    plain: bytes
+    """Its plaintext lines (the file itself when plain)."""
+    scan: Scan
+    size: int
+    """Its size on disk."""
+    resume_at: int
+    """File offset after its committed content: the next write starts here (``size`` unless torn)."""
+    carry: bytes
+    """Committed lines the next write must write again (a torn last zstd frame's; else empty)."""
+
+    @property
+    def dropped(self) -> int:
+        """Bytes of a torn tail (cut by the next append)."""
+        return self.size - self.resume_at
+
+
 def scan_file(
-    data: bytes, seal: Seal | None, path: Path, session_id: str | None, name_of: Callable[[str], str]
-) -> Scan:
+    raw: bytes, seal: Seal | None, path: Path, session_id: str | None, encoding: FileEncoding
+) -> SessionFile:
     """Decode a store file's bytes (version 2 only), check that it holds ``session_id`` and
     compare it with its seal (a loss becomes ``scan.loss`` and a warning)."""
-    check_zstd(data, path)
-    scan = scan_log(data, str(path), legacy=False, trusted=True)
+    unpacked = encoding.unpack(raw, path)
+    scan = scan_log(unpacked.plain, str(path), legacy=False, trusted=True)
+    scan.warnings[:0] = unpacked.warnings
     if session_id is not None and scan.header.id != session_id:
         raise CorruptLogError(f"{path}: its header names session {scan.header.id!r}, not this file's")
-    check_name(scan.header, path, name_of)
+    check_name(scan.header, path, encoding)
     if seal is not None:
-        scan.loss = check_sealed(str(path), data, len(scan.events), scan.header_end, scan.ends, seal)
+        scan.loss = check_sealed(
+            str(path), unpacked.plain, len(scan.events), scan.header_end, scan.ends, seal
+        )
         if scan.loss is not None:
             scan.warnings.append(scan.loss)
-    return scan
+    resume_at, carry = unpacked.resume(scan.committed)
+    return SessionFile(unpacked.plain, scan, len(raw), resume_at, carry)
 
 
-def read_session(
-    path: Path, session_id: str, name_of: Callable[[str], str], *, lock: bool = True
-) -> tuple[bytes, Scan]:
+def read_session(path: Path, session_id: str, encoding: FileEncoding, *, lock: bool = True) -> SessionFile:
     """Read and decode the file of ``session_id`` (``SessionNotFoundError`` when there is none)."""
     try:
-        data, seal = read_shared(path, lock=lock)
+        raw, seal = read_shared(path, lock=lock)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id, str(path.parent)) from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return data, scan_file(data, seal, path, session_id, name_of)
+    return scan_file(raw, seal, path, session_id, encoding)
 
 
-def read_header(path: Path, name_of: Callable[[str], str]) -> SessionHeader:
-    """The session header on a store file's first line, read without reading the rest."""
+def read_header(path: Path, encoding: FileEncoding) -> SessionHeader:
+    """The session header on a store file's first line (zstd: its first frame), read without
+    reading the rest."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        head = b""
-        while b"\n" not in head and len(head) < _MAX_HEADER:
+        raw = head = b""
+        while b"\n" not in head and len(raw) < _MAX_HEADER:
             chunk = os.read(fd, _CHUNK)
             if not chunk:
                 break
-            head += chunk
+            raw += chunk
+            head = encoding.head(raw, path)
     finally:
         os.close(fd)
-    if not head:
+    if not raw:
         raise CorruptLogError(f"{path}: empty file (no session header)")
-    check_zstd(head, path)
     line, newline, _ = head.partition(b"\n")
     if not newline:
         raise CorruptLogError(f"{path}, line 1: the session header line is incomplete")
     _, _, header, _ = decode_header_line(line, str(path), legacy=False)
-    check_name(header, path, name_of)
+    check_name(header, path, encoding)
     return header
 
 
@@ -131,9 +150,9 @@ class _Summary:
 class JsonlIndex:
     """Summaries of the sessions in one JSONL directory, reading only the files a query needs."""
 
-    def __init__(self, root: Path, name_of: Callable[[str], str]) -> None:
+    def __init__(self, root: Path, encoding: FileEncoding) -> None:
         self.root = root
-        self._name_of = name_of
+        self._encoding = encoding
         self._headers: dict[str, tuple[FileKey, SessionHeader]] = {}
         self._summaries: dict[str, tuple[FileKey, _Summary]] = {}
 
@@ -141,7 +160,7 @@ class JsonlIndex:
         cached = self._headers.get(path.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        header = read_header(path, self._name_of)
+        header = read_header(path, self._encoding)
         self._headers[path.name] = (key, header)
         return header
 
@@ -149,7 +168,7 @@ class JsonlIndex:
         cached = self._summaries.get(path.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        scan = scan_file(*read_shared(path), path, None, self._name_of)
+        scan = scan_file(*read_shared(path), path, None, self._encoding).scan
         entry = _Summary(
             SessionSummary(
                 scan.header,
@@ -165,15 +184,16 @@ class JsonlIndex:
     def damaged(self, stem_prefix: str) -> str | None:
         """Why the first session file named ``stem_prefix...`` cannot be read (file and line), if any."""
         try:
+            suffix = self._encoding.suffix
             names = sorted(
-                n for n in os.listdir(self.root) if n.startswith(stem_prefix) and n.endswith(SUFFIX)
+                n for n in os.listdir(self.root) if n.startswith(stem_prefix) and n.endswith(suffix)
             )
         except OSError:
             return None
         for name in names:
             path = self.root / name
             try:
-                scan_file(*read_shared(path), path, None, self._name_of)
+                scan_file(*read_shared(path), path, None, self._encoding)
             except (CorruptLogError, UnsupportedFormatError) as exc:
                 return str(exc)
             except OSError:
@@ -181,7 +201,8 @@ class JsonlIndex:
         return None
 
     def summaries(self, parent: str | None) -> tuple[list[SessionSummary], list[str]]:
-        """Every session (``parent=None``) or the children of ``parent``, with the warnings met."""
+        """Every session (``parent=None``) or the children of ``parent``, with the warnings met;
+        a session file of the other encoding is refused (``UnsupportedFormatError`` naming it)."""
         try:
             entries = list(os.scandir(self.root))
         except FileNotFoundError:
@@ -190,8 +211,11 @@ class JsonlIndex:
             raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
         out: list[SessionSummary] = []
         warnings: list[str] = []
+        encoding = self._encoding
         for entry in entries:
-            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+            if encoding.is_other(entry.name):
+                raise encoding.mismatch(Path(entry.path))
+            if not entry.name.endswith(encoding.suffix) or entry.name.startswith("."):
                 continue
             path = Path(entry.path)
             try:

@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - exercised only where zstandard is abse
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 """The first four bytes of a Zstandard frame."""
+_FIRST_PIECE: Final = 4096
 
 READABLE_VERSIONS: Final = (FORMAT_VERSION, LEGACY_VERSION)
 
@@ -90,28 +91,67 @@ def check_version(raw: object, source: str) -> int:
     )
 
 
-def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
-    """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """A zstd log's frames read back: the one home of the zstd torn-tail rule (an incomplete
+    last frame is a write cut short; a frame that does not decode is corruption)."""
+
+    plain: bytes
+    """Every complete frame's content, then what an incomplete last frame yields."""
+    complete_end: int
+    """Byte offset just after the last complete frame (where a torn last frame starts)."""
+    complete_plain: int
+    """Plaintext length of the complete frames (``plain[complete_plain:]`` is the torn frame's)."""
+    warnings: list[str]
+
+
+def split_frames(data: bytes, source: str, *, limit: int | None = None) -> Frames:
+    """Walk a sequence of zstd frames (each checked against its content checksum); ``limit``:
+    stop after that many complete frames (the rest is neither read nor reported).
+
+    Each frame is fed from its start in doubling pieces (4 KiB first), so a frame's decoder
+    copies at most one piece past its end: the walk is linear in the file, not quadratic
+    (a W1 log holds thousands of small frames)."""
     if _zstd is None:
         raise UnsupportedFormatError(
             f"{source} is zstd-compressed; install the zstd extra: {install_hint('zstd')}"
         )
     dctx = _zstd.ZstdDecompressor()
+    view = memoryview(data)
     out: list[bytes] = []
     warnings: list[str] = []
-    rest = data
-    while rest:
+    start = complete_plain = frames = 0  # start: where the frame being read begins
+    while start < len(data):
         dobj = dctx.decompressobj()
+        fed, step, parts = start, _FIRST_PIECE, []
         try:
-            out.append(dobj.decompress(rest))
+            while not dobj.eof and fed < len(data):
+                piece = view[fed : fed + step]
+                parts.append(dobj.decompress(piece))
+                fed += len(piece)
+                step *= 2
         except _zstd.ZstdError as exc:
-            at = len(data) - len(rest)
-            raise CorruptLogError(f"{source}: corrupt zstd frame at byte {at}: {exc}") from exc
+            raise CorruptLogError(f"{source}: corrupt zstd frame at byte {start}: {exc}") from exc
+        content = b"".join(parts)
+        out.append(content)
         if not dobj.eof:
-            warnings.append(f"{source}: the last zstd frame is incomplete (a write was cut short)")
+            warnings.append(
+                f"{source}: the last zstd frame is incomplete ({len(data) - start} bytes at byte "
+                f"{start}: a write was cut short)"
+            )
             break
-        rest = dobj.unused_data
-    return b"".join(out), warnings
+        start = fed - len(dobj.unused_data)
+        complete_plain += len(content)
+        frames += 1
+        if limit is not None and frames >= limit:
+            break
+    return Frames(b"".join(out), start, complete_plain, warnings)
+
+
+def decompress(data: bytes, source: str) -> tuple[bytes, list[str]]:
+    """Plaintext of a zstd log (a sequence of frames); an incomplete last frame is a torn tail."""
+    frames = split_frames(data, source)
+    return frames.plain, frames.warnings
 
 
 def compress(data: bytes) -> bytes:

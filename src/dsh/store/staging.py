@@ -219,13 +219,17 @@ def _roll_back(root: Path, stage: Path) -> int:
     return removed
 
 
-def recover(root: Path) -> list[str]:
-    """Remove what dead writers left in ``root``; return one warning per rolled-back import."""
+def recover(root: Path, *, check: Callable[[os.DirEntry[str]], None] | None = None) -> list[str]:
+    """Remove what dead writers left in ``root``; return one warning per rolled-back import.
+    ``check`` sees every entry of ``root`` first (the same listing) and may raise to refuse it."""
     warnings: list[str] = []
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
         return warnings
+    if check is not None:
+        for entry in entries:
+            check(entry)
     now = time.time()
     for entry in entries:
         name = entry.name

@@ -1,4 +1,5 @@
-"""Store URLs: ``sqlite:PATH``, ``jsonl:DIR``, ``memory:``, ``postgresql://...`` → an ``EventStore``.
+"""Store URLs: ``sqlite:PATH``, ``jsonl:DIR``, ``jsonl+zstd:DIR``, ``memory:``, ``postgresql://...``
+→ an ``EventStore``.
 
 Backends register an opener per scheme in :data:`SCHEMES` (``scheme -> opener(url, rest)``);
 an unknown scheme is a :class:`~dsh.errors.UsageError` naming the URL. The PostgreSQL
@@ -54,12 +55,19 @@ def _open_sqlite(url: str, rest: str, create: bool) -> EventStore:
     return SqliteEventStore(_must_exist(url or str(path), path, create, "the database file"))
 
 
-def _open_jsonl(url: str, rest: str, create: bool) -> EventStore:
-    from dsh.store.jsonl import JsonlEventStore
+def _jsonl_opener(compression: str) -> StoreOpener:
+    """``jsonl:DIR`` (plain ``.jsonl`` files) or ``jsonl+zstd:DIR`` (zstd frames, ``.jsonl.zst``)."""
 
-    if not rest:
-        raise UsageError(f"store URL {url!r} needs a directory: jsonl:DIR")
-    return JsonlEventStore(_must_exist(url, _local_path(rest), create, "the directory"))
+    def open_jsonl(url: str, rest: str, create: bool) -> EventStore:
+        from dsh.store.jsonl import JsonlEventStore
+
+        if not rest:
+            scheme = url.partition(":")[0]
+            raise UsageError(f"store URL {url!r} needs a directory: {scheme}:DIR")
+        path = _must_exist(url, _local_path(rest), create, "the directory")
+        return JsonlEventStore(path, compression=compression)
+
+    return open_jsonl
 
 
 def _open_postgres(url: str, rest: str, create: bool) -> EventStore:
@@ -80,7 +88,8 @@ def _open_memory(url: str, rest: str, create: bool) -> EventStore:
 
 SCHEMES: dict[str, StoreOpener] = {
     "sqlite": _open_sqlite,
-    "jsonl": _open_jsonl,
+    "jsonl": _jsonl_opener("none"),
+    "jsonl+zstd": _jsonl_opener("zstd"),
     "memory": _open_memory,
     "postgresql": _open_postgres,
     "postgres": _open_postgres,

@@ -31,7 +31,8 @@ _IDENTITY: Final = re.compile(r"^dsh-worker store=(\S+) ")
 
 @dataclass(frozen=True, slots=True)
 class StoreIdentity:
-    """Which store a worker runs over: ``postgres``, ``sqlite``, ``jsonl`` or ``memory``, and where."""
+    """Which store a worker runs over: ``postgres``, ``sqlite``, ``jsonl``, ``jsonl+zstd`` or
+    ``memory``, and where (a JSONL root's two encodings are two stores: a root holds one)."""
 
     kind: str
     key: str
@@ -51,7 +52,7 @@ def store_identity(store: EventStore) -> StoreIdentity:
     if isinstance(store, SqliteEventStore):
         return StoreIdentity("sqlite", f"{host}:{os.path.abspath(store.path)}")
     if isinstance(store, JsonlEventStore):
-        return StoreIdentity("jsonl", f"{host}:{os.path.abspath(store.root)}")
+        return StoreIdentity(store.encoding.url_scheme, f"{host}:{os.path.abspath(store.root)}")
     url = getattr(store, "url", None)
     if isinstance(url, str) and url.startswith(("postgresql:", "postgres:")):
         from dsh.store.postgres_url import parse_postgres_url  # psycopg's extra: only when in use
