@@ -28,19 +28,21 @@ def json_value(value: Any, redactor: Redactor) -> Any:
 
 def _stream(stream: Any, redactor: Redactor) -> Any:
     """A stream record with each block's deltas redacted as the text they make (recut), the
-    other chunks as values; each run and chunk is looked at once, through the cheap test."""
+    other chunks as values (tested at once); only a chunk that changes is copied."""
     chunks = stream.get("chunks") if isinstance(stream, dict) else None
     if not isinstance(chunks, list):
         return json_value(stream, redactor)
     runs = chunk_runs(chunks)
     in_runs = {i for at in runs.values() for i in at}
-    out = [chunk if i in in_runs else json_value(chunk, redactor) for i, chunk in enumerate(chunks)]
+    others = [i for i in range(len(chunks)) if i not in in_runs]
+    out = list(chunks)
+    for i, value in zip(others, json_values([chunks[i] for i in others], redactor), strict=True):
+        out[i] = value
     for (field, _), at in runs.items():
         texts = [chunks[i][field] for i in at]
-        if not redactor.may_hold("".join(texts)):
-            continue
-        for i, piece in zip(at, redactor.pieces(texts), strict=True):
-            out[i] = {**chunks[i], field: piece}  # the rest of a delta: its type, index, call id, name
+        for i, text, piece in zip(at, texts, redactor.pieces(texts), strict=True):
+            if piece is not text:  # the rest of a delta: its type, index, call id, name
+                out[i] = {**chunks[i], field: piece}
     if all(map(operator.is_, out, chunks)):
         return stream
     return {**stream, "chunks": out}

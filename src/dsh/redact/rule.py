@@ -20,8 +20,10 @@ import hmac
 import os
 import re
 import secrets
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from dsh import jsonx
@@ -117,6 +119,7 @@ class Redactor:
         self._gate = LiteralGate(needles | _gates(literals), lowered)
         self._always = any(not s.literals for s, _ in self._shapes)
         self._short: dict[str, bool] = {}
+        self._placeholders: dict[tuple[str, str], str] = {}
         self._found: dict[str, tuple[Finding, ...]] = {}
         """The findings of texts that passed the cheap test: a settlement's text is matched as
         its message, its ``block-end`` and its joined deltas (up to ``_REMEMBER`` texts)."""
@@ -162,8 +165,13 @@ class Redactor:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
         if self._mask is not None:
             return self._mask
-        digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
-        return f"<secret:{kind}:{digest}>"
+        known = self._placeholders.get((kind, value))
+        if known is None:
+            digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
+            known = f"<secret:{kind}:{digest}>"
+            if len(self._placeholders) < _REMEMBER:  # a secret recurs: its message, block-end, deltas
+                self._placeholders[(kind, value)] = known
+        return known
 
     def findings(self, text: str) -> list[Finding]:
         """Every secret in ``text``, in order, without overlaps (exact values first)."""
@@ -221,16 +229,22 @@ class Redactor:
         """``parts`` (consecutive pieces of one text: a stream's deltas) redacted as the whole
         they make, piece for piece: a secret split across pieces becomes one placeholder in the
         piece where it starts, and its rest is cut from the pieces after (which may end empty).
-        ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept."""
+        ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept, and
+        a piece no secret touches is returned as it is (the same object)."""
         whole = "".join(parts)
         found = self.findings(whole)
+        out = list(parts)
         if not found:
-            return list(parts)
-        out: list[str] = []
-        start, first = 0, 0
-        for part in parts:
-            end = start + len(part)
-            while first < len(found) and found[first].end <= start:
+            return out
+        ends = list(accumulate(map(len, parts)))
+        touched = sorted(
+            {k for f in found for k in range(bisect_right(ends, f.start), bisect_right(ends, f.end - 1) + 1)}
+        )
+        first = 0
+        for k in touched:
+            end = ends[k]
+            start = end - len(parts[k])
+            while found[first].end <= start:
                 first += 1
             piece, cursor, i = [], start, first
             while i < len(found) and found[i].start < end:
@@ -242,8 +256,7 @@ class Redactor:
                 cursor = max(cursor, min(f.end, end))
                 i += 1
             piece.append(whole[cursor:end])
-            out.append("".join(piece))
-            start = end
+            out[k] = "".join(piece)
         return out
 
     def value(self, value: Any) -> Any:
