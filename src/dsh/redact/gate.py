@@ -35,8 +35,8 @@ _LOWERING_TO_ASCII = ("\u0130", "\u212a")
 """The only characters outside ASCII whose ``str.lower`` holds an ASCII letter (``i``, ``k``)."""
 
 _SHORT = 256
-"""Below this length a text is scanned for each unit without looking for its anchors first
-(the scan of a short text costs less than the anchors' tests)."""
+"""Below this length a text is searched for each literal in turn (``in``), without anchors
+or units (the search of a short text costs less than the anchors' tests)."""
 
 _JOIN = "\0"
 """What joins the texts :meth:`LiteralGate.holding` scans at once (in no literal)."""
@@ -116,25 +116,35 @@ class LiteralGate:
     """Whether a text holds any of ``plain``, or any of ``lowered`` (given in lower case)
     once lowered."""
 
-    __slots__ = ("_joinable", "_lowered", "_plain")
+    __slots__ = ("_joinable", "_lowered", "_lowered_literals", "_plain", "_plain_literals")
 
     def __init__(self, plain: Iterable[str], lowered: Iterable[str] = ()) -> None:
         plain, lowered = set(plain), set(lowered)
         self._plain = _units(plain, lowered=False)
         self._lowered = _units(lowered, lowered=True)
+        self._plain_literals = tuple(_minimal(plain))
+        self._lowered_literals = tuple(_minimal(lowered))
         self._joinable = not any(_JOIN in literal for literal in plain | lowered)
 
     def __call__(self, text: str) -> bool:
-        short = len(text) < _SHORT
-        end = len(text)
+        if len(text) < _SHORT:  # a short text: each literal looked for, no anchors, no units
+            for literal in self._plain_literals:
+                if literal in text:
+                    return True
+            if self._lowered_literals:
+                lowered = text.lower()
+                for literal in self._lowered_literals:
+                    if literal in lowered:
+                        return True
+            return False
         for unit in self._plain:  # a plain unit's anchor is one character: one memchr
-            if (short or unit.anchor in text) and unit.last(text, end) >= 0:
+            if unit.anchor in text and unit.last(text, len(text)) >= 0:
                 return True
-        lowered: str | None = None
+        low: str | None = None
         for unit in self._lowered:
-            if short or _anchored(unit.anchors, text):
-                lowered = text.lower() if lowered is None else lowered
-                if unit.last(lowered, len(lowered)) >= 0:
+            if _anchored(unit.anchors, text):
+                low = text.lower() if low is None else low
+                if unit.last(low, len(low)) >= 0:
                     return True
         return False
 
@@ -142,9 +152,24 @@ class LiteralGate:
         """For each of ``texts``, ``gate(text)`` — each unit's scan made once over them all."""
         if not self._joinable or len(texts) < 2:
             return [self(text) for text in texts]
-        whole = _JOIN.join(texts)
         starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-        held = [False] * len(texts)
+        return self._held(_JOIN.join(texts), starts, texts)
+
+    def holding_utf8(self, encoded: Sequence[bytes]) -> list[bool]:
+        """:meth:`holding` of texts given UTF-8 encoded (JSON as ``orjson`` writes it): joined
+        and decoded once, not text by text."""
+        if not self._joinable or len(encoded) < 2:
+            return [self(blob.decode()) for blob in encoded]
+        joined = _JOIN.encode().join(encoded)
+        whole = joined.decode()
+        if len(whole) != len(joined):  # not ASCII: byte offsets are not character offsets
+            return self.holding([blob.decode() for blob in encoded])
+        starts = list(accumulate((len(b) + 1 for b in encoded[:-1]), initial=0))
+        return self._held(whole, starts, None)
+
+    def _held(self, whole: str, starts: list[int], texts: Sequence[str] | None) -> list[bool]:
+        """``holding`` of the texts joined in ``whole`` (``texts``: them, when at hand)."""
+        held = [False] * len(starts)
         self._mark(whole, starts, [u for u in self._plain if u.anchor in whole], held)
         lowered_units = [u for u in self._lowered if _anchored(u.anchors, whole)]
         if lowered_units:
@@ -152,7 +177,9 @@ class LiteralGate:
             if len(lowered) == len(whole):  # character for character: the offsets still hold
                 self._mark(lowered, starts, lowered_units, held)
             else:
-                held = [h or self(text) for h, text in zip(held, texts, strict=True)]
+                ends = [*(s - 1 for s in starts[1:]), len(whole)]
+                each = texts if texts is not None else [whole[a:b] for a, b in zip(starts, ends, strict=True)]
+                held = [h or self(text) for h, text in zip(held, each, strict=True)]
         return held
 
     @staticmethod

@@ -21,7 +21,7 @@ import os
 import re
 import secrets
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -90,6 +90,29 @@ def _gates(literals: Iterable[str]) -> set[str]:
     for literal in literals:
         groups.setdefault(literal[:3], []).append(literal)
     return {os.path.commonprefix(group) for group in groups.values()}  # noqa: RUF071 (strings, not paths)
+
+
+def _leading_matches(pattern: re.Pattern[str], text: str, literals: Sequence[str]) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern whose every match starts with one of
+    ``literals``: matched only where they occur (a search would try every position)."""
+    starts: list[int] = []
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(literal, at + 1)
+    end = 0
+    for at in sorted(starts):
+        if at >= end and (m := pattern.match(text, at)) is not None:
+            end = m.end()
+            yield m
+
+
+def _add(found: list[Finding], kind: str, pattern: re.Pattern[str], m: re.Match[str]) -> None:
+    """``m`` (its group ``s`` when it has one) as a finding, unless it overlaps one found before."""
+    start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()
+    if not any(f.start < end and start < f.end for f in found):
+        found.append(Finding(kind, start, end))
 
 
 class Redactor:
@@ -161,6 +184,10 @@ class Redactor:
         of them (a recording's events): most recordings hold a few secrets in many events."""
         return [True] * len(texts) if self._always else self._gate.holding(texts)
 
+    def holding_json(self, encoded: Sequence[bytes]) -> list[bool]:
+        """:meth:`holding` of JSON texts as ``jsonx`` encodes them (UTF-8), decoded at once."""
+        return [True] * len(encoded) if self._always else self._gate.holding_utf8(encoded)
+
     def placeholder(self, kind: str, value: str) -> str:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
         if self._mask is not None:
@@ -207,10 +234,12 @@ class Redactor:
                         break
                 else:
                     continue
-            for m in pattern.finditer(text):
-                start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()
-                if not any(f.start < end and start < f.end for f in found):
-                    found.append(Finding(shape.kind, start, end))
+            if shape.leading and not shape.lowered:
+                matches: Iterable[re.Match[str]] = _leading_matches(pattern, text, shape.literals)
+            else:
+                matches = pattern.finditer(text)
+            for m in matches:
+                _add(found, shape.kind, pattern, m)
         return sorted(found, key=lambda f: f.start)
 
     def text(self, text: str) -> str:
