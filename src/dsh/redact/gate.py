@@ -25,7 +25,7 @@ hold a literal). The answer is exact: a text holds some literal or it does not.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 
 _BY_FREQUENCY = ' e"ta:o,insrhl-dcu{}m0123456789fpgwybv.kx[]jqzETAOINSRHLDCUMFPGWYBVKXJQZ'
@@ -37,6 +37,12 @@ _LOWERING_TO_ASCII = ("\u0130", "\u212a")
 _SHORT = 256
 """Below this length a text is searched for each literal in turn (``in``), without anchors
 or units (the search of a short text costs less than the anchors' tests)."""
+
+_BLOCK = 1 << 16
+"""Many texts are scanned joined in blocks of at most this many characters: a block is
+allocated where the last one was freed (a joined recording of a few MB would be mapped
+afresh and fault in page by page, on every call) and a unit is scanned in a block only when
+the block holds its anchor."""
 
 _JOIN = "\0"
 """What joins the texts :meth:`LiteralGate.holding` scans at once (in no literal)."""
@@ -108,6 +114,18 @@ def _units(literals: Iterable[str], lowered: bool) -> list[_Unit]:
     return [_Unit(anchor, group, lowered) for anchor, group in sorted(by_anchor.items())]
 
 
+def _blocks(sizes: list[int]) -> Iterator[tuple[int, int, list[int]]]:
+    """The texts of these sizes in consecutive blocks ``[i, j)`` joined (by one character) to
+    at most ``_BLOCK`` characters (a longer text alone), each with its texts' starts in it."""
+    ends = list(accumulate(size + 1 for size in sizes))
+    i = 0
+    while i < len(sizes):
+        base = ends[i - 1] if i else 0
+        j = max(i + 1, bisect_right(ends, base + _BLOCK + 1))
+        yield i, j, [0, *(end - base for end in ends[i : j - 1])]
+        i = j
+
+
 def _anchored(anchors: str, text: str) -> bool:
     return any(anchor in text for anchor in anchors)
 
@@ -149,23 +167,29 @@ class LiteralGate:
         return False
 
     def holding(self, texts: Sequence[str]) -> list[bool]:
-        """For each of ``texts``, ``gate(text)`` — each unit's scan made once over them all."""
+        """For each of ``texts``, ``gate(text)`` — each unit's scan made once per block of them."""
         if not self._joinable or len(texts) < 2:
             return [self(text) for text in texts]
-        starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-        return self._held(_JOIN.join(texts), starts, texts)
+        held: list[bool] = []
+        for i, j, starts in _blocks([len(t) for t in texts]):
+            held += self._held(_JOIN.join(texts[i:j]), starts, texts[i:j])
+        return held
 
     def holding_utf8(self, encoded: Sequence[bytes]) -> list[bool]:
-        """:meth:`holding` of texts given UTF-8 encoded (JSON as ``orjson`` writes it): joined
-        and decoded once, not text by text."""
+        """:meth:`holding` of texts given UTF-8 encoded (JSON as ``orjson`` writes it): a block
+        is joined and decoded at once, not text by text."""
         if not self._joinable or len(encoded) < 2:
             return [self(blob.decode()) for blob in encoded]
-        joined = _JOIN.encode().join(encoded)
-        whole = joined.decode()
-        if len(whole) != len(joined):  # not ASCII: byte offsets are not character offsets
-            return self.holding([blob.decode() for blob in encoded])
-        starts = list(accumulate((len(b) + 1 for b in encoded[:-1]), initial=0))
-        return self._held(whole, starts, None)
+        held: list[bool] = []
+        join = _JOIN.encode().join
+        for i, j, starts in _blocks([len(b) for b in encoded]):
+            joined = join(encoded[i:j])
+            whole = joined.decode()
+            if len(whole) == len(joined):
+                held += self._held(whole, starts, None)
+            else:  # not ASCII: byte offsets are not character offsets
+                held += self.holding([blob.decode() for blob in encoded[i:j]])
+        return held
 
     def _held(self, whole: str, starts: list[int], texts: Sequence[str] | None) -> list[bool]:
         """``holding`` of the texts joined in ``whole`` (``texts``: them, when at hand)."""
