@@ -114,11 +114,11 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
 def redact_events(events: Sequence[Event], redactor: Redactor) -> list[Event]:
     """``[redact_event(e, redactor) for e in events]``, the cheap test made over all their
     JSON at once (:meth:`Redactor.holding`): only the events it finds a literal in are walked."""
-    held = redactor.holding_json([jsonx.dumps_unchecked(e.data) for e in events])
+    held = redactor.holding_values([e.data for e in events])
     return [_evolved(e, _walked(e.data, redactor)) if h else e for e, h in zip(events, held, strict=True)]
 
 
 def json_values(values: Sequence[Any], redactor: Redactor) -> list[Any]:
     """``[json_value(v, redactor) for v in values]``, the cheap test made over them all at once."""
-    held = redactor.holding_json([jsonx.dumps_unchecked(v) for v in values])
+    held = redactor.holding_values(values)
     return [redactor.value(v) if h else v for v, h in zip(values, held, strict=True)]

@@ -175,21 +175,29 @@ class LiteralGate:
             held += self._held(_JOIN.join(texts[i:j]), starts, texts[i:j])
         return held
 
-    def holding_utf8(self, encoded: Sequence[bytes]) -> list[bool]:
-        """:meth:`holding` of texts given UTF-8 encoded (JSON as ``orjson`` writes it): a block
-        is joined and decoded at once, not text by text."""
-        if not self._joinable or len(encoded) < 2:
-            return [self(blob.decode()) for blob in encoded]
+    def holding_utf8(self, encoded: Iterable[bytes]) -> list[bool]:
+        """:meth:`holding` of texts given UTF-8 encoded (JSON as ``orjson`` writes it), taken
+        as they come: each block is joined, decoded and scanned once it is full (while its
+        texts are still in the CPU's cache), not text by text."""
         held: list[bool] = []
-        join = _JOIN.encode().join
-        for i, j, starts in _blocks([len(b) for b in encoded]):
-            joined = join(encoded[i:j])
-            whole = joined.decode()
-            if len(whole) == len(joined):
-                held += self._held(whole, starts, None)
-            else:  # not ASCII: byte offsets are not character offsets
-                held += self.holding([blob.decode() for blob in encoded[i:j]])
-        return held
+        block: list[bytes] = []
+        size = -1
+        for blob in encoded:
+            if block and size + len(blob) >= _BLOCK:
+                held += self._held_utf8(block)
+                block, size = [], -1
+            block.append(blob)
+            size += len(blob) + 1
+        return held + self._held_utf8(block) if block else held
+
+    def _held_utf8(self, block: list[bytes]) -> list[bool]:
+        if not self._joinable or len(block) < 2:
+            return [self(blob.decode()) for blob in block]
+        joined = _JOIN.encode().join(block)
+        whole = joined.decode()
+        if len(whole) != len(joined):  # not ASCII: byte offsets are not character offsets
+            return self.holding([blob.decode() for blob in block])
+        return self._held(whole, [0, *accumulate(len(b) + 1 for b in block[:-1])], None)
 
     def _held(self, whole: str, starts: list[int], texts: Sequence[str] | None) -> list[bool]:
         """``holding`` of the texts joined in ``whole`` (``texts``: them, when at hand)."""

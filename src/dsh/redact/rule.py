@@ -184,9 +184,12 @@ class Redactor:
         of them (a recording's events): most recordings hold a few secrets in many events."""
         return [True] * len(texts) if self._always else self._gate.holding(texts)
 
-    def holding_json(self, encoded: Sequence[bytes]) -> list[bool]:
-        """:meth:`holding` of JSON texts as ``jsonx`` encodes them (UTF-8), decoded at once."""
-        return [True] * len(encoded) if self._always else self._gate.holding_utf8(encoded)
+    def holding_values(self, values: Sequence[Any]) -> list[bool]:
+        """:meth:`holding` of each JSON value's encoding: the values encoded as the gate goes
+        (a block of them scanned while its text is still in the CPU's cache)."""
+        if self._always:
+            return [True] * len(values)
+        return self._gate.holding_utf8(map(jsonx.dumps_unchecked, values))
 
     def placeholder(self, kind: str, value: str) -> str:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
