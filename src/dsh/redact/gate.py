@@ -88,7 +88,9 @@ class _Unit:
         """Each literal with each offset of the anchor in it."""
 
     def last(self, text: str, end: int) -> int:
-        """Where the last occurrence of a literal lying wholly in ``text[:end]`` starts (-1: none)."""
+        """Where the last occurrence of a literal lying wholly in ``text[:end]`` starts (-1: none);
+        ``end``: the end of ``text`` or a joining character (in no literal: one found before
+        it does not run past it)."""
         if len(self.literals) == 1:
             return text.rfind(self.literals[0], 0, end)
         budget = _HOPS + end * len(self.literals) // _HOP_CHARS
@@ -99,7 +101,7 @@ class _Unit:
                 return -1
             for literal, offset in self.checks:
                 start = at - offset
-                if start >= 0 and start + len(literal) <= end and text.startswith(literal, start):
+                if start >= 0 and text.startswith(literal, start):
                     return start
             budget -= 1
         # every occurrence whose anchor is at or after ``at`` was checked: look before it
