@@ -205,14 +205,17 @@ class Redactor:
 
     def findings(self, text: str) -> list[Finding]:
         """Every secret in ``text``, in order, without overlaps (exact values first)."""
+        return list(self._findings(text))
+
+    def _findings(self, text: str) -> tuple[Finding, ...]:
         known = self._found.get(text)
         if known is not None:
-            return list(known)
+            return known
         if not self.may_hold(text):  # most strings: a few scans, no pattern run
-            return []
-        found = self._match(text)
+            return ()
+        found = tuple(self._match(text))
         if len(self._found) < _REMEMBER:
-            self._found[text] = tuple(found)
+            self._found[text] = found
         return found
 
     def _match(self, text: str) -> list[Finding]:
@@ -247,7 +250,7 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with every secret replaced by its placeholder."""
-        found = self.findings(text)
+        found = self._findings(text)
         if not found:
             return text
         out, at = [], 0
@@ -264,7 +267,7 @@ class Redactor:
         ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept, and
         a piece no secret touches is returned as it is (the same object)."""
         whole = "".join(parts)
-        found = self.findings(whole)
+        found = self._findings(whole)
         out = list(parts)
         if not found:
             return out
