@@ -49,9 +49,12 @@ _JOIN = "\0"
 
 _HOPS = 32
 _HOP_CHARS = 4096
-"""A unit of many literals hops over at most ``_HOPS`` occurrences of its anchor, plus one per
+"""A unit of many literals hops over at most ``_HOPS`` occurrences of its key, plus one per
 ``_HOP_CHARS`` characters per literal scanned (a quarter of what its ``rfind`` per literal
 would cost), before it falls back to those ``rfind``."""
+
+_CORE = 4
+"""Literals sharing a substring this long are one unit searched for it."""
 
 
 def _minimal(literals: Iterable[str]) -> list[str]:
@@ -76,16 +79,18 @@ def _anchors(char: str, lowered: bool) -> str:
 
 
 class _Unit:
-    """The literals sharing one anchor: where the last of them starts in a text."""
+    """Literals sharing a *key* — one character (their anchor), or a substring of at least
+    ``_CORE`` characters — where the last of them starts in a text."""
 
-    __slots__ = ("anchor", "anchors", "checks", "literals")
+    __slots__ = ("anchor", "anchors", "checks", "key", "literals")
 
-    def __init__(self, anchor: str, literals: list[str], lowered: bool) -> None:
-        self.anchor = anchor
-        self.anchors = _anchors(anchor, lowered)
+    def __init__(self, key: str, literals: list[str], lowered: bool) -> None:
+        self.key = key
+        self.anchor = _rarest(key)
+        self.anchors = _anchors(self.anchor, lowered)
         self.literals = tuple(literals)
-        self.checks = tuple((lit, at) for lit in literals for at, c in enumerate(lit) if c == anchor)
-        """Each literal with each offset of the anchor in it."""
+        self.checks = tuple((lit, at) for lit in literals for at in _offsets(lit, key))
+        """Each literal with each offset of the key in it."""
 
     def last(self, text: str, end: int) -> int:
         """Where the last occurrence of a literal lying wholly in ``text[:end]`` starts (-1: none);
@@ -94,26 +99,54 @@ class _Unit:
         if len(self.literals) == 1:
             return text.rfind(self.literals[0], 0, end)
         budget = _HOPS + end * len(self.literals) // _HOP_CHARS
-        at = end
+        key, at, before = self.key, end, end
         while budget:
-            at = text.rfind(self.anchor, 0, at)
+            at = text.rfind(key, 0, before)
             if at < 0:
                 return -1
             for literal, offset in self.checks:
                 start = at - offset
                 if start >= 0 and text.startswith(literal, start):
                     return start
+            before = at + len(key) - 1
             budget -= 1
-        # every occurrence whose anchor is at or after ``at`` was checked: look before it
+        # every occurrence whose key starts at or after ``at`` was checked: look before it
         return max(text.rfind(lit, 0, min(end, at - off + len(lit) - 1)) for lit, off in self.checks)
 
 
+def _offsets(literal: str, key: str) -> list[int]:
+    return [at for at in range(len(literal) - len(key) + 1) if literal.startswith(key, at)]
+
+
+def _common(a: str, b: str) -> str:
+    """The longest substring of ``a`` that ``b`` holds (the first of them)."""
+    for size in range(min(len(a), len(b)), 0, -1):
+        for at in range(len(a) - size + 1):
+            if a[at : at + size] in b:
+                return a[at : at + size]
+    return ""
+
+
 def _units(literals: Iterable[str], lowered: bool) -> list[_Unit]:
-    """The ``literals`` as units, one per anchor."""
-    by_anchor: dict[str, list[str]] = {}
+    """The ``literals`` as units: those sharing a substring of ``_CORE`` characters or more
+    one unit keyed by it (a value and its JSON spelling; ``aws_secret`` and ``awssecret``);
+    the others one per anchor."""
+    cores: list[tuple[str, list[str]]] = []
     for literal in _minimal(literals):
-        by_anchor.setdefault(_rarest(literal), []).append(literal)
-    return [_Unit(anchor, group, lowered) for anchor, group in sorted(by_anchor.items())]
+        for k, (core, group) in enumerate(cores):
+            shared = _common(core, literal)
+            if len(shared) >= _CORE:
+                cores[k] = (shared, [*group, literal])
+                break
+        else:
+            cores.append((literal, [literal]))
+    units = [_Unit(core, group, lowered) for core, group in cores if len(group) > 1]
+    by_anchor: dict[str, list[str]] = {}
+    for _, (literal, *more) in cores:
+        if not more:
+            by_anchor.setdefault(_rarest(literal), []).append(literal)
+    units += [_Unit(anchor, group, lowered) for anchor, group in sorted(by_anchor.items())]
+    return units
 
 
 def _blocks(sizes: list[int]) -> Iterator[tuple[int, int, list[int]]]:
