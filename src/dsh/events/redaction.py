@@ -27,20 +27,19 @@ def json_value(value: Any, redactor: Redactor) -> Any:
 
 
 def _stream(stream: Any, redactor: Redactor) -> Any:
-    """A stream record with each block's deltas redacted as the text they make (recut), the
-    other chunks as values; each run and chunk is looked at once, through the cheap test."""
+    """A stream record with each block's deltas redacted as the text they make (recut; only a
+    delta that changes is copied), the other chunks walked as values."""
     chunks = stream.get("chunks") if isinstance(stream, dict) else None
     if not isinstance(chunks, list):
         return json_value(stream, redactor)
     runs = chunk_runs(chunks)
     in_runs = {i for at in runs.values() for i in at}
-    out = [chunk if i in in_runs else json_value(chunk, redactor) for i, chunk in enumerate(chunks)]
+    out = [chunk if i in in_runs else redactor.value(chunk) for i, chunk in enumerate(chunks)]
     for (field, _), at in runs.items():
         texts = [chunks[i][field] for i in at]
-        if not redactor.may_hold("".join(texts)):
-            continue
-        for i, piece in zip(at, redactor.pieces(texts), strict=True):
-            out[i] = {**chunks[i], field: piece}  # the rest of a delta: its type, index, call id, name
+        for i, text, piece in zip(at, texts, redactor.pieces(texts), strict=True):
+            if piece is not text:  # the rest of a delta: its type, index, call id, name
+                out[i] = {**chunks[i], field: piece}
     if all(map(operator.is_, out, chunks)):
         return stream
     return {**stream, "chunks": out}
@@ -87,10 +86,9 @@ def redact_chunk(chunk: Any, redactor: Redactor) -> Any:
 
 def _walked(data: Any, redactor: Redactor) -> Any:
     """``data`` whose JSON may hold a secret, redacted (a settlement's records recut): walked
-    at once, its JSON having been tested already (a settlement's rest is tested alone)."""
+    at once, its JSON having been tested already (each string still is, by ``findings``)."""
     if isinstance(data, dict) and any(k in data for k in _RECORDS):
-        rest = json_value({k: v for k, v in data.items() if k not in _RECORDS}, redactor)
-        return {k: _RECORDS[k](v, redactor) if k in _RECORDS else rest[k] for k, v in data.items()}
+        return {k: _RECORDS[k](v, redactor) if k in _RECORDS else redactor.value(v) for k, v in data.items()}
     return redactor.value(data)
 
 
@@ -116,12 +114,11 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
 def redact_events(events: Sequence[Event], redactor: Redactor) -> list[Event]:
     """``[redact_event(e, redactor) for e in events]``, the cheap test made over all their
     JSON at once (:meth:`Redactor.holding`): only the events it finds a literal in are walked."""
-    texts = [jsonx.dumps_unchecked(e.data).decode() for e in events]
-    held = redactor.holding(texts)
+    held = redactor.holding_values([e.data for e in events])
     return [_evolved(e, _walked(e.data, redactor)) if h else e for e, h in zip(events, held, strict=True)]
 
 
 def json_values(values: Sequence[Any], redactor: Redactor) -> list[Any]:
     """``[json_value(v, redactor) for v in values]``, the cheap test made over them all at once."""
-    held = redactor.holding([jsonx.dumps_unchecked(v).decode() for v in values])
+    held = redactor.holding_values(values)
     return [redactor.value(v) if h else v for v, h in zip(values, held, strict=True)]

@@ -18,12 +18,15 @@ from typing import Final
 class Shape:
     """One token shape: its placeholder kind, its pattern (group ``s``: the secret part) and
     the literals one of which every match contains (``lowered``: looked for in the lowercased
-    text); a text holding none of them is not searched. No literals: always searched."""
+    text); a text holding none of them is not searched. No literals: always searched.
+    ``leading``: every match starts with one of the literals (case-sensitive shapes only), so
+    the search starts at the first of them."""
 
     kind: str
     pattern: str
     literals: tuple[str, ...] = ()
     lowered: bool = False
+    leading: bool = False
 
 
 SHAPES: Final[tuple[Shape, ...]] = (
@@ -36,14 +39,19 @@ SHAPES: Final[tuple[Shape, ...]] = (
         "provider-key",
         r"(?<![A-Za-z0-9_-])sk-(?:proj-|ant-|or-v1-)?[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])",
         ("sk-",),
+        leading=True,
     ),
     Shape(
         "github-token",
         r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        leading=True,
     ),
     Shape(
-        "aws-access-key", r"(?<![A-Za-z0-9+/])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9+/=])", ("AKIA", "ASIA")
+        "aws-access-key",
+        r"(?<![A-Za-z0-9+/])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9+/=])",
+        ("AKIA", "ASIA"),
+        leading=True,
     ),
     Shape(
         "aws-secret-key",
@@ -52,11 +60,22 @@ SHAPES: Final[tuple[Shape, ...]] = (
         lowered=True,
     ),
     Shape(
-        "slack-token", r"(?<![A-Za-z0-9])xox[abpr]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxp-", "xoxr-")
+        "slack-token",
+        r"(?<![A-Za-z0-9])xox[abpr]-[A-Za-z0-9-]{10,}",
+        ("xoxa-", "xoxb-", "xoxp-", "xoxr-"),
+        leading=True,
     ),
-    Shape("google-api-key", r"(?<![A-Za-z0-9+/_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z+/_-])", ("AIza",)),
     Shape(
-        "jwt", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)
+        "google-api-key",
+        r"(?<![A-Za-z0-9+/_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z+/_-])",
+        ("AIza",),
+        leading=True,
+    ),
+    Shape(
+        "jwt",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        ("eyJ",),
+        leading=True,
     ),
     Shape("bearer", r"(?i:\bbearer)\s+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)", ("bearer",), lowered=True),
     Shape("url-password", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@\"'<>]+:(?P<s>[^@\s/\"'<>]+)@", ("://",)),

@@ -20,8 +20,10 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from dsh import jsonx
@@ -90,6 +92,29 @@ def _gates(literals: Iterable[str]) -> set[str]:
     return {os.path.commonprefix(group) for group in groups.values()}  # noqa: RUF071 (strings, not paths)
 
 
+def _leading_matches(pattern: re.Pattern[str], text: str, literals: Sequence[str]) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern whose every match starts with one of
+    ``literals``: matched only where they occur (a search would try every position)."""
+    starts: list[int] = []
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(literal, at + 1)
+    end = 0
+    for at in sorted(starts):
+        if at >= end and (m := pattern.match(text, at)) is not None:
+            end = m.end()
+            yield m
+
+
+def _add(found: list[Finding], kind: str, pattern: re.Pattern[str], m: re.Match[str]) -> None:
+    """``m`` (its group ``s`` when it has one) as a finding, unless it overlaps one found before."""
+    start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()
+    if not any(f.start < end and start < f.end for f in found):
+        found.append(Finding(kind, start, end))
+
+
 class Redactor:
     """Redacts strings and JSON values (see the module doc). Cheap to call on clean text.
 
@@ -117,6 +142,7 @@ class Redactor:
         self._gate = LiteralGate(needles | _gates(literals), lowered)
         self._always = any(not s.literals for s, _ in self._shapes)
         self._short: dict[str, bool] = {}
+        self._placeholders: dict[tuple[str, str], str] = {}
         self._found: dict[str, tuple[Finding, ...]] = {}
         """The findings of texts that passed the cheap test: a settlement's text is matched as
         its message, its ``block-end`` and its joined deltas (up to ``_REMEMBER`` texts)."""
@@ -158,23 +184,38 @@ class Redactor:
         of them (a recording's events): most recordings hold a few secrets in many events."""
         return [True] * len(texts) if self._always else self._gate.holding(texts)
 
+    def holding_values(self, values: Sequence[Any]) -> list[bool]:
+        """:meth:`holding` of each JSON value's encoding: the values encoded as the gate goes
+        (a block of them scanned while its text is still in the CPU's cache)."""
+        if self._always:
+            return [True] * len(values)
+        return self._gate.holding_utf8(map(jsonx.dumps_unchecked, values))
+
     def placeholder(self, kind: str, value: str) -> str:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
         if self._mask is not None:
             return self._mask
-        digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
-        return f"<secret:{kind}:{digest}>"
+        known = self._placeholders.get((kind, value))
+        if known is None:
+            digest = hmac.new(self.salt, value.encode(), hashlib.sha256).hexdigest()[:8]
+            known = f"<secret:{kind}:{digest}>"
+            if len(self._placeholders) < _REMEMBER:  # a secret recurs: its message, block-end, deltas
+                self._placeholders[(kind, value)] = known
+        return known
 
     def findings(self, text: str) -> list[Finding]:
         """Every secret in ``text``, in order, without overlaps (exact values first)."""
+        return list(self._findings(text))
+
+    def _findings(self, text: str) -> tuple[Finding, ...]:
         known = self._found.get(text)
         if known is not None:
-            return list(known)
+            return known
         if not self.may_hold(text):  # most strings: a few scans, no pattern run
-            return []
-        found = self._match(text)
+            return ()
+        found = tuple(self._match(text))
         if len(self._found) < _REMEMBER:
-            self._found[text] = tuple(found)
+            self._found[text] = found
         return found
 
     def _match(self, text: str) -> list[Finding]:
@@ -199,15 +240,17 @@ class Redactor:
                         break
                 else:
                     continue
-            for m in pattern.finditer(text):
-                start, end = m.span("s") if "s" in pattern.groupindex and m.group("s") else m.span()
-                if not any(f.start < end and start < f.end for f in found):
-                    found.append(Finding(shape.kind, start, end))
+            if shape.leading and not shape.lowered:
+                matches: Iterable[re.Match[str]] = _leading_matches(pattern, text, shape.literals)
+            else:
+                matches = pattern.finditer(text)
+            for m in matches:
+                _add(found, shape.kind, pattern, m)
         return sorted(found, key=lambda f: f.start)
 
     def text(self, text: str) -> str:
         """``text`` with every secret replaced by its placeholder."""
-        found = self.findings(text)
+        found = self._findings(text)
         if not found:
             return text
         out, at = [], 0
@@ -221,16 +264,22 @@ class Redactor:
         """``parts`` (consecutive pieces of one text: a stream's deltas) redacted as the whole
         they make, piece for piece: a secret split across pieces becomes one placeholder in the
         piece where it starts, and its rest is cut from the pieces after (which may end empty).
-        ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept."""
+        ``"".join(pieces(parts)) == text("".join(parts))``; the number of pieces is kept, and
+        a piece no secret touches is returned as it is (the same object)."""
         whole = "".join(parts)
-        found = self.findings(whole)
+        found = self._findings(whole)
+        out = list(parts)
         if not found:
-            return list(parts)
-        out: list[str] = []
-        start, first = 0, 0
-        for part in parts:
-            end = start + len(part)
-            while first < len(found) and found[first].end <= start:
+            return out
+        ends = list(accumulate(map(len, parts)))
+        touched = sorted(
+            {k for f in found for k in range(bisect_right(ends, f.start), bisect_right(ends, f.end - 1) + 1)}
+        )
+        first = 0
+        for k in touched:
+            end = ends[k]
+            start = end - len(parts[k])
+            while found[first].end <= start:
                 first += 1
             piece, cursor, i = [], start, first
             while i < len(found) and found[i].start < end:
@@ -242,8 +291,7 @@ class Redactor:
                 cursor = max(cursor, min(f.end, end))
                 i += 1
             piece.append(whole[cursor:end])
-            out.append("".join(piece))
-            start = end
+            out[k] = "".join(piece)
         return out
 
     def value(self, value: Any) -> Any:
