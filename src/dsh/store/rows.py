@@ -16,7 +16,7 @@ import orjson
 
 from dsh import jsonx
 from dsh.errors import CorruptLogError, InvalidEventError, UnsupportedFormatError
-from dsh.events import Event, SessionHeader
+from dsh.events import Event, SessionHeader, read_event
 from dsh.events.deferred import join_tail
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import SessionSummary
@@ -81,6 +81,7 @@ def events_from_rows(
     *,
     whole: bool = True,
     runs: Mapping[int, list[Event]] | None = None,
+    checked: bool = False,
 ) -> list[Event]:
     """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
     value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
@@ -90,7 +91,9 @@ def events_from_rows(
     the session and the seq. Trusted rows: their payload shapes were checked when they were
     appended or imported, so only the envelope is checked again here. ``runs``: events decoded
     apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
-    spliced in where the rows leave a gap for them."""
+    spliced in where the rows leave a gap for them. ``checked`` (a surface read whose query
+    checked every ``data`` text to be JSON): those texts are left undecoded until first read
+    (``dsh.events.read_event``): a resume reads few of them."""
     runs = runs or {}
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
@@ -111,28 +114,31 @@ def events_from_rows(
                         f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
                         "that is not ignorable (written by a newer dsh? upgrade dsh)"
                     )
-                partial = False
                 if data is None:  # a surface read left an opaque payload out
-                    payload, partial = None, True
+                    payload, partial, undecoded = None, True, False
+                elif checked and type(data) is str:  # checked JSON: decoded when first read
+                    payload, partial, undecoded = data, tail == 1, True
                 else:
                     raw = data if type(data) is str else inflate(data)
+                    partial = undecoded = False
                     if tail is None:
                         pass
                     elif whole:
                         raw = join_tail(raw, tail.encode() if type(tail) is str else inflate(tail))
                     else:
-                        partial = bool(tail)
+                        partial = tail == 1
                     payload = loads(raw)
                 append(
-                    Event(
+                    read_event(
                         etype,
                         seq,
                         time,
                         payload,
                         None if op is None else ("append" if op == '"append"' else loads(op)),
                         None if seqs is None else tuple(loads(seqs)),
-                        bool(ignorable),
-                        partial=partial,
+                        ignorable == 1,
+                        partial,
+                        undecoded,
                     )
                 )
                 expected += 1
