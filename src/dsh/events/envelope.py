@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
 
@@ -62,10 +63,8 @@ class Event:
             except orjson.JSONDecodeError as exc:
                 raise CorruptLogError(f"event {self.type}#{self.seq}: bad JSON") from exc
             _DATA.__set__(self, value)
-            try:
+            with suppress(AttributeError):  # another thread's decode dropped it first
                 _RAW.__delete__(self)
-            except AttributeError:  # another thread's decode dropped it first
-                pass
             return value
 
     def remember_line(self, line: bytes) -> None:
