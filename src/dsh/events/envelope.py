@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
 
@@ -44,7 +43,7 @@ class Event:
     partial: bool = field(default=False, compare=False, repr=False)
     """Read without its deferred bytes (``dsh.events.deferred``): a settlement without its
     stream and wire, or a version-0 chunk without data. Never written (``encode_event``)."""
-    _raw: str = field(init=False, compare=False, repr=False)
+    _raw: str | None = field(init=False, compare=False, repr=False)
     """Set only on an event read with its ``data`` not yet decoded (:func:`read_event`):
     the checked JSON text, decoded on the first read of ``data`` (and then dropped)."""
 
@@ -55,16 +54,17 @@ class Event:
             if name != "data":
                 raise AttributeError(name)
             try:
-                raw = _RAW.__get__(self)
-            except AttributeError:  # decoded meanwhile by another thread, or never set
-                return _DATA.__get__(self)
+                raw = _raw_of(self)
+            except AttributeError:  # never undecoded: no data at all
+                raise AttributeError(name) from None
+            if raw is None:  # decoded meanwhile by another thread
+                return _data_of(self)
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise CorruptLogError(f"event {self.type}#{self.seq}: bad JSON") from exc
-            _DATA.__set__(self, value)
-            with suppress(AttributeError):  # another thread's decode dropped it first
-                _RAW.__delete__(self)
+            _set_data(self, value)
+            _set_raw(self, None)  # the text is not kept once decoded
             return value
 
     def remember_line(self, line: bytes) -> None:
@@ -100,6 +100,7 @@ class Event:
 _new = object.__new__
 _DATA: Any = Event.__dict__["data"]
 _RAW: Any = Event.__dict__["_raw"]
+_data_of, _set_data, _raw_of, _set_raw = _DATA.__get__, _DATA.__set__, _RAW.__get__, _RAW.__set__
 """The slots of ``data`` and of the undecoded text (``__getattr__`` reads them directly)."""
 
 

@@ -92,9 +92,12 @@ def events_from_rows(
     appended or imported, so only the envelope is checked again here. ``runs``: events decoded
     apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
     spliced in where the rows leave a gap for them. ``checked`` (a surface read whose query
-    checked every ``data`` text to be JSON): those texts are left undecoded until first read
-    (``dsh.events.read_event``): a resume reads few of them."""
+    checked the ``data`` text of every event off the surface to be JSON): those texts are left
+    undecoded until first read (``dsh.events.read_event``). A resume reads few of them (a
+    turn's marks, its step marks: two thirds of a long log's events), while it folds every
+    model-visible event into the history for its first request: those are decoded here."""
     runs = runs or {}
+    canonical = _KNOWN.get  # one string per known type, not one per event
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
@@ -109,14 +112,17 @@ def events_from_rows(
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"
                     )
-                if etype not in KNOWN_TYPES and not ignorable:
-                    raise UnsupportedFormatError(
-                        f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
-                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
-                    )
+                known = canonical(etype)
+                if known is None:
+                    if not ignorable:
+                        raise UnsupportedFormatError(
+                            f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                            "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                        )
+                    known = etype
                 if data is None:  # a surface read left an opaque payload out
                     payload, partial, undecoded = None, True, False
-                elif checked and type(data) is str:  # checked JSON: decoded when first read
+                elif checked and op is None and type(data) is str:  # checked JSON, off the surface
                     payload, partial, undecoded = data, tail == 1, True
                 else:
                     raw = data if type(data) is str else inflate(data)
@@ -130,7 +136,7 @@ def events_from_rows(
                     payload = loads(raw)
                 append(
                     read_event(
-                        etype,
+                        known,
                         seq,
                         time,
                         payload,
@@ -146,6 +152,9 @@ def events_from_rows(
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
     return events
+
+
+_KNOWN: dict[str, str] = {t: t for t in KNOWN_TYPES}
 
 
 def _splice(runs: Mapping[int, list[Event]], events: list[Event], expected: int) -> int:
