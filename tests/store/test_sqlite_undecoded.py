@@ -32,15 +32,16 @@ async def test_a_surface_read_equals_the_whole_read_but_the_deferred_bytes(tmp_p
     assert [copy.copy(e).data for e in again] == [e.data for e in surface], "so does a copy"
 
 
-async def test_a_surface_read_refuses_a_payload_that_is_not_json_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seq", [6, 8], ids=["off-the-surface", "model-visible"])
+async def test_a_surface_read_refuses_a_payload_that_is_not_json_naming_it(tmp_path: Path, seq: int) -> None:
     path = tmp_path / "s.db"
     store = SqliteEventStore(path)
     await store.create(sample_header("s"), completed_turns(2))
     await store.close()
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE events SET data = '{\"turn\": 1' WHERE seq = 6")
+        conn.execute("UPDATE events SET data = '{\"turn\": 1' WHERE seq = ?", (seq,))
     again = SqliteEventStore(path)
-    with pytest.raises(CorruptLogError, match=r"session s, seq 6: bad JSON") as info:
+    with pytest.raises(CorruptLogError, match=rf"session s, seq {seq}: bad JSON") as info:
         await again.load("s", streams=False)
     assert str(path) in str(info.value)
     await again.close()
