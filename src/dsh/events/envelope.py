@@ -119,11 +119,10 @@ def read_event(
     one by one: a fifth of the time of a long log's read).
 
     ``undecoded``: ``data`` is the payload's JSON text, decoded on its first read. For a
-    store's bulk read: a resumed session's setup reads the data of a few of its events, and
-    decoding every payload of a long log up front was a third of its resume time and half of
-    its memory. The text must be known to be JSON (the store checked it: one that still fails
-    to decode raises ``CorruptLogError`` where it is read). Such an event equals the decoded
-    one (comparing reads ``data``); a copy or a pickle decodes it.
+    store's bulk read of events few readers look into (a long log's turn and step marks: a
+    resume reads the data of a few). The text must be known to be JSON (the store checked it:
+    one that still fails to decode raises ``CorruptLogError`` where it is read). Such an event
+    equals the decoded one (comparing reads ``data``); a copy or a pickle decodes it.
     """
     event: Any = _new(Event)
     event.type = type
