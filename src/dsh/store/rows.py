@@ -81,7 +81,6 @@ def events_from_rows(
     *,
     whole: bool = True,
     runs: Mapping[int, list[Event]] | None = None,
-    checked: bool = False,
 ) -> list[Event]:
     """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
     value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
@@ -91,11 +90,8 @@ def events_from_rows(
     the session and the seq. Trusted rows: their payload shapes were checked when they were
     appended or imported, so only the envelope is checked again here. ``runs``: events decoded
     apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
-    spliced in where the rows leave a gap for them. ``checked`` (a surface read whose query
-    checked the ``data`` text of every event off the surface to be JSON): those texts are left
-    undecoded until first read (``dsh.events.read_event``). A resume reads few of them (a
-    turn's marks, its step marks: two thirds of a long log's events), while it folds every
-    model-visible event into the history for its first request: those are decoded here."""
+    spliced in where the rows leave a gap for them. Each known type is one string (not one per
+    row), and events are built by ``dsh.events.read_event``."""
     runs = runs or {}
     canonical = _KNOWN.get  # one string per known type, not one per event
     loads = orjson.loads
@@ -121,12 +117,10 @@ def events_from_rows(
                         )
                     known = etype
                 if data is None:  # a surface read left an opaque payload out
-                    payload, partial, undecoded = None, True, False
-                elif checked and op is None and type(data) is str:  # checked JSON, off the surface
-                    payload, partial, undecoded = data, tail == 1, True
+                    payload, partial = None, True
                 else:
                     raw = data if type(data) is str else inflate(data)
-                    partial = undecoded = False
+                    partial = False
                     if tail is None:
                         pass
                     elif whole:
@@ -144,7 +138,6 @@ def events_from_rows(
                         None if seqs is None else tuple(loads(seqs)),
                         ignorable == 1,
                         partial,
-                        undecoded,
                     )
                 )
                 expected += 1

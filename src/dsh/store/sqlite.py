@@ -203,15 +203,7 @@ class SqliteEventStore(BufferedFront):
             select = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN
             rows = itertools.chain.from_iterable(conn.execute(select, part) for part in parts)
             return events_from_rows(
-                rows,
-                start,
-                where,
-                sid,
-                zlib.decompress,
-                (zlib.error,),
-                whole=whole,
-                runs=runs,
-                checked=not whole,
+                rows, start, where, sid, zlib.decompress, (zlib.error,), whole=whole, runs=runs
             )
 
     def _extra(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:

@@ -103,16 +103,10 @@ SELECT_EVENTS_IN: Final = (
 """The rows of seqs ``[from, to)`` of one session but the packed runs' (:data:`SELECT_RUNS`)."""
 SELECT_SURFACE_IN: Final = (
     f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
-    "THEN NULL WHEN surface_op IS NULL AND typeof(data) = 'text' AND NOT json_valid(data) THEN X'' "
-    "ELSE data END, "
-    "surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
+    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
     f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
-"""The same without the deferred bytes (``dsh.events.deferred``): ``load(streams=False)``. The
-``data`` text of an event off the surface (no ``surface_op``) is checked to be JSON here, in
-SQLite, so the read can leave it undecoded (``rows.events_from_rows``); one that is not comes
-back as an empty BLOB, which no compressed payload is: the read refuses it as bad JSON,
-naming its seq."""
+"""The same without the deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
 SELECT_RUNS: Final = (
     "SELECT seq, data, run_first, run_times FROM events INDEXED BY events_runs "
     "WHERE session_id = ? AND run_first IS NOT NULL AND seq >= ? AND seq < ? AND run_first < ? ORDER BY seq"
