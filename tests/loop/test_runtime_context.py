@@ -142,3 +142,17 @@ async def test_a_fork_child_inherits_the_parents_snapshot_and_appends_its_own(tm
     await child.run_turn("ask")
     parent = snapshot(FULL, NEVER)
     assert texts(model.requests[1].messages) == ["one", parent, "ask", snapshot(FULL, NEVER, DELEGATED)]
+
+
+async def test_a_resumed_agent_finds_the_snapshot_on_the_surface_and_does_not_repeat_it(
+    tmp_path: Path,
+) -> None:
+    """Red with the resumed log's snapshot not looked up (it would be appended again)."""
+    full = SandboxPolicy(mode="danger-full-access")
+    agent, _ = await _agent(tmp_path, [text_reply("a")], sandbox=full)
+    await agent.run_turn("one")
+    model = ScriptedModel([text_reply("b")])
+    config = AgentConfig(model="m", retry=NO_DELAY, sandbox=full)
+    resumed = await Agent.resume(agent.store, agent.id, model=model, tools=builtin_registry(), config=config)
+    await resumed.run_turn("two")
+    assert texts(model.requests[0].messages) == ["one", snapshot(FULL, NEVER), "two"]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh.store.bulk import FREEZE_AT, paused_gc
+from dsh.store.bulk import FREEZE_AT, paused_gc, start_up
 
 
 @pytest.fixture
@@ -45,3 +45,29 @@ def test_a_nested_read_freezes_nothing_itself(collector_on: None) -> None:
             inner = [[n] for n in range(FREEZE_AT * 2)]
         assert gc.get_freeze_count() == 0
     assert gc.get_freeze_count() >= len(inner)
+
+
+def test_a_start_up_pauses_the_collector_until_ready_then_freezes_what_it_built(collector_on: None) -> None:
+    gc.collect()
+    with start_up() as ready:
+        assert not gc.isenabled(), "paused while the command starts"
+        built = [[n] for n in range(1_000)]
+        ready()
+        assert gc.isenabled(), "on again for the work that follows"
+        assert gc.get_freeze_count() >= len(built), "what start-up built is never walked again"
+        frozen = gc.get_freeze_count()
+        ready()  # only the first call counts
+        assert gc.get_freeze_count() == frozen
+    assert gc.isenabled()
+
+
+def test_a_start_up_that_ends_unready_turns_the_collector_back_on(collector_on: None) -> None:
+    with pytest.raises(RuntimeError), start_up():
+        raise RuntimeError("refused before the agent opened")
+    assert gc.isenabled()
+    gc.unfreeze()
+    gc.disable()
+    with start_up() as ready:
+        ready()
+    assert not gc.isenabled(), "a collector that was off stays off"
+    assert gc.get_freeze_count() == 0

@@ -38,4 +38,8 @@ def main() -> None:
         sys.stdout.write(version_line() + "\n")
         sys.stdout.flush()
         return
-    import_module(_TREE).build_app(named_command(argv))()
+    from dsh.store.bulk import start_up
+
+    with start_up():  # the tree's modules live as long as the process: not walked while imported
+        cli = import_module(_TREE).build_app(named_command(argv))
+    cli()

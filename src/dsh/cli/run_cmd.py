@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -123,45 +124,49 @@ def run(
     since T)" while another process runs it, unless --wait gives it time. Ctrl-C cancels
     the turn (logged as aborted) and exits 130.
     """
-    with user_errors():
-        text = read_prompt(prompt)
-        setup = setup_from(locals())
-        otel_url = None
-        if otel is not None:
-            from dsh.trace.export import traces_url
+    from dsh.store.bulk import start_up
 
-            otel_url = traces_url(otel)
-        from dsh.tools.images import Image
+    with start_up() as ready:  # the collector back once the agent is open (``_run``)
+        with user_errors():
+            text = read_prompt(prompt)
+            setup = setup_from(locals())
+            otel_url = None
+            if otel is not None:
+                from dsh.trace.export import traces_url
 
-        parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
-    if temporal is not None:
-        _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image, context_window)
-        from dsh.cli.approve import AnnouncedApprover, approver_for
-        from dsh.cli.temporal_cmd import leave, run_on_temporal
+                otel_url = traces_url(otel)
+            from dsh.tools.images import Image
 
-        chosen = setup.approver if setup.approver is not None else approver_for(approve, deny)
-        code = 0
-        try:
-            on_workers = run_on_temporal(
-                text,
-                address=temporal,
-                queue=task_queue,
-                store_url=store,
-                resume=resume,
-                cwd=setup.workspace,
-                as_json=as_json,
-                approver=AnnouncedApprover(chosen) if as_json else chosen,
-            )
-            _report(on_workers)
-        except typer.Exit as exit_:
-            code = exit_.exit_code
-        leave(code)
-    if as_json and setup.approver is not None:
-        from dsh.cli.approve import AnnouncedApprover
+            parts: list[PromptPart] = [text, *(Image.from_path(p) for p in image or [])]
+        if temporal is not None:
+            ready()  # the turn runs on the workers: nothing here to keep
+            _check_temporal_options(model, base_url, api_key, system, tools, no_tools, image, context_window)
+            from dsh.cli.approve import AnnouncedApprover, approver_for
+            from dsh.cli.temporal_cmd import leave, run_on_temporal
 
-        setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
-    with user_errors():  # an image the model cannot take: one line, nothing stored or run
-        result = run_async(lambda: _run(setup, parts, as_json, otel_url))
+            chosen = setup.approver if setup.approver is not None else approver_for(approve, deny)
+            code = 0
+            try:
+                on_workers = run_on_temporal(
+                    text,
+                    address=temporal,
+                    queue=task_queue,
+                    store_url=store,
+                    resume=resume,
+                    cwd=setup.workspace,
+                    as_json=as_json,
+                    approver=AnnouncedApprover(chosen) if as_json else chosen,
+                )
+                _report(on_workers)
+            except typer.Exit as exit_:
+                code = exit_.exit_code
+            leave(code)
+        if as_json and setup.approver is not None:
+            from dsh.cli.approve import AnnouncedApprover
+
+            setup = dataclasses.replace(setup, approver=AnnouncedApprover(setup.approver))
+        with user_errors():  # an image the model cannot take: one line, nothing stored or run
+            result = run_async(lambda: _run(setup, parts, as_json, ready, otel_url))
     _report(result)
 
 
@@ -186,7 +191,11 @@ def _report(result: TurnResult | None) -> None:
 
 
 async def _run(
-    setup: LiveSetup, parts: list[PromptPart], as_json: bool, otel_url: str | None = None
+    setup: LiveSetup,
+    parts: list[PromptPart],
+    as_json: bool,
+    ready: Callable[[], None],
+    otel_url: str | None = None,
 ) -> TurnResult | None:
     from dsh.cli.live import cancellable_turn, close_background, live_agent
     from dsh.cli.questions import NoAsker
@@ -197,6 +206,7 @@ async def _run(
     if as_json:  # the output is for a program: nobody at the terminal answers questions
         setup = dataclasses.replace(setup, questions=NoAsker())
     async with live_agent(setup, feed) as agent:
+        ready()  # start-up done (``dsh.store.bulk.start_up``): the turn's garbage is collected as ever
         first = parts[0]
         prompt = first if len(parts) == 1 and isinstance(first, str) else await agent.prompt_message(parts)
         output = TurnOutput(feed, agent.id, as_json=as_json)

@@ -1,7 +1,7 @@
 """Events: the envelope, the vocabulary, stream chunks, messages and the session header."""
 
 from dsh.events.assembler import Assembled, BlockAssembler
-from dsh.events.envelope import Event, JsonObject, check_event, encode_event, event_from_wire
+from dsh.events.envelope import Event, JsonObject, check_event, encode_event, event_from_wire, read_event
 from dsh.events.fork import ForkSeed, fork_cut, fork_seed
 from dsh.events.header import (
     FORMAT_VERSION,
@@ -33,4 +33,5 @@ __all__ = [
     "fork_seed",
     "header_from_wire",
     "is_cut_marker",
+    "read_event",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar, cast, dataclass_transform
 
 from dsh import jsonx
 from dsh.errors import InvalidEventError
@@ -70,6 +70,36 @@ class Event:
             self.data_json,
             partial=self.partial,
         )
+
+
+_new = object.__new__
+
+
+def read_event(
+    type: str,
+    seq: int,
+    time: int,
+    data: Any,
+    surface_op: Any,
+    source_event_seqs: tuple[int, ...] | None,
+    ignorable: bool,
+    partial: bool,
+) -> Event:
+    """``Event(type, seq, time, data, surface_op, source_event_seqs, ignorable, partial=partial)``
+    for a store's bulk read: the same event, its slots set one by one without the ``__init__``
+    call (a sixth of a long log's read, ~0.3 µs an event)."""
+    event: Any = _new(Event)
+    event.type = type
+    event.seq = seq
+    event.time = time
+    event.data = data
+    event.surface_op = surface_op
+    event.source_event_seqs = source_event_seqs
+    event.ignorable = ignorable
+    event.data_json = None
+    event.line_json = None
+    event.partial = partial
+    return cast(Event, event)
 
 
 _ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})

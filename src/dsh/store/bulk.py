@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 FREEZE_AT = 50_000
@@ -44,6 +44,36 @@ def paused_gc() -> Iterator[None]:
             if gc.get_count()[0] >= FREEZE_AT:
                 gc.freeze()
             gc.enable()
+
+
+@contextmanager
+def start_up() -> Iterator[Callable[[], None]]:
+    """A command's start-up with the cyclic collector off: what it builds (its modules, the
+    session it reads, the agent over it) lives as long as the process, and the collector
+    walked it again and again meanwhile (~80 ms of a 100 k-event ``dsh run -c`` before its
+    first request, ~10%: a full collection among the imports, young ones over the read).
+
+    The block gets ``ready``: everything the collector tracks then is frozen (``gc.freeze``:
+    never walked again, freed by reference counts as ever) and the collector is on again,
+    for the work that follows (a turn's garbage is collected as ever). The block's end calls
+    it if nothing did (a refusal, an error); only the first call counts. A collector that was
+    off stays off."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    done = False
+
+    def ready() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            if was_enabled:
+                gc.freeze()
+                gc.enable()
+
+    try:
+        yield ready
+    finally:
+        ready()
 
 
 _lock = threading.Lock()

@@ -16,7 +16,7 @@ import orjson
 
 from dsh import jsonx
 from dsh.errors import CorruptLogError, InvalidEventError, UnsupportedFormatError
-from dsh.events import Event, SessionHeader
+from dsh.events import Event, SessionHeader, read_event
 from dsh.events.deferred import join_tail
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import SessionSummary
@@ -90,8 +90,10 @@ def events_from_rows(
     the session and the seq. Trusted rows: their payload shapes were checked when they were
     appended or imported, so only the envelope is checked again here. ``runs``: events decoded
     apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
-    spliced in where the rows leave a gap for them."""
+    spliced in where the rows leave a gap for them. Each known type is one string (not one per
+    row), and events are built by ``dsh.events.read_event``."""
     runs = runs or {}
+    canonical = _KNOWN.get  # one string per known type, not one per event
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
     events: list[Event] = []
@@ -106,33 +108,36 @@ def events_from_rows(
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"
                     )
-                if etype not in KNOWN_TYPES and not ignorable:
-                    raise UnsupportedFormatError(
-                        f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
-                        "that is not ignorable (written by a newer dsh? upgrade dsh)"
-                    )
-                partial = False
+                known = canonical(etype)
+                if known is None:
+                    if not ignorable:
+                        raise UnsupportedFormatError(
+                            f"{where}: session {session_id}, seq {seq}: unknown event type {etype!r} "
+                            "that is not ignorable (written by a newer dsh? upgrade dsh)"
+                        )
+                    known = etype
                 if data is None:  # a surface read left an opaque payload out
                     payload, partial = None, True
                 else:
                     raw = data if type(data) is str else inflate(data)
+                    partial = False
                     if tail is None:
                         pass
                     elif whole:
                         raw = join_tail(raw, tail.encode() if type(tail) is str else inflate(tail))
                     else:
-                        partial = bool(tail)
+                        partial = tail == 1
                     payload = loads(raw)
                 append(
-                    Event(
-                        etype,
+                    read_event(
+                        known,
                         seq,
                         time,
                         payload,
                         None if op is None else ("append" if op == '"append"' else loads(op)),
                         None if seqs is None else tuple(loads(seqs)),
-                        bool(ignorable),
-                        partial=partial,
+                        ignorable == 1,
+                        partial,
                     )
                 )
                 expected += 1
@@ -140,6 +145,9 @@ def events_from_rows(
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
     return events
+
+
+_KNOWN: dict[str, str] = {t: t for t in KNOWN_TYPES}
 
 
 def _splice(runs: Mapping[int, list[Event]], events: list[Event], expected: int) -> int:
