@@ -63,12 +63,9 @@ def is_snapshot(message: object) -> bool:
     return isinstance(source, dict) and source.get("kind") == "plugin" and source.get("plugin") == PLUGIN
 
 
-def last_snapshot_text(events: Sequence[Event], before: int | None = None) -> str | None:
-    """The text of the last snapshot message in ``events`` (inherited ones included);
-    ``before``: of those before that seq."""
+def last_snapshot_text(events: Sequence[Event]) -> str | None:
+    """The text of the last snapshot message in ``events`` (inherited ones included)."""
     for event in reversed(events):
-        if before is not None and event.seq >= before:
-            continue
         if event.type == USER_MESSAGE and is_snapshot(event.data):
             return joined_text(event.data.get("content", []))
     return None

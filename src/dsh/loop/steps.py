@@ -57,10 +57,7 @@ class Steps:
         self._header_key: tuple[Any, ...] | None = None
         self._requests = 0
         self._images = RequestImages(agent.store, agent.config.takes_images())
-        self._context_text: str | None = None
-        """The snapshot text on the surface (found in the log at the first step that asks)."""
-        self._context_from: int | None = session.next_seq
-        """Until then: the log's length here (a snapshot found later is one this agent wrote)."""
+        self._context_text = last_snapshot_text(session.of_type(USER_MESSAGE))  # the snapshot on the surface
         workspace = agent.config.workspace
         self._workspace = WorkspacePass(workspace, agent.cwd) if workspace is not None else None
         self._titled = not agent.config.titles or has_title(session.of_type(SESSION_TITLE, own=True))
@@ -213,9 +210,6 @@ class Steps:
                 self._agent.approvals.policy,
                 delegated=self._agent.delegation is not None,
             )
-        if self._context_from is not None:  # a resumed log's messages are not all read to open it
-            found = last_snapshot_text(self._agent.session.of_type(USER_MESSAGE), self._context_from)
-            self._context_text, self._context_from = found, None
         message = snapshot_message(sections, self._context_text)
         if message is not None:
             self._context_text = joined_text(message["content"])
