@@ -57,7 +57,7 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, next_open_turn
+from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, next_open_turn, opened_turn
 from dsh.session.usage import Ledger, add_usage, call_usage, is_model_call
 
 
@@ -118,13 +118,13 @@ class Timeline:
         if not inherited and is_model_call(event):
             state.ledger.add(state.route, call_usage(event), event.seq, event.time)
         if etype == TURN_START:
-            state.open_turn = next_open_turn(state.open_turn, event)
+            turn = state.open_turn = opened_turn(event)  # next_open_turn's rule for a start
             state.pending.clear()
             for seq in state.unturned:
                 if seq in state.surface:
-                    state.surface[seq].turns = (state.open_turn, state.open_turn)
+                    state.surface[seq].turns = (turn, turn)
             state.unturned.clear()
-            return [TurnStart(session_id, event, state.open_turn, inherited)]
+            return [TurnStart(session_id, event, turn, inherited)]
         if etype == USER_MESSAGE:
             compaction_id = read.checkpoint_id(event)
             if compaction_id is not None:
