@@ -119,3 +119,23 @@ def test_a_plain_piped_view_writes_its_text_as_rich_would(monkeypatch: pytest.Mo
     # left to Rich: the tool call (markup), the prompt with a tab, the deltas with a newline, a
     # tab, and the one wider than the console
     assert direct_prints == 5 < rich_prints
+
+
+def test_wide_characters_are_measured_in_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Printable ASCII counts one cell a character; anything else is measured by Rich (a CJK
+    character takes two), so a batch of wide text still ends where Rich's line would."""
+
+    def printed(batch: bool) -> str:
+        out = io.StringIO()
+        view = LiveView(Console(file=out, width=40, color_system=None), root_session="root", batch=batch)
+        view.event("root", Event("turn/start", 0, 0, {"turn": 1}))
+        view.chunk("root", {"type": "block-start", "index": 0, "blockType": "text"})
+        for piece in ["漢字かな" * 2, "ｆｕｌｌ" * 2, "mixed 字 ", "漢字かな" * 3, "é" * 30]:
+            view.chunk("root", {"type": "text-delta", "index": 0, "text": piece})
+        view.chunk("root", {"type": "finish", "reason": {"kind": "stop"}})
+        view.end_line()
+        return out.getvalue()
+
+    each = printed(False)
+    assert "漢字かな" in each and "é" in each
+    assert printed(True) == each

@@ -142,13 +142,13 @@ async def test_a_scenario_run_reads_its_logs_back_with_the_collector_paused(
     from dsh.snapshot import runner
 
     during: list[bool] = []
-    real = runner.build_transcript  # type: ignore[attr-defined]
+    real = runner.walk_transcript  # type: ignore[attr-defined]
 
     def walking(*args: object, **kwargs: object) -> object:
         during.append(gc.isenabled())
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "build_transcript", walking)
+    monkeypatch.setattr(runner, "walk_transcript", walking)
     result = await run_scenario(SCENARIO, "replay")
     assert result.ok, result.problems
     assert during == [False]

@@ -20,6 +20,12 @@ from dsh.session import timeline as tl
 from dsh.session.timeline import Timeline
 
 
+def _cells(text: str) -> int:
+    """The cells ``text`` takes (Rich's :func:`~rich.cells.cell_len`): printable ASCII, what a
+    replay streams nearly always, one a character, without Rich's per-character scan."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+
+
 def _short(text: str, limit: int = 120) -> str:
     line = terminal_safe(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -95,7 +101,7 @@ class LiveView:
             self._plain is not None
             and "\t" not in text
             and "\n" not in text
-            and cell_len(text) < self.console.width
+            and _cells(text) < self.console.width
         ):
             self._plain.write(text + end)
             if end:  # a whole line: someone watching (``| tee``) sees it now, as with Rich
@@ -115,7 +121,7 @@ class LiveView:
         """Whether ``text`` joins the pending deltas (:attr:`batch`), flushing them when it cannot."""
         if not self.batch:
             return False
-        cells = cell_len(text) if "\n" not in text and "\t" not in text else -1
+        cells = _cells(text) if "\n" not in text and "\t" not in text else -1
         if self._pending and (cells < 0 or self._pending_cells + cells >= self._width):
             self.flush()
         if not self._pending:

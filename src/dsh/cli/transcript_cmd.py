@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -77,23 +77,22 @@ def _with_tree(url: str | None, raw_id: str, render: Callable[[dict[str, LoadedS
 
 
 def print_lines(url: str | None, raw_id: str) -> None:
-    """``dsh log ID --json``: the transcript's lines (``build_transcript(detail=True)``), one
+    """``dsh log ID --json``: the transcript's lines (``walk_transcript(detail=True)``), one
     JSON object per line (docs/reference/json-output.md), then one ``spend`` line: the tree's
     calls, tokens and cost and each session's own (:meth:`dsh.session.spend.TreeSpend.to_json`)."""
     from dsh.session.prices import PriceTable
     from dsh.session.spend import tree_spend
-    from dsh.snapshot.transcript import build_transcript
+    from dsh.snapshot.transcript import walk_transcript
 
     with user_errors():
         prices = PriceTable.load()
-    lines = _with_tree(
-        url,
-        raw_id,
-        lambda sessions, root: [
-            *build_transcript(sessions, root, detail=True),
-            {"session": root, "type": "spend", **tree_spend(sessions, root).to_json(prices)},
-        ],
-    )
+
+    def both(sessions: dict[str, LoadedSession], root: str) -> list[dict[str, Any]]:
+        walk = walk_transcript(sessions, root, detail=True)  # one fold: the lines and the spend
+        spend = tree_spend(sessions, root, walk.ledgers).to_json(prices)
+        return [*walk.lines, {"session": root, "type": "spend", **spend}]
+
+    lines = _with_tree(url, raw_id, both)
     with user_errors():
         for line in lines:
             write_json_line(line)

@@ -24,7 +24,7 @@ from dsh.events.todos import todo_lines
 from dsh.session.digest import derive
 from dsh.session.prices import PriceTable
 from dsh.session.spend import TreeSpend, spent_text, tree_spend
-from dsh.snapshot.transcript import Line, build_transcript
+from dsh.snapshot.transcript import Line, walk_transcript
 from dsh.store.base import LoadedSession
 
 ABBREVIATE = 100
@@ -162,9 +162,9 @@ def transcript_markdown(sessions: Mapping[str, LoadedSession], root: str, option
         turn = branch_turn(loaded.events, loaded.inherited_event_count)
         at = f" at turn {turn}" if turn is not None else ""
         facts.append(f"{d.kind} of `{terminal_safe(str(loaded.header.parent_session))}`{at}")
-    lines = build_transcript(sessions, root, detail=True)
-    body = _Writer(lines, options).session(root, top=True)
-    spent = spend_lines(tree_spend(sessions, root), PriceTable.load())
+    walk = walk_transcript(sessions, root, detail=True)  # one fold: the lines and the spend
+    body = _Writer(walk.lines, options).session(root, top=True)
+    spent = spend_lines(tree_spend(sessions, root, walk.ledgers), PriceTable.load())
     text = "\n".join([f"# {terminal_safe(d.title)}", "", " · ".join(facts), "", *body, *spent])
     return text.rstrip() + "\n"
 

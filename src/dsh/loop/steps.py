@@ -65,7 +65,9 @@ class Steps:
         """Steps started in the session's own log so far."""
 
     def _on_chunk(self, chunk: Chunk) -> None:
-        self._agent.feed.chunk(self._agent.session.id, chunk)
+        feed = self._agent.feed
+        if feed.chunk_listeners:  # none (a library replay): nothing to hand each of its chunks to
+            feed.chunk(self._agent.session.id, chunk)
 
     async def _in_recorded_order(self, pending: list[Message], ending: int | None = None) -> None:
         """Under a model that knows a recorded order (a replay), wait for the messages from

@@ -98,24 +98,31 @@ class SessionSpend:
         }
 
 
-def session_spend(loaded: Loaded) -> SessionSpend:
-    """The fold of one session: its ledger and its usage per turn."""
-    from dsh.session.timeline import Timeline
-
+def session_spend(loaded: Loaded, ledger: Ledger | None = None) -> SessionSpend:
+    """The fold of one session: its ledger and its usage per turn. ``ledger``: the session's
+    own calls when a fold of its events already made them (:func:`tree_spend`'s ``ledgers``)."""
     header = loaded.header
-    timeline = Timeline()
-    timeline.begin(header.id, cut=loaded.inherited_event_count, header=header)
-    state = timeline.state(header.id)
+    cut = loaded.inherited_event_count
+    if ledger is None:
+        from dsh.session.timeline import Timeline
+
+        timeline = Timeline()
+        timeline.begin(header.id, cut=cut, header=header)
+        for event in loaded.events:
+            timeline.feed(header.id, event)
+        ledger = timeline.state(header.id).ledger
+    calls = ledger.calls
     turns: list[tuple[int | None, Tokens]] = []
     at = 0
     for event in loaded.events:
-        timeline.feed(header.id, event)
-        if event.type == "turn/end" and event.seq >= loaded.inherited_event_count:
-            calls = state.ledger.calls[at:]
-            at = len(state.ledger.calls)
+        if event.type == "turn/end" and event.seq >= cut:
+            start = at
+            while at < len(calls) and calls[at].seq <= event.seq:  # settled by the turn's end
+                at += 1
             turn = event.data.get("turn") if isinstance(event.data, dict) else None
-            turns.append((turn if type(turn) is int else None, sum((c.tokens for c in calls), Tokens())))
-    return SessionSpend(header.id, header.parent_session, state.ledger, tuple(turns))
+            tokens = sum((c.tokens for c in calls[start:at]), Tokens())
+            turns.append((turn if type(turn) is int else None, tokens))
+    return SessionSpend(header.id, header.parent_session, ledger, tuple(turns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +151,17 @@ class TreeSpend:
         }
 
 
-def tree_spend(sessions: Mapping[str, Loaded], root: str) -> TreeSpend:
-    """The spend of ``root`` and every loaded session under it (parents before children)."""
+def tree_spend(
+    sessions: Mapping[str, Loaded], root: str, ledgers: Mapping[str, Ledger] | None = None
+) -> TreeSpend:
+    """The spend of ``root`` and every loaded session under it (parents before children).
+    ``ledgers``: sessions' own calls a fold of the same logs already made (a transcript
+    walk's, :func:`dsh.snapshot.transcript.walk_transcript`): those are not folded again."""
     from dsh.session.timeline.tree import SessionTree
 
+    known = ledgers or {}
     order = [node.id for node in SessionTree.of(sessions, root).walk()] if root in sessions else []
-    return TreeSpend(root, tuple(session_spend(sessions[sid]) for sid in order))
+    return TreeSpend(root, tuple(session_spend(sessions[sid], known.get(sid)) for sid in order))
 
 
 def _ancestry(sid: str, parents: Mapping[str, str | None], known: Mapping[str, object]) -> list[str]:

@@ -11,6 +11,7 @@ not depend on how concurrent children were scheduled. Session ids become
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dsh import jsonx
@@ -19,17 +20,20 @@ from dsh.events.descriptor import find_descriptor
 from dsh.events.history import HistoryMessage
 from dsh.session import timeline as tl
 from dsh.session.timeline import RELAYED_SOURCES, SUBAGENT_TOOLS, Timeline, child_calls
+from dsh.session.usage import Ledger
 from dsh.store import LoadedSession
 
 __all__ = [
     "RELAYED",
     "SUBAGENT_TOOLS",
+    "Walk",
     "build_transcript",
     "child_kind",
     "children_by_call",
     "dumps_lines",
     "normalize",
     "original",
+    "walk_transcript",
 ]
 
 RELAYED = RELAYED_SOURCES
@@ -50,10 +54,29 @@ def children_by_call(sessions: Mapping[str, LoadedSession]) -> dict[tuple[str, s
     return child_calls(sessions)
 
 
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """A transcript walk: its lines and what its fold spent."""
+
+    lines: list[Line]
+    ledgers: dict[str, Ledger]
+    """Each walked session's own model calls (:attr:`dsh.session.timeline.SessionState.ledger`),
+    for the sessions whose whole log the walk folded (no inherited prefix: their own events
+    are all their events) — what :func:`dsh.session.spend.tree_spend` would fold again."""
+
+
 def build_transcript(
     sessions: Mapping[str, LoadedSession], primary: str, *, detail: bool = False
 ) -> list[Line]:
-    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``.
+    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``
+    (:func:`walk_transcript`'s lines)."""
+    return walk_transcript(sessions, primary, detail=detail).lines
+
+
+def walk_transcript(sessions: Mapping[str, LoadedSession], primary: str, *, detail: bool = False) -> Walk:
+    """The raw (not yet normalized) transcript lines of a run rooted at ``primary``, and the
+    ledgers its one fold of each session made (a caller reporting the run's spend passes them
+    to :func:`dsh.session.spend.tree_spend` instead of folding the logs again).
 
     ``detail`` (the reading view of ``dsh log``) adds ``reasoning`` lines before an
     answer's text, a ``usage`` total (every settlement of that session's turn) to each
@@ -123,7 +146,8 @@ def build_transcript(
                 return []
 
     walk(primary)
-    return lines
+    whole = (sid for sid in walked if not sessions[sid].inherited_event_count)
+    return Walk(lines, {sid: timeline.state(sid).ledger for sid in whole})
 
 
 def original(message: HistoryMessage) -> Line:

@@ -32,7 +32,7 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status
+from dsh.session.timeline.state import RUNNING_WINDOW_MS, SessionState, Status, next_open_turn
 from dsh.session.timeline.tree import SessionTree, TreeNode, child_calls
 
 __all__ = [
@@ -68,4 +68,5 @@ __all__ = [
     "TurnEnd",
     "TurnStart",
     "child_calls",
+    "next_open_turn",
 ]

@@ -57,7 +57,7 @@ from dsh.session.timeline.items import (
     TurnEnd,
     TurnStart,
 )
-from dsh.session.timeline.state import Opened, SessionState, SurfaceNode
+from dsh.session.timeline.state import Opened, SessionState, SurfaceNode, next_open_turn, opened_turn
 from dsh.session.usage import Ledger, add_usage, call_usage, is_model_call
 
 
@@ -118,14 +118,13 @@ class Timeline:
         if not inherited and is_model_call(event):
             state.ledger.add(state.route, call_usage(event), event.seq, event.time)
         if etype == TURN_START:
-            turn = read.int_or_none(read.data_of(event).get("turn"))
-            state.open_turn = turn if turn is not None else 0
+            turn = state.open_turn = opened_turn(event)  # next_open_turn's rule for a start
             state.pending.clear()
             for seq in state.unturned:
                 if seq in state.surface:
-                    state.surface[seq].turns = (state.open_turn, state.open_turn)
+                    state.surface[seq].turns = (turn, turn)
             state.unturned.clear()
-            return [TurnStart(session_id, event, state.open_turn, inherited)]
+            return [TurnStart(session_id, event, turn, inherited)]
         if etype == USER_MESSAGE:
             compaction_id = read.checkpoint_id(event)
             if compaction_id is not None:
@@ -245,11 +244,11 @@ class Timeline:
     def _turn_end(self, session_id: str, state: SessionState, event: Event, inherited: bool) -> list[Item]:
         reason = read.turn_end_kind(event)
         data = read.data_of(event)
-        turn = read.int_or_none(data.get("turn"))
+        turn = read.turn_number(event)
         why = data.get("reason")
         failure = why.get("failure") if isinstance(why, dict) else None
         failure = failure if isinstance(failure, dict) else None
-        state.open_turn = None
+        state.open_turn = next_open_turn(state.open_turn, event)
         state.last_reason = reason
         usage, state.turn_usage = state.turn_usage, {}
         end: list[Item] = [
@@ -280,8 +279,8 @@ class Timeline:
         if etype == HOOK_RESULT:
             return [read.hook(session_id, event, inherited)]
         if etype == SESSION_TITLE:
-            title = read.data_of(event).get("title")
-            if not isinstance(title, str):
+            title = read.title_of(event)
+            if title is None:
                 return []
             state.title = title
             return [Title(session_id, event, title, inherited)]

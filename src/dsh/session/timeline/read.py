@@ -156,6 +156,21 @@ def request(session: str, event: Event, inherited: bool) -> Request:
     return Request(session, event, model, provider, str_or_none(data_of(event).get("reason")), inherited)
 
 
+def turn_number(event: Event) -> int | None:
+    """The ``turn`` number an event's payload names (``None``: it names none)."""
+    return int_or_none(data_of(event).get("turn"))
+
+
+def title_of(event: Event) -> str | None:
+    """A ``session/title``'s title (``None``: not a string, no title)."""
+    return str_or_none(data_of(event).get("title"))
+
+
+def answer_text(event: Event) -> str:
+    """An ``assistant/message``'s joined text (:attr:`Answer.text`)."""
+    return joined_text(assistant_blocks_of(event) or [])
+
+
 def answer(session: str, event: Event, inherited: bool) -> Answer:
     """An ``assistant/message``: joined text, its text and reasoning blocks in order, its calls."""
     blocks = assistant_blocks_of(event) or []
@@ -173,12 +188,12 @@ def answer(session: str, event: Event, inherited: bool) -> Answer:
     return Answer(
         session,
         event,
-        joined_text(blocks),
+        answer_text(event),
         tuple(parts),
         tuple(calls),
         usage_of(event),
         str_or_none(message.get("id")),
-        int_or_none(data_of(event).get("turn")),
+        turn_number(event),
         int_or_none(data_of(event).get("step")),
         data_of(event).get("interrupted") is True,
         inherited,

@@ -111,13 +111,27 @@ class SessionState:
         return self.first_prompt if self.first_prompt is not None else (self.first_any_prompt or "")
 
 
+def opened_turn(event: Event) -> int:
+    """The turn a ``turn/start`` opens: its ``turn`` number (0 when it has none)."""
+    turn = event.data.get("turn") if isinstance(event.data, dict) else None
+    return turn if type(turn) is int else 0
+
+
+def next_open_turn(current: int | None, event: Event) -> int | None:
+    """The open turn after ``event``: a ``turn/start`` opens its turn (:func:`opened_turn`),
+    a ``turn/end`` closes it, any other event leaves ``current`` — the one rule, applied by
+    the fold and by the scenario runner's light progress listener."""
+    if event.type == TURN_START:
+        return opened_turn(event)
+    if event.type == TURN_END:
+        return None
+    return current
+
+
 def open_turn(events: Sequence[Event]) -> int | None:
     """The turn started after the last ``turn/end`` of ``events`` (``None``: none is open) —
-    the rule the fold applies event by event, read from the log's end."""
+    the rule the fold applies event by event (:func:`next_open_turn`), read from the log's end."""
     for event in reversed(events):
-        if event.type == TURN_END:
-            return None
-        if event.type == TURN_START:
-            turn = event.data.get("turn") if isinstance(event.data, dict) else None
-            return turn if type(turn) is int else 0
+        if event.type in (TURN_START, TURN_END):
+            return next_open_turn(None, event)
     return None
