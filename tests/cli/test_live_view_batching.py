@@ -42,9 +42,8 @@ def _stream(view: LiveView) -> None:
     )
 
 
-def _printed(batch: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
-    out = io.StringIO()
-    console = Console(file=out, width=40, color_system=None)
+def _counted(console: Console, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per ``console.print`` call from now on."""
     prints: list[int] = []
     real = console.print
 
@@ -53,6 +52,13 @@ def _printed(batch: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
         real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(console, "print", counted)
+    return prints
+
+
+def _printed(batch: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    out = io.StringIO()
+    console = Console(file=out, width=40, color_system=None)
+    prints = _counted(console, monkeypatch)
     _stream(LiveView(console, root_session="root", batch=batch))
     return out.getvalue(), len(prints)
 
@@ -72,14 +78,7 @@ def _piped(record: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
     console = Console(
         file=out, width=40, color_system=None, soft_wrap=True, force_terminal=False, record=record
     )
-    prints: list[int] = []
-    real = console.print
-
-    def counted(*args: object, **kwargs: object) -> None:
-        prints.append(1)
-        real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(console, "print", counted)
+    prints = _counted(console, monkeypatch)
     view = LiveView(console, root_session="root", batch=True, prompts=True)
     view.event(
         "root",
