@@ -150,7 +150,7 @@ def encode_event(event: Event) -> bytes:
         # The data was encoded and checked once, on append; the envelope (ints, strings,
         # a list of ints) is checked by the store's envelope check and cannot be lossy.
         wire["data"] = jsonx.Fragment(event.data_json)
-        line = jsonx.dumps_unchecked(wire)
+        line = jsonx.dumps_kept(wire)
         event.remember_line(line)
         return line
     return jsonx.encode_checked(wire, f"event {event.type}#{event.seq}")

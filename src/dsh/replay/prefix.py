@@ -217,7 +217,7 @@ class Wire:
         found = self._messages.get(index)
         if found is None:
             message = self.derived.messages[index]
-            data = jsonx.dumps_unchecked(wire_messages(None, [message]))
+            data = jsonx.dumps_kept(wire_messages(None, [message]))
             text = joined_text(message.get("content", [])) or _first_block(message)
             role = str(message.get("role", ""))
             found = _Encoded(data, _tokens(data), role, text, is_checkpoint_message(message))
@@ -233,8 +233,8 @@ class Wire:
             specs = wire_tools([t for t in tools if isinstance(t, dict)]) if isinstance(tools, list) else []
             system = given.get("system")
             text = system if isinstance(system, str) else ""
-            encoded = tuple((str(s["function"]["name"]), jsonx.dumps_unchecked(s)) for s in specs)
-            found = (header, encoded, jsonx.dumps_unchecked(wire_messages(text, [])) if text else b"", text)
+            encoded = tuple((str(s["function"]["name"]), jsonx.dumps_kept(s)) for s in specs)
+            found = (header, encoded, jsonx.dumps_kept(wire_messages(text, [])) if text else b"", text)
             self._heads[key] = found
         return found[1], found[2], found[3]
 
