@@ -106,7 +106,7 @@ async def _worker(
     from dsh.model.settings import resolve_provider
     from dsh.store.url import open_store
     from dsh.temporal import Worker
-    from dsh.temporal.logs import plain_worker_log, worker_line
+    from dsh.temporal.logs import end_core_log, plain_worker_log, worker_line
 
     plain_worker_log(sys.stderr)  # before the client connects: the core's runtime forwards its log
 
@@ -148,6 +148,7 @@ async def _worker(
             await runner.run(stop, polling)
         except TemporalError as exc:
             _exit_now(str(exc), 2)
+        end_core_log()
         typer.echo(worker_line("stopped"), err=True)
     finally:
         try:

@@ -17,6 +17,8 @@ from typing import Final, TextIO
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
 PREFIX: Final = "dsh worker: "
+_CORE: Final = "temporalio.core"
+"""The logger the core's forwarded lines go to."""
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b")
 
 
@@ -40,6 +42,13 @@ class OneLine(logging.Formatter):
         return worker_line(f"{record.levelname.lower()}: {text}")
 
 
+def end_core_log() -> None:
+    """Write none of the Temporal core's lines from now on: the worker has stopped polling, but
+    the core forwards its log in batches, and a retried poll's warning could come after the
+    worker's ``stopped`` line (call this just before writing it: ``stopped`` is the last line)."""
+    logging.getLogger(_CORE).disabled = True
+
+
 def plain_worker_log(stream: TextIO) -> None:
     """Every warning of this process to ``stream`` as one plain line, the Temporal core's
     too (before any client connects: the default runtime is set here)."""
@@ -49,7 +58,7 @@ def plain_worker_log(stream: TextIO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.captureWarnings(True)
-    core = logging.getLogger("temporalio.core")
+    core = logging.getLogger(_CORE)
     forwarding = LogForwardingConfig(logger=core, append_target_to_name=False)
     filtered = TelemetryFilter(core_level="WARN", other_level="ERROR")
     telemetry = TelemetryConfig(logging=LoggingConfig(filter=filtered, forwarding=forwarding))
