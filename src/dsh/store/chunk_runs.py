@@ -35,7 +35,7 @@ from typing import Any, Final
 import orjson
 
 from dsh.errors import CorruptLogError
-from dsh.events import Event
+from dsh.events import Event, read_event
 from dsh.events.vocabulary import ASSISTANT_CHUNK
 from dsh.store.sqlite_schema import (
     INSERT_EVENT,
@@ -156,7 +156,7 @@ def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> l
         times = unpack_times(blob, count)[a:b]
         if data is None:
             return [
-                Event(ASSISTANT_CHUNK, s, t, None, None, None, False, None, None, True)
+                read_event(ASSISTANT_CHUNK, s, t, None, None, None, False, True)
                 for s, t in zip(range(first + a, first + b), times, strict=True)
             ]
         texts = _text(data).split("\n")  # canonical JSON holds no raw newline
