@@ -126,6 +126,15 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
 
 
+def _without_busy_wait(conn: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(conn, *args)`` with the connection's busy timeout off (put back after)."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return fn(conn, *args)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
 _NewSession = tuple[SessionHeader, int, list[Row], bytes | None]
 """A session to create: header, cut, event rows, extra header fields (JSON or ``None``)."""
 
@@ -183,11 +192,8 @@ class SqliteEventStore(BufferedFront):
         try:
             if self._conn is not conn:  # closed meanwhile
                 return None
-            conn.execute("PRAGMA busy_timeout = 0")
-            try:
-                return self._mapped(fn, conn, *args)
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            result: T | None = self._mapped(_without_busy_wait, conn, fn, *args)
+            return result
         finally:
             self._in_use.release()
 
