@@ -280,11 +280,9 @@ class ScaleFigures:
 
 def _cpu(fn: Callable[[], Any]) -> float:
     """CPU seconds of ``fn()``, the collector emptied first: a figure does not pay for the
-    garbage of the one before it. (A replay's agent is a cycle — its components call back
-    into it — so what it held is freed by a full collection, and a later open, which runs
-    with the collector paused and freezes the heap, kept it from ever running: without this,
-    each 5,000-call round left ~165 k objects behind and the later rounds' opens, floors
-    included, ran 2× slower in a process grown by ~170 MB a round.)"""
+    garbage of the one before it. (When a replay's agent was a reference cycle, each 5,000-call
+    round left ~165 k objects that the next open's frozen heap kept from the collector, and the
+    later rounds, floors included, ran 2× slower; see ``dsh.loop.weak``.)"""
     gc.collect()
     t0 = time.process_time()
     fn()

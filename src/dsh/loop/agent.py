@@ -65,6 +65,7 @@ from dsh.loop.stream import StreamEvent, stream_turn
 from dsh.loop.sync import run_sync
 from dsh.loop.titling import Titling
 from dsh.loop.waking import Waker
+from dsh.loop.weak import weak_method, weak_self
 from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.model import Delegation, DeliveryOrder, Model, SessionProgress
 from dsh.model.settings import resolve_provider
@@ -139,7 +140,9 @@ class Agent:
         self.redaction = agent_redaction(model)
         """The secrets scrubbed out of every tool and hook output of this session."""
         policy = session_approval_policy(session, config, delegated=delegation is not None)
-        self.approvals = Approvals(session.id, self.append, policy=policy, approver=config.approver)
+        me = weak_self(self)  # the components below call back into the agent: weakly (dsh.loop.weak)
+        append = weak_method(self.append)
+        self.approvals = Approvals(session.id, append, policy=policy, approver=config.approver)
         self._order = model if isinstance(model, DeliveryOrder) else None
         self._persister = Persister(store, session, persisted)
         self._lock = asyncio.Lock()
@@ -149,13 +152,13 @@ class Agent:
         """A turn is between its ``turn/start`` and its ``turn/end`` here (a message for it now
         joins a step; once its end is logged, the next turn's, even while the turn's task
         still finishes: its title, its checkpoint)."""
-        self.inbox = Inbox(self.append, pending_from_log(session.of_type(INBOX_SPLICED, own=True)))
+        self.inbox = Inbox(append, pending_from_log(session.of_type(INBOX_SPLICED, own=True)))
         """Messages other sessions queued for this agent (notices, relays)."""
-        self._waker = Waker(self, self._lock, lambda: self._run_turn(None, ()))
+        self._waker = Waker(me, self._lock, lambda: me._run_turn(None, ()))
         self.activation: Activation | None = None
         """Told when woken turns run out of work (set for a continuable child)."""
         self.closed = False
-        self.jobs = JobNotices(self)
+        self.jobs = JobNotices(me)
         """This session's background jobs (``jobs.table``) and their completion notices."""
         self._owned: list[Closer] = []  # what aclose closes after the lease (from_env)
         self.workspace_checkpoints: TurnCheckpoints | None = None
@@ -163,15 +166,15 @@ class Agent:
         scheduler = ToolScheduler(
             registry=tools,
             persister=self._persister,
-            append=self.append,
-            make_context=self._tool_context,
+            append=append,
+            make_context=weak_method(self._tool_context),
             max_parallel=config.max_parallel_tools,
             reminder=RepeatReminder() if config.repeat_reminder else None,
             recorded=model if isinstance(model, RecordedResults) else None,
         )
-        self._steps = Steps(self, scheduler, self._order)
-        self.titling: Titling = Titling(self)
-        self.digest = KeptDigest(store, session, self.checkpoint)
+        self._steps = Steps(me, scheduler, self._order)
+        self.titling: Titling = Titling(me)
+        self.digest = KeptDigest(store, session, weak_method(self.checkpoint))
         """The session's listing digest, kept when the agent closes (``dsh.loop.kept_digest``)."""
         self.terminals = TerminalTable()
         """This session's persistent terminals (closed with the agent)."""

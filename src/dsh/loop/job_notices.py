@@ -19,6 +19,7 @@ from dsh.events.messages import JOB_NOTICE_SENDER, Message, joined_text
 from dsh.events.vocabulary import TOOL_RESULT
 from dsh.loop.inbox import senders
 from dsh.loop.state import NoticeState
+from dsh.loop.weak import weak_method
 from dsh.model import DeliveryOrder
 from dsh.tools.jobs import Job, JobTable, notice, started_ids
 
@@ -56,7 +57,7 @@ class JobNotices:
     def __init__(self, agent: NoticeState, table: JobTable | None = None) -> None:
         self._agent = agent
         self._owned = table is None
-        self.table = job_table(agent, self._settled) if table is None else table
+        self.table = job_table(agent, weak_method(self._settled)) if table is None else table
         self.wakes = 0
         self._pending: set[asyncio.Task[None]] = set()
 

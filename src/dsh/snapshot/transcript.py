@@ -84,18 +84,33 @@ def walk_transcript(sessions: Mapping[str, LoadedSession], primary: str, *, deta
     :meth:`~dsh.session.timeline.Compaction.record` and its ``originals``, each
     :func:`original`); recorded ``transcript.expected.jsonl`` files are built without it.
     """
-    timeline = Timeline(child_calls(sessions))
-    lines: list[Line] = []
-    walked: set[str] = set()  # a parentSession cycle (a session its own child) is spliced once
+    walker = _Walker(sessions, detail)
+    walker.walk(primary)
+    timeline = walker.timeline
+    whole = (sid for sid in walker.walked if not sessions[sid].inherited_event_count)
+    return Walk(walker.lines, {sid: timeline.state(sid).ledger for sid in whole})
 
-    def walk(sid: str) -> None:
-        walked.add(sid)
-        loaded = sessions[sid]
+
+class _Walker:
+    """One transcript walk (a class, not closures that call each other: those were a
+    reference cycle holding every log until the cyclic collector ran)."""
+
+    def __init__(self, sessions: Mapping[str, LoadedSession], detail: bool) -> None:
+        self.sessions = sessions
+        self.detail = detail
+        self.timeline = Timeline(child_calls(sessions))
+        self.lines: list[Line] = []
+        self.walked: set[str] = set()  # a parentSession cycle (a session its own child) is spliced once
+
+    def walk(self, sid: str) -> None:
+        self.walked.add(sid)
+        loaded = self.sessions[sid]
         for event in loaded.own_events:
-            for item in timeline.feed(sid, event):
-                lines.extend(render(sid, item))
+            for item in self.timeline.feed(sid, event):
+                self.lines.extend(self.render(sid, item))
 
-    def render(sid: str, item: tl.Item) -> list[Line]:
+    def render(self, sid: str, item: tl.Item) -> list[Line]:
+        detail, sessions = self.detail, self.sessions
         match item:
             case tl.Prompt():
                 return [{"session": sid, "type": "prompt", "text": item.text}]
@@ -114,7 +129,7 @@ def walk_transcript(sessions: Mapping[str, LoadedSession], primary: str, *, deta
             case tl.ToolResult():
                 out: list[Line] = []
                 child = item.child
-                if child is not None and child in sessions and child not in walked:
+                if child is not None and child in sessions and child not in self.walked:
                     child_log = sessions[child]
                     out.append(
                         {
@@ -126,8 +141,8 @@ def walk_transcript(sessions: Mapping[str, LoadedSession], primary: str, *, deta
                             "label": _label(child_log),
                         }
                     )
-                    lines.extend(out)
-                    walk(child)
+                    self.lines.extend(out)
+                    self.walk(child)
                     out = [{"session": sid, "type": "subagent-end", "child": child}]
                 out.append(
                     {"session": sid, "type": "tool-result", "isError": item.is_error, "text": item.text}
@@ -144,10 +159,6 @@ def walk_transcript(sessions: Mapping[str, LoadedSession], primary: str, *, deta
                 return [line]
             case _:
                 return []
-
-    walk(primary)
-    whole = (sid for sid in walked if not sessions[sid].inherited_event_count)
-    return Walk(lines, {sid: timeline.state(sid).ledger for sid in whole})
 
 
 def original(message: HistoryMessage) -> Line:
@@ -184,22 +195,23 @@ def normalize(lines: list[Line], *, cwd: str | None) -> list[Line]:
         if "child" in line:
             token(line["child"])
     spellings = sorted({cwd} if cwd else set(), key=len, reverse=True)
+    return [_scrub(line, tokens, spellings) for line in lines]
 
-    def scrub(value: Any) -> Any:
-        if isinstance(value, str):
-            for sid, tok in tokens.items():
-                if sid in value:
-                    value = value.replace(sid, tok)
-            for spelling in spellings:
-                value = value.replace(spelling, "{{cwd}}")
-            return value
-        if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [scrub(v) for v in value]
+
+def _scrub(value: Any, tokens: Mapping[str, str], spellings: list[str]) -> Any:
+    """``value`` with each session id → its token and each cwd spelling → ``{{cwd}}``."""
+    if isinstance(value, str):
+        for sid, tok in tokens.items():
+            if sid in value:
+                value = value.replace(sid, tok)
+        for spelling in spellings:
+            value = value.replace(spelling, "{{cwd}}")
         return value
-
-    return [scrub(line) for line in lines]
+    if isinstance(value, dict):
+        return {k: _scrub(v, tokens, spellings) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, tokens, spellings) for v in value]
+    return value
 
 
 def dumps_lines(lines: list[Line]) -> str:

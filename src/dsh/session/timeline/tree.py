@@ -80,6 +80,21 @@ class TreeNode:
         return self.descriptor.label if self.descriptor is not None else None
 
 
+def _grow(
+    loaded: Loaded, depth: int, kids: Mapping[str, list[Loaded]], nodes: dict[str, TreeNode]
+) -> TreeNode:
+    """The node of ``loaded`` and, below it, its children's not yet in ``nodes`` (a function,
+    not a closure calling itself: that was a reference cycle holding every log)."""
+    own = loaded.events[loaded.inherited_event_count :]
+    descriptor = find_descriptor(own)
+    node = TreeNode(loaded, descriptor_kind(loaded.header, descriptor), descriptor, depth)
+    nodes[node.id] = node
+    for child in _order(kids.get(node.id, [])):
+        if child.header.id not in nodes:
+            node.children.append(_grow(child, depth + 1, kids, nodes))
+    return node
+
+
 def _order(sessions: Sequence[Loaded]) -> list[Loaded]:
     return sorted(sessions, key=lambda s: (s.header.created_at, s.header.id))
 
@@ -101,18 +116,7 @@ class SessionTree:
             if parent is not None and parent in sessions and parent != loaded.header.id:
                 kids.setdefault(parent, []).append(loaded)
         nodes: dict[str, TreeNode] = {}
-
-        def grow(loaded: Loaded, depth: int) -> TreeNode:
-            own = loaded.events[loaded.inherited_event_count :]
-            descriptor = find_descriptor(own)
-            node = TreeNode(loaded, descriptor_kind(loaded.header, descriptor), descriptor, depth)
-            nodes[node.id] = node
-            for child in _order(kids.get(node.id, [])):
-                if child.header.id not in nodes:
-                    node.children.append(grow(child, depth + 1))
-            return node
-
-        top = grow(sessions[root], 0)
+        top = _grow(sessions[root], 0, kids, nodes)
         return cls(top, nodes, child_calls({sid: n.session for sid, n in nodes.items()}))
 
     @classmethod
