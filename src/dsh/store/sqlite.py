@@ -296,7 +296,7 @@ class SqliteEventStore(BufferedFront):
             with snapshot(conn):
                 self._header_row(conn, session_id)
                 parts = self._segments(conn, session_id, seq)
-                own = conn.execute(NEXT_SEQ, (parts[-1].session_id,)).fetchone()[0] if parts else seq
+                own = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]  # where the last segment ends
                 span = sum((own if p.end is None else p.end) - p.start for p in parts)
                 return self._events(conn, session_id, seq, parts=parts) if span <= INLINE_TAIL else None
         except sqlite3.OperationalError as exc:
