@@ -44,7 +44,7 @@ async def _run(
 async def _stored(agent: Agent, store: SqliteEventStore) -> list[Any]:
     loaded = await store.load(agent.id)
     await store.close()
-    return loaded.events
+    return list(loaded.events)
 
 
 async def test_two_step_tool_turn_over_http(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ outside the workspace.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def _bash(out: Path, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _approval_rows(events: list[Event]) -> list[tuple[str, dict[str, Any]]]:
+def _approval_rows(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]]]:
     call = next(i for i, e in enumerate(events) if e.type == "tool/call")
     rows = []
     for event in events[call + 1 :]:

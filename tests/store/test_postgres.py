@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -269,7 +269,7 @@ TURNS = 50
 TURN_EVENTS = 6
 
 
-def _check_turns(events: list[Event], sid: str) -> list[str]:
+def _check_turns(events: Sequence[Event], sid: str) -> list[str]:
     """Seqs contiguous, whole turns never interleaved; returns each turn's reply tag."""
     assert [e.seq for e in events] == list(range(len(events))), f"{sid}: seqs are not contiguous"
     replies = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dsh.errors import SessionBusyError
 from dsh.events import Event
@@ -50,10 +50,10 @@ async def holder_pid(store: EventStore, session_id: str, within: float = 20.0) -
     raise AssertionError(f"nobody took session {session_id}'s lease")
 
 
-def results(events: list[Event]) -> list[Event]:
+def results(events: Sequence[Event]) -> list[Event]:
     return [e for e in events if e.type == TOOL_RESULT]
 
 
-def last_end(events: list[Event]) -> str | None:
+def last_end(events: Sequence[Event]) -> str | None:
     ends = [e for e in events if e.type == TURN_END]
     return str(ends[-1].data["reason"]["kind"]) if ends else None

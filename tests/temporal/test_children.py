@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ def _call(call_id: str, tool: str, arguments: str) -> Response:
     return stream_reply(tool_calls=[WireToolCall.split(call_id, tool, arguments, 2)])
 
 
-def _texts(events: list[Event]) -> list[str]:
+def _texts(events: Sequence[Event]) -> list[str]:
     """The text of every logged user message, in order."""
     out = []
     for event in events:

@@ -12,7 +12,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from dsh.cli.runs import scenario_tree
-from dsh.events import Event
 from dsh.events.vocabulary import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from dsh.store import LoadedSession
 from dsh.trace import PlanOptions, emit, plan_spans
@@ -126,7 +125,7 @@ def _cut_after(loaded: LoadedSession, etype: str, nth: int = 1) -> LoadedSession
     for i, event in enumerate(loaded.events):
         seen += event.type == etype
         if seen == nth:
-            events: list[Event] = loaded.events[: i + 1]
+            events = list(loaded.events[: i + 1])
             return LoadedSession(loaded.header, loaded.inherited_event_count, events)
     raise AssertionError(f"no {etype}")
 

@@ -9,7 +9,8 @@ small bookkeeping events, not every delta of every stream. A store read with
 - a version-0 ``assistant/chunk`` with ``data`` ``None``.
 
 Stores keep those bytes apart (:func:`split_tail` at write, :func:`join_tail` at a full read),
-so a surface read neither reads nor decodes them. A partial event can never be written
+so a surface read neither reads nor decodes them (SQLite does not even build a packed run's
+partial chunks until they are read: :mod:`dsh.events.sparse`). A partial event can never be written
 (``encode_event`` refuses it), so a stream cannot be lost by copying one.
 """
 

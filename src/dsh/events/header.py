@@ -8,6 +8,7 @@ from typing import Any
 
 from dsh.errors import InvalidEventError
 from dsh.events.envelope import Event
+from dsh.events.sparse import SparseLog
 from dsh.events.vocabulary import SESSION_END_SEED
 
 FORMAT_VERSION = 2
@@ -153,6 +154,8 @@ def check_cut(
     the log's ``session/end-seed`` events in order, when the caller has them at hand (else
     the log is walked for them)."""
     where = f"session {header.id}"
+    if markers is None and isinstance(events, SparseLog):  # a marker is never in a run of chunks
+        markers = [e for e in events.outside_runs() if e.type == SESSION_END_SEED]
     if inherited_event_count < 0 or inherited_event_count > len(events):
         raise InvalidEventError(f"{where}: cut {inherited_event_count} is outside the log")
     found = decode_cut(header.is_seeded, events if markers is None else markers, where)

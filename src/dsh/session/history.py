@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dsh.events import Event
 from dsh.events.history import Surface
 from dsh.events.messages import Message
+from dsh.events.sparse import without_chunk_runs
 
 
 class HistoryProjector:
@@ -31,8 +32,7 @@ class HistoryProjector:
             self._messages = []
             self._seen = 0
         surface = self.surface
-        for i in range(self._seen, len(events)):
-            event = events[i]
+        for event in without_chunk_runs(events, self._seen):  # a run's chunks have no surfaceOp
             if event.surface_op is None:  # most events: nothing to fold (``Surface.feed``'s first rule)
                 continue
             generation = surface.generation

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
 from dsh import jsonx
 from dsh.errors import InvalidEventError
 from dsh.events import Event, SessionHeader, check_contiguous, check_cut, check_event
-from dsh.events.vocabulary import SESSION_END_SEED, SURFACE_TYPES, TURN_START
+from dsh.events.sparse import SparseLog
+from dsh.events.vocabulary import ASSISTANT_CHUNK, SESSION_END_SEED, SURFACE_TYPES, TURN_START
 from dsh.ids import now_ms
 
 
@@ -25,9 +26,13 @@ class Session:
     seed's one walk, which also checks its seqs and finds its cut marker; kept by every
     append): a resumed session's setup asks for the last ``request/header``, its titles, its
     ``approval/policy`` ... of a 100 k-event log without walking it once per question.
+
+    A seed that is a surface read's :class:`~dsh.events.sparse.SparseLog` stays one: its runs
+    of partial chunks are neither built nor walked (their seqs were checked by the store) until
+    something reads them, e.g. ``of_type("assistant/chunk")``, which indexes them then.
     """
 
-    __slots__ = ("_by_type", "_events", "header", "inherited_event_count")
+    __slots__ = ("_by_type", "_events", "_runs_unindexed", "header", "inherited_event_count")
 
     def __init__(
         self,
@@ -36,13 +41,19 @@ class Session:
         *,
         inherited_event_count: int = 0,
     ) -> None:
-        events = list(seed)
-        index = _by_type(events, f"session {header.id}")
+        events: list[Event] | SparseLog
+        if isinstance(seed, SparseLog):
+            events = seed.copy()
+            index = _by_type(events.outside_runs(), f"session {header.id}", checked=True)
+        else:
+            events = list(seed)
+            index = _by_type(events, f"session {header.id}")
         check_cut(header, inherited_event_count, events, index.get(SESSION_END_SEED, ()))
         self.header = header
         self.inherited_event_count = inherited_event_count
         self._events = events
         self._by_type = index
+        self._runs_unindexed = isinstance(events, SparseLog) and events.has_runs
 
     @property
     def id(self) -> str:
@@ -64,6 +75,9 @@ class Session:
     def of_type(self, *types: str, own: bool = False, since: int = 0) -> list[Event]:
         """The events of ``types`` in log order, from seq ``since`` on (``own``: and from the
         inherited cut on)."""
+        if self._runs_unindexed and ASSISTANT_CHUNK in types:  # the chunks of the runs, at last
+            self._by_type[ASSISTANT_CHUNK] = [e for e in self._events if e.type == ASSISTANT_CHUNK]
+            self._runs_unindexed = False
         index = self._by_type
         lists = [found for t in dict.fromkeys(types) if (found := index.get(t))]
         if not lists:
@@ -116,24 +130,23 @@ class Session:
 
     def last_turn(self) -> int:
         """The number of the last ``turn/start`` in the log (seeded events included), or 0."""
-        for event in reversed(self._events):
-            if event.type == TURN_START:
-                return int(event.data["turn"])
-        return 0
+        starts = self._by_type.get(TURN_START)
+        return int(starts[-1].data["turn"]) if starts else 0
 
 
 def _seq(event: Event) -> int:
     return event.seq
 
 
-def _by_type(events: Sequence[Event], where: str) -> dict[str, list[Event]]:
+def _by_type(events: Iterable[Event], where: str, *, checked: bool = False) -> dict[str, list[Event]]:
     """The seed's events by type, in log order; its seqs checked contiguous from 0 in the same
-    walk (the rule: ``dsh.events.check_contiguous``, which names the first wrong one)."""
+    walk (the rule: ``dsh.events.check_contiguous``, which names the first wrong one), unless
+    the store ``checked`` them."""
     index: dict[str, list[Event]] = {}
     get = index.get
     for i, event in enumerate(events):
-        if event.seq != i:
-            check_contiguous(events, where)  # raises, naming it
+        if event.seq != i and not checked:
+            check_contiguous((event,), where, i)  # raises, naming it
         found = get(event.type)
         if found is None:
             index[event.type] = [event]

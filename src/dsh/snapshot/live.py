@@ -13,6 +13,7 @@ answers first differ from the recorded ones.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,7 @@ class LiveRun:
     workspace: Path
 
 
-def recorded_system(events: list[Event]) -> str:
+def recorded_system(events: Sequence[Event]) -> str:
     """The system prompt of the recording's last ``request/header`` (dsh's default if none)."""
     for e in reversed(events):
         if e.type == REQUEST_HEADER:

@@ -19,7 +19,7 @@ class LoadedSession:
 
     header: SessionHeader
     inherited_event_count: int
-    events: list[Event]
+    events: Sequence[Event]
     warnings: tuple[str, ...] = ()
     dropped_bytes: int = 0
     """Bytes of a torn tail that the load left out (JSONL only; truncated by the next append)."""
@@ -30,7 +30,7 @@ class LoadedSession:
     the one line naming the file and the seqs. Nothing may be appended to such a session."""
 
     @property
-    def own_events(self) -> list[Event]:
+    def own_events(self) -> Sequence[Event]:
         """The events from the inherited cut on (the marker, then the session's own work);
         every event of a session that inherited nothing."""
         return self.events[self.inherited_event_count :]

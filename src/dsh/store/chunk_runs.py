@@ -16,11 +16,12 @@ chunks written together (one ``append`` batch, a seed, an import) is stored as O
 A run holds at most :data:`RUN_MAX_EVENTS` chunks and :data:`RUN_MAX_BYTES` of JSON. Only
 plain chunks are packed (no ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable``: those stay
 rows of their own, as a lone chunk does). A surface read selects no ``data`` for a chunk
-(``sqlite_schema.SELECT_RUN_TIMES``), so it reads the times alone and returns the same partial
-chunks as before; a full read decodes the run. :func:`read_runs` reads a segment's runs
-(through their own partial index) as events, cut to the segment asked for (a fork's cut or a
-tail's start may fall inside a run); the other rows are read without them. A run that does
-not decode is ``CorruptLogError`` naming the session.
+(``sqlite_schema.SELECT_RUN_TIMES``): each run comes back unbuilt (``dsh.events.sparse``: a
+``SparseLog`` builds its partial chunks, times decoded, when one of them is read); a full read
+decodes the run. :func:`read_runs` reads a segment's runs (through their own partial index),
+cut to the segment asked for (a fork's cut or a tail's start may fall inside a run); the other
+rows are read without them. A run that does not decode is ``CorruptLogError`` naming the
+session — when it is decoded (a surface read's times: when its chunks are first read).
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ import sqlite3
 import struct
 import zlib
 from collections.abc import Sequence
+from functools import partial
 from itertools import accumulate, pairwise, repeat
 from typing import Any, Final
 
 import orjson
 
 from dsh.errors import CorruptLogError
-from dsh.events import Event, read_event
+from dsh.events import Event
+from dsh.events.sparse import UnbuiltRun
 from dsh.events.vocabulary import ASSISTANT_CHUNK
 from dsh.store.sqlite_schema import (
     INSERT_EVENT,
@@ -143,22 +146,26 @@ def _corrupt(where: str, session_id: str, first: int, last: int, exc: Exception)
     )
 
 
-def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> list[Event]:
+def _times(blob: bytes, count: int, a: int, b: int, where: str, session_id: str, first: int) -> list[int]:
+    """The times of a run's chunks ``[a, b)`` (of ``count`` from seq ``first``)."""
+    try:
+        return unpack_times(blob, count)[a:b]
+    except (ValueError, zlib.error, struct.error) as exc:
+        raise _corrupt(where, session_id, first, first + count - 1, exc) from exc
+
+
+def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> list[Event] | UnbuiltRun:
     """The chunks of a packed run (``seq, data, run_first, run_times``) with seqs in ``[lo, hi)``;
-    partial (``data`` ``None``) when its data was not selected (a surface read): then only its
-    times are decoded."""
+    unbuilt when its data was not selected (a surface read): nothing decoded until they are read."""
     last, data, first, blob = row
     count = last - first + 1
     a, b = max(first, lo) - first, min(last + 1, hi) - first
+    if count < 2 or type(blob) is not bytes:
+        raise _corrupt(where, session_id, first, last, ValueError("not a run"))
+    if data is None:
+        return UnbuiltRun(first + a, b - a, partial(_times, blob, count, a, b, where, session_id, first))
     try:
-        if count < 2 or type(blob) is not bytes:
-            raise ValueError("not a run")
         times = unpack_times(blob, count)[a:b]
-        if data is None:
-            return [
-                read_event(ASSISTANT_CHUNK, s, t, None, None, None, False, True)
-                for s, t in zip(range(first + a, first + b), times, strict=True)
-            ]
         texts = _text(data).split("\n")  # canonical JSON holds no raw newline
         if len(texts) != count:
             raise ValueError(f"{len(texts)} chunks for {count} seqs")
@@ -172,16 +179,19 @@ def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> l
 
 def read_runs(
     conn: sqlite3.Connection, session_id: str, lo: int, hi: int, whole: bool, where: str
-) -> dict[int, list[Event]]:
+) -> dict[int, list[Event] | UnbuiltRun]:
     """The chunks of ``session_id``'s packed runs with seqs in ``[lo, hi)`` (``whole=False``: a
-    surface read, partial chunks), each run's by its first seq in the range: what
+    surface read, each run unbuilt), each run's by its first seq in the range: what
     ``rows.events_from_rows`` splices between the other rows (``sqlite_schema.SELECT_EVENTS_IN``)."""
     params = (session_id, lo, min(hi + RUN_MAX_EVENTS, MAX_SEQ), hi)
-    runs: dict[int, list[Event]] = {}
+    runs: dict[int, list[Event] | UnbuiltRun] = {}
     for row in conn.execute(SELECT_RUNS if whole else SELECT_RUN_TIMES, params):
-        events = _run(row, lo, hi, where, session_id)
-        if events:
-            runs[events[0].seq] = events
+        run = _run(row, lo, hi, where, session_id)
+        if isinstance(run, UnbuiltRun):
+            if run.count > 0:
+                runs[run.first] = run
+        elif run:
+            runs[run[0].seq] = run
     return runs
 
 

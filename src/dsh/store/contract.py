@@ -21,7 +21,7 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dsh.errors import (
@@ -54,7 +54,7 @@ from dsh.store.samples import completed_turns, open_turn, varied_events
 from dsh.store.transfer import export_session, import_log
 
 
-def _seqs(events: list[Event]) -> list[int]:
+def _seqs(events: Sequence[Event]) -> list[int]:
     return [e.seq for e in events]
 
 

@@ -431,7 +431,7 @@ class JsonlEventStore(StoreFront):
 
     async def _read_events(self, session_id: str, seq: int) -> list[Event]:
         loaded = await self._load_session(session_id)
-        return loaded.events[seq:]
+        return list(loaded.events[seq:])
 
     async def _read_header(self, session_id: str) -> SessionHeader:
         path = self._stored_path(session_id)

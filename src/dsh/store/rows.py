@@ -10,7 +10,8 @@ parses) is checked here, once, and a violation is ``CorruptLogError`` /
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from itertools import repeat
+from typing import Any, cast, overload
 
 import orjson
 
@@ -18,6 +19,7 @@ from dsh import jsonx
 from dsh.errors import CorruptLogError, InvalidEventError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader, read_event
 from dsh.events.deferred import join_tail
+from dsh.events.sparse import SparseLog, UnbuiltRun
 from dsh.events.vocabulary import KNOWN_TYPES
 from dsh.store.base import SessionSummary
 from dsh.store.bulk import paused_gc
@@ -71,6 +73,7 @@ def summary_from_row(row: Sequence[Any], where: str) -> SessionSummary:
     return SessionSummary(header, cut, row[9], row[10])
 
 
+@overload
 def events_from_rows(
     rows: Iterable[EventRow],
     start: int,
@@ -80,8 +83,35 @@ def events_from_rows(
     decode_errors: tuple[type[Exception], ...] = (),
     *,
     whole: bool = True,
-    runs: Mapping[int, list[Event]] | None = None,
-) -> list[Event]:
+    runs: None = None,
+) -> list[Event]: ...
+
+
+@overload
+def events_from_rows(
+    rows: Iterable[EventRow],
+    start: int,
+    where: str,
+    session_id: str,
+    inflate: Callable[[bytes], bytes],
+    decode_errors: tuple[type[Exception], ...] = (),
+    *,
+    whole: bool = True,
+    runs: Mapping[int, list[Event] | UnbuiltRun],
+) -> list[Event] | SparseLog: ...
+
+
+def events_from_rows(
+    rows: Iterable[EventRow],
+    start: int,
+    where: str,
+    session_id: str,
+    inflate: Callable[[bytes], bytes],
+    decode_errors: tuple[type[Exception], ...] = (),
+    *,
+    whole: bool = True,
+    runs: Mapping[int, list[Event] | UnbuiltRun] | None = None,
+) -> list[Event] | SparseLog:
     """The events of ``rows`` (seqs from ``start``, contiguous). A stored ``data`` or ``tail``
     value is JSON text, or bytes that ``inflate`` turns into it (a compressed BLOB); a tail is
     joined back to its data (``dsh.events.deferred``). ``whole=False`` (a surface read): an
@@ -90,20 +120,22 @@ def events_from_rows(
     the session and the seq. Trusted rows: their payload shapes were checked when they were
     appended or imported, so only the envelope is checked again here. ``runs``: events decoded
     apart (SQLite's packed chunk runs, ``dsh.store.chunk_runs``), each list by its first seq,
-    spliced in where the rows leave a gap for them. Each known type is one string (not one per
-    row), and events are built by ``dsh.events.read_event``."""
+    spliced in where the rows leave a gap for them; an unbuilt run (a surface read's) leaves
+    its gap, and the events come back a ``dsh.events.sparse.SparseLog``. Each known type is
+    one string (not one per row), and events are built by ``dsh.events.read_event``."""
     runs = runs or {}
     canonical = _KNOWN.get  # one string per known type, not one per event
     loads = orjson.loads
     bad_json: tuple[type[Exception], ...] = (orjson.JSONDecodeError, *decode_errors)
-    events: list[Event] = []
+    events: list[Event | None] = []
+    unbuilt: list[UnbuiltRun] = []
     append = events.append
     expected = start
     try:
         with paused_gc():
             for seq, etype, time, data, op, seqs, ignorable, tail in rows:
                 if seq != expected:
-                    expected = _splice(runs, events, expected)
+                    expected = _splice(runs, events, unbuilt, expected)
                 if seq != expected:
                     raise CorruptLogError(
                         f"{where}: session {session_id}: expected seq {expected}, found {seq}"
@@ -141,20 +173,31 @@ def events_from_rows(
                     )
                 )
                 expected += 1
-            expected = _splice(runs, events, expected)  # runs after the last row
+            expected = _splice(runs, events, unbuilt, expected)  # runs after the last row
     except bad_json as exc:
         raise CorruptLogError(f"{where}: session {session_id}, seq {expected}: bad JSON") from exc
-    return events
+    return SparseLog(events, unbuilt) if unbuilt else cast(list[Event], events)
 
 
 _KNOWN: dict[str, str] = {t: t for t in KNOWN_TYPES}
 
 
-def _splice(runs: Mapping[int, list[Event]], events: list[Event], expected: int) -> int:
-    """Append the runs that start at ``expected`` (one after another); the next expected seq."""
+def _splice(
+    runs: Mapping[int, list[Event] | UnbuiltRun],
+    events: list[Event | None],
+    unbuilt: list[UnbuiltRun],
+    expected: int,
+) -> int:
+    """Append the runs that start at ``expected`` (one after another; an unbuilt one as its
+    gap, kept in ``unbuilt``); the next expected seq."""
     run = runs.get(expected)
     while run is not None:
-        events += run
-        expected += len(run)
+        if isinstance(run, UnbuiltRun):
+            events += repeat(None, run.count)
+            unbuilt.append(run)
+            expected += run.count
+        else:
+            events += run
+            expected += len(run)
         run = runs.get(expected)
     return expected

@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar, overload
 
 import orjson
 
@@ -54,6 +54,7 @@ from dsh.errors import (
 )
 from dsh.events import Event, SessionHeader, check_cut
 from dsh.events.fork import ForkAt, ForkOptions, TurnMarks, cut_after, fork_plan, probe_cut, resolve_cut
+from dsh.events.sparse import SparseLog, UnbuiltRun
 from dsh.store import sqlite_spool
 from dsh.store.base import LoadedSession, SessionSummary
 from dsh.store.buffer import AppendBuffer
@@ -235,6 +236,28 @@ class SqliteEventStore(BufferedFront):
     def _segments(self, conn: sqlite3.Connection, session_id: str, start: int = 0) -> list[Segment]:
         return segments(session_id, self._chain(conn, session_id), start)
 
+    @overload
+    def _events(
+        self,
+        conn: sqlite3.Connection,
+        sid: str,
+        start: int,
+        whole: Literal[True] = True,
+        *,
+        parts: list[Segment] | None = None,
+    ) -> list[Event]: ...
+
+    @overload
+    def _events(
+        self,
+        conn: sqlite3.Connection,
+        sid: str,
+        start: int,
+        whole: bool,
+        *,
+        parts: list[Segment] | None = None,
+    ) -> list[Event] | SparseLog: ...
+
     def _events(
         self,
         conn: sqlite3.Connection,
@@ -243,16 +266,17 @@ class SqliteEventStore(BufferedFront):
         whole: bool = True,
         *,
         parts: list[Segment] | None = None,
-    ) -> list[Event]:
+    ) -> list[Event] | SparseLog:
         """The events from ``start`` on, a fork's referenced prefix resolved (``parts``: its
-        segments, when already read; ``whole=False``: a surface read, ``dsh.events.deferred``)."""
+        segments, when already read; ``whole=False``: a surface read, ``dsh.events.deferred``,
+        its packed runs unbuilt: ``dsh.events.sparse``)."""
         where = str(self.path)
         ranges = [
             (p.session_id, p.start, MAX_SEQ if p.end is None else p.end)
             for p in (self._segments(conn, sid, start) if parts is None else parts)
         ]
         with paused_gc():  # the runs' events are built first: many objects, no cycle
-            runs: dict[int, list[Event]] = {}
+            runs: dict[int, list[Event] | UnbuiltRun] = {}
             for part in ranges:
                 runs.update(read_runs(conn, *part, whole, where))
             select = SELECT_EVENTS_IN if whole else SELECT_SURFACE_IN

@@ -8,6 +8,7 @@ that was stopped), ``failed`` (its last turn ended ``error``), else ``finished``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,7 +24,7 @@ from dsh.store import EventStore
 ChildState = Literal["running", "interrupted", "failed", "finished"]
 
 
-def logged_state(events: list[Event], *, lease_held_elsewhere: bool) -> ChildState:
+def logged_state(events: Sequence[Event], *, lease_held_elsewhere: bool) -> ChildState:
     """The state of a child whose log is ``events`` (its own events)."""
     if open_turn(events) is not None:
         return "running" if lease_held_elsewhere else "interrupted"

@@ -31,7 +31,7 @@ class Loaded(Protocol):
         """How many leading events it inherited from its parent (its cut)."""
 
     @property
-    def events(self) -> list[Event]:
+    def events(self) -> Sequence[Event]:
         """Every event, the inherited prefix included."""
 
 
@@ -72,7 +72,7 @@ class TreeNode:
         return self.session.inherited_event_count
 
     @property
-    def own_events(self) -> list[Event]:
+    def own_events(self) -> Sequence[Event]:
         return self.session.events[self.session.inherited_event_count :]
 
     @property
