@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import cast, overload
 
 from dsh.events.envelope import Event, read_event
 from dsh.events.vocabulary import ASSISTANT_CHUNK
@@ -79,9 +79,7 @@ class SparseLog(Sequence[Event]):
             for seq, time in zip(range(run.first, run.end), times, strict=True)
         ]
         del self._unbuilt[k]
-        event = self._slots[at]
-        assert event is not None
-        return event
+        return cast(Event, self._slots[at])
 
     def _built(self, start: int, stop: int) -> list[Event | None]:
         """The slots ``[start, stop)`` with every run in them built."""

@@ -145,7 +145,7 @@ def _by_type(events: Iterable[Event], where: str, *, checked: bool = False) -> d
     index: dict[str, list[Event]] = {}
     get = index.get
     for i, event in enumerate(events):
-        if event.seq != i and not checked:
+        if not checked and event.seq != i:
             check_contiguous((event,), where, i)  # raises, naming it
         found = get(event.type)
         if found is None:
