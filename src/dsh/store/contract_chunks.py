@@ -69,6 +69,14 @@ async def chunk_runs_read_back_as_appended(open_store: StoreOpener) -> None:
             ensure(got.data == kept, f"a partial settlement lacks its stream alone (#{want.seq})")
         else:
             ensure(got == want, f"a whole event is as appended (#{want.seq})")
+    fresh = (await store.load("s", streams=False)).events  # indexed and sliced before any walk
+    seen = list(surface)
+    for at in (len(events) - 1, _starts(events)[4] + 3, -len(events) + _starts(events)[2], 0):
+        ensure(fresh[at] == seen[at], f"a surface read's event [{at}]")
+    ensure(fresh[100:900] == seen[100:900] and fresh[-60:] == seen[-60:], "slices of a surface read")
+    ensure(fresh == seen, "a surface read indexed first, then whole")
+    backwards = reversed((await store.load("s", streams=False)).events)
+    ensure(list(backwards) == seen[::-1], "a surface read walked backwards")
     for start in _starts(events):
         ensure(await store.read_from("s", start) == events[start:], f"read_from({start})")
     cut_short = events[:-2]  # a turn that crashed mid-stream: the log ends with chunks
