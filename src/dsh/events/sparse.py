@@ -21,21 +21,27 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import cast, overload
 
 from dsh.events.envelope import Event, read_event
 from dsh.events.vocabulary import ASSISTANT_CHUNK
 
 
-@dataclass(frozen=True, slots=True)
 class UnbuiltRun:
     """``count`` partial ``assistant/chunk`` events from seq ``first``; ``times()`` their times
-    (a store's decoder: it raises the store's ``CorruptLogError`` for bytes that do not decode)."""
+    (a store's decoder: it raises the store's ``CorruptLogError`` for bytes that do not decode).
+    A plain class, not a dataclass: this module loads with ``dsh.events`` (every command), and
+    a frozen dataclass's generated methods cost ~1 ms to build."""
 
-    first: int
-    count: int
-    times: Callable[[], list[int]]
+    __slots__ = ("count", "first", "times")
+
+    def __init__(self, first: int, count: int, times: Callable[[], list[int]]) -> None:
+        self.first = first
+        self.count = count
+        self.times = times
+
+    def __repr__(self) -> str:
+        return f"UnbuiltRun(first={self.first}, count={self.count})"
 
     @property
     def end(self) -> int:
