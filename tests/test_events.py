@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -91,3 +93,15 @@ def test_session_keeps_explicit_cut_and_numbering() -> None:
     assert s.last_turn() == 1
     s.append("turn/start", {"turn": 2})
     assert [e.seq for e in s.own_events] == [2, 3]
+
+
+def test_the_envelope_and_header_load_neither_the_assembler_nor_the_fork_rule() -> None:
+    code = (
+        "import sys\nfrom dsh.events import Event, SessionHeader\n"
+        "print(sorted(m for m in ('dsh.events.assembler', 'dsh.events.fork') if m in sys.modules))\n"
+        "from dsh.events import BlockAssembler, fork_cut\n"
+        "print(BlockAssembler.__module__, fork_cut.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "dsh.events.assembler dsh.events.fork"]

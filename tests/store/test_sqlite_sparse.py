@@ -9,6 +9,7 @@ from pathlib import Path
 from dsh.events import Event, SessionHeader
 from dsh.loop import Agent, AgentConfig
 from dsh.model.scripted import ScriptedModel, text_reply
+from dsh.session.timeline import SessionTree
 from dsh.store.sqlite import SqliteEventStore
 
 T0 = 4_242_000_000
@@ -17,21 +18,21 @@ T0 = 4_242_000_000
 CHUNKS = 300
 
 
-def _original_shape() -> list[Event]:
-    """Two completed turns whose step streams :data:`CHUNKS` version-0 chunks each."""
+def _original_shape(turns: tuple[int, ...] = (1, 2), start: int = 0) -> list[Event]:
+    """Completed turns (two, from seq 0) whose step streams :data:`CHUNKS` version-0 chunks each."""
     events: list[Event] = []
 
     def add(etype: str, data: object, time: int = 1_000, op: str | None = None) -> None:
-        events.append(Event(etype, len(events), time, data, op))
+        events.append(Event(etype, start + len(events), time, data, op))
 
-    for turn in (1, 2):
+    for turn in turns:
         add("turn/start", {"turn": turn})
         prompt = {"role": "user", "content": [{"type": "text", "text": f"do {turn}"}]}
         add("user/message", prompt, op="append")
         add("step/start", {"turn": turn, "step": 1})
         for k in range(CHUNKS):
             chunk = {"type": "text-delta", "index": 0, "text": f"w{k} "}
-            add("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}, time=T0 + len(events))
+            add("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}, time=T0 + start + len(events))
         message = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
         add("assistant/message", {"turn": turn, "step": 1, "message": message}, op="append")
         add("step/end", {"turn": turn, "step": 1})
@@ -62,4 +63,16 @@ async def test_a_resumed_session_builds_its_chunks_only_when_they_are_read(tmp_p
     await agent.aclose()
     whole = await store.load("s")
     assert [e.time for e in whole.events[: 2 * (CHUNKS + 6)]] == [e.time for e in _original_shape()]
+    await store.close()
+
+
+async def test_a_session_tree_of_surface_reads_builds_no_chunk(tmp_path: Path) -> None:
+    store = SqliteEventStore(tmp_path / "s.db")
+    await store.create(SessionHeader(id="s", created_at=1, cwd=str(tmp_path)), _original_shape())
+    after_marker = (await store.fork("s", child_id="c")).inherited_event_count + 1
+    await store.append("c", _original_shape((3,), after_marker), durable=True)  # runs of its own
+    tree = await SessionTree.load(store, "s", streams=False)  # what `dsh sessions tree` reads
+    assert [n.id for n in tree.walk()] == ["s", "c"] and tree.nodes["c"].kind == "fork"
+    assert _chunks_alive() == 0, "the tree's descriptor and call scans skip the chunk runs"
+    del tree
     await store.close()

@@ -275,7 +275,7 @@ class SqliteEventStore(BufferedFront):
             (p.session_id, p.start, MAX_SEQ if p.end is None else p.end)
             for p in (self._segments(conn, sid, start) if parts is None else parts)
         ]
-        with paused_gc():  # the runs' events are built first: many objects, no cycle
+        with paused_gc():  # a whole read's runs are built first: many objects, no cycle
             runs: dict[int, list[Event] | UnbuiltRun] = {}
             for part in ranges:
                 runs.update(read_runs(conn, *part, whole, where))

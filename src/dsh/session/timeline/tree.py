@@ -14,6 +14,7 @@ from typing import Protocol
 
 from dsh.events import Event, SessionHeader
 from dsh.events.descriptor import ChildKind, SubagentDescriptor, descriptor_kind, find_descriptor
+from dsh.events.sparse import without_chunk_runs
 from dsh.events.vocabulary import TOOL_CALL
 from dsh.session.timeline.items import SUBAGENT_TOOLS
 from dsh.session.timeline.read import data_of
@@ -85,8 +86,7 @@ def _grow(
 ) -> TreeNode:
     """The node of ``loaded`` and, below it, its children's not yet in ``nodes`` (a function,
     not a closure calling itself: that was a reference cycle holding every log)."""
-    own = loaded.events[loaded.inherited_event_count :]
-    descriptor = find_descriptor(own)
+    descriptor = find_descriptor(without_chunk_runs(loaded.events, loaded.inherited_event_count))
     node = TreeNode(loaded, descriptor_kind(loaded.header, descriptor), descriptor, depth)
     nodes[node.id] = node
     for child in _order(kids.get(node.id, [])):
@@ -155,7 +155,7 @@ def child_calls(sessions: Mapping[str, Loaded]) -> dict[tuple[str, str], str]:
         parent = loaded.header.parent_session
         if parent is None:
             continue
-        descriptor = find_descriptor(loaded.events[loaded.inherited_event_count :])
+        descriptor = find_descriptor(without_chunk_runs(loaded.events, loaded.inherited_event_count))
         if descriptor is not None and descriptor.call_id is not None:
             out[(parent, descriptor.call_id)] = sid
         else:
@@ -166,7 +166,7 @@ def child_calls(sessions: Mapping[str, Loaded]) -> dict[tuple[str, str], str]:
             continue
         calls = [
             str(data_of(e).get("callId", ""))
-            for e in parent_log.events[parent_log.inherited_event_count :]
+            for e in without_chunk_runs(parent_log.events, parent_log.inherited_event_count)
             if e.type == TOOL_CALL and data_of(e).get("name") in SUBAGENT_TOOLS
         ]
         for call_id, child in zip(calls, _order(children), strict=False):
