@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from dsh import jsonx
 from dsh.cli.columns import Column, layout
+from dsh.cli.list_cmd import COLUMNS
 from dsh.events import Event, SessionHeader
 from dsh.session.bill import Bill
 from dsh.session.digest import Derived, digest_from_json, digest_json
@@ -181,3 +184,25 @@ def test_a_listing_over_kept_digests_loads_no_fold_and_no_other_backend(dsh_sqli
     loaded = set(json.loads(done.stdout.splitlines()[-1]))
     heavy = {"dsh.session.timeline.fold", "dsh.session.timeline", "dsh.store.jsonl", "genai_prices"}
     assert sorted(loaded & heavy) == []
+
+
+def test_a_piped_listing_prints_what_rich_would_without_importing_it(dsh_sqlite: Dsh) -> None:
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_three(db))  # no model: the "—" mark in every row
+    plain = dsh_sqlite("sessions", "list").ok().stdout
+    dsh_sqlite.env["TTY_COMPATIBLE"] = "0"  # Rich's console decides: no terminal
+    assert dsh_sqlite("sessions", "list").ok().stdout == plain
+    assert plain.splitlines()[0].split() == [c.header for c in COLUMNS]
+    del dsh_sqlite.env["TTY_COMPATIBLE"]
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['dsh', 'sessions', 'list', '-n', '2']\n"
+        "try:\n    runpy.run_module('dsh.cli', run_name='__main__')\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'rich'), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=dsh_sqlite.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "newest" in done.stdout
+    assert done.stderr.strip() == "[]", "a piped listing imports no Rich"

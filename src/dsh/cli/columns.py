@@ -8,12 +8,11 @@ line ends in whitespace. Cells must already be terminal-safe (``tables.terminal_
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from dsh.cli.tables import make_console, piped_width
 
 GAP = "  "
 MIN_FLEX = 10
@@ -32,14 +31,9 @@ class Column:
 
 def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> list[str]:
     """The header line and one line per row, fitted to ``width`` terminal cells."""
-    from rich.cells import cell_len, set_cell_size  # rich is imported by the commands that print
-
-    def _cells(text: str) -> int:  # terminal-safe ASCII is one cell a character
-        return len(text) if text.isascii() else cell_len(text)
-
     table = [[c.header for c in columns], *rows]
     texts = [[row[i] for row in table] for i in range(len(columns))]  # column by column
-    lengths = [[len(cell) if cell.isascii() else cell_len(cell) for cell in col] for col in texts]
+    lengths = [[_cells(cell) for cell in col] for col in texts]
     sizes = [max(col) for col in lengths]
     for i, column in enumerate(columns):
         if column.max_width is not None:
@@ -53,7 +47,7 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
         out = []
         for cell, length in zip(col, col_lengths, strict=True):
             if length > size:
-                cell = set_cell_size(cell, size - 1).rstrip(" ") + "…"
+                cell = _cut(cell, size - 1) + "…"
                 length = _cells(cell)
             pad = " " * (size - length)
             out.append(pad + cell if column.right else cell + pad)
@@ -61,10 +55,44 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
     return [GAP.join(parts).rstrip() for parts in zip(*padded, strict=True)]
 
 
-def print_columns(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
-    """Print ``rows`` under a bold header line, fitted to the console's width."""
+_MARKS = frozenset("—↳…")
+"""The marks a listing adds itself (no model, a child's title, a cut cell): one cell each."""
+
+
+def _one_cell_each(text: str) -> bool:
+    return text.isascii() or all(c < "\x7f" or c in _MARKS for c in text)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells of a (terminal-safe) text: its length when every character is one cell
+    (ASCII, the listing's own marks); else Rich's measure (imported only then)."""
+    if _one_cell_each(text):
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _cut(text: str, size: int) -> str:
+    """``text`` cut to at most ``size`` cells, without the spaces that would end it."""
+    if _one_cell_each(text):
+        return text[:size].rstrip(" ")
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, size).rstrip(" ")
+
+
+def print_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    """Print ``rows`` under a header line: on a terminal (Rich's console) bold and fitted to
+    its width; piped (``tables.piped_width``), plain lines, without Rich."""
+    width = piped_width()
+    if width is not None:
+        sys.stdout.write("".join(line + "\n" for line in layout(columns, rows, width)))
+        sys.stdout.flush()
+        return
     from rich.text import Text
 
+    console = make_console()
     header, *body = layout(columns, rows, console.width)
     console.print(Text(header, style="bold"))
     if body:

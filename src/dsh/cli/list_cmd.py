@@ -10,7 +10,7 @@ import typer
 from dsh.cli.ages import ago, parse_since
 from dsh.cli.columns import Column
 from dsh.cli.common import JsonOption, StoreOption, run_async, store_label, user_errors, write_json_line
-from dsh.cli.tables import make_console, terminal_safe
+from dsh.cli.tables import terminal_safe
 from dsh.ids import now_ms
 
 if TYPE_CHECKING:
@@ -70,9 +70,8 @@ def _render(rows: list[Row], spends: dict[str, RowSpend], label: str, now: int) 
     from dsh.cli.columns import print_columns
     from dsh.cli.resolve import short_ids
 
-    console = make_console()
     if not rows:
-        console.print(f"no sessions in {terminal_safe(label)}")
+        typer.echo(f"no sessions in {terminal_safe(label)}")
         return
     short = short_ids([r.summary.header.id for r in rows])
     cells: list[list[str]] = []
@@ -95,7 +94,7 @@ def _render(rows: list[Row], spends: dict[str, RowSpend], label: str, now: int) 
                 title,
             ]
         )
-    print_columns(console, COLUMNS, cells)
+    print_columns(COLUMNS, cells)
 
 
 def list_cmd(
