@@ -7,7 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 from dsh import jsonx
+from dsh.context.folds import FoldMark
 from dsh.context.skills import Skill
+from dsh.events import Event
 from dsh.events.messages import Message, Source, text_block
 from dsh.events.vocabulary import USER_MESSAGE
 from dsh.ids import new_message_id
@@ -70,13 +72,44 @@ def digest(items: Sequence[Mapping[str, str]]) -> str:
 def visible_catalog(session: Session, hidden: set[int]) -> list[dict[str, str]] | None:
     """The entries of the last catalog still on the surface (``None``: none was published)."""
     for event in reversed(session.of_type(USER_MESSAGE)):
-        if event.seq in hidden:
-            continue
-        source = event.data.get("source") if isinstance(event.data, dict) else None
-        if isinstance(source, dict) and source.get("kind") == KIND:
-            raw = source.get("entries")
-            return [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+        if event.seq not in hidden and (found := _entries_of(event)) is not None:
+            return found
     return None
+
+
+def _entries_of(event: Event) -> list[dict[str, str]] | None:
+    """The entries of a catalog message, ``None`` for any other user message."""
+    source = event.data.get("source") if isinstance(event.data, dict) else None
+    if isinstance(source, dict) and source.get("kind") == KIND:
+        raw = source.get("entries")
+        return [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+    return None
+
+
+class ShownCatalog:
+    """:func:`visible_catalog` of one session at each pre-step, paying for what came since the
+    last (:class:`~dsh.context.folds.FoldMark`): the user messages appended since are read,
+    the whole log again only when ``hidden`` grew (a compaction may have shadowed the catalog
+    found)."""
+
+    __slots__ = ("_found", "_mark")
+
+    def __init__(self) -> None:
+        self._mark = FoldMark()
+        self._found: list[dict[str, str]] | None = None
+
+    def __call__(self, session: Session, hidden: set[int]) -> list[dict[str, str]] | None:
+        since = self._mark.since(session, len(hidden))
+        if since == 0:
+            found = visible_catalog(session, hidden)
+        else:
+            found = self._found
+            for event in session.of_type(USER_MESSAGE, since=since):
+                if event.seq not in hidden and (entries := _entries_of(event)) is not None:
+                    found = entries
+        self._found = found
+        self._mark.reached(session, len(hidden))
+        return found
 
 
 def catalog_message(items: list[dict[str, str]], *, update: bool) -> Message:

@@ -34,6 +34,7 @@ from dsh.context.files import (
     relative_root,
     touched_dirs,
 )
+from dsh.context.folds import FoldMark
 from dsh.context.render import Change, render
 from dsh.events.messages import Message, Source, text_block
 from dsh.events.vocabulary import SURFACE_TYPES, TOOL_CALL, TOOL_RESULT, USER_MESSAGE
@@ -44,10 +45,11 @@ KIND: Final = "agent-instructions"
 TRIGGERS: Final = frozenset({"read", "write", "edit"})
 
 
-def shadowed_seqs(session: Session) -> set[int]:
-    """Seqs a later ``surfaceOp`` replace took off the surface (a compaction)."""
+def shadowed_seqs(session: Session, since: int = 0) -> set[int]:
+    """Seqs a later ``surfaceOp`` replace took off the surface (a compaction); ``since``: by
+    the replaces from that seq on only."""
     out: set[int] = set()
-    for event in session.of_type(*SURFACE_TYPES):  # the events that carry one
+    for event in session.of_type(*SURFACE_TYPES, since=since):  # the events that carry one
         op = event.surface_op
         if isinstance(op, dict) and op.get("op") == "replace":
             start, end = op.get("start"), op.get("end")
@@ -73,6 +75,9 @@ class InstructionTracker:
         self._reached: dict[Path, None] = {}
         self._calls: dict[str, str] = {}
         self._scanned = 0
+        self._folded = FoldMark()
+        self._baseline = False
+        self._scopes: dict[str, tuple[str, str]] = {}
 
     def _scan(self, session: Session) -> None:
         """Note the directories reached by successful file tools since the last pass."""
@@ -94,10 +99,15 @@ class InstructionTracker:
         self._scanned = session.next_seq
 
     def _visible(self, session: Session, hidden: set[int]) -> tuple[bool, dict[str, tuple[str, str]]]:
-        """Whether a baseline of this identity is visible, and the visible scopes (path, digest)."""
-        baseline = False
-        scopes: dict[str, tuple[str, str]] = {}
-        for event in session.of_type(USER_MESSAGE):
+        """Whether a baseline of this identity is visible, and the visible scopes (path, digest).
+
+        The user messages are folded once: a later pass folds those appended since, unless
+        ``hidden`` grew (a compaction shadowed some: folded again from the start)."""
+        since = self._folded.since(session, len(hidden))
+        if since == 0:
+            self._baseline, self._scopes = False, {}
+        baseline, scopes = self._baseline, self._scopes
+        for event in session.of_type(USER_MESSAGE, since=since):
             if event.seq in hidden:
                 continue
             source = _source(event.data)
@@ -113,7 +123,9 @@ class InstructionTracker:
                     scopes.pop(scope, None)
                 else:
                     scopes[scope] = (str(change.get("path")), str(change.get("digest")))
-        return baseline, scopes
+        self._baseline = baseline
+        self._folded.reached(session, len(hidden))
+        return baseline, dict(scopes)
 
     def _reprobe(self, scope: str, path: str) -> InstructionFile | None:
         folder, _, name = scope.partition("\0")

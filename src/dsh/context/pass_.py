@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh.context.catalog import catalog_message, digest, entries, visible_catalog
+from dsh.context.catalog import ShownCatalog, catalog_message, digest, entries
 from dsh.context.config import WorkspaceConfig
+from dsh.context.folds import FoldMark
 from dsh.context.instructions import InstructionTracker, shadowed_seqs
 from dsh.context.skills import discover
 from dsh.events.messages import Message
@@ -24,14 +25,21 @@ class WorkspacePass:
             if instructions is not None and instructions.enabled
             else None
         )
-        self._shadowed: tuple[int, set[int]] | None = None
+        self._shown = ShownCatalog()
+        self._scanned = FoldMark()
+        self._shadowed: set[int] = set()
 
     def _hidden(self, session: Session) -> set[int]:
-        """:func:`shadowed_seqs` of ``session``, found once per pre-step (the instructions and
-        the catalog of one pre-step see the same log)."""
-        if self._shadowed is None or self._shadowed[0] != session.next_seq:
-            self._shadowed = (session.next_seq, shadowed_seqs(session))
-        return self._shadowed[1]
+        """:func:`shadowed_seqs` of ``session``: what the replaces appended since the last
+        pre-step shadowed is added (the instructions and the catalog of one pre-step see the
+        same log; the set only grows, a log being append-only)."""
+        since = self._scanned.since(session)
+        if since == 0:
+            self._shadowed = set()
+        if since < session.next_seq:
+            self._shadowed |= shadowed_seqs(session, since)
+            self._scanned.reached(session)
+        return self._shadowed
 
     def instructions(self, session: Session) -> Message | None:
         """The instruction message this pre-step appends right after its claimed messages."""
@@ -44,7 +52,7 @@ class WorkspacePass:
         if not self.config.skills:
             return None
         items = entries(discover(self._cwd, self.config))
-        shown = visible_catalog(session, self._hidden(session))
+        shown = self._shown(session, self._hidden(session))
         if shown is None:
             return catalog_message(items, update=False) if items else None
         if digest(shown) == digest(items):

@@ -79,14 +79,16 @@ class Session:
             self._by_type[ASSISTANT_CHUNK] = [e for e in self._events if e.type == ASSISTANT_CHUNK]
             self._runs_unindexed = False
         index = self._by_type
-        lists = [found for t in dict.fromkeys(types) if (found := index.get(t))]
-        if not lists:
-            return []
-        out = lists[0] if len(lists) == 1 else sorted(chain(*lists), key=_seq)  # sorted runs: merged
         start = max(since, self.inherited_event_count if own else 0)
-        if start > 0:
-            return out[bisect_left(out, start, key=_seq) :]
-        return list(out)
+        lists = [
+            found[bisect_left(found, start, key=_seq) :] if start > 0 else found
+            for t in dict.fromkeys(types)
+            if (found := index.get(t))
+        ]  # each cut at ``start`` before the merge: a later pass pays for what came since
+        lists = [found for found in lists if found]
+        if len(lists) == 1:
+            return list(lists[0])
+        return sorted(chain(*lists), key=_seq)  # sorted runs: merged
 
     def _indexed(self, event: Event) -> Event:
         self._events.append(event)
