@@ -33,7 +33,7 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
     """The header line and one line per row, fitted to ``width`` terminal cells."""
     table = [[c.header for c in columns], *rows]
     texts = [[row[i] for row in table] for i in range(len(columns))]  # column by column
-    lengths = [[_cells(cell) for cell in col] for col in texts]
+    lengths = [[len(cell) if cell.isascii() else _cells(cell) for cell in col] for col in texts]
     sizes = [max(col) for col in lengths]
     for i, column in enumerate(columns):
         if column.max_width is not None:
