@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import threading
 import time
 from collections import deque
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, assert_never
 
+from dsh import jsonx
 from dsh.errors import DshError
 from dsh.events.vocabulary import RUNTIME_CONTEXT_PREFIX
 from dsh.http1 import LAST_CHUNK, Listener, chunk, head, read_request
@@ -242,7 +242,7 @@ class OpenAICompatServer:
         if raw is None:
             return None
         try:
-            parsed = json.loads(raw.body) if raw.body else None
+            parsed = jsonx.loads(raw.body) if raw.body else None  # a 100 k-event history: 9 MB
         except ValueError:
             parsed = None
         with self._lock:
