@@ -26,6 +26,8 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
                 _or_dash(r["ratio"], "{:.1f}×"),
                 _or_dash(r["peak_rss_mb"], "{:.0f} MB"),
                 f"{r['db_mb']:.0f} MB",
+                _or_dash(r.get("first_turn_cpu_ms"), "{:.0f} ms"),
+                _or_dash(r.get("later_turn_cpu_ms"), "{:.1f} ms"),
             ]
             for r in w4["resume"]
         ]
@@ -39,6 +41,8 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
             "÷ floor",
             "its peak RSS",
             "db",
+            "1st turn, CPU",
+            "a later turn, CPU",
         ]
         out += ["### W4 resume (SQLite; floor: a fresh Python reading the rows' seq, type, time)", ""]
         out += [table(head, rows), ""]

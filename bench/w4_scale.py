@@ -6,6 +6,10 @@ them). Timed: ``dsh run -c`` in a fresh process, from its start to its first mod
 (a local scripted server), with its peak RSS; side by side with the floor, a fresh Python
 process reading the session's rows (seq, type, time) with the standard library.
 
+Later turns: the session resumed (a copy) runs six turns against a scripted model with the
+workspace pass on; the CPU of the first and the median of the later ones — what a long
+session costs a turn once open.
+
 Listing: N small sessions (two turns each), then ``dsh sessions list -n 50`` and the whole
 ``dsh sessions list``: CPU time (user + system) of the process, less the CPU time of
 ``dsh sessions list --help`` measured in the same run (start-up: Python, the CLI, the command).
@@ -152,6 +156,32 @@ async def _resume_once(db: Path, session_id: str) -> dict[str, float]:
     return {"seconds": seconds, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
+TURNS = 6
+"""Turns a resumed session runs for the later-turn figure (the first one apart: it opens)."""
+
+
+async def _turns_once(db: Path, session_id: str) -> dict[str, float]:
+    """CPU seconds (this process) of :data:`TURNS` turns of the resumed session, a scripted
+    model answering, the workspace pass on (instructions, skill catalog, as ``dsh run``): the
+    first turn's and the median of the later ones'."""
+    from dsh.context import WorkspaceConfig
+    from dsh.loop import Agent, AgentConfig
+    from dsh.model.scripted import ScriptedModel, text_reply
+
+    store = SqliteEventStore(db)
+    model = ScriptedModel([text_reply(f"ok {i}") for i in range(TURNS)])
+    config = AgentConfig(model="m", workspace=WorkspaceConfig.inside())
+    agent = await Agent.resume(store, session_id, model=model, config=config)
+    spent = []
+    for i in range(TURNS):
+        start = time.process_time()
+        await agent.run_turn(f"next {i}")
+        spent.append(time.process_time() - start)
+    await agent.aclose()
+    await store.close()
+    return {"first": spent[0], "later": statistics.median(spent[1:])}
+
+
 def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str, Any]:
     workspace, home = root / "ws", root / "home"
     workspace.mkdir(exist_ok=True)
@@ -178,6 +208,10 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
             rss.append(peak)
     floor = statistics.median(floors)
     first = statistics.median(firsts) if firsts else None
+    turns = root / f"{shape}-{events}-turns.db"  # a copy: the turns grow the session
+    turns.write_bytes(db.read_bytes())
+    spent = json.loads(_in_fresh_process("--turns-once", str(turns), f"{shape}-{events}"))
+    turns.unlink()
     return {
         "shape": shape,
         "events": events,
@@ -188,6 +222,8 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
         "ratio": None if first is None else first / floor,
         "peak_rss_mb": max(rss) / 2**20 if rss else None,
         "db_mb": db.stat().st_size / 2**20,
+        "first_turn_cpu_ms": spent["first"] * 1e3,
+        "later_turn_cpu_ms": spent["later"] * 1e3,
     }
 
 
@@ -316,11 +352,15 @@ def main(argv: list[str] | None = None) -> int:
         "--original", type=int, nargs=2, metavar=("SESSIONS", "EVENTS"), default=(105, 2_500_000)
     )
     parser.add_argument("--resume-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
+    parser.add_argument("--turns-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
     parser.add_argument("--build-one", nargs=4, metavar=("DB", "WS", "SHAPE", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--build-many", nargs=3, metavar=("DB", "WS", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.resume_once:
         print(json.dumps(asyncio.run(_resume_once(Path(args.resume_once[0]), args.resume_once[1]))))
+        return 0
+    if args.turns_once:
+        print(json.dumps(asyncio.run(_turns_once(Path(args.turns_once[0]), args.turns_once[1]))))
         return 0
     if args.build_one:
         db, ws, shape, n = args.build_one
