@@ -70,6 +70,7 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
                 f"{o['surface_read_p50_ms']:.1f} ms",
                 f"{o['full_read_p50_ms']:.1f} ms",
                 f"{o['tail50_p50_ms']:.2f} ms",
+                _or_dash(o.get("tail50_warm_p50_ms"), "{:.2f} ms"),
                 f"{o['fork_all_s']:.1f} s",
                 f"{o['zstd_jsonl_mb']:.1f} MB",
             ]
@@ -81,6 +82,7 @@ def w4_tables(w4: dict[str, Any]) -> list[str]:
             "surface p50",
             "full p50",
             "tail-50 p50",
+            "warm",
             "fork all",
             "zstd JSONL",
         ]
