@@ -19,6 +19,7 @@ form: "instructions", [baseline, baselineIdentity,] changes}``; each block fits
 from __future__ import annotations
 
 import os
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -49,7 +50,8 @@ def shadowed_seqs(session: Session, since: int = 0) -> set[int]:
     """Seqs a later ``surfaceOp`` replace took off the surface (a compaction); ``since``: by
     the replaces from that seq on only."""
     out: set[int] = set()
-    for event in session.of_type(*SURFACE_TYPES, since=since):  # the events that carry one
+    events = chain.from_iterable(session.of_type(t, since=since) for t in SURFACE_TYPES)
+    for event in events:  # the events that carry one, type by type: a set needs no log order
         op = event.surface_op
         if isinstance(op, dict) and op.get("op") == "replace":
             start, end = op.get("start"), op.get("end")
