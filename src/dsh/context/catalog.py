@@ -78,12 +78,14 @@ def visible_catalog(session: Session, hidden: set[int]) -> list[dict[str, str]] 
 
 
 def _entries_of(event: Event) -> list[dict[str, str]] | None:
-    """The entries of a catalog message, ``None`` for any other user message."""
-    source = event.data.get("source") if isinstance(event.data, dict) else None
-    if isinstance(source, dict) and source.get("kind") == KIND:
-        raw = source.get("entries")
-        return [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
-    return None
+    """The entries of a catalog message, ``None`` for any other user message (a walk's hot
+    path: tens of thousands of prompts in a long session, each ``source: {kind: "user"}``)."""
+    data = event.data
+    source = data.get("source") if type(data) is dict else None
+    if type(source) is not dict or source.get("kind") != KIND:
+        return None
+    raw = source.get("entries")
+    return [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
 
 
 class ShownCatalog:

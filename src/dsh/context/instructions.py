@@ -61,8 +61,10 @@ def shadowed_seqs(session: Session, since: int = 0) -> set[int]:
 
 
 def _source(message: object) -> dict[str, Any] | None:
-    source = message.get("source") if isinstance(message, dict) else None
-    return source if isinstance(source, dict) and source.get("kind") == KIND else None
+    """The source of an instructions message, ``None`` for any other user message (a walk's
+    hot path: tens of thousands of prompts in a long session, each ``source: {kind: "user"}``)."""
+    source = message.get("source") if type(message) is dict else None
+    return source if type(source) is dict and source.get("kind") == KIND else None
 
 
 class InstructionTracker:
@@ -110,10 +112,8 @@ class InstructionTracker:
             self._baseline, self._scopes = False, {}
         baseline, scopes = self._baseline, self._scopes
         for event in session.of_type(USER_MESSAGE, since=since):
-            if event.seq in hidden:
-                continue
             source = _source(event.data)
-            if source is None:
+            if source is None or event.seq in hidden:
                 continue
             if source.get("baseline") is True:
                 baseline = source.get("baselineIdentity") == self._identity

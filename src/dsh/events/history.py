@@ -59,9 +59,32 @@ class Surface:
         if op is None:
             return False
         if op == "append":
-            self.seqs.append(event.seq)
-            self.messages.append(event_message(event))
+            self.fold((event,))
             return True
+        return self._replace(event)
+
+    def fold(self, events: Iterable[Event]) -> list[Message] | None:
+        """Fold ``events`` in, in order: the messages their appends added (an empty node's
+        none), or ``None`` when a replace changed the surface before (read :meth:`history`).
+        The projection's hot path: an append is handled here, without a call per event."""
+        seqs, messages = self.seqs, self.messages
+        added: list[Message] | None = []
+        for event in events:
+            op = event.surface_op
+            if op is None:
+                continue
+            if op == "append":
+                message = event_message(event)
+                seqs.append(event.seq)
+                messages.append(message)
+                if message is not None and added is not None:
+                    added.append(message)
+            elif self._replace(event):
+                added = None
+        return added
+
+    def _replace(self, event: Event) -> bool:
+        """Fold a replace in (``False``: the op is no replace, nothing changed)."""
         span = replaced_span(event)
         if span is None:
             return False

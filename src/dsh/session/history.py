@@ -32,17 +32,11 @@ class HistoryProjector:
             self._messages = []
             self._seen = 0
         surface = self.surface
-        for event in without_chunk_runs(events, self._seen):  # a run's chunks have no surfaceOp
-            if event.surface_op is None:  # most events: nothing to fold (``Surface.feed``'s first rule)
-                continue
-            generation = surface.generation
-            if surface.feed(event):
-                if surface.generation != generation:
-                    self._messages = surface.history()
-                else:
-                    message = surface.messages[-1]
-                    if message is not None:
-                        self._messages.append(message)
+        added = surface.fold(without_chunk_runs(events, self._seen))  # a run's chunks have no surfaceOp
+        if added is None:  # a replace (a compaction) rebuilt the surface
+            self._messages = surface.history()
+        else:
+            self._messages += added
         self._seen = len(events)
         return surface
 
