@@ -35,7 +35,7 @@ from dsh.model.failures import (
     scrub,
     status_message,
 )
-from dsh.model.openai_wire import StreamTranslator, request_body
+from dsh.model.openai_wire import StreamTranslator, WireMemo, request_body
 from dsh.model.sse import SseDecoder
 from dsh.model.urls import redact_url, url_password
 
@@ -88,6 +88,7 @@ class OpenAICompatModel:
         "_extra_body",
         "_http",
         "_idle",
+        "_memo",
         "_owns_http",
         "_password",
         "_provider",
@@ -127,6 +128,7 @@ class OpenAICompatModel:
         self._total = total_timeout
         self._reached = False
         self._extra_body = dict(extra_body or {})
+        self._memo = WireMemo()  # the history mapped for the last request, for the next
         check_json(self._extra_body, "extra_body")
         self._owns_http = http_client is None
         self._api_key = api_key
@@ -223,7 +225,7 @@ class OpenAICompatModel:
     ) -> AsyncGenerator[Chunk, None]:
         # The history, tools and settings are lossless JSON already (logged, or checked in
         # __init__): a second check would parse the whole body back (0.7 s at 100 k events).
-        payload = dumps_unchecked(request_body(request, model, self._extra_body))
+        payload = dumps_unchecked(request_body(request, model, self._extra_body, memo=self._memo))
         headers = {**_STREAM_HEADERS, "Authorization": f"Bearer {self._api_key}"}
         translator = StreamTranslator()
         async with contextlib.AsyncExitStack() as stack:
