@@ -4,6 +4,7 @@ the 64-byte bound of its pty-tools recording, and every terminal ending with its
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,26 @@ async def test_python_keeps_state_and_a_command_that_never_exits_dies_with_the_s
     for pid in shells:
         stat = Path(f"/proc/{pid}/stat")
         assert not stat.exists() or stat.read_text().split()[2] == "Z"
+
+
+async def test_a_job_ignoring_sighup_still_dies_with_its_terminal(tmp_path: Path) -> None:
+    """Under ``nohup dsh ...`` every child inherits SIGHUP ignored: a shell's foreground job (in
+    its own process group, job control on) outlives the shell's group unless the terminal's whole
+    session is stopped."""
+    replies = [
+        tool_call_reply("c1", "terminal_open", {"type": "shell"}),
+        tool_call_reply("c2", "terminal_send", {"sessionId": "pty-1", "text": "sleep 2345.6"}),
+        text_reply("DONE"),
+    ]
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup does to dsh
+    try:
+        agent, _ = await context_agent(tmp_path, replies)
+        assert (await agent.run_turn("Sleep")).ok
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert processes_with("2345.6") != []
+    await agent.aclose()
+    deadline = time.monotonic() + patience(30)
+    while processes_with("2345.6") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_with("2345.6") == [], "the job outlived its terminal"

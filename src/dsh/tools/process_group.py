@@ -71,11 +71,8 @@ def group_alive(pgid: int) -> bool:
     On Linux by reading ``/proc`` (a killed process stays a group member until its parent
     reaps it, which an orphan's reaper may never do); elsewhere by probing the group.
     """
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        entries = []
-    if not entries:
+    live = _live_processes()
+    if live is None:
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -83,6 +80,24 @@ def group_alive(pgid: int) -> bool:
         except PermissionError:
             return True
         return True
+    return any(group == pgid for group, _ in live)
+
+
+def session_groups(sid: int) -> set[int]:
+    """The process groups of the live processes of session ``sid`` (Linux's ``/proc``;
+    elsewhere none known): an interactive shell puts each job in a group of its own."""
+    return {group for group, session in _live_processes() or () if session == sid}
+
+
+def _live_processes() -> list[tuple[int, int]] | None:
+    """``(process group, session)`` of every live process, ``None`` without ``/proc``."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    if not entries:
+        return None
+    out: list[tuple[int, int]] = []
     for name in entries:
         if not name.isdigit():
             continue
@@ -91,10 +106,10 @@ def group_alive(pgid: int) -> bool:
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
+        if len(fields) > 3 and fields[0] not in (b"Z", b"X"):
+            out.append((int(fields[2]), int(fields[3])))
+    return out
 
 
 async def wait_group_gone(pgid: int, seconds: float) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from dsh.tools.process_group import signal_group, wait_group_gone
+from dsh.tools.process_group import session_groups, signal_group, wait_group_gone
 from dsh.tools.sandbox import SandboxPolicy, confine
 
 POLL_S: Final = 0.01
@@ -188,12 +188,18 @@ class TerminalTable:
         return terminal.output[start:], reason
 
     async def close(self, terminal: Terminal) -> None:
-        """Stop the terminal's process group (SIGHUP, then SIGKILL) and forget it."""
+        """Stop the terminal's process group (SIGHUP, then SIGKILL), then every other group of
+        its session (a shell's jobs, each in its own group: one that ignores SIGHUP — every
+        child of ``nohup dsh`` does — outlives the shell), and forget it."""
         terminal.closing = True
+        jobs = session_groups(terminal.pid) - {terminal.pid}  # read while its leader pins the id
         signal_group(terminal.pid, signal.SIGHUP)
         if not await wait_group_gone(terminal.pid, CLOSE_GRACE_S):
             signal_group(terminal.pid, signal.SIGKILL)
             await wait_group_gone(terminal.pid, 2.0)
+        for group in jobs:
+            signal_group(group, signal.SIGKILL)
+            await wait_group_gone(group, 2.0)
         with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(terminal.fd)
         with contextlib.suppress(OSError):
