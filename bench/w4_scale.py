@@ -22,6 +22,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -208,8 +209,8 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
             rss.append(peak)
     floor = statistics.median(floors)
     first = statistics.median(firsts) if firsts else None
-    turns = root / f"{shape}-{events}-turns.db"  # a copy: the turns grow the session
-    turns.write_bytes(db.read_bytes())
+    turns = root / f"{shape}-{events}-turns.db"  # a copy: the turns grow the session (copied
+    shutil.copyfile(db, turns)  # a piece at a time: a child forked from a grown bench reports its RSS)
     spent = json.loads(_in_fresh_process("--turns-once", str(turns), f"{shape}-{events}"))
     turns.unlink()
     return {
