@@ -59,29 +59,34 @@ class Surface:
         if op is None:
             return False
         if op == "append":
-            self.fold((event,))
+            self._append(event)
             return True
         return self._replace(event)
 
     def fold(self, events: Iterable[Event]) -> list[Message] | None:
         """Fold ``events`` in, in order: the messages their appends added (an empty node's
         none), or ``None`` when a replace changed the surface before (read :meth:`history`).
-        The projection's hot path: an append is handled here, without a call per event."""
-        seqs, messages = self.seqs, self.messages
+        The projection's hot path: one call for a run of events, not one per event."""
         added: list[Message] | None = []
+        append = self._append
         for event in events:
             op = event.surface_op
             if op is None:
                 continue
             if op == "append":
-                message = event_message(event)
-                seqs.append(event.seq)
-                messages.append(message)
+                message = append(event)
                 if message is not None and added is not None:
                     added.append(message)
             elif self._replace(event):
                 added = None
         return added
+
+    def _append(self, event: Event) -> Message | None:
+        """Add the node of an ``append``; its message (``None``: it shows the model nothing)."""
+        message = event_message(event)
+        self.seqs.append(event.seq)
+        self.messages.append(message)
+        return message
 
     def _replace(self, event: Event) -> bool:
         """Fold a replace in (``False``: the op is no replace, nothing changed)."""
