@@ -190,7 +190,9 @@ def test_a_piped_listing_prints_what_rich_would_without_importing_it(dsh_sqlite:
     db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
     db.parent.mkdir(parents=True, exist_ok=True)
     asyncio.run(_three(db))  # no model: the "—" mark in every row
+    asyncio.run(_retitle(db, "middle", "a title long enough to be cut by any width narrower than Rich's"))
     plain = dsh_sqlite("sessions", "list").ok().stdout
+    assert "narrower than Rich's" in plain, "not cut"
     dsh_sqlite.env["TTY_COMPATIBLE"] = "0"  # Rich's console decides: no terminal
     assert dsh_sqlite("sessions", "list").ok().stdout == plain
     assert plain.splitlines()[0].split() == [c.header for c in COLUMNS]
