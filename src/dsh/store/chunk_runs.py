@@ -164,8 +164,8 @@ def _run(row: Sequence[Any], lo: int, hi: int, where: str, session_id: str) -> l
         raise _corrupt(where, session_id, first, last, ValueError("not a run"))
     if data is None:
         return UnbuiltRun(first + a, b - a, partial(_times, blob, count, a, b, where, session_id, first))
+    times = _times(blob, count, a, b, where, session_id, first)
     try:
-        times = unpack_times(blob, count)[a:b]
         texts = _text(data).split("\n")  # canonical JSON holds no raw newline
         if len(texts) != count:
             raise ValueError(f"{len(texts)} chunks for {count} seqs")

@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeVar
 
 KILL_GRACE_S: Final = 3.0
@@ -71,8 +71,8 @@ def group_alive(pgid: int) -> bool:
     On Linux by reading ``/proc`` (a killed process stays a group member until its parent
     reaps it, which an orphan's reaper may never do); elsewhere by probing the group.
     """
-    live = _live_processes()
-    if live is None:
+    pids = _proc_pids()
+    if pids is None:
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -80,24 +80,26 @@ def group_alive(pgid: int) -> bool:
         except PermissionError:
             return True
         return True
-    return any(group == pgid for group, _ in live)
+    return any(group == pgid for group, _ in _live(pids))  # stops at the first member found
 
 
 def session_groups(sid: int) -> set[int]:
     """The process groups of the live processes of session ``sid`` (Linux's ``/proc``;
     elsewhere none known): an interactive shell puts each job in a group of its own."""
-    return {group for group, session in _live_processes() or () if session == sid}
+    return {group for group, session in _live(_proc_pids() or []) if session == sid}
 
 
-def _live_processes() -> list[tuple[int, int]] | None:
-    """``(process group, session)`` of every live process, ``None`` without ``/proc``."""
+def _proc_pids() -> list[str] | None:
+    """The entries of ``/proc`` (``None`` without it)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
-    if not entries:
-        return None
-    out: list[tuple[int, int]] = []
+    return entries or None
+
+
+def _live(entries: list[str]) -> Iterator[tuple[int, int]]:
+    """``(process group, session)`` of each live process of ``entries``, read as it goes."""
     for name in entries:
         if not name.isdigit():
             continue
@@ -108,8 +110,7 @@ def _live_processes() -> list[tuple[int, int]] | None:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
         if len(fields) > 3 and fields[0] not in (b"Z", b"X"):
-            out.append((int(fields[2]), int(fields[3])))
-    return out
+            yield int(fields[2]), int(fields[3])
 
 
 async def wait_group_gone(pgid: int, seconds: float) -> bool:
