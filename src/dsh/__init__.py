@@ -12,6 +12,7 @@ from dsh.lazy import exports
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``import dsh`` stays free of ``typing``
 
 __version__ = "0.1.0"
+"""The one home of dsh's version: the build reads it (``pyproject.toml``, ``[tool.setuptools.dynamic]``)."""
 
 _HOMES: dict[str, str] = {
     # agents and turns
