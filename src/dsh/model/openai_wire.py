@@ -80,10 +80,15 @@ def wire_messages(
     """The ``messages`` array: system first, then the logged history mapped for the wire
     (:func:`wire_message`, each message on its own)."""
     images = images or {}
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    out = _system_first(system)
     for message in messages:
         out += wire_message(message, images)
     return out
+
+
+def _system_first(system: str | None) -> list[dict[str, Any]]:
+    """The start of the ``messages`` array: the system prompt, when there is one."""
+    return [{"role": "system", "content": system}] if system else []
 
 
 def wire_message(message: Message, images: Mapping[str, Attachment]) -> list[dict[str, Any]]:
@@ -172,7 +177,7 @@ class WireMemo:
             return wire_messages(system, messages, images)
         kept = self._kept
         fresh: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
-        out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        out = _system_first(system)
         empty: Mapping[str, Attachment] = {}
         for message in messages:
             entry = kept.get(id(message))  # the memo holds each message it mapped: its id is that one's
