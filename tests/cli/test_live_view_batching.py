@@ -138,3 +138,28 @@ def test_wide_characters_are_measured_in_cells(monkeypatch: pytest.MonkeyPatch) 
     each = printed(False)
     assert "漢字かな" in each and "é" in each
     assert printed(True) == each
+
+
+def test_a_prompt_line_is_measured_with_its_mark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prompt's line is ``› `` and its text: the mark's cells count, so a line that reaches the
+    width goes to Rich, one below it is written straight; the output is Rich's either way."""
+
+    def printed(record: bool) -> tuple[str, int]:
+        out = io.StringIO()
+        console = Console(
+            file=out, width=40, color_system=None, soft_wrap=True, force_terminal=False, record=record
+        )
+        prints = _counted(console, monkeypatch)
+        view = LiveView(console, root_session="root", batch=True, prompts=True)
+        for text in ("p" * 37, "q" * 38, "字" * 18, "字" * 19):  # lines of 39, 40, 38 and 40 cells
+            content = [{"type": "text", "text": text}]
+            message = {"role": "user", "source": {"kind": "user"}, "content": content}
+            view.event("root", Event("user/message", 0, 0, message))
+        view.end_line()
+        return out.getvalue(), len(prints)
+
+    rich, _ = printed(True)
+    direct, direct_prints = printed(False)
+    assert direct == rich
+    assert f"› {'p' * 37}\n" in direct and f"› {'字' * 19}\n" in direct
+    assert direct_prints == 2  # the two lines as wide as the console

@@ -26,6 +26,10 @@ def _cells(text: str) -> int:
     return len(text) if text.isascii() and text.isprintable() else cell_len(text)
 
 
+_PROMPT_MARK = "› "
+_PROMPT_CELLS = cell_len(_PROMPT_MARK)
+
+
 def _short(text: str, limit: int = 120) -> str:
     line = terminal_safe(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -90,8 +94,9 @@ class LiveView:
         """Where plain text goes straight (:meth:`_plain_print`): a piped console that neither
         colours, wraps nor records."""
 
-    def _plain_print(self, text: str, style: str | None = None, end: str = "") -> None:
-        """Print ``text`` (already :func:`terminal_safe`: no control code Rich strips) and ``end``.
+    def _plain_print(self, text: str, style: str | None = None, end: str = "", cells: int = -1) -> None:
+        """Print ``text`` (already :func:`terminal_safe`: no control code Rich strips) and ``end``
+        (``cells``: the cells ``text`` takes, when the caller knows them).
 
         On a plain console (:attr:`_plain`), a line within the width and without a tab (which
         Rich expands) is written to its file: what Rich prints for it, without Rich's ~30 us a
@@ -101,7 +106,7 @@ class LiveView:
             self._plain is not None
             and "\t" not in text
             and "\n" not in text
-            and _cells(text) < self.console.width
+            and (cells if cells >= 0 else _cells(text)) < self.console.width
         ):
             self._plain.write(text + end)
             if end:  # a whole line: someone watching (``| tee``) sees it now, as with Rich
@@ -112,16 +117,16 @@ class LiveView:
     def flush(self) -> None:
         """Print the pending deltas (:attr:`batch`), if any."""
         if self._pending:
-            text = "".join(self._pending)
+            text, cells = "".join(self._pending), self._pending_cells
             self._pending.clear()
             self._pending_cells = 0
-            self._plain_print(text, self._pending_style)
+            self._plain_print(text, self._pending_style, cells=cells)
 
-    def _held(self, text: str, style: str | None) -> bool:
-        """Whether ``text`` joins the pending deltas (:attr:`batch`), flushing them when it cannot."""
+    def _held(self, text: str, style: str | None, cells: int) -> bool:
+        """Whether ``text`` joins the pending deltas (:attr:`batch`), flushing them when it cannot
+        (``cells``: the cells it takes, ``-1`` when it holds a newline or a tab)."""
         if not self.batch:
             return False
-        cells = _cells(text) if "\n" not in text and "\t" not in text else -1
         if self._pending and (cells < 0 or self._pending_cells + cells >= self._width):
             self.flush()
         if not self._pending:
@@ -162,10 +167,15 @@ class LiveView:
         if self._mode != delta.kind:
             self._newline()
             self._mode = delta.kind
-        text = terminal_safe(delta.text, multiline=True)
+        text = delta.text
+        if text.isascii() and text.isprintable():  # nearly every delta: nothing to escape or measure
+            cells = len(text)
+        else:
+            text = terminal_safe(text, multiline=True)
+            cells = _cells(text) if "\n" not in text and "\t" not in text else -1
         style = "dim" if delta.kind == "reasoning" else None
-        if not self._held(text, style):
-            self._plain_print(text, style)
+        if not self._held(text, style, cells):
+            self._plain_print(text, style, cells=cells)
         self._mid_line = True
         self._shown_since_break = True
 
@@ -218,7 +228,7 @@ class LiveView:
             case tl.Prompt() if self._own_turns(session_id, item):
                 self._turn_break()  # the original logs a prompt before its turn/start
                 text = terminal_safe(item.text.strip("\n"), multiline=True)
-                self._plain_print(f"› {text}", "bold", end="\n")
+                self._plain_print(_PROMPT_MARK + text, "bold", end="\n", cells=_PROMPT_CELLS + _cells(text))
             case tl.ToolCall():
                 self._line(
                     session_id,
