@@ -88,7 +88,7 @@ from dsh.store.sqlite_schema import (
     HAS_DIGESTS,
     HAS_EXTRAS,
     HAS_REFS,
-    HEADER_COLUMNS,
+    HEADER_NEXT_SEQ,
     INSERT_ATTACHMENT,
     INSERT_EVENT,
     INSERT_EXTRA,
@@ -102,6 +102,7 @@ from dsh.store.sqlite_schema import (
     SELECT_ATTACHMENT,
     SELECT_EVENTS_IN,
     SELECT_EXTRA,
+    SELECT_HEADER,
     SELECT_SURFACE_IN,
     SUMMARY,
     Row,
@@ -127,13 +128,9 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
 
 
-def _without_busy_wait(conn: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(conn, *args)`` with the connection's busy timeout off (put back after)."""
-    conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        return fn(conn, *args)
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+def _busy_wait(conn: sqlite3.Connection, on: bool) -> None:
+    """Turn the connection's busy timeout on (:data:`BUSY_TIMEOUT_S`) or off."""
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000) if on else 0}")
 
 
 _NewSession = tuple[SessionHeader, int, list[Row], bytes | None]
@@ -158,6 +155,9 @@ class SqliteEventStore(BufferedFront):
         self._has_extras = False
         self._has_refs = False
         self._closed = False
+        self._no_wait = False
+        """The connection's busy timeout is off: an inline read left it so (its next reads too
+        need it off; the worker turns it on again before it uses the connection)."""
 
     def local_files(self) -> tuple[Path, ...]:
         """``HasLocalFiles``: the database, its journal, WAL and shared-memory files, the leases."""
@@ -180,6 +180,9 @@ class SqliteEventStore(BufferedFront):
         with self._in_use:
             if self._conn is None:
                 self._conn = self._mapped(self._connect)
+            if self._no_wait:
+                self._mapped(_busy_wait, self._conn, True)
+                self._no_wait = False
             return self._mapped(fn, self._conn, *args)
 
     def _inline(self, fn: Callable[..., T | None], *args: Any) -> T | None:
@@ -193,7 +196,10 @@ class SqliteEventStore(BufferedFront):
         try:
             if self._conn is not conn:  # closed meanwhile
                 return None
-            result: T | None = self._mapped(_without_busy_wait, conn, fn, *args)
+            if not self._no_wait:  # off until the worker's turn: back-to-back reads do not toggle it
+                self._mapped(_busy_wait, conn, False)
+                self._no_wait = True
+            result: T | None = self._mapped(fn, conn, *args)
             return result
         finally:
             self._in_use.release()
@@ -220,10 +226,14 @@ class SqliteEventStore(BufferedFront):
         return header_from_row(row, str(self.path))
 
     def _header_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[SessionHeader, int]:
-        row = conn.execute(f"SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return self._header(self._row(conn, session_id, SELECT_HEADER))
+
+    def _row(self, conn: sqlite3.Connection, session_id: str, sql: str) -> Sequence[Any]:
+        """The session's ``sessions`` row as ``sql`` selects it (``?``: its id)."""
+        row: Sequence[Any] | None = conn.execute(sql, (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id, str(self.path))
-        return self._header(row)
+        return row
 
     def _chain(self, conn: sqlite3.Connection, session_id: str) -> list[Any]:
         """The session's fork references (:func:`dsh.store.fork_refs.chain_sql`; none: no table yet)."""
@@ -318,9 +328,10 @@ class SqliteEventStore(BufferedFront):
         it is more, or the database is busy."""
         try:
             with snapshot(conn):
-                self._header_row(conn, session_id)
+                row = self._row(conn, session_id, HEADER_NEXT_SEQ)
+                self._header(row)
+                own = row[-1]  # where the last segment ends
                 parts = self._segments(conn, session_id, seq)
-                own = conn.execute(NEXT_SEQ, (session_id,)).fetchone()[0]  # where the last segment ends
                 span = sum((own if p.end is None else p.end) - p.start for p in parts)
                 return self._events(conn, session_id, seq, parts=parts) if span <= INLINE_TAIL else None
         except sqlite3.OperationalError as exc:
@@ -504,6 +515,7 @@ class SqliteEventStore(BufferedFront):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+                self._no_wait = False
 
     # -- the storage primitives of StoreFront ---------------------------------------------
 

@@ -122,6 +122,12 @@ LAST_END_IN: Final = (
 )
 HAS_REFS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fork_refs'"
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
+SELECT_HEADER: Final = f"SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?"
+HEADER_NEXT_SEQ: Final = (
+    f"SELECT {HEADER_COLUMNS}, (SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) "
+    "FROM sessions s WHERE s.id = ?"
+)
+"""A session's header columns, then its :data:`NEXT_SEQ` (one statement: a tail read's)."""
 SUMMARY: Final = (
     f"SELECT {HEADER_COLUMNS}, "
     "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id), "
