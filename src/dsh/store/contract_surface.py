@@ -76,7 +76,40 @@ async def listings_know_the_last_time_or_say_not(open_store: StoreOpener) -> Non
     await store.close()
 
 
+def envelope_log() -> list[Event]:
+    """A completed turn, then every envelope a row stores apart from its data: a surface op
+    (``"append"``, a replace with and without ``sourceEventSeqs``), source seqs alone, an
+    ignorable event of an unknown type, with and without the others."""
+    events = completed_turns(1)
+    n = len(events)
+    message = {"role": "user", "content": [{"type": "text", "text": "summary"}], "source": {"kind": "user"}}
+    replace_op = {"op": "replace", "start": 0, "end": 1}
+    return [
+        *events,
+        Event("user/message", n, 9, message, "append"),
+        Event("user/message", n + 1, 9, message, replace_op),
+        Event("user/message", n + 2, 9, message, replace_op, (0, n)),
+        Event("session/title", n + 3, 9, {"title": "t"}, None, (n + 1,)),
+        Event("x-future/note", n + 4, 9, {"any": [1, {"thing": None}]}, None, None, True),
+        Event("x-future/mark", n + 5, 9, {}, "append", (2,), True),
+    ]
+
+
+async def every_envelope_reads_back(open_store: StoreOpener) -> None:
+    """Surface op, source seqs and ignorable read back as appended: in a load, a surface read
+    and a tail (the SQL stores select the three as one column, ``dsh.store.rows.EventRow``)."""
+    store = await open_store()
+    events = envelope_log()
+    await store.create(sample_header("s"), events)
+    ensure((await store.load("s")).events == events, "a load")
+    surface = (await store.load("s", streams=False)).events
+    ensure(surface[-6:] == events[-6:], "a surface read")
+    ensure(await store.read_from("s", len(events) - 6) == events[-6:], "a tail")
+    await store.close()
+
+
 SURFACE_CHECKS: tuple[ContractCheck, ...] = (
+    every_envelope_reads_back,
     listings_know_the_last_time_or_say_not,
     surface_reads_defer_only_streams,
     partial_events_are_never_written,

@@ -29,7 +29,7 @@ from dsh.errors import CorruptLogError, StoreNotFoundError, UnsupportedFormatErr
 from dsh.events import Event, SessionHeader
 from dsh.events.vocabulary import TURN_END
 from dsh.store.base import LeaseHolder
-from dsh.store.rows import event_columns
+from dsh.store.rows import RARE_ENVELOPE, event_columns
 
 APPLICATION: Final = "dsh"
 """``dsh_schema.application`` of a dsh session database."""
@@ -114,9 +114,12 @@ SESSION: Final = f"SELECT {HEADER_COLUMNS}, next_seq FROM sessions WHERE id = %s
 NEXT_SEQ: Final = "SELECT next_seq FROM sessions WHERE id = %s"
 EXISTS: Final = "SELECT 1 FROM sessions WHERE id = %s"
 SELECT_EVENTS: Final = (  # no tail: PostgreSQL keeps every payload whole
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, NULL FROM events "
-    "WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
+    "SELECT seq, type, time, data, NULL, CASE WHEN source_event_seqs IS NULL AND NOT ignorable "
+    f"THEN surface_op ELSE '{RARE_ENVELOPE}' || "
+    "json_build_array(surface_op, source_event_seqs, ignorable)::text END "
+    "FROM events WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 )
+"""The rows (:data:`dsh.store.rows.EventRow`) of seqs ``[from, to)`` of one session."""
 _ORDER: Final = ' ORDER BY created_at, id COLLATE "C"'
 _LAST_TIME: Final = (
     "(SELECT e.time FROM events e WHERE e.session_id = sessions.id AND e.seq = sessions.next_seq - 1)"

@@ -18,7 +18,7 @@ from dsh.errors import CorruptLogError, UnsupportedFormatError
 from dsh.events import Event, SessionHeader
 from dsh.events.deferred import OPAQUE_TYPES, split_tail
 from dsh.events.vocabulary import TURN_END
-from dsh.store.rows import event_columns
+from dsh.store.rows import RARE_ENVELOPE, event_columns
 
 APPLICATION_ID: Final = 0x64736832
 """``PRAGMA application_id`` of a dsh session database (ASCII ``dsh2``)."""
@@ -96,14 +96,20 @@ INSERT_SESSION: Final = f"INSERT INTO sessions ({HEADER_COLUMNS}) VALUES (?, ?, 
 _NOT_A_RUN: Final = "(tail IS NOT NULL OR run_first IS NULL)"
 """Every row but a packed run's (a row with a tail is never one: its run columns, after the
 tail in the row, are then not read, nor the stream's pages before them)."""
+_ENVELOPE: Final = (
+    "CASE WHEN source_event_seqs IS NULL AND ignorable = 0 THEN surface_op "
+    f"ELSE '{RARE_ENVELOPE}' || json_array(surface_op, source_event_seqs, ignorable) END"
+)
+"""The ``envelope`` column of :data:`dsh.store.rows.EventRow`."""
 SELECT_EVENTS_IN: Final = (
-    "SELECT seq, type, time, data, surface_op, source_event_seqs, ignorable, tail FROM events "
+    f"SELECT seq, type, time, data, tail, {_ENVELOPE} FROM events "
     f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
-"""The rows of seqs ``[from, to)`` of one session but the packed runs' (:data:`SELECT_RUNS`)."""
+"""The rows (:data:`dsh.store.rows.EventRow`) of seqs ``[from, to)`` of one session but the
+packed runs' (:data:`SELECT_RUNS`)."""
 SELECT_SURFACE_IN: Final = (
     f"SELECT seq, type, time, CASE WHEN type IN ({', '.join(repr(t) for t in sorted(OPAQUE_TYPES))}) "
-    "THEN NULL ELSE data END, surface_op, source_event_seqs, ignorable, tail IS NOT NULL FROM events "
+    f"THEN NULL ELSE data END, tail IS NOT NULL, {_ENVELOPE} FROM events "
     f"WHERE session_id = ? AND seq >= ? AND seq < ? AND {_NOT_A_RUN} ORDER BY seq"
 )
 """The same without the deferred bytes (``dsh.events.deferred``): ``load(streams=False)``."""
