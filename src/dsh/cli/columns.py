@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.cli.tables import make_console, piped_width
+from dsh.cli.tables import cell_width, cut_cells, make_console, piped_width
 
 GAP = "  "
 MIN_FLEX = 10
@@ -33,7 +33,7 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
     """The header line and one line per row, fitted to ``width`` terminal cells."""
     table = [[c.header for c in columns], *rows]
     texts = [[row[i] for row in table] for i in range(len(columns))]  # column by column
-    lengths = [[len(cell) if cell.isascii() else _cells(cell) for cell in col] for col in texts]
+    lengths = [[len(cell) if cell.isascii() else cell_width(cell) for cell in col] for col in texts]
     sizes = [max(col) for col in lengths]
     for i, column in enumerate(columns):
         if column.max_width is not None:
@@ -47,39 +47,12 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
         out = []
         for cell, length in zip(col, col_lengths, strict=True):
             if length > size:
-                cell = _cut(cell, size - 1) + "…"
-                length = _cells(cell)
+                cell = cut_cells(cell, size - 1) + "…"
+                length = cell_width(cell)
             pad = " " * (size - length)
             out.append(pad + cell if column.right else cell + pad)
         padded.append(out)
     return [GAP.join(parts).rstrip() for parts in zip(*padded, strict=True)]
-
-
-_MARKS = frozenset("—↳…")
-"""The marks a listing adds itself (no model, a child's title, a cut cell): one cell each."""
-
-
-def _one_cell_each(text: str) -> bool:
-    return text.isascii() or all(c < "\x7f" or c in _MARKS for c in text)
-
-
-def _cells(text: str) -> int:
-    """Terminal cells of a (terminal-safe) text: its length when every character is one cell
-    (ASCII, the listing's own marks); else Rich's measure (imported only then)."""
-    if _one_cell_each(text):
-        return len(text)
-    from rich.cells import cell_len
-
-    return cell_len(text)
-
-
-def _cut(text: str, size: int) -> str:
-    """``text`` cut to at most ``size`` cells, without the spaces that would end it."""
-    if _one_cell_each(text):
-        return text[:size].rstrip(" ")
-    from rich.cells import set_cell_size
-
-    return set_cell_size(text, size).rstrip(" ")
 
 
 def print_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:

@@ -8,26 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from dsh.cli.tables import readable_result, terminal_safe
+from dsh.cli.tables import cell_width, readable_result, terminal_safe
 from dsh.events import Event
 from dsh.events.chunks import Chunk
 from dsh.events.todos import todo_lines
 from dsh.session import timeline as tl
 from dsh.session.timeline import Timeline
 
-
-def _cells(text: str) -> int:
-    """The cells ``text`` takes (Rich's :func:`~rich.cells.cell_len`): printable ASCII, what a
-    replay streams nearly always, one a character, without Rich's per-character scan."""
-    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
-
-
 _PROMPT_MARK = "› "
-_PROMPT_CELLS = cell_len(_PROMPT_MARK)
+_PROMPT_CELLS = cell_width(_PROMPT_MARK)
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -106,7 +98,7 @@ class LiveView:
             self._plain is not None
             and "\t" not in text
             and "\n" not in text
-            and (cells if cells >= 0 else _cells(text)) < self.console.width
+            and (cells if cells >= 0 else cell_width(text)) < self.console.width
         ):
             self._plain.write(text + end)
             if end:  # a whole line: someone watching (``| tee``) sees it now, as with Rich
@@ -172,7 +164,7 @@ class LiveView:
             cells = len(text)
         else:
             text = terminal_safe(text, multiline=True)
-            cells = _cells(text) if "\n" not in text and "\t" not in text else -1
+            cells = cell_width(text) if "\n" not in text and "\t" not in text else -1
         style = "dim" if delta.kind == "reasoning" else None
         if not self._held(text, style, cells):
             self._plain_print(text, style, cells=cells)
@@ -228,7 +220,8 @@ class LiveView:
             case tl.Prompt() if self._own_turns(session_id, item):
                 self._turn_break()  # the original logs a prompt before its turn/start
                 text = terminal_safe(item.text.strip("\n"), multiline=True)
-                self._plain_print(_PROMPT_MARK + text, "bold", end="\n", cells=_PROMPT_CELLS + _cells(text))
+                cells = _PROMPT_CELLS + cell_width(text)
+                self._plain_print(_PROMPT_MARK + text, "bold", end="\n", cells=cells)
             case tl.ToolCall():
                 self._line(
                     session_id,

@@ -98,6 +98,33 @@ class TrimmedLines:
         return self._target.encoding
 
 
+_ONE_CELL_MARKS = frozenset("—↳…")
+"""The marks dsh adds to what it prints (no model, a child's title, a cut text): one cell each."""
+
+
+def _one_cell_each(text: str) -> bool:
+    return text.isascii() or all(c < "\x7f" or c in _ONE_CELL_MARKS for c in text)
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells of a (terminal-safe) text: its length when every character is one cell
+    (ASCII, dsh's own marks); else Rich's measure (``rich.cells``, imported only then)."""
+    if _one_cell_each(text):
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def cut_cells(text: str, size: int) -> str:
+    """``text`` cut to at most ``size`` cells, without the spaces that would end it."""
+    if _one_cell_each(text):
+        return text[:size].rstrip(" ")
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, size).rstrip(" ")
+
+
 def piped_width() -> int | None:
     """The width of a plain listing when standard output is plainly no terminal (piped,
     redirected) and nothing asks for one (``TTY_COMPATIBLE``, ``FORCE_COLOR``, which Rich

@@ -129,14 +129,12 @@ LAST_END_IN: Final = (
 HAS_REFS: Final = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fork_refs'"
 NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE session_id = ?"
 SELECT_HEADER: Final = f"SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?"
-HEADER_NEXT_SEQ: Final = (
-    f"SELECT {HEADER_COLUMNS}, (SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id) "
-    "FROM sessions s WHERE s.id = ?"
-)
+_NEXT_SEQ_OF_S: Final = "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id)"
+""":data:`NEXT_SEQ` of the ``sessions`` row ``s``, as a column."""
+HEADER_NEXT_SEQ: Final = f"SELECT {HEADER_COLUMNS}, {_NEXT_SEQ_OF_S} FROM sessions s WHERE s.id = ?"
 """A session's header columns, then its :data:`NEXT_SEQ` (one statement: a tail read's)."""
 SUMMARY: Final = (
-    f"SELECT {HEADER_COLUMNS}, "
-    "(SELECT COALESCE(MAX(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id), "
+    f"SELECT {HEADER_COLUMNS}, {_NEXT_SEQ_OF_S}, "
     "(SELECT e.time FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) FROM sessions s"
 )
 NEWEST: Final = (
