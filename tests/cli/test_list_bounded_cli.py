@@ -208,3 +208,36 @@ def test_a_piped_listing_prints_what_rich_would_without_importing_it(dsh_sqlite:
     assert done.returncode == 0, done.stderr
     assert "newest" in done.stdout
     assert done.stderr.strip() == "[]", "a piped listing imports no Rich"
+
+
+def test_sessions_tree_reads_no_events_of_a_session_alone_in_its_tree(dsh_sqlite: Dsh) -> None:
+    """A top-level session with no children is a tree of one node: its summary row says all the
+    tree shows (its id, cut and event count); only a tree with children is read to label them."""
+    db = Path(dsh_sqlite.store.removeprefix("sqlite:"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_three(db))
+    dsh_sqlite("sessions", "fork", "middle", "--id", "kid").ok()
+    with sqlite3.connect(db) as conn:  # the lone sessions' events cannot be read any more
+        conn.execute("UPDATE events SET data = '{bad' WHERE session_id IN ('oldest', 'newest') AND seq = 2")
+    out = dsh_sqlite("sessions", "tree", "--json").ok()
+    assert out.stderr == ""
+    roots = {node["id"]: node for node in out.json()}
+    assert list(roots) == ["oldest", "middle", "newest"]
+    assert roots["oldest"] == {
+        "id": "oldest",
+        "kind": None,
+        "state": None,
+        "branchTurn": None,
+        "inheritedEventCount": 0,
+        "eventCount": 6,
+        "children": [],
+    }
+    (kid,) = roots["middle"]["children"]
+    assert (kid["id"], kid["kind"], kid["branchTurn"], kid["inheritedEventCount"]) == ("kid", "fork", 1, 6)
+    text = dsh_sqlite("sessions", "tree").ok().stdout
+    assert text.splitlines() == [
+        "oldest  cut 0, 6 events",
+        "middle  cut 0, 6 events",
+        "└── fork kid  branched at turn 1, cut 6, 7 events",
+        "newest  cut 0, 6 events",
+    ]

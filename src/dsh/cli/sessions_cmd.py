@@ -279,12 +279,19 @@ async def _build_subtree(store: EventStore, root_id: str, seen: set[str] | None 
 
 
 async def _build_forest(store: EventStore) -> list[_Node]:
-    """Every root (no parent, or a parent not in the store) with its descendants."""
+    """Every root (no parent, or a parent not in the store) with its descendants. A top-level
+    session with no children is its summary (nothing to label: no kind, state or branch turn),
+    so only trees with children are read (10,000 lone sessions: one listing, no loads)."""
     summaries = _ordered(await store.list_sessions())
     by_id = {s.header.id: s for s in summaries}
+    parents = {s.header.parent_session for s in summaries}
     roots = [s for s in summaries if s.header.parent_session not in by_id]
-    seen: set[str] = set()
-    forest = [await _build_subtree(store, root.header.id, seen) for root in roots]
+    alone = {s.header.id for s in roots if s.header.parent_session is None and s.header.id not in parents}
+    seen: set[str] = set(alone)
+    forest = [
+        _Node(root, None) if root.header.id in alone else await _build_subtree(store, root.header.id, seen)
+        for root in roots
+    ]
     # Sessions on a parentSession cycle have no root; show each cycle once from its oldest member.
     for s in summaries:
         if s.header.id not in seen:
@@ -359,10 +366,21 @@ def tree_cmd(
         if not forest:
             console.print(f"no sessions in {store_label(store)}")
             return
+        from rich.text import Text
+
+        alone: list[Text] = []  # trees of one node: their labels, printed as one text
         for node in forest:
+            if not node.children:
+                alone.append(_tree_label(node))
+                continue
+            if alone:
+                console.print(Text("\n").join(alone))
+                alone = []
             tree = Tree(_tree_label(node))
             _add_branches(tree, node)
             console.print(tree)
+        if alone:
+            console.print(Text("\n").join(alone))
 
 
 # --------------------------------------------------------------------------- fork
