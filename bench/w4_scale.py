@@ -10,9 +10,12 @@ Later turns: the session resumed (a copy) runs six turns against a scripted mode
 workspace pass on; the CPU of the first and the median of the later ones — what a long
 session costs a turn once open.
 
-Listing: N small sessions (two turns each), then ``dsh sessions list -n 50`` and the whole
-``dsh sessions list``: CPU time (user + system) of the process, less the CPU time of
-``dsh sessions list --help`` measured in the same run (start-up: Python, the CLI, the command).
+Listing: N small sessions (two turns each), then ``dsh sessions list -n 50``, the whole
+``dsh sessions list`` and ``dsh sessions tree``: CPU time (user + system) of the process, less
+the CPU time of the command's ``--help`` measured in the same run (start-up: Python, the CLI,
+the command). The viewer's sessions page (``dsh ui``'s ``GET /``) served in process in a fresh
+process: the CPU of its first request (over a copy of the store as built: no listing kept a
+digest in it) and of a later one.
 """
 
 from __future__ import annotations
@@ -234,15 +237,24 @@ def list_figures(root: Path, count: int, rounds: int) -> dict[str, Any]:
     home.mkdir(exist_ok=True)
     db = root / f"many-{count}.db"
     _in_fresh_process("--build-many", str(db), str(workspace), str(count))
+    unlisted = root / f"many-{count}-unlisted.db"  # no listing kept a digest in it
+    shutil.copyfile(db, unlisted)
+    viewed = root / f"many-{count}-viewer.db"  # each round's viewer starts from it
     env = _env(home)
     store = ["--store", f"sqlite:{db}"]
-    base, top, whole = [], [], []
+    base, top, whole, tree_base, tree, pages = [], [], [], [], [], []
     for _ in range(rounds):
         base.append(_cpu_of(_dsh("sessions", "list", "--help"), workspace, env)[1])
         top.append(_cpu_of(_dsh("sessions", "list", "-n", "50", *store), workspace, env)[1])
     cold = _cpu_of(_dsh("sessions", "list", *store), workspace, env)[1]  # derives and keeps every digest
     for _ in range(rounds):
         whole.append(_cpu_of(_dsh("sessions", "list", *store), workspace, env)[1])
+        tree_base.append(_cpu_of(_dsh("sessions", "tree", "--help"), workspace, env)[1])
+        tree.append(_cpu_of(_dsh("sessions", "tree", *store), workspace, env)[1])
+        shutil.copyfile(unlisted, viewed)  # the viewer keeps what it derives: a copy each round
+        pages.append(json.loads(_in_fresh_process("--page-once", str(viewed), str(count))))
+    unlisted.unlink()
+    viewed.unlink()
     start_up = statistics.median(base)
     return {
         "sessions": count,
@@ -250,7 +262,36 @@ def list_figures(root: Path, count: int, rounds: int) -> dict[str, Any]:
         "list_n50_cpu_s": statistics.median(top) - start_up,
         "list_all_cold_cpu_s": cold - start_up,
         "list_all_cpu_s": statistics.median(whole) - start_up,
+        "tree_cpu_s": statistics.median(tree) - statistics.median(tree_base),
+        "viewer_first_page_cpu_s": statistics.median(p["first"] for p in pages),
+        "viewer_page_cpu_s": statistics.median(p["later"] for p in pages),
     }
+
+
+VIEWER_PAGES = 5
+"""Pages the viewer serves after its first, for the later-page figure."""
+
+
+def _page_once(db: Path, count: int) -> dict[str, float]:
+    """CPU seconds (this process, every thread) of the viewer's sessions page (``GET /``, the
+    first page of ``count`` sessions) served in process through Starlette's test client: the
+    first request of a viewer just started (its start-up apart), and the median of
+    :data:`VIEWER_PAGES` more."""
+    from starlette.testclient import TestClient
+
+    from dsh.store.url import open_store
+    from dsh.ui.app import create_app
+
+    url = f"sqlite:{db}"
+    spent = []
+    with TestClient(create_app(lambda: open_store(url))) as client:
+        for _ in range(1 + VIEWER_PAGES):
+            start = time.process_time()
+            page = client.get("/")
+            spent.append(time.process_time() - start)
+            if page.status_code != 200 or f"of {count} sessions" not in page.text:
+                raise RuntimeError(f"the viewer's first page of {db}: {page.status_code} {page.text[:200]}")
+    return {"first": spent[0], "later": statistics.median(spent[1:])}
 
 
 WARM_TAILS = 10
@@ -370,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
     parser.add_argument("--build-one", nargs=4, metavar=("DB", "WS", "SHAPE", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--build-many", nargs=3, metavar=("DB", "WS", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--page-once", nargs=2, metavar=("DB", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.resume_once:
         print(json.dumps(asyncio.run(_resume_once(Path(args.resume_once[0]), args.resume_once[1]))))
@@ -380,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_one:
         db, ws, shape, n = args.build_one
         asyncio.run(_build_one(Path(db), Path(ws), shape, int(n)))
+        return 0
+    if args.page_once:
+        print(json.dumps(_page_once(Path(args.page_once[0]), int(args.page_once[1]))))
         return 0
     if args.build_many:
         db, ws, n = args.build_many
