@@ -250,14 +250,15 @@ class _Node:
 async def _node(store: EventStore, node: TreeNode) -> _Node:
     """A tree node of the CLI: the lineage node's kind and, for a background child, its state."""
     from dsh.events.fork import branch_turn
-    from dsh.session import open_turn
     from dsh.store.base import SessionSummary
-    from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state
 
     loaded = node.session
     summary = SessionSummary(loaded.header, node.cut, len(loaded.events))
     state = None
     if node.kind is not None and node.descriptor is not None and node.descriptor.mode == "continuable":
+        from dsh.session import open_turn
+        from dsh.subagents.lifecycle import lease_held_elsewhere, logged_state  # imports the loop: 0.27 s
+
         own = node.own_events
         elsewhere = open_turn(own) is not None and await lease_held_elsewhere(store, node.id)
         state = logged_state(own, lease_held_elsewhere=elsewhere)
