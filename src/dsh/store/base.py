@@ -299,6 +299,13 @@ class ListsNewest(Protocol):
         descendant of them, each once, ordered like :meth:`EventStore.list_sessions`."""
         ...
 
+    async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
+        """How many sessions the store holds, and the ``count`` most recently created *top rows*
+        (a session with no parent, with itself as parent, or whose parent is not stored) with
+        every descendant of them, each once, ordered like :meth:`EventStore.list_sessions`: the
+        first rows of a listing that nests each child under its parent (``dsh.ui.views.nest``)."""
+        ...
+
 
 class _Closable(Protocol):
     async def close(self) -> None:

@@ -79,6 +79,7 @@ from dsh.store.spool import SpoolBatch, Spooled
 from dsh.store.sqlite_schema import (
     APPLICATION_ID,
     BUSY_TIMEOUT_S,
+    COUNT_SESSIONS,
     CREATE_ATTACHMENTS,
     CREATE_DIGESTS,
     CREATE_EXTRAS,
@@ -97,6 +98,7 @@ from dsh.store.sqlite_schema import (
     LAST_END_IN,
     MAX_SEQ,
     NEWEST,
+    NEWEST_ROOTS,
     NEXT_SEQ,
     SCHEMA_VERSION,
     SELECT_ATTACHMENT,
@@ -490,6 +492,19 @@ class SqliteEventStore(BufferedFront):
         await self._enter()
         await self._settle(None)
         return await self._call(self._newest_sync, count)
+
+    def _newest_roots_sync(self, conn: sqlite3.Connection, count: int) -> tuple[int, list[SessionSummary]]:
+        with snapshot(conn):
+            total: int = conn.execute(COUNT_SESSIONS).fetchone()[0]
+            rows = conn.execute(NEWEST_ROOTS, (count,)).fetchall()
+        return total, [summary_from_row(row, str(self.path)) for row in rows]
+
+    async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
+        """``ListsNewest``: the session count, and the ``count`` newest top rows with their
+        descendants (one snapshot, two queries)."""
+        await self._enter()
+        await self._settle(None)
+        return await self._call(self._newest_roots_sync, count)
 
     async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
         """``KeepsDigests``: keep these, in one transaction (sessions deleted meanwhile skipped)."""

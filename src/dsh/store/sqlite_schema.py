@@ -144,6 +144,17 @@ NEWEST: Final = (
     f"{SUMMARY} WHERE s.id IN shown ORDER BY s.created_at, s.id"
 )
 """``ListsNewest``: the newest N sessions and their descendants (``UNION``: each once, cycle-safe)."""
+NEWEST_ROOTS: Final = (
+    "WITH RECURSIVE shown(id) AS ("
+    "SELECT id FROM (SELECT s.id FROM sessions s WHERE s.parent_session IS NULL OR s.parent_session = s.id "
+    "OR NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session) "
+    "ORDER BY s.created_at DESC, s.id DESC LIMIT ?) "
+    "UNION SELECT c.id FROM sessions c JOIN shown ON c.parent_session = shown.id) "
+    f"{SUMMARY} WHERE s.id IN shown ORDER BY s.created_at, s.id"
+)
+"""``ListsNewest.newest_roots``: the newest N top rows — no parent, itself as parent, or a parent
+not stored — and their descendants."""
+COUNT_SESSIONS: Final = "SELECT COUNT(*) FROM sessions"
 
 EXTRAS_TABLE: Final = "session_extras"
 CREATE_EXTRAS: Final = f"""CREATE TABLE IF NOT EXISTS {EXTRAS_TABLE} (

@@ -16,7 +16,7 @@ from dsh.session.digest import Derived, derive
 from dsh.session.prices import PriceTable
 from dsh.session.spend import TreeSpend, spent_text
 from dsh.session.timeline import SessionTree, TreeNode
-from dsh.store.base import EventStore, SessionSummary
+from dsh.store.base import EventStore, ListsNewest, SessionSummary
 from dsh.ui.rows import DeriveCache, Row
 
 SORTS = ("created", "events", "children", "id", "activity", "status", "title")
@@ -57,8 +57,13 @@ async def list_page(
 
     Sorting by header fields derives (or reads the kept digests of) only the rows shown; a
     search or a sort by a derived field (activity, status, title) derives every session
-    (cached per event count).
+    (cached per event count). The default view (newest first, no search) of a store that
+    ``ListsNewest`` reads only the sessions it shows (:func:`_newest_page`).
     """
+    if not query and sort == "created" and descending and isinstance(store, ListsNewest):
+        newest = await _newest_page(store, cache, page, max(1, min(per_page, 500)))
+        if newest is not None:
+            return newest
     summaries = await store.list_sessions()
     children: dict[str, int] = {}
     for s in summaries:
@@ -100,6 +105,28 @@ async def list_page(
         rows.append(Row(s, d, children.get(s.header.id, 0), depth))
     await cache.flush()
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
+
+
+async def _newest_page(store: ListsNewest, cache: DeriveCache, page: int, per_page: int) -> Page | None:
+    """The newest-first page from the newest top rows and their descendants
+    (``ListsNewest.newest_roots``: each top row brings at least one row, so ``page * per_page``
+    of them are enough); ``None`` when they do not fill the page and the store holds more:
+    sessions only in a parent cycle, which :func:`nest` shows after every tree."""
+    total, listed = await store.newest_roots(max(1, page) * per_page)
+    pages = max(1, -(-total // per_page))
+    page = max(1, min(page, pages))
+    nested = nest(listed[::-1], page * per_page)  # listed oldest first, ids unique: reversed is newest first
+    if len(nested) < page * per_page and len(listed) < total:
+        return None
+    children: dict[str, int] = {}
+    for s in listed:  # every child of a listed session is listed (its descendants are)
+        if s.header.parent_session is not None:
+            children[s.header.parent_session] = children.get(s.header.parent_session, 0) + 1
+    window = nested[(page - 1) * per_page :]
+    await cache.prime([s.header.id for s, _ in window])
+    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0), depth) for s, depth in window]
+    await cache.flush()
+    return Page(rows, total, total, page, pages, per_page)
 
 
 def nest(ordered: Sequence[SessionSummary], limit: int | None = None) -> list[tuple[SessionSummary, int]]:

@@ -1,0 +1,92 @@
+"""The sessions page's default view (newest first, no search) reads only the sessions it shows
+(SQLite: ``ListsNewest.newest_roots``), and shows exactly what the whole listing would."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any, cast
+
+from dsh.events import SessionHeader
+from dsh.store.base import EventStore
+from dsh.store.samples import completed_turns
+from dsh.store.sqlite import SqliteEventStore
+from dsh.ui.rows import DeriveCache
+from dsh.ui.views import Page, list_page
+
+# (id, created_at, parent): children older than their parent (an import can say so), a grandchild,
+# an orphan (its parent is not in the store), and plain sessions around them; then (written into
+# the database: a store refuses them) a session that is its own parent and a parent cycle.
+SESSIONS = (
+    ("p1", 1_000, None),
+    ("p2", 1_001, None),
+    ("root", 1_010, None),
+    ("kid", 900, "root"),
+    ("kid2", 1_020, "root"),
+    ("grandkid", 800, "kid"),
+    ("orphan", 1_005, "gone"),
+    ("self", 1_003, None),
+    ("cyc-a", 1_007, None),
+    ("cyc-b", 1_008, None),
+    ("p3", 1_030, None),
+    ("p4", 1_031, None),
+)
+CYCLES = (("self", "self"), ("cyc-a", "cyc-b"), ("cyc-b", "cyc-a"))
+
+
+async def _fill(db: Path) -> None:
+    store = SqliteEventStore(db)
+    for sid, created, parent in SESSIONS:
+        header = SessionHeader(id=sid, created_at=created, cwd="/work", parent_session=parent)
+        await store.create(header, completed_turns(1))
+    await store.close()
+
+
+class _Listed:
+    """The store seen through what every store has: ``list_sessions``, no bounded read."""
+
+    def __init__(self, inner: EventStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("newest_roots", "newest_sessions"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def _shown(page: Page) -> tuple[object, ...]:
+    rows = [(r.summary.header.id, r.depth, r.children, r.derived.status) for r in page.rows]
+    return (rows, page.total, page.matched, page.page, page.pages, page.per_page)
+
+
+async def _same_pages(db: Path) -> None:
+    store = SqliteEventStore(db)
+    whole = cast(EventStore, _Listed(store))  # the reference: the whole listing's page
+    for per_page in (1, 2, 3, 4, 5, 7, 50):
+        for page in (1, 2, 3, 4, 9):
+            fast = await list_page(store, DeriveCache(store), page=page, per_page=per_page)
+            listed = await list_page(whole, DeriveCache(whole), page=page, per_page=per_page)
+            assert _shown(fast) == _shown(listed), (per_page, page)
+    await store.close()
+
+
+async def test_the_newest_page_is_the_whole_listings_page(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    await _fill(db)
+    await _same_pages(db)
+    with sqlite3.connect(db) as conn:  # sessions reached by no top row: shown after every tree
+        conn.executemany("UPDATE sessions SET parent_session = ? WHERE id = ?", [(p, s) for s, p in CYCLES])
+    await _same_pages(db)
+
+
+async def test_the_newest_page_reads_no_other_session(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    await _fill(db)
+    with sqlite3.connect(db) as conn:  # the oldest top row's session row and events cannot be read
+        conn.execute("UPDATE sessions SET delegation_depth = -1 WHERE id = 'p1'")
+        conn.execute("UPDATE events SET data = '{bad' WHERE session_id = 'p1'")
+    store = SqliteEventStore(db)
+    page = await list_page(store, DeriveCache(store), per_page=3)
+    assert [(r.summary.header.id, r.depth) for r in page.rows] == [("p4", 0), ("p3", 0), ("root", 0)]
+    assert (page.total, page.pages) == (12, 4)
+    await store.close()
