@@ -206,3 +206,36 @@ async def test_compat_cancel_shows_the_committed_partial_message(
     assert [(u.session_update, u.content.text) for _, u in conn.updates] == [
         ("agent_message_chunk", "partial")
     ]
+
+
+async def test_list_sessions_takes_each_last_activity_from_the_listing(
+    tmp_path: Path, served: list[DshAcpAgent]
+) -> None:
+    """``session/list`` reads no session's events: the listing's row carries the time of the
+    last event (here the last event of each session cannot even be decoded)."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from dsh.events import Event, SessionHeader
+    from dsh.store.samples import completed_turns
+    from dsh.store.sqlite import SqliteEventStore
+
+    db = tmp_path / "s.db"
+    store = SqliteEventStore(db)
+    for i, sid in enumerate(("older", "newer")):
+        events = [Event(e.type, e.seq, 1_700_000_000_000 + 1_000 * i + e.seq, e.data, e.surface_op)
+                  for e in completed_turns(1)]  # fmt: skip
+        await store.create(SessionHeader(id=sid, created_at=1_000 + i, cwd=str(tmp_path)), events)
+    await store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE events SET data = '{bad' WHERE seq = 5")
+    store = SqliteEventStore(db)
+    agent = DshAcpAgent(Runtime(store=store, models=ReplayModels(scenario(tmp_path, [])), model_name="m"))
+    agent.on_connect(Conn())  # type: ignore[arg-type]
+    served.append(agent)
+    listed = await agent.list_sessions()
+    stamps = [(datetime.fromtimestamp((1_700_000_000_005 + 1_000 * i) / 1000, tz=UTC)) for i in (1, 0)]
+    expected = [s.isoformat(timespec="milliseconds").replace("+00:00", "Z") for s in stamps]
+    assert [(s.session_id, s.updated_at) for s in listed.sessions] == list(
+        zip(["newer", "older"], expected, strict=True)
+    )

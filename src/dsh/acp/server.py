@@ -433,8 +433,8 @@ class DshAcpAgent:
         page = rows[offset : offset + LIST_PAGE]
         sessions = []
         for row in page:
-            updated = row.header.created_at
-            if row.event_count:
+            updated = row.header.created_at if row.last_time is None else row.last_time
+            if row.last_time is None and row.event_count:  # a store whose listing has no last time
                 tail = await store.read_from(row.header.id, row.event_count - 1)
                 if tail:
                     updated = tail[-1].time
