@@ -38,15 +38,11 @@ async def list_rows(
     session's own cost is kept in its digest (``PriceTable.keeping_cost``), so the next
     listing need not import the bundled price table."""
     from dsh.store.newest import newest_sessions
-    from dsh.ui.rows import DeriveCache, Row
+    from dsh.ui.rows import DeriveCache, Row, child_counts
 
     listed = await store.list_sessions() if newest is None else await newest_sessions(store, newest)
     summaries = sorted(listed, key=lambda s: (s.header.created_at, s.header.id))
-    children: dict[str, int] = {}
-    for s in summaries:
-        parent = s.header.parent_session
-        if parent is not None:
-            children[parent] = children.get(parent, 0) + 1
+    children = child_counts(summaries)
     cache = DeriveCache(store, price=None if prices is None else prices.keeping_cost)
     await cache.prime(None if newest is None else [s.header.id for s in summaries])
     rows = [Row(s, await cache.get(s), children.get(s.header.id, 0)) for s in summaries]

@@ -27,6 +27,16 @@ def summary_json(summary: SessionSummary) -> dict[str, Any]:
     return session_json(summary.header, summary.inherited_event_count, summary.event_count)
 
 
+def child_counts(summaries: Sequence[SessionSummary]) -> dict[str, int]:
+    """How many of ``summaries`` name each session as their parent (a listing's children column)."""
+    counts: dict[str, int] = {}
+    for s in summaries:
+        parent = s.header.parent_session
+        if parent is not None:
+            counts[parent] = counts.get(parent, 0) + 1
+    return counts
+
+
 class DeriveCache:
     """``Derived`` per session, recomputed only when the session's event count changes.
 

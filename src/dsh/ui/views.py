@@ -17,7 +17,7 @@ from dsh.session.prices import PriceTable
 from dsh.session.spend import TreeSpend, spent_text
 from dsh.session.timeline import SessionTree, TreeNode
 from dsh.store.base import EventStore, ListsNewest, SessionSummary
-from dsh.ui.rows import DeriveCache, Row
+from dsh.ui.rows import DeriveCache, Row, child_counts
 
 SORTS = ("created", "events", "children", "id", "activity", "status", "title")
 """Sort keys of the sessions page; the last three derive every session first (see this package's README)."""
@@ -65,10 +65,7 @@ async def list_page(
         if newest is not None:
             return newest
     summaries = await store.list_sessions()
-    children: dict[str, int] = {}
-    for s in summaries:
-        if s.header.parent_session is not None:
-            children[s.header.parent_session] = children.get(s.header.parent_session, 0) + 1
+    children = child_counts(summaries)
     needs_all = bool(query) or sort not in CHEAP_SORTS
     derived: dict[str, Derived] = {}
     if needs_all:
@@ -118,10 +115,7 @@ async def _newest_page(store: ListsNewest, cache: DeriveCache, page: int, per_pa
     nested = nest(listed[::-1], page * per_page)  # listed oldest first, ids unique: reversed is newest first
     if len(nested) < page * per_page and len(listed) < total:
         return None
-    children: dict[str, int] = {}
-    for s in listed:  # every child of a listed session is listed (its descendants are)
-        if s.header.parent_session is not None:
-            children[s.header.parent_session] = children.get(s.header.parent_session, 0) + 1
+    children = child_counts(listed)  # every child of a listed session is listed (its descendants are)
     window = nested[(page - 1) * per_page :]
     await cache.prime([s.header.id for s, _ in window])
     rows = [Row(s, await cache.get(s), children.get(s.header.id, 0), depth) for s, depth in window]
