@@ -1,14 +1,27 @@
 """The sessions page's default view (newest first, no search) reads only the sessions it shows
-(SQLite: ``ListsNewest.newest_roots``), and shows exactly what the whole listing would."""
+(``ListsNewest.newest_roots``: SQLite, PostgreSQL), and shows exactly what the whole listing would."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import psycopg
+import pytest
+
 from dsh.events import SessionHeader
 from dsh.store.base import EventStore
+from dsh.store.postgres import PostgresEventStore
+from dsh.store.postgres_testing import (
+    drop_schema,
+    new_schema_name,
+    server_url,
+    unreachable_reason,
+    with_schema,
+)
+from dsh.store.postgres_url import parse_postgres_url
 from dsh.store.samples import completed_turns
 from dsh.store.sqlite import SqliteEventStore
 from dsh.ui.rows import DeriveCache
@@ -34,12 +47,42 @@ SESSIONS = (
 CYCLES = (("self", "self"), ("cyc-a", "cyc-b"), ("cyc-b", "cyc-a"))
 
 
-async def _fill(db: Path) -> None:
-    store = SqliteEventStore(db)
+async def _fill(store: EventStore) -> None:
     for sid, created, parent in SESSIONS:
         header = SessionHeader(id=sid, created_at=created, cwd="/work", parent_session=parent)
         await store.create(header, completed_turns(1))
     await store.close()
+
+
+Backend = tuple[Callable[[], EventStore], Callable[[str], None]]
+"""A way to open the store, and to run a statement in its database (what a store refuses)."""
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        db = tmp_path / "s.db"
+
+        def sql(statement: str) -> None:
+            with sqlite3.connect(db) as conn:
+                conn.execute(statement)
+
+        yield (lambda: SqliteEventStore(db)), sql
+        return
+    server = server_url()
+    reason = unreachable_reason(server)
+    if reason is not None:
+        pytest.skip(reason)
+    schema = new_schema_name()
+    url = with_schema(server, schema)
+
+    def pg_sql(statement: str) -> None:
+        with psycopg.connect(parse_postgres_url(server).conninfo, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{schema}"')
+            conn.execute(statement)
+
+    yield (lambda: PostgresEventStore(url)), pg_sql
+    drop_schema(server, schema)
 
 
 class _Listed:
@@ -59,8 +102,7 @@ def _shown(page: Page) -> tuple[object, ...]:
     return (rows, page.total, page.matched, page.page, page.pages, page.per_page)
 
 
-async def _same_pages(db: Path) -> None:
-    store = SqliteEventStore(db)
+async def _same_pages(store: EventStore) -> None:
     whole = cast(EventStore, _Listed(store))  # the reference: the whole listing's page
     for per_page in (1, 2, 3, 4, 5, 7, 50):
         for page in (1, 2, 3, 4, 9):
@@ -70,18 +112,18 @@ async def _same_pages(db: Path) -> None:
     await store.close()
 
 
-async def test_the_newest_page_is_the_whole_listings_page(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    await _fill(db)
-    await _same_pages(db)
-    with sqlite3.connect(db) as conn:  # sessions reached by no top row: shown after every tree
-        conn.executemany("UPDATE sessions SET parent_session = ? WHERE id = ?", [(p, s) for s, p in CYCLES])
-    await _same_pages(db)
+async def test_the_newest_page_is_the_whole_listings_page(backend: Backend) -> None:
+    open_, sql = backend
+    await _fill(open_())
+    await _same_pages(open_())
+    for sid, parent in CYCLES:  # sessions reached by no top row: shown after every tree
+        sql(f"UPDATE sessions SET parent_session = '{parent}' WHERE id = '{sid}'")
+    await _same_pages(open_())
 
 
 async def test_the_newest_page_reads_no_other_session(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    await _fill(db)
+    await _fill(SqliteEventStore(db))
     with sqlite3.connect(db) as conn:  # the oldest top row's session row and events cannot be read
         conn.execute("UPDATE sessions SET delegation_depth = -1 WHERE id = 'p1'")
         conn.execute("UPDATE events SET data = '{bad' WHERE session_id = 'p1'")

@@ -40,6 +40,7 @@ from dsh.store.contract_chunks import CHUNK_CHECKS
 from dsh.store.contract_delete import DELETE_CHECKS
 from dsh.store.contract_fork import FORK_AT_CHECKS
 from dsh.store.contract_lineage import LINEAGE_CHECKS
+from dsh.store.contract_newest import NEWEST_CHECKS
 from dsh.store.contract_spool import SPOOL_CHECKS
 from dsh.store.contract_surface import SURFACE_CHECKS
 from dsh.store.contract_tools import BUSY_LINE
@@ -589,6 +590,7 @@ CHECKS: dict[str, ContractCheck] = {
         *DELETE_CHECKS,
         *FORK_AT_CHECKS,
         *LINEAGE_CHECKS,
+        *NEWEST_CHECKS,
         *ATTACHMENT_CHECKS,
         *SURFACE_CHECKS,
         *SPOOL_CHECKS,

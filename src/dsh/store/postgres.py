@@ -67,6 +67,7 @@ from dsh.store.lease import LeaseTable
 from dsh.store.postgres_schema import (
     ADVISORY_LOCK,
     APPEND,
+    COUNT_SESSIONS,
     CREATE,
     CREATE_ATTACHMENTS,
     CREATE_EXTRAS,
@@ -83,6 +84,8 @@ from dsh.store.postgres_schema import (
     LIST_CHILDREN,
     LIST_SESSIONS,
     LOCK_SCHEMA,
+    NEWEST,
+    NEWEST_ROOTS,
     NEXT_SEQ,
     NOTIFY_CHANNEL,
     REFERENCING,
@@ -560,6 +563,25 @@ class PostgresEventStore(BufferedFront):
                 cur = await conn.execute(LIST_CHILDREN, (parent,))
             rows = await cur.fetchall()
         return [summary_from_row(row, self.url) for row in rows]
+
+    async def newest_sessions(self, count: int) -> list[SessionSummary]:
+        """``ListsNewest``: the ``count`` newest sessions and their descendants, one query."""
+        await self._enter()
+        await self._settle(None)
+        async with self._conn() as conn:
+            rows = await (await conn.execute(NEWEST, (count,))).fetchall()
+        return [summary_from_row(row, self.url) for row in rows]
+
+    async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
+        """``ListsNewest``: the session count, and the ``count`` newest top rows with their
+        descendants (one snapshot: a repeatable-read transaction, two queries)."""
+        await self._enter()
+        await self._settle(None)
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            counted = await (await conn.execute(COUNT_SESSIONS)).fetchone()
+            rows = await (await conn.execute(NEWEST_ROOTS, (count,))).fetchall()
+        return (0 if counted is None else int(counted[0])), [summary_from_row(row, self.url) for row in rows]
 
     async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         async with self._conn() as conn, conn.transaction():

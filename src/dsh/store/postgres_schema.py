@@ -128,6 +128,26 @@ LIST_SESSIONS: Final = f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM se
 LIST_CHILDREN: Final = (
     f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM sessions WHERE parent_session = %s{_ORDER}"
 )
+_SHOWN: Final = (
+    f"SELECT {HEADER_COLUMNS}, next_seq, {_LAST_TIME} FROM sessions "
+    f"WHERE id IN (SELECT id FROM shown){_ORDER}"
+)
+NEWEST: Final = (
+    "WITH RECURSIVE shown(id) AS ("
+    '(SELECT id FROM sessions ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT %s) '
+    f"UNION SELECT c.id FROM sessions c JOIN shown ON c.parent_session = shown.id) {_SHOWN}"
+)
+"""``ListsNewest.newest_sessions``: the newest N sessions and their descendants (``UNION``: cycle-safe)."""
+NEWEST_ROOTS: Final = (
+    "WITH RECURSIVE shown(id) AS ("
+    "(SELECT s.id FROM sessions s WHERE s.parent_session IS NULL OR s.parent_session = s.id "
+    "OR NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session) "
+    'ORDER BY s.created_at DESC, s.id COLLATE "C" DESC LIMIT %s) '
+    f"UNION SELECT c.id FROM sessions c JOIN shown ON c.parent_session = shown.id) {_SHOWN}"
+)
+"""``ListsNewest.newest_roots``: the newest N top rows — no parent, itself as parent, or a parent
+not stored — and their descendants."""
+COUNT_SESSIONS: Final = "SELECT COUNT(*) FROM sessions"
 
 INSERT_SESSION: Final = f"""INSERT INTO sessions ({HEADER_COLUMNS}, next_seq)
     VALUES (%(id)s, %(created_at)s, %(cwd)s, %(parent_session)s, %(origin)s, %(delegation_depth)s,

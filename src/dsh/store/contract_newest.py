@@ -1,0 +1,89 @@
+"""Contract checks for bounded listings (``dsh.store.newest``, ``ListsNewest``), every backend:
+what a store that ``ListsNewest`` reads is what the whole listing says."""
+
+from __future__ import annotations
+
+from dsh.store.base import EventStore, ListsNewest, LoadedSession, SessionSummary
+from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, sample_header
+from dsh.store.newest import newest_sessions
+from dsh.store.samples import completed_turns
+
+_TREE = (  # (id, created_at, parent): kid and grandkid older than their root (an import can say so)
+    ("old1", 1_000, None),
+    ("old2", 1_001, None),
+    ("root", 1_005, None),
+    ("kid", 900, "root"),
+    ("grandkid", 800, "kid"),
+    ("other", 700, "old1"),
+    ("kid2", 1_020, "root"),
+    ("orphan", 1_003, "gone"),
+    ("new", 1_030, None),
+)
+
+
+async def _stored(open_store: StoreOpener) -> tuple[EventStore, list[SessionSummary]]:
+    store = await open_store()
+    batch = [
+        LoadedSession(sample_header(sid, created_at=created, parent_session=parent), 0, completed_turns(1))
+        for sid, created, parent in _TREE
+    ]
+    await store.create_batch(batch)  # "orphan": its parent is not stored
+    return store, await store.list_sessions()
+
+
+def _ids(summaries: list[SessionSummary]) -> list[str]:
+    return [s.header.id for s in summaries]
+
+
+def _below(listed: list[SessionSummary], tops: list[SessionSummary]) -> list[SessionSummary]:
+    """``tops`` and every descendant of them, in ``listed``'s order."""
+    kids: dict[str, list[str]] = {}
+    for s in listed:
+        parent = s.header.parent_session
+        if parent is not None and parent != s.header.id:
+            kids.setdefault(parent, []).append(s.header.id)
+    wanted: set[str] = set()
+    stack = [s.header.id for s in tops]
+    while stack:
+        sid = stack.pop()
+        if sid not in wanted:
+            wanted.add(sid)
+            stack.extend(kids.get(sid, ()))
+    return [s for s in listed if s.header.id in wanted]
+
+
+async def the_newest_come_with_every_descendant(open_store: StoreOpener) -> None:
+    """``newest_sessions(store, n)``: the n newest sessions and every descendant, however old,
+    each once, as the whole listing has them (a store that ``ListsNewest`` reads only those)."""
+    store, listed = await _stored(open_store)
+    shown = _ids(await newest_sessions(store, 3))
+    ensure(shown == ["grandkid", "kid", "root", "kid2", "new"], f"root brings its older kids: {shown}")
+    for count in range(len(_TREE) + 2):
+        expected = _below(listed, listed[-count:] if count else [])
+        got = await newest_sessions(store, count)
+        ensure(got == expected, f"newest {count}: {_ids(got)} != {_ids(expected)}")
+    await store.close()
+
+
+async def newest_roots_are_a_nested_listings_first_rows(open_store: StoreOpener) -> None:
+    """``ListsNewest.newest_roots(n)``: the session count, and the n newest top rows (no parent,
+    or a parent not stored) with every descendant, as the whole listing has them."""
+    store, listed = await _stored(open_store)
+    if isinstance(store, ListsNewest):
+        total, shown = await store.newest_roots(2)
+        two = (total, _ids(shown))
+        ensure(two == (9, ["grandkid", "kid", "root", "kid2", "new"]), f"root and new, root's kids: {two}")
+        stored = {s.header.id for s in listed}
+        tops = [s for s in listed if s.header.parent_session is None or s.header.parent_session not in stored]
+        for count in range(len(_TREE) + 2):
+            total, got = await store.newest_roots(count)
+            expected = _below(listed, tops[-count:] if count else [])
+            ensure(total == len(listed), f"newest_roots counts {total} sessions, not {len(listed)}")
+            ensure(got == expected, f"newest_roots {count}: {_ids(got)} != {_ids(expected)}")
+    await store.close()
+
+
+NEWEST_CHECKS: tuple[ContractCheck, ...] = (
+    the_newest_come_with_every_descendant,
+    newest_roots_are_a_nested_listings_first_rows,
+)
