@@ -3,6 +3,7 @@ what a store that ``ListsNewest`` reads is what the whole listing says."""
 
 from __future__ import annotations
 
+from dsh.events.lineage import below
 from dsh.store.base import EventStore, ListsNewest, LoadedSession, SessionSummary
 from dsh.store.contract_tools import ContractCheck, StoreOpener, ensure, sample_header
 from dsh.store.newest import newest_sessions
@@ -42,13 +43,7 @@ def _below(listed: list[SessionSummary], tops: list[SessionSummary]) -> list[Ses
         parent = s.header.parent_session
         if parent is not None and parent != s.header.id:
             kids.setdefault(parent, []).append(s.header.id)
-    wanted: set[str] = set()
-    stack = [s.header.id for s in tops]
-    while stack:
-        sid = stack.pop()
-        if sid not in wanted:
-            wanted.add(sid)
-            stack.extend(kids.get(sid, ()))
+    wanted = {sid for top in tops for sid in below(top.header.id, lambda p: kids.get(p, ()))}
     return [s for s in listed if s.header.id in wanted]
 
 
