@@ -60,8 +60,9 @@ async def list_page(
     (cached per event count). The default view (newest first, no search) of a store that
     ``ListsNewest`` reads only the sessions it shows (:func:`_newest_page`).
     """
+    per_page = max(1, min(per_page, 500))
     if not query and sort == "created" and descending and isinstance(store, ListsNewest):
-        newest = await _newest_page(store, cache, page, max(1, min(per_page, 500)))
+        newest = await _newest_page(store, cache, page, per_page)
         if newest is not None:
             return newest
     summaries = await store.list_sessions()
@@ -91,9 +92,7 @@ async def list_page(
         return (h.created_at, h.id)
 
     chosen.sort(key=key, reverse=descending)
-    per_page = max(1, min(per_page, 500))
-    pages = max(1, -(-len(chosen) // per_page))  # nesting shows each session once
-    page = max(1, min(page, pages))
+    page, pages = _paged(len(chosen), page, per_page)  # nesting shows each session once
     window = nest(chosen, page * per_page)[(page - 1) * per_page :]
     await cache.prime([s.header.id for s, _ in window])  # a page reads its rows' digests only
     rows = []
@@ -104,14 +103,19 @@ async def list_page(
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
 
 
+def _paged(count: int, page: int, per_page: int) -> tuple[int, int]:
+    """The page shown (asked for, kept within 1..pages) and how many pages ``count`` rows make."""
+    pages = max(1, -(-count // per_page))
+    return max(1, min(page, pages)), pages
+
+
 async def _newest_page(store: ListsNewest, cache: DeriveCache, page: int, per_page: int) -> Page | None:
     """The newest-first page from the newest top rows and their descendants
     (``ListsNewest.newest_roots``: each top row brings at least one row, so ``page * per_page``
     of them are enough); ``None`` when they do not fill the page and the store holds more:
     sessions only in a parent cycle, which :func:`nest` shows after every tree."""
     total, listed = await store.newest_roots(max(1, page) * per_page)
-    pages = max(1, -(-total // per_page))
-    page = max(1, min(page, pages))
+    page, pages = _paged(total, page, per_page)
     nested = nest(listed[::-1], page * per_page)  # listed oldest first, ids unique: reversed is newest first
     if len(nested) < page * per_page and len(listed) < total:
         return None
