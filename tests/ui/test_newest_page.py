@@ -132,3 +132,15 @@ async def test_the_newest_page_reads_no_other_session(tmp_path: Path) -> None:
     assert [(r.summary.header.id, r.depth) for r in page.rows] == [("p4", 0), ("p3", 0), ("root", 0)]
     assert (page.total, page.pages) == (12, 4)
     await store.close()
+
+
+async def test_a_page_past_the_end_is_the_last_page(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    await _fill(SqliteEventStore(db))
+    store = SqliteEventStore(db)
+    whole = cast(EventStore, _Listed(store))
+    for shown in (store, whole):
+        last = await list_page(shown, DeriveCache(shown), page=3, per_page=5)
+        past = await list_page(shown, DeriveCache(shown), page=99, per_page=5)
+        assert (past.page, past.pages) == (3, 3) and _shown(past) == _shown(last)
+    await store.close()
