@@ -118,9 +118,10 @@ def _offsets(literal: str, key: str) -> list[int]:
     return [at for at in range(len(literal) - len(key) + 1) if literal.startswith(key, at)]
 
 
-def _common(a: str, b: str) -> str:
-    """The longest substring of ``a`` that ``b`` holds (the first of them)."""
-    for size in range(min(len(a), len(b)), 0, -1):
+def _common(a: str, b: str, least: int) -> str:
+    """The longest substring of ``a`` that ``b`` holds (the first of them); ``""`` when it is
+    shorter than ``least``."""
+    for size in range(min(len(a), len(b)), least - 1, -1):
         for at in range(len(a) - size + 1):
             if a[at : at + size] in b:
                 return a[at : at + size]
@@ -134,7 +135,7 @@ def _units(literals: Iterable[str], lowered: bool) -> list[_Unit]:
     cores: list[tuple[str, list[str]]] = []
     for literal in _minimal(literals):
         for k, (core, group) in enumerate(cores):
-            shared = _common(core, literal)
+            shared = _common(core, literal, _CORE)
             if len(shared) >= _CORE:
                 cores[k] = (shared, [*group, literal])
                 break

@@ -191,6 +191,10 @@ class Redactor:
             return [True] * len(values)
         return self._gate.holding_utf8(map(jsonx.dumps_unchecked, values))
 
+    def holding_utf8(self, encoded: Sequence[bytes]) -> list[bool]:
+        """:meth:`holding` of texts given UTF-8 encoded (the JSON lines a writer has made)."""
+        return [True] * len(encoded) if self._always else self._gate.holding_utf8(encoded)
+
     def placeholder(self, kind: str, value: str) -> str:
         """``<secret:KIND:HASH8>``, or the fixed ``mask`` this redactor was made with."""
         if self._mask is not None:

@@ -13,10 +13,12 @@ import os
 import secrets
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsh.events import SessionHeader
+from dsh import jsonx
+from dsh.events import encode_event
 from dsh.events.lineage import below as lineage_below
 from dsh.replay.layout import PRIMARY
 from dsh.store import LoadedSession
@@ -38,12 +40,24 @@ def _scrub(value: Any, cwd: str) -> Any:
 
 
 def portable(loaded: LoadedSession, cwd: str) -> LoadedSession:
-    """The log with the run's cwd replaced by ``{{cwd}}`` (fixtures carry no machine paths)."""
+    """The log with the run's cwd replaced by ``{{cwd}}`` (fixtures carry no machine paths).
+    Only an event whose line holds the cwd is walked (JSON escapes character by character:
+    a string holding the cwd holds its encoding); the others keep their lines, remembered
+    (what :func:`~dsh.store.logfile.encode_log` then writes)."""
     if not cwd:
         return loaded
-    header: SessionHeader = loaded.header.evolve(cwd="{{cwd}}")
-    events = [e.__class__(e.type, e.seq, e.time, _scrub(e.data, cwd), e.surface_op,
-                          e.source_event_seqs, e.ignorable) for e in loaded.events]  # fmt: skip
+    header = loaded.header.evolve(cwd="{{cwd}}")
+    try:
+        needle = jsonx.dumps_unchecked(cwd)[1:-1]
+    except TypeError:  # not UTF-8 (a lone surrogate): no event's JSON can hold it
+        return LoadedSession(header, loaded.inherited_event_count, loaded.events)
+    events = list(loaded.events)
+    for i, event in enumerate(events):
+        line = encode_event(event)
+        if needle in line:
+            events[i] = replace(event, data=_scrub(event.data, cwd), data_json=None, line_json=None)
+        elif event.line_json is None:
+            event.remember_line(line)
     return LoadedSession(header, loaded.inherited_event_count, events)
 
 

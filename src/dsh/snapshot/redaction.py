@@ -22,7 +22,8 @@ from typing import Any
 
 from dsh import jsonx
 from dsh.errors import ScenarioError
-from dsh.events.redaction import json_values, redact_events
+from dsh.events import encode_event
+from dsh.events.redaction import json_values, redact_encoded
 from dsh.redact import Redactor
 from dsh.redact.scan import scan
 from dsh.redact.settings import Settings
@@ -119,9 +120,18 @@ def recording_rule(
 
 
 def redact_session(loaded: LoadedSession, redactor: Redactor | None) -> LoadedSession:
+    """``loaded`` with every secret replaced (``None``: unchanged). Each event is encoded once
+    (the line a writer of the log needs anyway) and the rule's cheap test made over those
+    lines; an event it passes keeps its line, remembered (``Event.remember_line``), so the
+    writer does not encode it again."""
     if redactor is None:
         return loaded
-    return replace(loaded, events=redact_events(loaded.events, redactor))
+    lines = [encode_event(e) for e in loaded.events]
+    events = redact_encoded(loaded.events, lines, redactor)
+    for event, before, line in zip(events, loaded.events, lines, strict=True):
+        if event is before and event.line_json is None:
+            event.remember_line(line)
+    return replace(loaded, events=events)
 
 
 def redact_sessions(
