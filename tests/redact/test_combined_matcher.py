@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh import jsonx
-from dsh.events import Event
-from dsh.events.redaction import json_value, json_values, redact_event, redact_events
+from dsh.events import Event, encode_event
+from dsh.events.redaction import json_value, json_values, redact_encoded, redact_event, redact_events
 from dsh.redact import SHAPES, Redactor, Shape
 from dsh.redact.gate import LiteralGate
 from dsh.redact.rule import Finding, custom_shapes
@@ -176,6 +176,8 @@ def test_events_redacted_at_once_are_those_redacted_one_by_one(many: list[str]) 
         *(Event("user/message", i + 2, 0, data) for i, data in enumerate(prompts)),
     ]
     assert redact_events(events, COMBINED) == [redact_event(e, COMBINED) for e in events]
+    lines = [encode_event(e) for e in events]
+    assert redact_encoded(events, lines, COMBINED) == [redact_event(e, COMBINED) for e in events]
     values = [{"text": t} for t in many]
     assert json_values(values, COMBINED) == [json_value(v, COMBINED) for v in values]
 

@@ -114,15 +114,18 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
 def redact_events(events: Sequence[Event], redactor: Redactor) -> list[Event]:
     """``[redact_event(e, redactor) for e in events]``, the cheap test made over all their
     JSON at once (:meth:`Redactor.holding`): only the events it finds a literal in are walked."""
-    held = redactor.holding_values([e.data for e in events])
-    return [_evolved(e, _walked(e.data, redactor)) if h else e for e, h in zip(events, held, strict=True)]
+    return _redacted(events, redactor.holding_values([e.data for e in events]), redactor)
 
 
 def redact_encoded(events: Sequence[Event], lines: Sequence[bytes], redactor: Redactor) -> list[Event]:
     """:func:`redact_events` of events given with their lines (``encode_event``, made by the
     writer anyway): the cheap test scans those lines, not a fresh encoding of each event's data
     (a literal only in an envelope walks its event for nothing)."""
-    held = redactor.holding_utf8(lines)
+    return _redacted(events, redactor.holding_utf8(lines), redactor)
+
+
+def _redacted(events: Sequence[Event], held: Sequence[bool], redactor: Redactor) -> list[Event]:
+    """Each event the cheap test ``held`` walked and redacted, the others as they are."""
     return [_evolved(e, _walked(e.data, redactor)) if h else e for e, h in zip(events, held, strict=True)]
 
 
