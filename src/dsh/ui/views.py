@@ -94,13 +94,25 @@ async def list_page(
     chosen.sort(key=key, reverse=descending)
     page, pages = _paged(len(chosen), page, per_page)  # nesting shows each session once
     window = nest(chosen, page * per_page)[(page - 1) * per_page :]
-    await cache.prime([s.header.id for s, _ in window])  # a page reads its rows' digests only
-    rows = []
-    for s, depth in window:
-        d = derived.get(s.header.id) or await cache.get(s)
-        rows.append(Row(s, d, children.get(s.header.id, 0), depth))
-    await cache.flush()
+    rows = await _page_rows(cache, window, children, derived)
     return Page(rows, len(summaries), len(chosen), page, pages, per_page)
+
+
+async def _page_rows(
+    cache: DeriveCache,
+    window: Sequence[tuple[SessionSummary, int]],
+    children: dict[str, int],
+    derived: dict[str, Derived],
+) -> list[Row]:
+    """A page's rows: each session's digest (``derived``'s, or the cache's: a page reads its
+    rows' digests only), its children count and its depth."""
+    await cache.prime([s.header.id for s, _ in window])
+    rows = [
+        Row(s, derived.get(s.header.id) or await cache.get(s), children.get(s.header.id, 0), depth)
+        for s, depth in window
+    ]
+    await cache.flush()
+    return rows
 
 
 def _paged(count: int, page: int, per_page: int) -> tuple[int, int]:
@@ -120,10 +132,7 @@ async def _newest_page(store: ListsNewest, cache: DeriveCache, page: int, per_pa
     if len(nested) < page * per_page and len(listed) < total:
         return None
     children = child_counts(listed)  # every child of a listed session is listed (its descendants are)
-    window = nested[(page - 1) * per_page :]
-    await cache.prime([s.header.id for s, _ in window])
-    rows = [Row(s, await cache.get(s), children.get(s.header.id, 0), depth) for s, depth in window]
-    await cache.flush()
+    rows = await _page_rows(cache, nested[(page - 1) * per_page :], children, {})
     return Page(rows, total, total, page, pages, per_page)
 
 
