@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from dsh.cli.questions import asker_for
-from dsh.cli.resolve import latest_top_level, resolve_id
+from dsh.cli.resolve import resolve_id
 from dsh.context import WorkspaceConfig
 from dsh.context.questions import QuestionAsker
 from dsh.errors import UsageError
@@ -33,6 +33,7 @@ from dsh.loop.workspace_checkpoints import TurnCheckpoints
 from dsh.mcp.config import McpServerSpec
 from dsh.model.settings import resolve_provider
 from dsh.store.base import EventStore
+from dsh.store.newest import latest_top_level
 from dsh.store.notices import warnings_to
 from dsh.store.url import open_store
 from dsh.subagents import live_tools
@@ -94,7 +95,7 @@ async def _target(store: EventStore, setup: LiveSetup) -> str | None:
     if setup.resume is not None:
         sid = await resolve_id(store, setup.resume)
     elif setup.continue_last:
-        found = await latest_top_level(store, setup.workspace)
+        found = await latest_top_level(store, str(setup.workspace))
         if found is None:
             raise UsageError(f"--continue: no session to continue in {setup.workspace} (run one first)")
         sid = found

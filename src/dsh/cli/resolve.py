@@ -8,12 +8,11 @@ matches are one line listing the candidates (a ``UsageError``, exit 2).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from dsh.cli.tables import terminal_safe
 from dsh.errors import CorruptLogError, SessionNotFoundError, UsageError
 from dsh.ids import check_session_id
-from dsh.store.base import EventStore, ReportsDamage, SessionSummary
+from dsh.store.base import EventStore, ReportsDamage
 from dsh.store.prefix import ids_with_prefix
 
 SHOWN_CANDIDATES = 5
@@ -71,25 +70,3 @@ def short_ids(ids: Sequence[str]) -> dict[str, str]:
         need[i - 1] = max(need[i - 1], common + 1)
         need[i] = max(need[i], common + 1)
     return {sid: sid[:n] for sid, n in zip(ordered, need, strict=True)}
-
-
-async def last_activity(store: EventStore, summary: SessionSummary) -> int:
-    """The time of the session's last event (its creation time when it has none)."""
-    if summary.event_count == 0:
-        return summary.header.created_at
-    if summary.last_time is not None:  # read with the listing
-        return summary.last_time
-    last = await store.read_from(summary.header.id, summary.event_count - 1)
-    return last[-1].time if last else summary.header.created_at
-
-
-async def latest_top_level(store: EventStore, workspace: Path) -> str | None:
-    """The top-level session (a user's branch included) recorded in ``workspace`` with the
-    latest activity, if any."""
-    here = str(workspace)
-    best: tuple[int, int, str] | None = None
-    for s in await store.list_sessions():
-        if not s.header.is_subagent and s.header.cwd == here:
-            key = (await last_activity(store, s), s.header.created_at, s.header.id)
-            best = key if best is None or key > best else best
-    return None if best is None else best[2]

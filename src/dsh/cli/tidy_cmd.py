@@ -145,7 +145,7 @@ def prune_cmd(
         age = parse_age(older_than, "--older-than")
         if age <= 0:
             raise UsageError("--older-than must be more than 0")
-    from dsh.cli.resolve import last_activity
+    from dsh.store.newest import last_activity
     from dsh.store.url import open_store
 
     label = store_label(store)

@@ -290,6 +290,18 @@ class KeepsDigests(Protocol):
 
 
 @runtime_checkable
+class FindsLatest(Protocol):
+    """A store that finds the session ``--continue`` takes without listing every one (SQLite:
+    one query ordered by each session's last event time)."""
+
+    async def latest_top_level(self, cwd: str) -> str | None:
+        """The id :func:`dsh.store.newest.latest_listed` finds: of the sessions recorded in
+        ``cwd`` that no agent started as its subagent, the one with the latest activity, then
+        the latest created, then the greatest id; ``None`` when there is none."""
+        ...
+
+
+@runtime_checkable
 class ListsNewest(Protocol):
     """A store that reads its newest sessions without listing every one (SQLite: a SQL
     ``LIMIT`` and a recursive walk of the parent index)."""

@@ -1,9 +1,10 @@
-"""A bounded listing's read: the newest sessions of any store and their descendants."""
+"""Bounded reads of a store's sessions: the newest sessions and their descendants, and the
+session with the latest activity (what ``--continue`` takes)."""
 
 from __future__ import annotations
 
 from dsh.events.lineage import below
-from dsh.store.base import EventStore, ListsNewest, SessionSummary
+from dsh.store.base import EventStore, FindsLatest, ListsNewest, SessionSummary
 
 
 async def newest_sessions(store: EventStore, count: int) -> list[SessionSummary]:
@@ -20,3 +21,33 @@ async def newest_sessions(store: EventStore, count: int) -> list[SessionSummary]
     newest = summaries[-count:] if count > 0 else []
     wanted = {sid for s in newest for sid in below(s.header.id, lambda p: kids.get(p, ()))}
     return [s for s in summaries if s.header.id in wanted]
+
+
+async def last_activity(store: EventStore, summary: SessionSummary) -> int:
+    """The time of the session's last event (its creation time when it has none)."""
+    if summary.event_count == 0:
+        return summary.header.created_at
+    if summary.last_time is not None:  # read with the listing
+        return summary.last_time
+    last = await store.read_from(summary.header.id, summary.event_count - 1)
+    return last[-1].time if last else summary.header.created_at
+
+
+async def latest_top_level(store: EventStore, cwd: str) -> str | None:
+    """The session ``--continue`` takes in ``cwd`` (:func:`latest_listed`): a store that
+    ``FindsLatest`` (SQLite) finds it without listing every session."""
+    if isinstance(store, FindsLatest):
+        return await store.latest_top_level(cwd)
+    return await latest_listed(store, cwd)
+
+
+async def latest_listed(store: EventStore, cwd: str) -> str | None:
+    """Of the sessions recorded in ``cwd`` that no agent started as its subagent (a user's
+    branch included), the one with the latest activity (:func:`last_activity`), then the
+    latest created, then the greatest id — found in the whole listing; ``None`` when none is."""
+    best: tuple[int, int, str] | None = None
+    for s in await store.list_sessions():
+        if not s.header.is_subagent and s.header.cwd == cwd:
+            key = (await last_activity(store, s), s.header.created_at, s.header.id)
+            best = key if best is None or key > best else best
+    return None if best is None else best[2]

@@ -96,6 +96,7 @@ from dsh.store.sqlite_schema import (
     INSERT_SESSION,
     KEEP_DIGEST,
     LAST_END_IN,
+    LATEST_TOP_LEVEL,
     MAX_SEQ,
     NEWEST,
     NEWEST_ROOTS,
@@ -505,6 +506,17 @@ class SqliteEventStore(BufferedFront):
         await self._enter()
         await self._settle(None)
         return await self._call(self._newest_roots_sync, count)
+
+    @staticmethod
+    def _latest_sync(conn: sqlite3.Connection, cwd: str) -> str | None:
+        row = conn.execute(LATEST_TOP_LEVEL, (cwd,)).fetchone()
+        return None if row is None else str(row[0])
+
+    async def latest_top_level(self, cwd: str) -> str | None:
+        """``FindsLatest``: the session ``--continue`` takes in ``cwd``, one query."""
+        await self._enter()
+        await self._settle(None)
+        return await self._call(self._latest_sync, cwd)
 
     async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
         """``KeepsDigests``: keep these, in one transaction (sessions deleted meanwhile skipped)."""

@@ -155,6 +155,13 @@ NEWEST_ROOTS: Final = (
 """``ListsNewest.newest_roots``: the newest N top rows — no parent, itself as parent, or a parent
 not stored — and their descendants."""
 COUNT_SESSIONS: Final = "SELECT COUNT(*) FROM sessions"
+LATEST_TOP_LEVEL: Final = (
+    "SELECT s.id FROM sessions s WHERE s.cwd = ? AND s.origin IS NOT 'subagent' ORDER BY COALESCE("
+    "(SELECT e.time FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1), s.created_at"
+    ") DESC, s.created_at DESC, s.id DESC LIMIT 1"
+)
+"""``FindsLatest``: :data:`SUMMARY`'s last event time (the creation time when the session has no
+row) ranks the sessions of a cwd that no agent started, as ``dsh.store.newest.latest_listed``."""
 
 EXTRAS_TABLE: Final = "session_extras"
 CREATE_EXTRAS: Final = f"""CREATE TABLE IF NOT EXISTS {EXTRAS_TABLE} (
