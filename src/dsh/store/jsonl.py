@@ -51,7 +51,7 @@ from dsh.store.codec import encode_event_checked, encode_event_lines, encode_hea
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.front import StoreFront
 from dsh.store.jsonl_encoding import PLAIN, encoding_for
-from dsh.store.jsonl_files import JsonlIndex, SessionFile, read_header, read_session
+from dsh.store.jsonl_files import FileKey, JsonlIndex, SessionFile, read_header, read_session
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
@@ -111,6 +111,26 @@ def _last_digest(file: SessionFile) -> str:
     return line_digest(file.plain[start : end - 1])
 
 
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """Where a writer starts in a file as read (the :class:`_Writer` fields of the same names)."""
+
+    next_seq: int
+    committed: int
+    seen: int
+    plain_end: int
+    carry: bytes
+    last_digest: str
+
+
+def _start_of(file: SessionFile) -> _Start:
+    """Where a writer starts after ``file`` (refusing a file that lost sealed lines)."""
+    scan = file.scan
+    if scan.loss is not None:
+        raise SessionTruncatedError(f"refusing to append to session {scan.header.id}: {scan.loss}")
+    return _Start(len(scan.events), file.resume_at, file.size, scan.committed, file.carry, _last_digest(file))
+
+
 def _seal_of(head: bytes, body: bytes, count: int) -> Seal:
     """The seal of a new file holding the header line ``head`` then ``body`` (``count`` events),
     without joining them (a fork's body is the parent's whole prefix)."""
@@ -134,6 +154,9 @@ class JsonlEventStore(StoreFront):
         self.root = Path(root)
         self.encoding = encoding_for(compression)
         self._writers: dict[str, _Writer] = {}
+        self._starts: dict[str, tuple[FileKey, _Start]] = {}
+        """Where a writer would start in each file as last read whole, by the file's key then:
+        the writer opened after a load starts there when the file is unchanged."""
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._index = JsonlIndex(self.root, self.encoding)
@@ -168,10 +191,22 @@ class JsonlEventStore(StoreFront):
         """Read and decode a session file (under ``LOCK_SH`` unless the caller holds ``LOCK_EX``)."""
         path = self._stored_path(session_id)
         try:
-            return read_session(path, session_id, self.encoding, lock=lock)
+            file = read_session(path, session_id, self.encoding, lock=lock)
         except SessionNotFoundError:
             self._check_encoding(session_id)
             raise
+        if file.key is not None and file.scan.loss is None:
+            self._starts[session_id] = (file.key, _start_of(file))
+        return file
+
+    def _start(self, session_id: str, fd: int) -> _Start:
+        """Where a writer of the file open as ``fd`` starts: from the last whole read of it
+        when the file is unchanged since (same key), else from reading it again."""
+        kept = self._starts.pop(session_id, None)
+        st = os.fstat(fd)
+        if kept is not None and kept[0] == (st.st_ino, st.st_size, st.st_mtime_ns):
+            return kept[1]
+        return _start_of(self._read(session_id))
 
     def _open_writer(self, session_id: str) -> _Writer:
         path = self._stored_path(session_id)
@@ -183,9 +218,7 @@ class JsonlEventStore(StoreFront):
         except OSError as exc:
             raise StoreError(f"cannot open {path} for appending: {exc.strerror or exc}") from exc
         try:
-            file = self._read(session_id)
-            if file.scan.loss is not None:
-                raise SessionTruncatedError(f"refusing to append to session {session_id}: {file.scan.loss}")
+            start = self._start(session_id, fd)
             seal_fd = open_seal(path)
         except OSError as exc:
             os.close(fd)
@@ -197,13 +230,13 @@ class JsonlEventStore(StoreFront):
             session_id,
             path,
             fd,
-            len(file.scan.events),
-            file.resume_at,
-            file.size,
-            file.scan.committed,
-            file.carry,
+            start.next_seq,
+            start.committed,
+            start.seen,
+            start.plain_end,
+            start.carry,
             seal_fd,
-            _last_digest(file),
+            start.last_digest,
         )
         # Registered here, not by the awaiting coroutine: if that is cancelled, the open
         # handle is still kept (and closed by close()) instead of leaking.
@@ -218,13 +251,9 @@ class JsonlEventStore(StoreFront):
         try:
             size = os.fstat(fd).st_size
             if size != w.seen:  # another writer appended, or a failed write left bytes (or a cut)
-                file = self._read(w.session_id, lock=False)  # we hold LOCK_EX
-                scan = file.scan
-                if scan.loss is not None:
-                    raise SessionTruncatedError(f"refusing to append to session {w.session_id}: {scan.loss}")
-                w.next_seq, w.committed, w.seen = len(scan.events), file.resume_at, file.size
-                w.plain_end, w.carry = scan.committed, file.carry
-                w.last_digest = _last_digest(file)
+                start = _start_of(self._read(w.session_id, lock=False))  # we hold LOCK_EX
+                w.next_seq, w.committed, w.seen = start.next_seq, start.committed, start.seen
+                w.plain_end, w.carry, w.last_digest = start.plain_end, start.carry, start.last_digest
             if count and first != w.next_seq:
                 raise SeqConflictError(w.session_id, w.next_seq, first)
             if w.committed != w.seen:  # drop a torn tail before adding lines after it

@@ -47,6 +47,12 @@ FileKey = tuple[int, int, int]
 def read_shared(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None]:
     """The whole file and its seal; with ``lock``, both read under ``LOCK_SH`` (after any write
     in progress, so the seal never describes bytes this read did not see)."""
+    raw, seal, _ = read_keyed(path, lock=lock)
+    return raw, seal
+
+
+def read_keyed(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None, FileKey]:
+    """:func:`read_shared`, and the key of the file as read (taken under the same lock)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         if lock and _fcntl is not None:
@@ -54,7 +60,8 @@ def read_shared(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None]:
         chunks: list[bytes] = []
         while chunk := os.read(fd, max(_CHUNK, os.fstat(fd).st_size)):
             chunks.append(chunk)
-        return b"".join(chunks), read_seal(path)
+        st = os.fstat(fd)
+        return b"".join(chunks), read_seal(path), (st.st_ino, st.st_size, st.st_mtime_ns)
     finally:
         os.close(fd)  # closing drops the lock
 
@@ -78,6 +85,8 @@ class SessionFile:
     """File offset after its committed content: the next write starts here (``size`` unless torn)."""
     carry: bytes
     """Committed lines the next write must write again (a torn last zstd frame's; else empty)."""
+    key: FileKey | None = None
+    """The file's key when it was read (:func:`read_session`)."""
 
     @property
     def dropped(self) -> int:
@@ -86,7 +95,12 @@ class SessionFile:
 
 
 def scan_file(
-    raw: bytes, seal: Seal | None, path: Path, session_id: str | None, encoding: FileEncoding
+    raw: bytes,
+    seal: Seal | None,
+    path: Path,
+    session_id: str | None,
+    encoding: FileEncoding,
+    key: FileKey | None = None,
 ) -> SessionFile:
     """Decode a store file's bytes (version 2 only), check that it holds ``session_id`` and
     compare it with its seal (a loss becomes ``scan.loss`` and a warning)."""
@@ -103,18 +117,18 @@ def scan_file(
         if scan.loss is not None:
             scan.warnings.append(scan.loss)
     resume_at, carry = unpacked.resume(scan.committed)
-    return SessionFile(unpacked.plain, scan, len(raw), resume_at, carry)
+    return SessionFile(unpacked.plain, scan, len(raw), resume_at, carry, key)
 
 
 def read_session(path: Path, session_id: str, encoding: FileEncoding, *, lock: bool = True) -> SessionFile:
     """Read and decode the file of ``session_id`` (``SessionNotFoundError`` when there is none)."""
     try:
-        raw, seal = read_shared(path, lock=lock)
+        raw, seal, key = read_keyed(path, lock=lock)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id, str(path.parent)) from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return scan_file(raw, seal, path, session_id, encoding)
+    return scan_file(raw, seal, path, session_id, encoding, key)
 
 
 def read_header(path: Path, encoding: FileEncoding) -> SessionHeader:
