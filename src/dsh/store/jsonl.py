@@ -492,6 +492,15 @@ class JsonlEventStore(StoreFront):
         report_all(warnings)
         return summaries
 
+    async def latest_top_level(self, cwd: str) -> str | None:
+        """``FindsLatest``: the session ``--continue`` takes in ``cwd``, a file's last event time
+        read from its end when its seal vouches for it (``dsh.store.jsonl_tail``)."""
+        await self._enter()
+        await self._settle(None)
+        found, warnings = await run_blocking(None, self._index.latest, cwd)
+        report_all(warnings)
+        return found
+
     async def _fork_child(self, parent_id: str, options: ForkOptions) -> SessionSummary:
         child, warnings = await run_blocking(None, self._fork_sync, parent_id, options)
         report_all(warnings)

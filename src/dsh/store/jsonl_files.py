@@ -20,14 +20,16 @@ Blocking functions: run them off the event loop. Warnings are returned, not repo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from dsh.errors import CorruptLogError, SessionNotFoundError, StoreError, UnsupportedFormatError
 from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
 from dsh.store.jsonl_encoding import FileEncoding
+from dsh.store.jsonl_tail import UNKNOWN, sealed_last_time
 from dsh.store.logfile import Scan, decode_header_line, scan_log
 from dsh.store.seal import Seal, check_sealed, read_seal
 
@@ -40,6 +42,7 @@ _CHUNK: Final = 1 << 16
 _MAX_HEADER: Final = 1 << 24
 """A first line longer than this is not a session header."""
 
+T = TypeVar("T")
 FileKey = tuple[int, int, int]
 """``(inode, size, mtime_ns)``: a file whose key is unchanged has unchanged contents."""
 
@@ -217,14 +220,49 @@ class JsonlIndex:
     def summaries(self, parent: str | None) -> tuple[list[SessionSummary], list[str]]:
         """Every session (``parent=None``) or the children of ``parent``, with the warnings met;
         a session file of the other encoding is refused (``UnsupportedFormatError`` naming it)."""
+
+        def visit(path: Path, key: FileKey) -> SessionSummary | None:
+            if parent is not None and self._header(path, key).parent_session != parent:
+                return None
+            found = self._summary(path, key)
+            warnings.extend(found.warnings)
+            return found.summary
+
+        warnings: list[str] = []
+        out = self._each(visit, warnings)
+        out.sort(key=lambda s: (s.header.created_at, s.header.id))
+        return out, warnings
+
+    def latest(self, cwd: str) -> tuple[str | None, list[str]]:
+        """``FindsLatest`` in this directory (``dsh.store.newest.latest_listed``'s rule), with the
+        warnings met: each file's header and, for a plain file its seal vouches for, the time on
+        its last line (``dsh.store.jsonl_tail``); any other file is read whole, as a listing does."""
+
+        def visit(path: Path, key: FileKey) -> tuple[int, int, str] | None:
+            header = self._header(path, key)
+            if header.is_subagent or header.cwd != cwd:
+                return None
+            last = sealed_last_time(path, key[1]) if not self._encoding.zstd else UNKNOWN
+            if last == UNKNOWN:
+                found = self._summary(path, key)
+                warnings.extend(found.warnings)
+                last = found.summary.last_time if found.summary.event_count else None
+            return (header.created_at if last is None else last, header.created_at, header.id)
+
+        warnings: list[str] = []
+        ranked = self._each(visit, warnings)
+        return (max(ranked)[2] if ranked else None), warnings
+
+    def _each(self, visit: Callable[[Path, FileKey], T | None], warnings: list[str]) -> list[T]:
+        """What ``visit`` gives for each session file (``None``s left out); a file that cannot be
+        read is skipped with a warning, one of the other encoding refused (``UnsupportedFormatError``)."""
         try:
             entries = list(os.scandir(self.root))
         except FileNotFoundError:
-            return [], []
+            return []
         except OSError as exc:
             raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
-        out: list[SessionSummary] = []
-        warnings: list[str] = []
+        out: list[T] = []
         encoding = self._encoding
         for entry in entries:
             if encoding.is_other(entry.name):
@@ -236,11 +274,7 @@ class JsonlIndex:
                 if not entry.is_file():
                     continue
                 st = entry.stat()
-                key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                header = self._header(path, key)
-                if parent is not None and header.parent_session != parent:
-                    continue
-                found = self._summary(path, key)
+                found = visit(path, (st.st_ino, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
                 continue  # removed while we listed
             except (CorruptLogError, UnsupportedFormatError) as exc:
@@ -249,7 +283,6 @@ class JsonlIndex:
             except OSError as exc:
                 warnings.append(f"skipped {path}: cannot read it: {exc.strerror or exc}")
                 continue
-            out.append(found.summary)
-            warnings.extend(found.warnings)
-        out.sort(key=lambda s: (s.header.created_at, s.header.id))
-        return out, warnings
+            if found is not None:
+                out.append(found)
+        return out
