@@ -26,6 +26,7 @@ from dsh.events import Event, SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession, decode_log, encode_log
 from dsh.store.codec import encode_event_lines
 from dsh.store.jsonl import session_file_name
+from dsh.store.jsonl_kept import KEPT_NAME
 from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns, open_turn
 
@@ -289,8 +290,9 @@ async def test_temp_files_of_dead_writers_are_removed_on_the_next_open(tmp_path:
 
 
 def _names(root: Path) -> list[str]:
-    """The files in ``root`` but the sessions' seals (``dsh.store.seal``; tests/store/test_jsonl_seal.py)."""
-    return sorted(p.name for p in root.iterdir() if not p.name.endswith(".seal"))
+    """The files in ``root`` but the sessions' seals (``dsh.store.seal``; tests/store/test_jsonl_seal.py)
+    and what listings kept (``dsh.store.jsonl_kept``; tests/store/test_jsonl_kept.py)."""
+    return sorted(p.name for p in root.iterdir() if not p.name.endswith(".seal") and p.name != KEPT_NAME)
 
 
 def _collecting() -> tuple[list[str], contextlib.AbstractContextManager[None]]:

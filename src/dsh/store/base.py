@@ -274,9 +274,10 @@ class HasLocalFiles(Protocol):
 
 @runtime_checkable
 class KeepsDigests(Protocol):
-    """A store that keeps what listings derive from each session's events (SQLite): opaque
-    JSON per session, valid for the event count it was derived at (a log only grows, and a
-    deleted session's digest goes with it)."""
+    """A store that keeps what listings derive from each session's events (SQLite; JSONL in a
+    file beside the logs, ``dsh.store.jsonl_kept``): opaque JSON per session, valid for the
+    event count it was derived at (a log only grows, and a deleted session's digest goes with
+    it)."""
 
     async def kept_digests(self, ids: Sequence[str] | None = None) -> dict[str, tuple[int, bytes]]:
         """The kept digests of ``ids`` (``None``: every one): session id → (event count it was

@@ -51,7 +51,9 @@ from dsh.store.codec import encode_event_checked, encode_event_lines, encode_hea
 from dsh.store.extras import encode_header_with_extra, header_extra
 from dsh.store.front import StoreFront
 from dsh.store.jsonl_encoding import PLAIN, encoding_for
-from dsh.store.jsonl_files import FileKey, JsonlIndex, SessionFile, read_header, read_session
+from dsh.store.jsonl_files import SessionFile, read_header, read_session
+from dsh.store.jsonl_index import JsonlIndex
+from dsh.store.jsonl_kept import FileKey
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
@@ -492,6 +494,25 @@ class JsonlEventStore(StoreFront):
         report_all(warnings)
         return summaries
 
+    async def kept_digests(self, ids: Sequence[str] | None = None) -> dict[str, tuple[int, bytes]]:
+        """``KeepsDigests``: the digests a listing kept (``dsh.store.jsonl_kept``) of ``ids``, or
+        every one, each only while its file is unchanged since."""
+        await self._enter()
+        names = None if ids is None else {sid: self.encoding.file_name(sid) for sid in ids}
+        return await run_blocking(None, self._index.kept_digests, names)
+
+    async def keep_digests(self, digests: Sequence[tuple[str, int, bytes]]) -> None:
+        """``KeepsDigests``: keep each digest with its file's kept summary, when that file is
+        unchanged since a listing read it and holds as many events (else it is not kept)."""
+        await self._enter()
+        named = [  # a session this store appended to: no listing read it as it is now
+            (self.encoding.file_name(sid), count, digest)
+            for sid, count, digest in digests
+            if sid not in self._writers
+        ]
+        if named:
+            await run_blocking(None, self._index.keep_digests, named)
+
     async def latest_top_level(self, cwd: str) -> str | None:
         """``FindsLatest``: the session ``--continue`` takes in ``cwd``, a file's last event time
         read from its end when its seal vouches for it (``dsh.store.jsonl_tail``)."""
@@ -520,6 +541,7 @@ class JsonlEventStore(StoreFront):
             await run_blocking(None, delete_files, self.root, names)
             for name in names:  # after the commit: a seal left by a crash is replaced by the next create
                 remove_seal(self.root / name)
+            await run_blocking(None, self._index.forget, names)
             await run_blocking(None, jsonl_spool.drop_sessions, self.root, ids)
         except OSError as exc:
             raise StoreError(f"cannot delete from {self.root}: {exc.strerror or exc}") from exc

@@ -1,0 +1,287 @@
+"""The directory index of a JSONL store: each session file's header and summary, and the
+session ``--continue`` takes, reading only the files a query needs — from what this process
+read (by file key), what the last listing kept (``dsh.store.jsonl_kept``), a file's sealed last
+line (``dsh.store.jsonl_tail``), or else the file decoded whole.
+
+The header line of every session file decides whether a session is wanted, and only wanted
+files are summarized. A file that is not a readable session of this store (not a dsh header,
+another session's header, version 0, a newer version, unreadable) is skipped with a warning
+instead of failing the listing; a session file of the other encoding fails it (a root holds
+one encoding). Blocking: run it off the event loop; warnings are returned, not reported."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from dsh.errors import CorruptLogError, StoreError, UnsupportedFormatError
+from dsh.events import SessionHeader
+from dsh.store.base import SessionSummary
+from dsh.store.jsonl_encoding import FileEncoding
+from dsh.store.jsonl_files import check_name, read_header, read_shared, scan_file
+from dsh.store.jsonl_kept import FileKey, Kept, load_kept, save_kept
+from dsh.store.jsonl_tail import UNKNOWN, sealed_last_time
+from dsh.store.logfile import decode_header_line
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _locked(method: Callable[Concatenate[JsonlIndex, P], T]) -> Callable[Concatenate[JsonlIndex, P], T]:
+    """One query of the index at a time (worker threads share it; a save walks what it keeps)."""
+
+    def run(self: JsonlIndex, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    summary: SessionSummary
+    warnings: tuple[str, ...]
+
+
+class JsonlIndex:
+    """Summaries of the sessions in one JSONL directory, reading only the files a query needs."""
+
+    def __init__(self, root: Path, encoding: FileEncoding) -> None:
+        self.root = root
+        self._encoding = encoding
+        self._headers: dict[str, tuple[FileKey, SessionHeader]] = {}
+        self._summaries: dict[str, tuple[FileKey, _Summary]] = {}
+        self._kept: dict[str, Kept] | None = None
+        """What the last listing kept (``dsh.store.jsonl_kept``), read on first need."""
+        self._seen: dict[str, FileKey] = {}
+        """Each session file's key as the last walk of the directory found it."""
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    def _kept_entry(self, path: Path, key: FileKey) -> Kept | None:
+        """What a listing kept of the file at ``key``, its header checked (and cached); ``None``
+        when nothing valid is kept for it."""
+        if self._kept is None:
+            self._kept = load_kept(self.root)
+        kept = self._kept.get(path.name)
+        if kept is None or kept.key != key:
+            return None
+        header = self._kept_header(kept, path)
+        if header is None:
+            del self._kept[path.name]
+            self._dirty = True
+            return None
+        self._headers[path.name] = (key, header)
+        return kept
+
+    def _header(self, path: Path, key: FileKey) -> SessionHeader:
+        cached = self._headers.get(path.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if self._kept_entry(path, key) is None:
+            self._headers[path.name] = (key, read_header(path, self._encoding))
+        return self._headers[path.name][1]
+
+    def _kept_header(self, kept: Kept, path: Path) -> SessionHeader | None:
+        """A kept header line, decoded and checked as :func:`read_header` does (``None``: it
+        is not one — the file is read instead)."""
+        try:
+            _, _, header, _ = decode_header_line(kept.header.encode(), str(path), legacy=False)
+            check_name(header, path, self._encoding)
+        except (CorruptLogError, UnsupportedFormatError):
+            return None
+        return header
+
+    def _summary(self, path: Path, key: FileKey) -> _Summary:
+        cached = self._summaries.get(path.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        kept = self._kept_entry(path, key)
+        if kept is not None:
+            summary = SessionSummary(self._header(path, key), kept.cut, kept.count, kept.last)
+            entry = _Summary(summary, kept.warnings)
+        else:
+            file = scan_file(*read_shared(path), path, None, self._encoding)
+            scan = file.scan
+            last = scan.events[-1].time if scan.events else None
+            entry = _Summary(
+                SessionSummary(scan.header, scan.inherited_event_count, len(scan.events), last),
+                tuple(scan.warnings),
+            )
+            if file.size == key[1]:  # the bytes the key names (a file that grew meanwhile: not kept)
+                line = file.plain[: scan.header_end - 1].decode()
+                self._keep(
+                    path.name,
+                    Kept(key, line, scan.inherited_event_count, len(scan.events), last, entry.warnings),
+                )
+        self._summaries[path.name] = (key, entry)
+        return entry
+
+    def _keep(self, name: str, kept: Kept) -> None:
+        if self._kept is None:
+            self._kept = load_kept(self.root)
+        self._kept[name] = kept
+        self._dirty = True
+
+    def _save(self) -> None:
+        """Keep what was read since the last save, for the files the last walk found unchanged
+        (best effort; nothing when nothing changed; no kept file when no session is left)."""
+        if self._kept is None:
+            if not self._seen:
+                save_kept(self.root, {})
+            return
+        current = {name: k for name, k in self._kept.items() if self._seen.get(name) == k.key}
+        if self._dirty or len(current) != len(self._kept) or not current:
+            self._kept = current
+            save_kept(self.root, current)
+        self._dirty = False
+
+    @_locked
+    def forget(self, names: list[str]) -> None:
+        """Drop what was kept of the files ``names`` (deleted sessions)."""
+        kept = load_kept(self.root) if self._kept is None else self._kept
+        self._kept = {name: k for name, k in kept.items() if name not in names}
+        if len(self._kept) != len(kept) or not self._kept:
+            save_kept(self.root, self._kept)
+
+    @_locked
+    def kept_digests(self, names: dict[str, str] | None) -> dict[str, tuple[int, bytes]]:
+        """``KeepsDigests.kept_digests`` of the sessions ``names`` (session id → file name;
+        ``None``: every kept one), each only while its file is unchanged since it was kept."""
+        if self._kept is None:
+            self._kept = load_kept(self.root)
+        pairs = [(None, name) for name in self._kept] if names is None else list(names.items())
+        out: dict[str, tuple[int, bytes]] = {}
+        for sid, name in pairs:
+            kept = self._kept.get(name)
+            if kept is None or kept.digest is None or self._key_now(name) != kept.key:
+                continue
+            if sid is None:
+                header = self._kept_header(kept, self.root / name)
+                if header is None:
+                    continue
+                sid = header.id
+            out[sid] = (kept.count, kept.digest.encode())
+        return out
+
+    @_locked
+    def keep_digests(self, digests: list[tuple[str, int, bytes]]) -> None:
+        """``KeepsDigests.keep_digests`` by file name: each digest derived from ``count``
+        events is kept with its file's entry while that file is unchanged and holds as many
+        (else it is dropped: the next listing derives it again)."""
+        if self._kept is None:
+            self._kept = load_kept(self.root)
+        for name, count, digest in digests:
+            kept = self._kept.get(name)
+            if kept is not None and kept.count == count and self._key_now(name) == kept.key:
+                self._keep(name, kept.with_digest(digest.decode()))
+        if self._dirty:
+            save_kept(self.root, self._kept)
+            self._dirty = False
+
+    def _key_now(self, name: str) -> FileKey | None:
+        try:
+            st = os.stat(self.root / name)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def damaged(self, stem_prefix: str) -> str | None:
+        """Why the first session file named ``stem_prefix...`` cannot be read (file and line), if any."""
+        try:
+            suffix = self._encoding.suffix
+            names = sorted(
+                n for n in os.listdir(self.root) if n.startswith(stem_prefix) and n.endswith(suffix)
+            )
+        except OSError:
+            return None
+        for name in names:
+            path = self.root / name
+            try:
+                scan_file(*read_shared(path), path, None, self._encoding)
+            except (CorruptLogError, UnsupportedFormatError) as exc:
+                return str(exc)
+            except OSError:
+                continue
+        return None
+
+    @_locked
+    def summaries(self, parent: str | None) -> tuple[list[SessionSummary], list[str]]:
+        """Every session (``parent=None``) or the children of ``parent``, with the warnings met;
+        a session file of the other encoding is refused (``UnsupportedFormatError`` naming it)."""
+
+        def visit(path: Path, key: FileKey) -> SessionSummary | None:
+            if parent is not None and self._header(path, key).parent_session != parent:
+                return None
+            found = self._summary(path, key)
+            warnings.extend(found.warnings)
+            return found.summary
+
+        warnings: list[str] = []
+        out = self._each(visit, warnings)
+        self._save()
+        out.sort(key=lambda s: (s.header.created_at, s.header.id))
+        return out, warnings
+
+    @_locked
+    def latest(self, cwd: str) -> tuple[str | None, list[str]]:
+        """``FindsLatest`` in this directory (``dsh.store.newest.latest_listed``'s rule), with the
+        warnings met: each file's header and, for a plain file its seal vouches for, the time on
+        its last line (``dsh.store.jsonl_tail``); any other file is read whole, as a listing does."""
+
+        def visit(path: Path, key: FileKey) -> tuple[int, int, str] | None:
+            header = self._header(path, key)
+            if header.is_subagent or header.cwd != cwd:
+                return None
+            last = sealed_last_time(path, key[1]) if not self._encoding.zstd else UNKNOWN
+            if last == UNKNOWN:
+                found = self._summary(path, key)
+                warnings.extend(found.warnings)
+                last = found.summary.last_time if found.summary.event_count else None
+            return (header.created_at if last is None else last, header.created_at, header.id)
+
+        warnings: list[str] = []
+        ranked = self._each(visit, warnings)
+        self._save()
+        return (max(ranked)[2] if ranked else None), warnings
+
+    def _each(self, visit: Callable[[Path, FileKey], T | None], warnings: list[str]) -> list[T]:
+        """What ``visit`` gives for each session file (``None``s left out); a file that cannot be
+        read is skipped with a warning, one of the other encoding refused (``UnsupportedFormatError``)."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
+        out: list[T] = []
+        encoding = self._encoding
+        self._seen = {}
+        for entry in entries:
+            if encoding.is_other(entry.name):
+                raise encoding.mismatch(Path(entry.path))
+            if not entry.name.endswith(encoding.suffix) or entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if not entry.is_file():
+                    continue
+                st = entry.stat()
+                key = self._seen[entry.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                found = visit(path, key)
+            except FileNotFoundError:
+                continue  # removed while we listed
+            except (CorruptLogError, UnsupportedFormatError) as exc:
+                warnings.append(f"skipped a file that is not a readable session here: {exc}")
+                continue
+            except OSError as exc:
+                warnings.append(f"skipped {path}: cannot read it: {exc.strerror or exc}")
+                continue
+            if found is not None:
+                out.append(found)
+        return out

@@ -1,0 +1,123 @@
+"""What listings derived from a JSONL directory's files, kept beside them for the next listing.
+
+A JSONL session's summary (its cut, event count, last event time) is a decode of the whole
+file, and a listing's row (``dsh.session.digest``: title, status, usage…) a fold of it. The
+SQLite store keeps digests in a table; a JSONL directory keeps both in one hidden file,
+``<root>/.summaries.json``: per session file, its key when it was read (inode, size,
+mtime_ns), its header line, its summary, its warnings and the digest derived at that key. An
+entry is used only while its file's key is unchanged (the rule the in-process caches of
+``dsh.store.jsonl_files`` follow): a file appended to, cut or replaced is read again.
+
+The file is a cache: written whole through a temp file and a rename after a listing that read
+something new (not synced: a crash leaves the old file or none), best effort (an unwritable
+directory is only slower), and untrusted — anything that is not exactly the shape below is
+ignored, entry by entry (a header is decoded and checked as if read from its file, a digest by
+``dsh.session.digest`` when used).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from dsh.store.logfile import create_temp
+
+KEPT_NAME: Final = ".summaries.json"
+_VERSION: Final = 1
+
+FileKey = tuple[int, int, int]
+"""``(inode, size, mtime_ns)``: a file whose key is unchanged has unchanged contents."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """One session file as a listing last read it."""
+
+    key: FileKey
+    header: str
+    """Its first line (the session header), as read."""
+    cut: int
+    count: int
+    last: int | None
+    """The last event's time (``None``: no event)."""
+    warnings: tuple[str, ...] = ()
+    digest: str | None = None
+    """The listing digest derived from its ``count`` events (JSON), when one was kept."""
+
+    def with_digest(self, digest: str) -> Kept:
+        return replace(self, digest=digest)
+
+
+def load_kept(root: Path) -> dict[str, Kept]:
+    """The kept entries by file name; ``{}`` when there is no file or it is not ours."""
+    try:
+        raw = orjson.loads((root / KEPT_NAME).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    files = raw.get("files") if type(raw) is dict and raw.get("version") == _VERSION else None
+    if type(files) is not dict:
+        return {}
+    out: dict[str, Kept] = {}
+    for name, entry in files.items():
+        kept = _entry(entry)
+        if kept is not None:
+            out[name] = kept
+    return out
+
+
+def save_kept(root: Path, entries: dict[str, Kept]) -> None:
+    """Replace the kept file with ``entries``, or remove it when there are none (best effort:
+    an ``OSError`` leaves it as it was)."""
+    if not entries:
+        with contextlib.suppress(OSError):
+            (root / KEPT_NAME).unlink(missing_ok=True)
+        return
+    files = {
+        name: {
+            "key": list(k.key),
+            "header": k.header,
+            "cut": k.cut,
+            "count": k.count,
+            "last": k.last,
+            "warnings": list(k.warnings),
+            **({} if k.digest is None else {"digest": k.digest}),
+        }
+        for name, k in entries.items()
+    }
+    data = orjson.dumps({"version": _VERSION, "files": files})
+    try:
+        fd, tmp = create_temp(root / KEPT_NAME)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, root / KEPT_NAME)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _int(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _entry(entry: Any) -> Kept | None:
+    if type(entry) is not dict:
+        return None
+    key, header, cut, count, last = (entry.get(k) for k in ("key", "header", "cut", "count", "last"))
+    warnings, digest = entry.get("warnings", []), entry.get("digest")
+    if not (type(key) is list and len(key) == 3 and all(_int(k) for k in key)):
+        return None
+    if type(header) is not str or not _int(cut) or not _int(count) or not (last is None or type(last) is int):
+        return None
+    assert isinstance(cut, int) and isinstance(count, int)  # what _int checked
+    if type(warnings) is not list or not all(type(w) is str for w in warnings):
+        return None
+    if digest is not None and type(digest) is not str:
+        return None
+    return Kept((key[0], key[1], key[2]), header, cut, count, last, tuple(warnings), digest)
