@@ -152,17 +152,27 @@ class JsonlIndex:
     @_locked
     def kept_digests(self, names: dict[str, str] | None) -> dict[str, tuple[int, bytes]]:
         """``KeepsDigests.kept_digests`` of the sessions ``names`` (session id → file name;
-        ``None``: every kept one), each only while its file is unchanged since it was kept."""
+        ``None``: every kept one), each only while its file is unchanged since it was kept —
+        as the last walk of the directory found it (the summaries a listing derives from are
+        that walk's), else as it is now."""
         if self._kept is None:
             self._kept = load_kept(self.root)
         pairs = [(None, name) for name in self._kept] if names is None else list(names.items())
         out: dict[str, tuple[int, bytes]] = {}
         for sid, name in pairs:
             kept = self._kept.get(name)
-            if kept is None or kept.digest is None or self._key_now(name) != kept.key:
+            if kept is None or kept.digest is None:
+                continue
+            key = self._seen.get(name) or self._key_now(name)
+            if key != kept.key:
                 continue
             if sid is None:
-                header = self._kept_header(kept, self.root / name)
+                cached = self._headers.get(name)
+                header = (
+                    cached[1]
+                    if cached is not None and cached[0] == key
+                    else self._kept_header(kept, self.root / name)
+                )
                 if header is None:
                     continue
                 sid = header.id
