@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import dsh.store.jsonl_files as jsonl_files
 from dsh.store import EventStore, JsonlEventStore, MemoryEventStore, MemorySpace, SqliteEventStore
 from dsh.store.contract import StoreOpener
+from dsh.store.logfile import scan_log
 
 BACKENDS = ("memory", "jsonl", "jsonl-zstd", "sqlite")
 
@@ -44,3 +47,16 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def opener(backend: str, tmp_path: Path) -> StoreOpener:
     return _make_opener(backend, tmp_path)
+
+
+@pytest.fixture
+def jsonl_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every JSONL store file decoded whole from now on, in order."""
+    decoded: list[str] = []
+
+    def counted(data: bytes, source: str, **kwargs: Any) -> Any:
+        decoded.append(Path(source).name)
+        return scan_log(data, source, **kwargs)
+
+    monkeypatch.setattr(jsonl_files, "scan_log", counted)
+    return decoded

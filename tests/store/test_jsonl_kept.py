@@ -4,18 +4,14 @@ forgotten."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
-import dsh.store.jsonl_files as jsonl_files
 from dsh.events import SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession
 from dsh.store.jsonl_kept import KEPT_NAME
-from dsh.store.logfile import scan_log
 from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns
 
@@ -33,18 +29,6 @@ async def _sessions(root: Path, compression: str = "none", count: int = 5) -> li
     return ids
 
 
-def _scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    scans: list[str] = []
-    real: Callable[..., Any] = scan_log
-
-    def counted(data: bytes, source: str, **kwargs: Any) -> Any:
-        scans.append(Path(source).name)
-        return real(data, source, **kwargs)
-
-    monkeypatch.setattr(jsonl_files, "scan_log", counted)
-    return scans
-
-
 async def _listed(root: Path, compression: str = "none") -> list[tuple[str, int, int, int | None]]:
     store = JsonlEventStore(root, compression=compression)
     try:
@@ -58,28 +42,26 @@ async def _listed(root: Path, compression: str = "none") -> list[tuple[str, int,
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 async def test_a_second_listing_reads_no_log_whole(
-    tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compression: str, jsonl_decodes: list[str]
 ) -> None:
     await _sessions(tmp_path, compression)
-    scans = _scans(monkeypatch)
+    jsonl_decodes.clear()
     first = await _listed(tmp_path, compression)
-    assert len(scans) == 5 and (tmp_path / KEPT_NAME).is_file()
-    scans.clear()
+    assert len(jsonl_decodes) == 5 and (tmp_path / KEPT_NAME).is_file()
+    jsonl_decodes.clear()
     assert await _listed(tmp_path, compression) == first, "a fresh store lists the same"
-    assert scans == [], f"every file unchanged: nothing decoded whole ({scans})"
+    assert jsonl_decodes == [], f"every file unchanged: nothing decoded whole ({jsonl_decodes})"
 
 
-async def test_a_file_appended_to_since_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_file_appended_to_since_is_read_again(tmp_path: Path, jsonl_decodes: list[str]) -> None:
     await _sessions(tmp_path)
     before = {sid: count for sid, _, count, _ in await _listed(tmp_path)}
     store = JsonlEventStore(tmp_path)
     await store.append("s2", completed_turns(1, start_seq=before["s2"], first_turn=9), durable=True)
     await store.close()
-    scans = _scans(monkeypatch)
+    jsonl_decodes.clear()
     after = {sid: count for sid, _, count, _ in await _listed(tmp_path)}
-    assert scans == ["s2.jsonl"], scans
+    assert jsonl_decodes == ["s2.jsonl"], jsonl_decodes
     assert after == {**before, "s2": before["s2"] + len(completed_turns(1))}
 
 

@@ -5,17 +5,13 @@ rule (``latest_listed``) finds."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
-import dsh.store.jsonl_files as jsonl_files
 from dsh.events import Event, SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession
-from dsh.store.logfile import scan_log
 from dsh.store.newest import latest_listed, latest_top_level
 from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns
@@ -41,18 +37,6 @@ async def _store(root: Path, times: dict[str, int | None], compression: str = "n
     return store
 
 
-def _scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    scans: list[str] = []
-    real: Callable[..., Any] = scan_log
-
-    def counted(data: bytes, source: str, **kwargs: Any) -> Any:
-        scans.append(source)
-        return real(data, source, **kwargs)
-
-    monkeypatch.setattr(jsonl_files, "scan_log", counted)
-    return scans
-
-
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 async def test_the_latest_is_the_listings_choice(tmp_path: Path, compression: str) -> None:
     rng = random.Random(5)
@@ -66,15 +50,13 @@ async def test_the_latest_is_the_listings_choice(tmp_path: Path, compression: st
     await store.close()
 
 
-async def test_a_sealed_plain_file_is_read_from_its_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_sealed_plain_file_is_read_from_its_end(tmp_path: Path, jsonl_decodes: list[str]) -> None:
     store = await _store(tmp_path, {"a": 5_000, "b": 6_000, "c": None})
     await store.close()
-    scans = _scans(monkeypatch)
+    jsonl_decodes.clear()
     fresh = JsonlEventStore(tmp_path)
     assert await latest_top_level(fresh, CWD) == "b"
-    assert scans == [], f"no log decoded whole: {scans}"
+    assert jsonl_decodes == [], f"no log decoded whole: {jsonl_decodes}"
     await fresh.close()
 
 

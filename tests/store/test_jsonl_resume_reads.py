@@ -5,17 +5,13 @@ it is not."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-import dsh.store.jsonl_files as jsonl_files
 from dsh.errors import SeqConflictError, SessionTruncatedError
 from dsh.events import SessionHeader
 from dsh.store import JsonlEventStore
-from dsh.store.logfile import scan_log
 from dsh.store.samples import completed_turns
 
 HEADER = SessionHeader(id="s1", created_at=7, cwd="/w")
@@ -31,29 +27,16 @@ async def _stored(root: Path, compression: str, turns: int = 3) -> int:
     return len(events)
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every whole-log decode of a store file from now on, by source."""
-    scans: list[str] = []
-    real: Callable[..., Any] = scan_log  # what jsonl_files.scan_file decodes with
-
-    def counted(data: bytes, source: str, **kwargs: Any) -> Any:
-        scans.append(source)
-        return real(data, source, **kwargs)
-
-    monkeypatch.setattr(jsonl_files, "scan_log", counted)
-    return scans
-
-
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 async def test_an_append_after_a_load_reads_the_file_once(
-    tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compression: str, jsonl_decodes: list[str]
 ) -> None:
     count = await _stored(tmp_path, compression)
-    scans = _counting(monkeypatch)
+    jsonl_decodes.clear()
     store = JsonlEventStore(tmp_path, compression=compression)  # a new process resuming it
     loaded = await store.load("s1")
     await store.append("s1", completed_turns(1, start_seq=count, first_turn=4), durable=True)
-    assert len(scans) == 1, f"the load's read is the writer's: {scans}"
+    assert len(jsonl_decodes) == 1, f"the load's read is the writer's: {jsonl_decodes}"
     await store.close()
     again = await JsonlEventStore(tmp_path, compression=compression).load("s1")
     assert [e.seq for e in again.events] == list(range(len(again.events)))
