@@ -23,8 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
+from dsh import jsonx
 from dsh.store.logfile import create_temp
 
 KEPT_NAME: Final = ".summaries.json"
@@ -56,8 +55,8 @@ class Kept:
 def load_kept(root: Path) -> dict[str, Kept]:
     """The kept entries by file name; ``{}`` when there is no file or it is not ours."""
     try:
-        raw = orjson.loads((root / KEPT_NAME).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        raw = jsonx.loads((root / KEPT_NAME).read_bytes())
+    except (OSError, jsonx.JSONDecodeError):
         return {}
     files = raw.get("files") if type(raw) is dict and raw.get("version") == _VERSION else None
     if type(files) is not dict:
@@ -89,7 +88,7 @@ def save_kept(root: Path, entries: dict[str, Kept]) -> None:
         }
         for name, k in entries.items()
     }
-    data = orjson.dumps({"version": _VERSION, "files": files})
+    data = jsonx.dumps_unchecked({"version": _VERSION, "files": files})
     try:
         fd, tmp = create_temp(root / KEPT_NAME)
     except OSError:
