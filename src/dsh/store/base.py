@@ -292,9 +292,9 @@ class KeepsDigests(Protocol):
 
 @runtime_checkable
 class FindsLatest(Protocol):
-    """A store that finds the session ``--continue`` takes without listing every one (SQLite:
-    one query ordered by each session's last event time; JSONL: each file's header and the
-    time on its last line, where its seal vouches for it)."""
+    """A store that finds the session ``--continue`` takes without listing every one (SQLite,
+    PostgreSQL: one query ordered by each session's last event time; JSONL: each file's header
+    and the time on its last line, where its seal vouches for it)."""
 
     async def latest_top_level(self, cwd: str) -> str | None:
         """The id :func:`dsh.store.newest.latest_listed` finds: of the sessions recorded in

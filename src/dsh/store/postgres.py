@@ -64,6 +64,7 @@ from dsh.store.fork_marks import (
 from dsh.store.fork_refs import INDEX, POSTGRES_CREATE, Segment, chain_sql, insert_sql, segments
 from dsh.store.front import BufferedFront
 from dsh.store.lease import LeaseTable
+from dsh.store.newest import latest_listed
 from dsh.store.postgres_schema import (
     ADVISORY_LOCK,
     APPEND,
@@ -80,6 +81,7 @@ from dsh.store.postgres_schema import (
     INSERT_EXTRA,
     INSERT_SESSION,
     LAST_END_IN,
+    LATEST_TOP_LEVEL,
     LEASE_HOLDER,
     LIST_CHILDREN,
     LIST_SESSIONS,
@@ -571,6 +573,17 @@ class PostgresEventStore(BufferedFront):
         async with self._conn() as conn:
             rows = await (await conn.execute(NEWEST, (count,))).fetchall()
         return [summary_from_row(row, self.url) for row in rows]
+
+    async def latest_top_level(self, cwd: str) -> str | None:
+        """``FindsLatest``: the session ``--continue`` takes in ``cwd``, one query (the whole
+        listing's rule instead when a candidate's events are all inherited)."""
+        await self._enter()
+        await self._settle(None)
+        async with self._conn() as conn:
+            row = await (await conn.execute(LATEST_TOP_LEVEL, (cwd,))).fetchone()
+        if row is None or row[0]:
+            return await latest_listed(self, cwd)
+        return None if row[1] is None else str(row[1])
 
     async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
         """``ListsNewest``: the session count, and the ``count`` newest top rows with their

@@ -148,6 +148,16 @@ NEWEST_ROOTS: Final = (
 """``ListsNewest.newest_roots``: the newest N top rows — no parent, itself as parent, or a parent
 not stored — and their descendants."""
 COUNT_SESSIONS: Final = "SELECT COUNT(*) FROM sessions"
+LATEST_TOP_LEVEL: Final = (
+    f"WITH c AS (SELECT id, created_at, next_seq, {_LAST_TIME} AS last FROM sessions "
+    "WHERE cwd = %s AND origin IS DISTINCT FROM 'subagent') "
+    "SELECT (SELECT COUNT(*) FROM c WHERE next_seq > 0 AND last IS NULL), "
+    "(SELECT id FROM c ORDER BY CASE WHEN next_seq = 0 THEN created_at ELSE last END DESC, "
+    'created_at DESC, id COLLATE "C" DESC LIMIT 1)'
+)
+"""``FindsLatest``: how many sessions of the cwd that no agent started have events but no last
+time of their own (all inherited: the listing's rule reads it, so the caller lists), and the one
+``dsh.store.newest.latest_listed`` finds among them when none has."""
 
 INSERT_SESSION: Final = f"""INSERT INTO sessions ({HEADER_COLUMNS}, next_seq)
     VALUES (%(id)s, %(created_at)s, %(cwd)s, %(parent_session)s, %(origin)s, %(delegation_depth)s,
