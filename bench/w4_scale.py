@@ -90,10 +90,50 @@ async def _build_one(db: Path, workspace: Path, shape: str, events: int) -> None
     await store.close()
 
 
-async def _build_many(db: Path, ws: Path, count: int) -> None:
-    from dsh.store.base import LoadedSession
+def _store_url(where: str | Path) -> str:
+    """The store at ``where``: a store URL (``sqlite:``, ``jsonl:``) as it is, else a SQLite file."""
+    text = str(where)
+    return text if text.startswith(("sqlite:", "jsonl:")) else f"sqlite:{text}"
 
-    store = SqliteEventStore(db)
+
+def _copy(src: Path, dst: Path) -> None:
+    """A fresh copy of a store: a SQLite file or a JSONL directory."""
+    if src.is_dir():
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(src, dst)
+    else:
+        shutil.copyfile(src, dst)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
+
+
+async def _to_jsonl(db: Path, root: Path, session_id: str) -> None:
+    """The session of the SQLite file ``db`` written into a JSONL store at ``root``."""
+    from dsh.store.jsonl import JsonlEventStore
+
+    source, target = SqliteEventStore(db), JsonlEventStore(root)
+    loaded = await source.load(session_id)
+    await target.create(
+        loaded.header, list(loaded.events), inherited_event_count=loaded.inherited_event_count
+    )
+    await source.close()
+    await target.close()
+
+
+async def _build_many(where: str, ws: Path, count: int) -> None:
+    from dsh.store.base import LoadedSession
+    from dsh.store.url import open_store
+
+    store = open_store(_store_url(where))
     batch = [
         LoadedSession(SessionHeader(id=f"s{i:06d}", created_at=1_000 + i, cwd=str(ws)), 0, completed_turns(2))
         for i in range(count)
@@ -143,13 +183,19 @@ rows = c.execute(sql, (sys.argv[2],)).fetchall()
 assert rows"""
 
 
-async def _resume_once(db: Path, session_id: str) -> dict[str, float]:
+_FLOOR_JSONL = """import sys
+lines = open(sys.argv[1], "rb").read().split(b"\\n")
+assert lines"""
+
+
+async def _resume_once(where: str, session_id: str) -> dict[str, float]:
     """Seconds ``Agent.resume`` takes to open the session for its next turn (imports excluded),
     and this process's peak RSS (bytes)."""
     from dsh.loop import Agent, AgentConfig
     from dsh.model.scripted import ScriptedModel
+    from dsh.store.url import open_store
 
-    store = SqliteEventStore(db)
+    store = open_store(_store_url(where))
     start = time.perf_counter()
     agent = await Agent.resume(store, session_id, model=ScriptedModel([]), config=AgentConfig(model="m"))
     seconds = time.perf_counter() - start
@@ -186,38 +232,54 @@ async def _turns_once(db: Path, session_id: str) -> dict[str, float]:
     return {"first": spent[0], "later": statistics.median(spent[1:])}
 
 
-def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str, Any]:
+def resume_figures(root: Path, shape: str, events: int, rounds: int, kind: str = "sqlite") -> dict[str, Any]:
+    """Resume figures of one session; ``kind="jsonl"``: the same session in a JSONL store
+    (its later turns not measured)."""
     workspace, home = root / "ws", root / "home"
     workspace.mkdir(exist_ok=True)
     home.mkdir(exist_ok=True)
-    db = root / f"{shape}-{events}.db"
-    _in_fresh_process("--build-one", str(db), str(workspace), shape, str(events))
+    sid = f"{shape}-{events}"
+    db = root / f"{sid}.db"
+    if not db.exists():
+        _in_fresh_process("--build-one", str(db), str(workspace), shape, str(events))
+    where, url = db, f"sqlite:{db}"
+    floor_code, floor_arg = _FLOOR, [str(db), sid]
+    if kind == "jsonl":
+        where = root / f"{sid}-jsonl"
+        _in_fresh_process("--to-jsonl", str(db), str(where), sid)
+        url = f"jsonl:{where}"
+        floor_code, floor_arg = _FLOOR_JSONL, [str(next(where.glob("*.jsonl")))]
     env = _env(home)
     firsts, rss, floors, opens, open_rss = [], [], [], [], []
     for _ in range(rounds):
-        opened = json.loads(_in_fresh_process("--resume-once", str(db), f"{shape}-{events}"))
+        opened = json.loads(_in_fresh_process("--resume-once", url, sid))
         opens.append(opened["seconds"])
         open_rss.append(opened["peak_rss"])
-        floor_argv = [sys.executable, "-c", _FLOOR, str(db), f"{shape}-{events}"]
-        floors.append(_cpu_of(floor_argv, workspace, env)[0])
+        floors.append(_cpu_of([sys.executable, "-c", floor_code, *floor_arg], workspace, env)[0])
         if events > FIRST_REQUEST_MAX:
             continue
         with OpenAICompatServer() as server:
             server.enqueue(stream_reply(text="ok"))
             start = time.monotonic()
-            argv = _dsh("run", "-c", "next", "--store", f"sqlite:{db}", "--base-url", server.base_url)
+            argv = _dsh("run", "-c", "next", "--store", url, "--base-url", server.base_url)
             argv += ["--model", "bench-model"]
             _, _, peak = _cpu_of(argv, workspace, env)
             firsts.append(server.requests[0].started_at - start)
             rss.append(peak)
     floor = statistics.median(floors)
     first = statistics.median(firsts) if firsts else None
-    turns = root / f"{shape}-{events}-turns.db"  # a copy: the turns grow the session (copied
-    shutil.copyfile(db, turns)  # a piece at a time: a child forked from a grown bench reports its RSS)
-    spent = json.loads(_in_fresh_process("--turns-once", str(turns), f"{shape}-{events}"))
-    turns.unlink()
+    spent: dict[str, float] = {}
+    if kind == "sqlite":
+        turns = root / f"{sid}-turns.db"  # a copy: the turns grow the session (copied
+        shutil.copyfile(db, turns)  # a piece at a time: a child forked from a grown bench reports its RSS)
+        spent = json.loads(_in_fresh_process("--turns-once", str(turns), sid))
+        turns.unlink()
+    size = _size(where)
+    if kind == "jsonl":
+        _remove(where)
     return {
         "shape": shape,
+        "store": kind,
         "events": events,
         "resume_s": statistics.median(opens),
         "resume_rss_mb": max(open_rss) / 2**20,
@@ -225,23 +287,30 @@ def resume_figures(root: Path, shape: str, events: int, rounds: int) -> dict[str
         "floor_s": floor,
         "ratio": None if first is None else first / floor,
         "peak_rss_mb": max(rss) / 2**20 if rss else None,
-        "db_mb": db.stat().st_size / 2**20,
-        "first_turn_cpu_ms": spent["first"] * 1e3,
-        "later_turn_cpu_ms": spent["later"] * 1e3,
+        "db_mb": size / 2**20,
+        "first_turn_cpu_ms": spent["first"] * 1e3 if spent else None,
+        "later_turn_cpu_ms": spent["later"] * 1e3 if spent else None,
     }
 
 
-def list_figures(root: Path, count: int, rounds: int) -> dict[str, Any]:
+def list_figures(root: Path, count: int, rounds: int, kind: str = "sqlite") -> dict[str, Any]:
+    """The listing figures over ``count`` sessions in a SQLite file or (``kind="jsonl"``) a
+    JSONL directory."""
     workspace, home = root / "ws", root / "home"
     workspace.mkdir(exist_ok=True)
     home.mkdir(exist_ok=True)
-    db = root / f"many-{count}.db"
-    _in_fresh_process("--build-many", str(db), str(workspace), str(count))
-    unlisted = root / f"many-{count}-unlisted.db"  # no listing kept a digest in it
-    shutil.copyfile(db, unlisted)
-    viewed = root / f"many-{count}-viewer.db"  # each round's viewer starts from it
+    name = f"many-{count}.db" if kind == "sqlite" else f"many-{count}-jsonl"
+    built = root / name
+    unlisted = root / f"unlisted-{name}"  # no listing kept a digest in it
+    viewed = root / f"viewer-{name}"  # each round's viewer starts from it
+
+    def url(path: Path) -> str:
+        return f"{kind}:{path}"
+
+    _in_fresh_process("--build-many", url(built), str(workspace), str(count))
+    _copy(built, unlisted)
     env = _env(home)
-    store = ["--store", f"sqlite:{db}"]
+    store = ["--store", url(built)]
     base, top, whole, tree_base, tree, pages = [], [], [], [], [], []
     for _ in range(rounds):
         base.append(_cpu_of(_dsh("sessions", "list", "--help"), workspace, env)[1])
@@ -251,13 +320,14 @@ def list_figures(root: Path, count: int, rounds: int) -> dict[str, Any]:
         whole.append(_cpu_of(_dsh("sessions", "list", *store), workspace, env)[1])
         tree_base.append(_cpu_of(_dsh("sessions", "tree", "--help"), workspace, env)[1])
         tree.append(_cpu_of(_dsh("sessions", "tree", *store), workspace, env)[1])
-        shutil.copyfile(unlisted, viewed)  # the viewer keeps what it derives: a copy each round
-        pages.append(json.loads(_in_fresh_process("--page-once", str(viewed), str(count))))
-    unlisted.unlink()
-    viewed.unlink()
+        _copy(unlisted, viewed)  # the viewer keeps what it derives: a copy each round
+        pages.append(json.loads(_in_fresh_process("--page-once", url(viewed), str(count))))
+    _remove(unlisted)
+    _remove(viewed)
     start_up = statistics.median(base)
     return {
         "sessions": count,
+        "store": kind,
         "startup_cpu_s": start_up,
         "list_n50_cpu_s": statistics.median(top) - start_up,
         "list_all_cold_cpu_s": cold - start_up,
@@ -272,7 +342,7 @@ VIEWER_PAGES = 5
 """Pages the viewer serves after its first, for the later-page figure."""
 
 
-def _page_once(db: Path, count: int) -> dict[str, float]:
+def _page_once(where: str, count: int) -> dict[str, float]:
     """CPU seconds (this process, every thread) of the viewer's sessions page (``GET /``, the
     first page of ``count`` sessions) served in process through Starlette's test client: the
     first request of a viewer just started (its start-up apart), and the median of
@@ -282,7 +352,7 @@ def _page_once(db: Path, count: int) -> dict[str, float]:
     from dsh.store.url import open_store
     from dsh.ui.app import create_app
 
-    url = f"sqlite:{db}"
+    url = _store_url(where)
     spent = []
     with TestClient(create_app(lambda: open_store(url))) as client:
         for _ in range(1 + VIEWER_PAGES):
@@ -290,7 +360,9 @@ def _page_once(db: Path, count: int) -> dict[str, float]:
             page = client.get("/")
             spent.append(time.process_time() - start)
             if page.status_code != 200 or f"of {count} sessions" not in page.text:
-                raise RuntimeError(f"the viewer's first page of {db}: {page.status_code} {page.text[:200]}")
+                raise RuntimeError(
+                    f"the viewer's first page of {where}: {page.status_code} {page.text[:200]}"
+                )
     return {"first": spent[0], "later": statistics.median(spent[1:])}
 
 
@@ -382,8 +454,12 @@ def measure(
     for count in events:
         for shape in ("dsh", "original"):
             out["resume"].append(resume_figures(root, shape, count, rounds))
+        if count <= FIRST_REQUEST_MAX:  # the same session in a JSONL store
+            out["resume"].append(resume_figures(root, "dsh", count, rounds, "jsonl"))
     for count in sessions:
         out["list"].append(list_figures(root, count, rounds))
+    if sessions:  # the most sessions again, in a JSONL store
+        out["list"].append(list_figures(root, max(sessions), rounds, "jsonl"))
     if original[0] > 0:
         (root / "orig").mkdir()
         out["original"] = asyncio.run(_original_store(root / "orig", *original))
@@ -407,14 +483,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--original", type=int, nargs=2, metavar=("SESSIONS", "EVENTS"), default=(105, 2_500_000)
     )
-    parser.add_argument("--resume-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
+    parser.add_argument("--resume-once", nargs=2, metavar=("STORE", "SESSION"), help=argparse.SUPPRESS)
     parser.add_argument("--turns-once", nargs=2, metavar=("DB", "SESSION"), help=argparse.SUPPRESS)
     parser.add_argument("--build-one", nargs=4, metavar=("DB", "WS", "SHAPE", "N"), help=argparse.SUPPRESS)
-    parser.add_argument("--build-many", nargs=3, metavar=("DB", "WS", "N"), help=argparse.SUPPRESS)
-    parser.add_argument("--page-once", nargs=2, metavar=("DB", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--build-many", nargs=3, metavar=("STORE", "WS", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--page-once", nargs=2, metavar=("STORE", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--to-jsonl", nargs=3, metavar=("DB", "DIR", "SESSION"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.resume_once:
-        print(json.dumps(asyncio.run(_resume_once(Path(args.resume_once[0]), args.resume_once[1]))))
+        print(json.dumps(asyncio.run(_resume_once(args.resume_once[0], args.resume_once[1]))))
         return 0
     if args.turns_once:
         print(json.dumps(asyncio.run(_turns_once(Path(args.turns_once[0]), args.turns_once[1]))))
@@ -424,11 +501,15 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_build_one(Path(db), Path(ws), shape, int(n)))
         return 0
     if args.page_once:
-        print(json.dumps(_page_once(Path(args.page_once[0]), int(args.page_once[1]))))
+        print(json.dumps(_page_once(args.page_once[0], int(args.page_once[1]))))
+        return 0
+    if args.to_jsonl:
+        db, root, sid = args.to_jsonl
+        asyncio.run(_to_jsonl(Path(db), Path(root), sid))
         return 0
     if args.build_many:
-        db, ws, n = args.build_many
-        asyncio.run(_build_many(Path(db), Path(ws), int(n)))
+        where, ws, n = args.build_many
+        asyncio.run(_build_many(where, Path(ws), int(n)))
         return 0
     print(f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="dsh-w4-") as tmp:
