@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +134,11 @@ def _start_of(file: SessionFile) -> _Start:
     return _Start(len(scan.events), file.resume_at, file.size, scan.committed, file.carry, _last_digest(file))
 
 
+_STARTS_KEPT: Final = 256
+"""Files whose last whole read a store keeps the writer's start of (a long-lived process reads
+many sessions; a writer is opened right after its session's load)."""
+
+
 def _seal_of(head: bytes, body: bytes, count: int) -> Seal:
     """The seal of a new file holding the header line ``head`` then ``body`` (``count`` events),
     without joining them (a fork's body is the parent's whole prefix)."""
@@ -159,6 +165,7 @@ class JsonlEventStore(StoreFront):
         self._starts: dict[str, tuple[FileKey, _Start]] = {}
         """Where a writer would start in each file as last read whole, by the file's key then:
         the writer opened after a load starts there when the file is unchanged."""
+        self._starts_lock = threading.Lock()
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._index = JsonlIndex(self.root, self.encoding)
@@ -198,13 +205,19 @@ class JsonlEventStore(StoreFront):
             self._check_encoding(session_id)
             raise
         if file.key is not None and file.scan.loss is None:
-            self._starts[session_id] = (file.key, _start_of(file))
+            start = _start_of(file)
+            with self._starts_lock:  # reads run on worker threads
+                self._starts.pop(session_id, None)
+                self._starts[session_id] = (file.key, start)
+                if len(self._starts) > _STARTS_KEPT:  # the oldest read goes first
+                    del self._starts[next(iter(self._starts))]
         return file
 
     def _start(self, session_id: str, fd: int) -> _Start:
         """Where a writer of the file open as ``fd`` starts: from the last whole read of it
         when the file is unchanged since (same key), else from reading it again."""
-        kept = self._starts.pop(session_id, None)
+        with self._starts_lock:
+            kept = self._starts.pop(session_id, None)
         st = os.fstat(fd)
         if kept is not None and kept[0] == (st.st_ino, st.st_size, st.st_mtime_ns):
             return kept[1]
@@ -530,6 +543,8 @@ class JsonlEventStore(StoreFront):
     async def _remove(self, ids: list[str]) -> None:
         """Delete the sessions' files (journalled: all or none)."""
         for sid in ids:
+            with self._starts_lock:
+                self._starts.pop(sid, None)
             w = self._writers.pop(sid, None)
             if w is not None:
                 async with w.lock:
