@@ -305,8 +305,9 @@ class FindsLatest(Protocol):
 
 @runtime_checkable
 class ListsNewest(Protocol):
-    """A store that reads its newest sessions without listing every one (SQLite: a SQL
-    ``LIMIT`` and a recursive walk of the parent index)."""
+    """A store that reads its newest sessions without listing every one (SQLite, PostgreSQL: a
+    SQL ``LIMIT`` and a recursive walk of the parent index; JSONL: picked from the files'
+    headers, only those summarized)."""
 
     async def newest_sessions(self, count: int) -> list[SessionSummary]:
         """The ``count`` most recently created sessions (by ``createdAt``, then id) and every

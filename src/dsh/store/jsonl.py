@@ -526,6 +526,24 @@ class JsonlEventStore(StoreFront):
         if named:
             await run_blocking(None, self._index.keep_digests, named)
 
+    async def newest_sessions(self, count: int) -> list[SessionSummary]:
+        """``ListsNewest``: the ``count`` newest sessions and their descendants, picked from the
+        files' headers; only those summarized."""
+        await self._enter()
+        await self._settle(None)
+        _, found, warnings = await run_blocking(None, self._index.newest, count, False)
+        report_all(warnings)
+        return found
+
+    async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
+        """``ListsNewest``: the session count, and the ``count`` newest top rows with their
+        descendants, picked from the files' headers; only those summarized."""
+        await self._enter()
+        await self._settle(None)
+        total, found, warnings = await run_blocking(None, self._index.newest, count, True)
+        report_all(warnings)
+        return total, found
+
     async def latest_top_level(self, cwd: str) -> str | None:
         """``FindsLatest``: the session ``--continue`` takes in ``cwd``, a file's last event time
         read from its end when its seal vouches for it (``dsh.store.jsonl_tail``)."""

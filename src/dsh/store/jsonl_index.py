@@ -11,6 +11,7 @@ one encoding). Blocking: run it off the event loop; warnings are returned, not r
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from dsh.store.jsonl_files import check_name, read_header, read_shared, scan_fil
 from dsh.store.jsonl_kept import FileKey, Kept, load_kept, save_kept
 from dsh.store.jsonl_tail import UNKNOWN, sealed_last_time
 from dsh.store.logfile import decode_header_line
+from dsh.store.newest import newest_ids
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -40,6 +42,20 @@ def _locked(method: Callable[Concatenate[JsonlIndex, P], T]) -> Callable[Concate
 
     run.__name__, run.__doc__ = method.__name__, method.__doc__
     return run
+
+
+def _guarded(path: Path, read: Callable[[], T | None], warnings: list[str]) -> T | None:
+    """``read()``, or ``None`` with a warning when ``path`` is not a readable session here
+    (``None`` alone when it was removed meanwhile)."""
+    try:
+        return read()
+    except FileNotFoundError:
+        return None  # removed while we listed
+    except (CorruptLogError, UnsupportedFormatError) as exc:
+        warnings.append(f"skipped a file that is not a readable session here: {exc}")
+    except OSError as exc:
+        warnings.append(f"skipped {path}: cannot read it: {exc.strerror or exc}")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,20 +294,38 @@ class JsonlIndex:
             if not entry.name.endswith(encoding.suffix) or entry.name.startswith("."):
                 continue
             path = Path(entry.path)
-            try:
+
+            def step(entry: os.DirEntry[str] = entry, path: Path = path) -> T | None:
                 if not entry.is_file():
-                    continue
+                    return None
                 st = entry.stat()
                 key = self._seen[entry.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
-                found = visit(path, key)
-            except FileNotFoundError:
-                continue  # removed while we listed
-            except (CorruptLogError, UnsupportedFormatError) as exc:
-                warnings.append(f"skipped a file that is not a readable session here: {exc}")
-                continue
-            except OSError as exc:
-                warnings.append(f"skipped {path}: cannot read it: {exc.strerror or exc}")
-                continue
+                return visit(path, key)
+
+            found = _guarded(path, step, warnings)
             if found is not None:
                 out.append(found)
         return out
+
+    @_locked
+    def newest(self, count: int, roots: bool) -> tuple[int, list[SessionSummary], list[str]]:
+        """``ListsNewest`` in this directory: the session count, and the sessions
+        ``dsh.store.newest.newest_ids`` picks from every file's header, with their warnings —
+        only those files summarized."""
+
+        def visit(path: Path, key: FileKey) -> tuple[SessionHeader, Path, FileKey]:
+            return self._header(path, key), path, key
+
+        warnings: list[str] = []
+        files = self._each(visit, warnings)
+        wanted = newest_ids([header for header, _, _ in files], count, roots=roots)
+        out: list[SessionSummary] = []
+        for header, path, key in files:
+            if header.id in wanted:
+                found = _guarded(path, functools.partial(self._summary, path, key), warnings)
+                if found is not None:
+                    warnings.extend(found.warnings)
+                    out.append(found.summary)
+        self._save()
+        out.sort(key=lambda s: (s.header.created_at, s.header.id))
+        return len(files), out, warnings

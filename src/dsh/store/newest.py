@@ -3,6 +3,9 @@ session with the latest activity (what ``--continue`` takes)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from dsh.events import SessionHeader
 from dsh.events.lineage import below
 from dsh.store.base import EventStore, FindsLatest, ListsNewest, SessionSummary
 
@@ -10,17 +13,31 @@ from dsh.store.base import EventStore, FindsLatest, ListsNewest, SessionSummary
 async def newest_sessions(store: EventStore, count: int) -> list[SessionSummary]:
     """The ``count`` most recently created sessions (by ``createdAt``, then id) and every
     descendant of them, each once, ordered like ``list_sessions``: a store that
-    ``ListsNewest`` (SQLite) reads only those rows; any other lists every session."""
+    ``ListsNewest`` (SQLite, PostgreSQL, JSONL) reads only those; any other lists every session."""
     if isinstance(store, ListsNewest):
         return await store.newest_sessions(count)
     summaries = sorted(await store.list_sessions(), key=lambda s: (s.header.created_at, s.header.id))
-    kids: dict[str, list[str]] = {}
-    for s in summaries:
-        if s.header.parent_session is not None:
-            kids.setdefault(s.header.parent_session, []).append(s.header.id)
-    newest = summaries[-count:] if count > 0 else []
-    wanted = {sid for s in newest for sid in below(s.header.id, lambda p: kids.get(p, ()))}
+    wanted = newest_ids([s.header for s in summaries], count)
     return [s for s in summaries if s.header.id in wanted]
+
+
+def newest_ids(headers: Sequence[SessionHeader], count: int, *, roots: bool = False) -> set[str]:
+    """The ids of the ``count`` most recently created sessions of ``headers`` (by ``createdAt``,
+    then id) — ``roots``: of their *top rows* only (no parent, itself as parent, or a parent not
+    among ``headers``) — and of every session under them (``parentSession`` links, each once)."""
+    ordered = sorted(headers, key=lambda h: (h.created_at, h.id))
+    stored = {h.id for h in ordered}
+    kids: dict[str, list[str]] = {}
+    for h in ordered:
+        if h.parent_session is not None:
+            kids.setdefault(h.parent_session, []).append(h.id)
+    tops = [
+        h
+        for h in ordered
+        if not roots or h.parent_session is None or h.parent_session == h.id or h.parent_session not in stored
+    ]
+    newest = tops[-count:] if count > 0 else []
+    return {sid for h in newest for sid in below(h.id, lambda p: kids.get(p, ()))}
 
 
 async def last_activity(store: EventStore, summary: SessionSummary) -> int:
