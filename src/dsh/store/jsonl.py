@@ -54,7 +54,7 @@ from dsh.store.front import StoreFront
 from dsh.store.jsonl_encoding import PLAIN, encoding_for
 from dsh.store.jsonl_files import SessionFile, read_header, read_session
 from dsh.store.jsonl_index import JsonlIndex
-from dsh.store.jsonl_kept import FileKey
+from dsh.store.jsonl_kept import FileKey, file_key
 from dsh.store.lease import FileLeases, LeaseTable, session_file_stem
 from dsh.store.notices import report_all
 from dsh.store.rules import check_append
@@ -219,7 +219,7 @@ class JsonlEventStore(StoreFront):
         with self._starts_lock:
             kept = self._starts.pop(session_id, None)
         st = os.fstat(fd)
-        if kept is not None and kept[0] == (st.st_ino, st.st_size, st.st_mtime_ns):
+        if kept is not None and kept[0] == file_key(st):
             return kept[1]
         return _start_of(self._read(session_id))
 

@@ -22,7 +22,7 @@ from typing import Final
 from dsh.errors import CorruptLogError, SessionNotFoundError, StoreError
 from dsh.events import SessionHeader
 from dsh.store.jsonl_encoding import FileEncoding
-from dsh.store.jsonl_kept import FileKey
+from dsh.store.jsonl_kept import FileKey, file_key
 from dsh.store.logfile import Scan, decode_header_line, scan_log
 from dsh.store.seal import Seal, check_sealed, read_seal
 
@@ -53,7 +53,7 @@ def read_keyed(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None, Fi
         while chunk := os.read(fd, max(_CHUNK, os.fstat(fd).st_size)):
             chunks.append(chunk)
         st = os.fstat(fd)
-        return b"".join(chunks), read_seal(path), (st.st_ino, st.st_size, st.st_mtime_ns)
+        return b"".join(chunks), read_seal(path), file_key(st)
     finally:
         os.close(fd)  # closing drops the lock
 

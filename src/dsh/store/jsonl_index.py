@@ -24,7 +24,7 @@ from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
 from dsh.store.jsonl_encoding import FileEncoding
 from dsh.store.jsonl_files import check_name, read_header, read_shared, scan_file
-from dsh.store.jsonl_kept import FileKey, Kept, load_kept, save_kept
+from dsh.store.jsonl_kept import FileKey, Kept, file_key, load_kept, save_kept
 from dsh.store.jsonl_tail import UNKNOWN, sealed_last_time
 from dsh.store.logfile import decode_header_line
 from dsh.store.newest import newest_ids
@@ -79,17 +79,21 @@ class JsonlIndex:
         self._dirty = False
         self._lock = threading.Lock()
 
+    def _loaded(self) -> dict[str, Kept]:
+        """What the last listing kept, read from its file on first need."""
+        if self._kept is None:
+            self._kept = load_kept(self.root)
+        return self._kept
+
     def _kept_entry(self, path: Path, key: FileKey) -> Kept | None:
         """What a listing kept of the file at ``key``, its header checked (and cached); ``None``
         when nothing valid is kept for it."""
-        if self._kept is None:
-            self._kept = load_kept(self.root)
-        kept = self._kept.get(path.name)
+        kept = self._loaded().get(path.name)
         if kept is None or kept.key != key:
             return None
         header = self._kept_header(kept, path)
         if header is None:
-            del self._kept[path.name]
+            del self._loaded()[path.name]
             self._dirty = True
             return None
         self._headers[path.name] = (key, header)
@@ -125,23 +129,17 @@ class JsonlIndex:
             file = scan_file(*read_shared(path), path, None, self._encoding)
             scan = file.scan
             last = scan.events[-1].time if scan.events else None
-            entry = _Summary(
-                SessionSummary(scan.header, scan.inherited_event_count, len(scan.events), last),
-                tuple(scan.warnings),
-            )
+            summary = SessionSummary(scan.header, scan.inherited_event_count, len(scan.events), last)
+            entry = _Summary(summary, tuple(scan.warnings))
             if file.size == key[1]:  # the bytes the key names (a file that grew meanwhile: not kept)
                 line = file.plain[: scan.header_end - 1].decode()
-                self._keep(
-                    path.name,
-                    Kept(key, line, scan.inherited_event_count, len(scan.events), last, entry.warnings),
-                )
+                cut, count = summary.inherited_event_count, summary.event_count
+                self._keep(path.name, Kept(key, line, cut, count, last, entry.warnings))
         self._summaries[path.name] = (key, entry)
         return entry
 
     def _keep(self, name: str, kept: Kept) -> None:
-        if self._kept is None:
-            self._kept = load_kept(self.root)
-        self._kept[name] = kept
+        self._loaded()[name] = kept
         self._dirty = True
 
     def _save(self) -> None:
@@ -160,7 +158,7 @@ class JsonlIndex:
     @_locked
     def forget(self, names: list[str]) -> None:
         """Drop what was kept of the files ``names`` (deleted sessions)."""
-        kept = load_kept(self.root) if self._kept is None else self._kept
+        kept = self._loaded()
         self._kept = {name: k for name, k in kept.items() if name not in names}
         if len(self._kept) != len(kept) or not self._kept:
             save_kept(self.root, self._kept)
@@ -171,12 +169,11 @@ class JsonlIndex:
         ``None``: every kept one), each only while its file is unchanged since it was kept —
         as the last walk of the directory found it (the summaries a listing derives from are
         that walk's), else as it is now."""
-        if self._kept is None:
-            self._kept = load_kept(self.root)
-        pairs = [(None, name) for name in self._kept] if names is None else list(names.items())
+        every = self._loaded()
+        pairs = [(None, name) for name in every] if names is None else list(names.items())
         out: dict[str, tuple[int, bytes]] = {}
         for sid, name in pairs:
-            kept = self._kept.get(name)
+            kept = every.get(name)
             if kept is None or kept.digest is None:
                 continue
             key = self._seen.get(name) or self._key_now(name)
@@ -200,14 +197,13 @@ class JsonlIndex:
         """``KeepsDigests.keep_digests`` by file name: each digest derived from ``count``
         events is kept with its file's entry while that file is unchanged and holds as many
         (else it is dropped: the next listing derives it again)."""
-        if self._kept is None:
-            self._kept = load_kept(self.root)
+        every = self._loaded()
         for name, count, digest in digests:
-            kept = self._kept.get(name)
+            kept = every.get(name)
             if kept is not None and kept.count == count and self._key_now(name) == kept.key:
                 self._keep(name, kept.with_digest(digest.decode()))
         if self._dirty:
-            save_kept(self.root, self._kept)
+            save_kept(self.root, every)
             self._dirty = False
 
     def _key_now(self, name: str) -> FileKey | None:
@@ -215,7 +211,7 @@ class JsonlIndex:
             st = os.stat(self.root / name)
         except OSError:
             return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return file_key(st)
 
     def damaged(self, stem_prefix: str) -> str | None:
         """Why the first session file named ``stem_prefix...`` cannot be read (file and line), if any."""
@@ -298,8 +294,7 @@ class JsonlIndex:
             def step(entry: os.DirEntry[str] = entry, path: Path = path) -> T | None:
                 if not entry.is_file():
                     return None
-                st = entry.stat()
-                key = self._seen[entry.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                key = self._seen[entry.name] = file_key(entry.stat())
                 return visit(path, key)
 
             found = _guarded(path, step, warnings)

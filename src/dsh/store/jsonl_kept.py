@@ -33,6 +33,11 @@ FileKey = tuple[int, int, int]
 """``(inode, size, mtime_ns)``: a file whose key is unchanged has unchanged contents."""
 
 
+def file_key(st: os.stat_result) -> FileKey:
+    """The :data:`FileKey` of a file as ``st`` found it."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class Kept:
     """One session file as a listing last read it."""
