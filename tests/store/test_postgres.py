@@ -23,6 +23,7 @@ from dsh.errors import StoreError, UnsupportedFormatError, UsageError
 from dsh.events import Event, SessionHeader
 from dsh.store import SqliteEventStore, open_store
 from dsh.store.contract import CHECKS, ContractCheck
+from dsh.store.newest import latest_listed, latest_top_level
 from dsh.store.postgres import SCHEMA_VERSION, PostgresEventStore
 from dsh.store.postgres_testing import (
     drop_schema,
@@ -423,3 +424,22 @@ async def test_a_released_lease_is_free_at_once_for_another_connection(pg_url: s
         await lease.release()
     await first.close()
     await second.close()
+
+
+async def test_continue_reads_an_inherited_last_event_as_the_listing_does(
+    pg_server: str, schema: str, pg_url: str
+) -> None:
+    """A session whose events are all inherited by reference has no last time of its own in the
+    summary: ``--continue`` then follows the whole listing's rule (the inherited event's time),
+    never ranks it by a missing time."""
+    store = PostgresEventStore(pg_url)
+    events = [Event(e.type, e.seq, 5_000, e.data, e.surface_op) for e in completed_turns(2)]
+    await store.create(SessionHeader(id="p", created_at=1_000, cwd="/w"), events)
+    await store.fork("p", child_id="k", created_at=1_500)
+    await store.create(SessionHeader(id="q", created_at=6_000, cwd="/w"))  # no event: 6,000
+    await store.close()
+    _sql(pg_server, schema, "DELETE FROM events WHERE session_id = 'k'")  # only the prefix, by reference
+    _sql(pg_server, schema, f"UPDATE sessions SET next_seq = {len(events)} WHERE id = 'k'")
+    store = PostgresEventStore(pg_url)
+    assert await latest_top_level(store, "/w") == "q" == await latest_listed(store, "/w")
+    await store.close()
