@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import dsh.store.jsonl_files as jsonl_files
+import dsh.store.jsonl_index as jsonl_index
 from dsh.store import EventStore, JsonlEventStore, MemoryEventStore, MemorySpace, SqliteEventStore
 from dsh.store.contract import StoreOpener
 from dsh.store.logfile import scan_log
@@ -60,3 +61,17 @@ def jsonl_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(jsonl_files, "scan_log", counted)
     return decoded
+
+
+@pytest.fixture
+def jsonl_header_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every JSONL store file whose header line a listing reads from now on."""
+    read: list[str] = []
+    real = jsonl_files.read_header  # what the index calls, by its name there
+
+    def counted(path: Path, encoding: Any) -> Any:
+        read.append(path.name)
+        return real(path, encoding)
+
+    monkeypatch.setattr(jsonl_index, "read_header", counted)
+    return read

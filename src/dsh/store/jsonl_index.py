@@ -3,11 +3,13 @@ session ``--continue`` takes, reading only the files a query needs — from what
 read (by file key), what the last listing kept (``dsh.store.jsonl_kept``), a file's sealed last
 line (``dsh.store.jsonl_tail``), or else the file decoded whole.
 
-The header line of every session file decides whether a session is wanted, and only wanted
-files are summarized. A file that is not a readable session of this store (not a dsh header,
-another session's header, version 0, a newer version, unreadable) is skipped with a warning
-instead of failing the listing; a session file of the other encoding fails it (a root holds
-one encoding). Blocking: run it off the event loop; warnings are returned, not reported."""
+The header line of every session file decides whether a session is wanted — its
+:class:`~dsh.store.jsonl_kept.Facts`, kept for the next walk, so an unchanged file is not
+opened to decide — and only wanted files are summarized. A file that is not a readable
+session of this store (not a dsh header, another session's header, version 0, a newer
+version, unreadable) is skipped with a warning instead of failing the listing; a session file
+of the other encoding fails it (a root holds one encoding). Blocking: run it off the event
+loop; warnings are returned, not reported."""
 
 from __future__ import annotations
 
@@ -24,7 +26,19 @@ from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
 from dsh.store.jsonl_encoding import FileEncoding
 from dsh.store.jsonl_files import check_name, read_header, read_shared, scan_file
-from dsh.store.jsonl_kept import FileKey, Kept, file_key, load_kept, save_kept
+from dsh.store.jsonl_kept import (
+    Facts,
+    FileKey,
+    Kept,
+    KeptDir,
+    facts,
+    file_key,
+    kept_facts,
+    load_kept,
+    of_key,
+    raw_facts,
+    save_kept,
+)
 from dsh.store.jsonl_tail import UNKNOWN, sealed_last_time
 from dsh.store.logfile import decode_header_line
 from dsh.store.newest import newest_ids
@@ -44,7 +58,7 @@ def _locked(method: Callable[Concatenate[JsonlIndex, P], T]) -> Callable[Concate
     return run
 
 
-def _guarded(path: Path, read: Callable[[], T | None], warnings: list[str]) -> T | None:
+def _guarded(path: str | Path, read: Callable[[], T | None], warnings: list[str]) -> T | None:
     """``read()``, or ``None`` with a warning when ``path`` is not a readable session here
     (``None`` alone when it was removed meanwhile)."""
     try:
@@ -72,14 +86,14 @@ class JsonlIndex:
         self._encoding = encoding
         self._headers: dict[str, tuple[FileKey, SessionHeader]] = {}
         self._summaries: dict[str, tuple[FileKey, _Summary]] = {}
-        self._kept: dict[str, Kept] | None = None
+        self._kept: KeptDir | None = None
         """What the last listing kept (``dsh.store.jsonl_kept``), read on first need."""
         self._seen: dict[str, FileKey] = {}
         """Each session file's key as the last walk of the directory found it."""
         self._dirty = False
         self._lock = threading.Lock()
 
-    def _loaded(self) -> dict[str, Kept]:
+    def _loaded(self) -> KeptDir:
         """What the last listing kept, read from its file on first need."""
         if self._kept is None:
             self._kept = load_kept(self.root)
@@ -88,15 +102,15 @@ class JsonlIndex:
     def _kept_entry(self, path: Path, key: FileKey) -> Kept | None:
         """What a listing kept of the file at ``key``, its header checked (and cached); ``None``
         when nothing valid is kept for it."""
-        kept = self._loaded().get(path.name)
+        kept = self._loaded().entries.get(path.name)
         if kept is None or kept.key != key:
             return None
         header = self._kept_header(kept, path)
         if header is None:
-            del self._loaded()[path.name]
+            del self._loaded().entries[path.name]
             self._dirty = True
             return None
-        self._headers[path.name] = (key, header)
+        self._read(path.name, key, header)
         return kept
 
     def _header(self, path: Path, key: FileKey) -> SessionHeader:
@@ -104,8 +118,29 @@ class JsonlIndex:
         if cached is not None and cached[0] == key:
             return cached[1]
         if self._kept_entry(path, key) is None:
-            self._headers[path.name] = (key, read_header(path, self._encoding))
+            self._read(path.name, key, read_header(path, self._encoding))
         return self._headers[path.name][1]
+
+    def _read(self, name: str, key: FileKey, header: SessionHeader) -> None:
+        """Remember the checked header of the file ``name`` at ``key``, and keep its facts."""
+        self._headers[name] = (key, header)
+        raw = raw_facts(key, facts(header))
+        kept = self._loaded().facts
+        if kept.get(name) != raw:
+            kept[name] = raw
+            self._dirty = True
+
+    def _facts(self, name: str, key: FileKey) -> Facts:
+        """The facts of the file ``name`` at ``key``: of a header read, else as kept (when they
+        are of this file: their id names it), else of its header read now."""
+        cached = self._headers.get(name)
+        if cached is not None and cached[0] == key:
+            return facts(cached[1])
+        raw = self._loaded().facts.get(name)
+        found = None if raw is None else kept_facts(raw, key)
+        if found is not None and self._encoding.file_name(found.id) == name:
+            return found
+        return facts(self._header(self.root / name, key))
 
     def _kept_header(self, kept: Kept, path: Path) -> SessionHeader | None:
         """A kept header line, decoded and checked as :func:`read_header` does (``None``: it
@@ -128,6 +163,7 @@ class JsonlIndex:
         else:
             file = scan_file(*read_shared(path), path, None, self._encoding)
             scan = file.scan
+            self._read(path.name, key, scan.header)
             last = scan.events[-1].time if scan.events else None
             summary = SessionSummary(scan.header, scan.inherited_event_count, len(scan.events), last)
             entry = _Summary(summary, tuple(scan.warnings))
@@ -139,7 +175,7 @@ class JsonlIndex:
         return entry
 
     def _keep(self, name: str, kept: Kept) -> None:
-        self._loaded()[name] = kept
+        self._loaded().entries[name] = kept
         self._dirty = True
 
     def _save(self) -> None:
@@ -147,10 +183,15 @@ class JsonlIndex:
         (best effort; nothing when nothing changed; no kept file when no session is left)."""
         if self._kept is None:
             if not self._seen:
-                save_kept(self.root, {})
+                save_kept(self.root, KeptDir({}, {}))
             return
-        current = {name: k for name, k in self._kept.items() if self._seen.get(name) == k.key}
-        if self._dirty or len(current) != len(self._kept) or not current:
+        seen, kept = self._seen, self._kept
+        current = KeptDir(
+            {name: k for name, k in kept.entries.items() if seen.get(name) == k.key},
+            {name: raw for name, raw in kept.facts.items() if name in seen and of_key(raw, seen[name])},
+        )
+        unchanged = len(current.entries) == len(kept.entries) and len(current.facts) == len(kept.facts)
+        if self._dirty or not unchanged or not current.facts:
             self._kept = current
             save_kept(self.root, current)
         self._dirty = False
@@ -159,8 +200,12 @@ class JsonlIndex:
     def forget(self, names: list[str]) -> None:
         """Drop what was kept of the files ``names`` (deleted sessions)."""
         kept = self._loaded()
-        self._kept = {name: k for name, k in kept.items() if name not in names}
-        if len(self._kept) != len(kept) or not self._kept:
+        self._kept = KeptDir(
+            {name: k for name, k in kept.entries.items() if name not in names},
+            {name: raw for name, raw in kept.facts.items() if name not in names},
+        )
+        shrunk = len(self._kept.entries) != len(kept.entries) or len(self._kept.facts) != len(kept.facts)
+        if shrunk or not (self._kept.entries or self._kept.facts):
             save_kept(self.root, self._kept)
 
     @_locked
@@ -169,7 +214,7 @@ class JsonlIndex:
         ``None``: every kept one), each only while its file is unchanged since it was kept —
         as the last walk of the directory found it (the summaries a listing derives from are
         that walk's), else as it is now."""
-        every = self._loaded()
+        every = self._loaded().entries
         pairs = [(None, name) for name in every] if names is None else list(names.items())
         out: dict[str, tuple[int, bytes]] = {}
         for sid, name in pairs:
@@ -197,13 +242,13 @@ class JsonlIndex:
         """``KeepsDigests.keep_digests`` by file name: each digest derived from ``count``
         events is kept with its file's entry while that file is unchanged and holds as many
         (else it is dropped: the next listing derives it again)."""
-        every = self._loaded()
+        every = self._loaded().entries
         for name, count, digest in digests:
             kept = every.get(name)
             if kept is not None and kept.count == count and self._key_now(name) == kept.key:
                 self._keep(name, kept.with_digest(digest.decode()))
         if self._dirty:
-            save_kept(self.root, every)
+            save_kept(self.root, self._loaded())
             self._dirty = False
 
     def _key_now(self, name: str) -> FileKey | None:
@@ -237,10 +282,12 @@ class JsonlIndex:
         """Every session (``parent=None``) or the children of ``parent``, with the warnings met;
         a session file of the other encoding is refused (``UnsupportedFormatError`` naming it)."""
 
-        def visit(path: Path, key: FileKey) -> SessionSummary | None:
-            if parent is not None and self._header(path, key).parent_session != parent:
+        def visit(name: str, key: FileKey) -> SessionSummary | None:
+            if parent is not None and self._facts(name, key).parent_session != parent:
                 return None
-            found = self._summary(path, key)
+            found = self._summary(self.root / name, key)
+            if parent is not None and found.summary.header.parent_session != parent:
+                return None  # its kept facts said otherwise
             warnings.extend(found.warnings)
             return found.summary
 
@@ -253,28 +300,44 @@ class JsonlIndex:
     @_locked
     def latest(self, cwd: str) -> tuple[str | None, list[str]]:
         """``FindsLatest`` in this directory (``dsh.store.newest.latest_listed``'s rule), with the
-        warnings met: each file's header and, for a plain file its seal vouches for, the time on
-        its last line (``dsh.store.jsonl_tail``); any other file is read whole, as a listing does."""
+        warnings met: each file's facts and, for a plain file its seal vouches for, the time on
+        its last line (``dsh.store.jsonl_tail``); any other file is read whole, as a listing does.
+        The session found is checked against its header: kept facts that lied are dropped and
+        the directory walked again."""
 
-        def visit(path: Path, key: FileKey) -> tuple[int, int, str] | None:
-            header = self._header(path, key)
-            if header.is_subagent or header.cwd != cwd:
+        def visit(name: str, key: FileKey) -> tuple[int, int, str, Facts, str, FileKey] | None:
+            found = self._facts(name, key)
+            if found.is_subagent or found.cwd != cwd:
                 return None
+            path = self.root / name
             last = sealed_last_time(path, key[1]) if not self._encoding.zstd else UNKNOWN
             if last == UNKNOWN:
-                found = self._summary(path, key)
-                warnings.extend(found.warnings)
-                last = found.summary.last_time if found.summary.event_count else None
-            return (header.created_at if last is None else last, header.created_at, header.id)
+                summary = self._summary(path, key)
+                warnings.extend(summary.warnings)
+                last = summary.summary.last_time if summary.summary.event_count else None
+            return (found.created_at if last is None else last, found.created_at, found.id, found, name, key)
 
-        warnings: list[str] = []
-        ranked = self._each(visit, warnings)
+        while True:
+            warnings: list[str] = []
+            ranked = self._each(visit, warnings)
+            if not ranked:
+                break
+            *_, found, name, key = max(ranked)
+            path = self.root / name
+            if _guarded(path, functools.partial(self._header_facts, path, key), warnings) == found:
+                self._save()
+                return found.id, warnings
+            self._loaded().facts.pop(name, None)  # they lied (or the file went): not used again
         self._save()
-        return (max(ranked)[2] if ranked else None), warnings
+        return None, warnings
 
-    def _each(self, visit: Callable[[Path, FileKey], T | None], warnings: list[str]) -> list[T]:
-        """What ``visit`` gives for each session file (``None``s left out); a file that cannot be
-        read is skipped with a warning, one of the other encoding refused (``UnsupportedFormatError``)."""
+    def _header_facts(self, path: Path, key: FileKey) -> Facts:
+        return facts(self._header(path, key))
+
+    def _each(self, visit: Callable[[str, FileKey], T | None], warnings: list[str]) -> list[T]:
+        """What ``visit`` gives for each session file, by name (``None``s left out); a file that
+        cannot be read is skipped with a warning, one of the other encoding refused
+        (``UnsupportedFormatError``)."""
         try:
             entries = list(os.scandir(self.root))
         except FileNotFoundError:
@@ -283,21 +346,22 @@ class JsonlIndex:
             raise StoreError(f"cannot list {self.root}: {exc.strerror or exc}") from exc
         out: list[T] = []
         encoding = self._encoding
+        suffix = encoding.suffix
         self._seen = {}
         for entry in entries:
-            if encoding.is_other(entry.name):
+            name = entry.name
+            if encoding.is_other(name):
                 raise encoding.mismatch(Path(entry.path))
-            if not entry.name.endswith(encoding.suffix) or entry.name.startswith("."):
+            if not name.endswith(suffix) or name.startswith("."):
                 continue
-            path = Path(entry.path)
 
-            def step(entry: os.DirEntry[str] = entry, path: Path = path) -> T | None:
+            def step(entry: os.DirEntry[str] = entry) -> T | None:
                 if not entry.is_file():
                     return None
                 key = self._seen[entry.name] = file_key(entry.stat())
-                return visit(path, key)
+                return visit(entry.name, key)
 
-            found = _guarded(path, step, warnings)
+            found = _guarded(entry.path, step, warnings)
             if found is not None:
                 out.append(found)
         return out
@@ -305,22 +369,23 @@ class JsonlIndex:
     @_locked
     def newest(self, count: int, roots: bool) -> tuple[int, list[SessionSummary], list[str]]:
         """``ListsNewest`` in this directory: the session count, and the sessions
-        ``dsh.store.newest.newest_ids`` picks from every file's header, with their warnings —
-        only those files summarized."""
+        ``dsh.store.newest.newest_ids`` picks from every file's facts, with their warnings —
+        only those files read (their headers checked) and summarized."""
 
-        def visit(path: Path, key: FileKey) -> tuple[SessionHeader, Path, FileKey]:
-            return self._header(path, key), path, key
+        def visit(name: str, key: FileKey) -> tuple[Facts, str, FileKey]:
+            return self._facts(name, key), name, key
 
         warnings: list[str] = []
         files = self._each(visit, warnings)
-        wanted = newest_ids([header for header, _, _ in files], count, roots=roots)
+        wanted = newest_ids([found for found, _, _ in files], count, roots=roots)
         out: list[SessionSummary] = []
-        for header, path, key in files:
-            if header.id in wanted:
-                found = _guarded(path, functools.partial(self._summary, path, key), warnings)
-                if found is not None:
-                    warnings.extend(found.warnings)
-                    out.append(found.summary)
+        for found, name, key in files:
+            if found.id in wanted:
+                path = self.root / name
+                summary = _guarded(path, functools.partial(self._summary, path, key), warnings)
+                if summary is not None:
+                    warnings.extend(summary.warnings)
+                    out.append(summary.summary)
         self._save()
         out.sort(key=lambda s: (s.header.created_at, s.header.id))
         return len(files), out, warnings

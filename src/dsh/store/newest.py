@@ -4,8 +4,9 @@ session with the latest activity (what ``--continue`` takes)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
+from typing import Protocol
 
-from dsh.events import SessionHeader
 from dsh.events.lineage import below
 from dsh.store.base import EventStore, FindsLatest, ListsNewest, SessionSummary
 
@@ -21,21 +22,43 @@ async def newest_sessions(store: EventStore, count: int) -> list[SessionSummary]
     return [s for s in summaries if s.header.id in wanted]
 
 
-def newest_ids(headers: Sequence[SessionHeader], count: int, *, roots: bool = False) -> set[str]:
+class Ranked(Protocol):
+    """What :func:`newest_ids` reads of a session: a ``SessionHeader``, or the facts a JSONL
+    directory keeps of one (``dsh.store.jsonl_kept.Facts``)."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def created_at(self) -> int:
+        """When it was created (ms): the listing's order, then the id."""
+        ...
+
+    @property
+    def parent_session(self) -> str | None:
+        """The session it is listed under (``None``: a top row)."""
+        ...
+
+
+_RANK = attrgetter("created_at", "id")
+"""Creation, then id: the order of a listing."""
+
+
+def newest_ids(headers: Sequence[Ranked], count: int, *, roots: bool = False) -> set[str]:
     """The ids of the ``count`` most recently created sessions of ``headers`` (by ``createdAt``,
     then id) — ``roots``: of their *top rows* only (no parent, itself as parent, or a parent not
     among ``headers``) — and of every session under them (``parentSession`` links, each once)."""
-    ordered = sorted(headers, key=lambda h: (h.created_at, h.id))
-    stored = {h.id for h in ordered}
+    ordered = sorted(headers, key=_RANK)
     kids: dict[str, list[str]] = {}
     for h in ordered:
-        if h.parent_session is not None:
-            kids.setdefault(h.parent_session, []).append(h.id)
-    tops = [
-        h
-        for h in ordered
-        if not roots or h.parent_session is None or h.parent_session == h.id or h.parent_session not in stored
-    ]
+        if (parent := h.parent_session) is not None:
+            kids.setdefault(parent, []).append(h.id)
+    tops = ordered
+    if roots:
+        stored = {h.id for h in ordered}
+        tops = [h for h in ordered if (p := h.parent_session) is None or p == h.id or p not in stored]
     newest = tops[-count:] if count > 0 else []
     return {sid for h in newest for sid in below(h.id, lambda p: kids.get(p, ()))}
 
