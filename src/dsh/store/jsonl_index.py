@@ -31,7 +31,7 @@ from dsh.store.jsonl_kept import (
     FileKey,
     Kept,
     KeptDir,
-    facts,
+    facts_of,
     file_key,
     kept_facts,
     load_kept,
@@ -124,7 +124,7 @@ class JsonlIndex:
     def _read(self, name: str, key: FileKey, header: SessionHeader) -> None:
         """Remember the checked header of the file ``name`` at ``key``, and keep its facts."""
         self._headers[name] = (key, header)
-        raw = raw_facts(key, facts(header))
+        raw = raw_facts(key, facts_of(header))
         kept = self._loaded().facts
         if kept.get(name) != raw:
             kept[name] = raw
@@ -135,12 +135,12 @@ class JsonlIndex:
         are of this file: their id names it), else of its header read now."""
         cached = self._headers.get(name)
         if cached is not None and cached[0] == key:
-            return facts(cached[1])
+            return facts_of(cached[1])
         raw = self._loaded().facts.get(name)
         found = None if raw is None else kept_facts(raw, key)
         if found is not None and self._encoding.file_name(found.id) == name:
             return found
-        return facts(self._header(self.root / name, key))
+        return facts_of(self._header(self.root / name, key))
 
     def _kept_header(self, kept: Kept, path: Path) -> SessionHeader | None:
         """A kept header line, decoded and checked as :func:`read_header` does (``None``: it
@@ -332,7 +332,7 @@ class JsonlIndex:
         return None, warnings
 
     def _header_facts(self, path: Path, key: FileKey) -> Facts:
-        return facts(self._header(path, key))
+        return facts_of(self._header(path, key))
 
     def _each(self, visit: Callable[[str, FileKey], T | None], warnings: list[str]) -> list[T]:
         """What ``visit`` gives for each session file, by name (``None``s left out); a file that

@@ -73,7 +73,8 @@ class Facts(NamedTuple):
     is_subagent: bool
 
 
-def facts(header: SessionHeader) -> Facts:
+def facts_of(header: SessionHeader) -> Facts:
+    """The facts of a checked header."""
     return Facts(header.id, header.created_at, header.parent_session, header.cwd, header.is_subagent)
 
 
