@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh import jsonx
 from dsh.errors import StoreError
+from dsh.events import Event
 from dsh.session.digest import Derived, derive, digest_from_json, digest_json, session_json
 from dsh.store.base import EventStore, KeepsDigests, SessionSummary
 
@@ -35,6 +36,10 @@ def child_counts(summaries: Sequence[SessionSummary]) -> dict[str, int]:
         if parent is not None:
             counts[parent] = counts.get(parent, 0) + 1
     return counts
+
+
+SURFACE_FROM = 1_000
+"""Sessions of more events than this are derived from a surface read (:meth:`DeriveCache._events`)."""
 
 
 class DeriveCache:
@@ -92,13 +97,23 @@ class DeriveCache:
                 if priced is not value:  # kept again, with its cost
                     self._keep(sid, kept[0], priced)
                 return priced
-        events = await self.store.read_from(sid, 0)
+        events = await self._events(summary)
         value = self._priced(derive(summary.header, events, summary.inherited_event_count))
         if len(self._cache) >= self.limit:
             self._cache.clear()
         self._cache[sid] = (len(events), value)
         self._keep(sid, len(events), value)
         return value
+
+    async def _events(self, summary: SessionSummary) -> Sequence[Event]:
+        """The events a digest is derived from: a long session's without their streams (no
+        digest reads a delta, and the streams are most of a long log's bytes: a surface read,
+        ``EventStore.load(streams=False)``), a short one's as the store serves a tail (SQLite:
+        on the caller's thread, without a hop to its worker)."""
+        sid = summary.header.id
+        if summary.event_count > SURFACE_FROM:
+            return (await self.store.load(sid, streams=False)).events
+        return await self.store.read_from(sid, 0)
 
     def _priced(self, value: Derived) -> Derived:
         bill = value.bill if self.price is None else self.price(value.bill)
