@@ -9,9 +9,9 @@ agents live for one piece, and only the last one keeps it), if the agent appende
 feeds the events appended since the last time into a timeline fold it holds and keeps the digest
 when its status no clock can change — once per agent, not per turn (a turn's durable appends
 stay two: W1-loop). The whole log is folded once per agent, so an agent attached to a log longer
-than :data:`FOLD_AT_MOST` events keeps none (the fold costs about 13 µs an event: 1.3 s at
-100,000); a listing derives that session's digest when it needs it. Best effort: a store that
-refuses it is only slower to list.
+than :data:`FOLD_AT_MOST` events keeps none (the fold costs about 4 µs an event of dsh's shape:
+0.4 s at 100,000, 2026-12-08); a listing derives that session's digest when it needs it. Best
+effort: a store that refuses it is only slower to list.
 """
 
 from __future__ import annotations
