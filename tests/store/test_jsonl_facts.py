@@ -90,6 +90,18 @@ async def test_facts_naming_another_file_are_not_used(tmp_path: Path, jsonl_head
     assert _facts(tmp_path)["s03.jsonl"][3:5] == ["s03", 1_003], "and kept right"
 
 
+async def test_facts_naming_no_file_at_all_are_not_used(
+    tmp_path: Path, jsonl_header_reads: list[str]
+) -> None:
+    await _tree(tmp_path)
+    await _newest(tmp_path)
+    facts = _facts(tmp_path)
+    _rewrite(tmp_path, {"s04.jsonl": [*facts["s04.jsonl"][:3], "x" * 300, 1_004, None, "/w", False]})
+    jsonl_header_reads.clear()
+    assert await _newest(tmp_path) == [("s19", 1_019), ("kid", 5_000), ("x", 9_000)]
+    assert jsonl_header_reads == ["s04.jsonl"], "an id no file can be named: read from its file"
+
+
 async def test_facts_that_lie_pick_rows_but_never_show_them_wrong(tmp_path: Path) -> None:
     await _tree(tmp_path)
     await _newest(tmp_path)

@@ -121,3 +121,16 @@ async def test_deleted_sessions_are_forgotten(tmp_path: Path) -> None:
         await store.delete(sid)
     await store.close()
     assert not (tmp_path / KEPT_NAME).exists(), "no session left: nothing kept"
+
+
+async def test_a_header_naming_a_session_no_file_can_hold_is_skipped(tmp_path: Path) -> None:
+    await _sessions(tmp_path, count=3)
+    path = tmp_path / "s1.jsonl"
+    first, rest = path.read_bytes().split(b"\n", 1)
+    header = orjson.loads(first)
+    header["id"] = "x" * 300  # longer than any file name: no file is named for it
+    path.write_bytes(orjson.dumps(header) + b"\n" + rest)
+    warned: list[str] = []
+    with warnings_to(warned.append):
+        assert [sid for sid, *_ in await _listed(tmp_path)] == ["s0", "s2"]
+    assert len(warned) == 1 and "s1.jsonl" in warned[0] and "not this file's" in warned[0], warned

@@ -58,10 +58,19 @@ def read_keyed(path: Path, *, lock: bool = True) -> tuple[bytes, Seal | None, Fi
         os.close(fd)  # closing drops the lock
 
 
+def names_file(session_id: str, name: str, encoding: FileEncoding) -> bool:
+    """Whether the session ``session_id`` lives in the file called ``name`` (an id no file can
+    be named for, too long: no)."""
+    try:
+        return encoding.file_name(session_id) == name
+    except StoreError:
+        return False
+
+
 def check_name(header: SessionHeader, path: Path, encoding: FileEncoding) -> None:
     """Refuse a file whose header names a session that does not live in this file."""
-    if encoding.file_name(header.id) != path.name:
-        raise CorruptLogError(f"{path}: its header names session {header.id!r}, not this file's")
+    if not names_file(header.id, path.name, encoding):
+        raise CorruptLogError(f"{path}: its header names session {header.id[:80]!r}, not this file's")
 
 
 @dataclass(frozen=True, slots=True)

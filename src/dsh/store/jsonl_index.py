@@ -25,7 +25,7 @@ from dsh.errors import CorruptLogError, StoreError, UnsupportedFormatError
 from dsh.events import SessionHeader
 from dsh.store.base import SessionSummary
 from dsh.store.jsonl_encoding import FileEncoding
-from dsh.store.jsonl_files import check_name, read_header, read_shared, scan_file
+from dsh.store.jsonl_files import check_name, names_file, read_header, read_shared, scan_file
 from dsh.store.jsonl_kept import (
     Facts,
     FileKey,
@@ -138,7 +138,7 @@ class JsonlIndex:
             return facts_of(cached[1])
         raw = self._loaded().facts.get(name)
         found = None if raw is None else kept_facts(raw, key)
-        if found is not None and self._encoding.file_name(found.id) == name:
+        if found is not None and names_file(found.id, name, self._encoding):
             return found
         return facts_of(self._header(self.root / name, key))
 
