@@ -12,7 +12,7 @@ import orjson
 
 from dsh.events import SessionHeader
 from dsh.store import JsonlEventStore, LoadedSession
-from dsh.store.jsonl_kept import KEPT_NAME
+from dsh.store.jsonl_kept import KEPT_NAME, Facts
 from dsh.store.newest import newest_sessions
 from dsh.store.notices import warnings_to
 from dsh.store.samples import completed_turns
@@ -42,6 +42,14 @@ async def _newest(root: Path, count: int = 3) -> list[tuple[str, int]]:
 def _facts(root: Path) -> dict[str, list[object]]:
     facts: dict[str, list[object]] = orjson.loads((root / KEPT_NAME).read_bytes())["facts"]
     return facts
+
+
+def _forge(root: Path, name: str, **fields: object) -> None:
+    """Rewrite some of the kept facts of the file ``name`` (by ``Facts`` field), its key kept."""
+    raw = _facts(root)[name]
+    for field, value in fields.items():
+        raw[3 + Facts._fields.index(field)] = value
+    _rewrite(root, {name: raw})
 
 
 def _rewrite(root: Path, edit: dict[str, object]) -> None:
@@ -82,8 +90,7 @@ async def test_the_facts_of_a_file_changed_since_are_read_again(
 async def test_facts_naming_another_file_are_not_used(tmp_path: Path, jsonl_header_reads: list[str]) -> None:
     await _tree(tmp_path)
     await _newest(tmp_path)
-    facts = _facts(tmp_path)
-    _rewrite(tmp_path, {"s03.jsonl": [*facts["s03.jsonl"][:3], "s99", 99_999, None, "/w", False]})
+    _forge(tmp_path, "s03.jsonl", id="s99", created_at=99_999)
     jsonl_header_reads.clear()
     assert await _newest(tmp_path) == [("s19", 1_019), ("kid", 5_000), ("x", 9_000)]
     assert jsonl_header_reads == ["s03.jsonl"], "read from its file instead"
@@ -95,8 +102,7 @@ async def test_facts_naming_no_file_at_all_are_not_used(
 ) -> None:
     await _tree(tmp_path)
     await _newest(tmp_path)
-    facts = _facts(tmp_path)
-    _rewrite(tmp_path, {"s04.jsonl": [*facts["s04.jsonl"][:3], "x" * 300, 1_004, None, "/w", False]})
+    _forge(tmp_path, "s04.jsonl", id="x" * 300)
     jsonl_header_reads.clear()
     assert await _newest(tmp_path) == [("s19", 1_019), ("kid", 5_000), ("x", 9_000)]
     assert jsonl_header_reads == ["s04.jsonl"], "an id no file can be named: read from its file"
@@ -105,8 +111,7 @@ async def test_facts_naming_no_file_at_all_are_not_used(
 async def test_facts_that_lie_pick_rows_but_never_show_them_wrong(tmp_path: Path) -> None:
     await _tree(tmp_path)
     await _newest(tmp_path)
-    facts = _facts(tmp_path)
-    _rewrite(tmp_path, {"s03.jsonl": [*facts["s03.jsonl"][:4], 99_999, *facts["s03.jsonl"][5:]]})
+    _forge(tmp_path, "s03.jsonl", created_at=99_999)
     shown = await _newest(tmp_path, 1)
     assert shown == [("s03", 1_003)], "picked by its forged creation, shown by its header"
 
@@ -116,8 +121,7 @@ async def test_continue_checks_the_session_facts_found(tmp_path: Path) -> None:
     store = JsonlEventStore(tmp_path)
     assert await store.latest_top_level("/w") == "s19"
     await store.close()
-    facts = _facts(tmp_path)
-    _rewrite(tmp_path, {"x.jsonl": [*facts["x.jsonl"][:6], "/w", False]})  # x claims /w: newest there
+    _forge(tmp_path, "x.jsonl", cwd="/w")  # x claims /w: the newest there
     store = JsonlEventStore(tmp_path)
     assert await store.latest_top_level("/w") == "s19", "x's header says /x"
     assert await store.latest_top_level("/x") == "x"
@@ -144,8 +148,7 @@ async def test_continue_skips_a_file_whose_header_no_longer_reads(tmp_path: Path
 async def test_a_parents_children_are_checked_against_their_headers(tmp_path: Path) -> None:
     await _tree(tmp_path)
     await _newest(tmp_path)
-    facts = _facts(tmp_path)
-    _rewrite(tmp_path, {"s07.jsonl": [*facts["s07.jsonl"][:5], "s00", "/w", False]})
+    _forge(tmp_path, "s07.jsonl", parent_session="s00")
     store = JsonlEventStore(tmp_path)
     assert [s.header.id for s in await store.children("s00")] == ["kid"]
     await store.close()

@@ -529,18 +529,17 @@ class JsonlEventStore(StoreFront):
     async def newest_sessions(self, count: int) -> list[SessionSummary]:
         """``ListsNewest``: the ``count`` newest sessions and their descendants, picked from the
         files' headers; only those summarized."""
-        await self._enter()
-        await self._settle(None)
-        _, found, warnings = await run_blocking(None, self._index.newest, count, False)
-        report_all(warnings)
-        return found
+        return (await self._newest(count, roots=False))[1]
 
     async def newest_roots(self, count: int) -> tuple[int, list[SessionSummary]]:
         """``ListsNewest``: the session count, and the ``count`` newest top rows with their
         descendants, picked from the files' headers; only those summarized."""
+        return await self._newest(count, roots=True)
+
+    async def _newest(self, count: int, *, roots: bool) -> tuple[int, list[SessionSummary]]:
         await self._enter()
         await self._settle(None)
-        total, found, warnings = await run_blocking(None, self._index.newest, count, True)
+        total, found, warnings = await run_blocking(None, self._index.newest, count, roots)
         report_all(warnings)
         return total, found
 

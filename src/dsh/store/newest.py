@@ -75,7 +75,7 @@ async def last_activity(store: EventStore, summary: SessionSummary) -> int:
 
 async def latest_top_level(store: EventStore, cwd: str) -> str | None:
     """The session ``--continue`` takes in ``cwd`` (:func:`latest_listed`): a store that
-    ``FindsLatest`` (SQLite) finds it without listing every session."""
+    ``FindsLatest`` (SQLite, PostgreSQL, JSONL) finds it without listing every session."""
     if isinstance(store, FindsLatest):
         return await store.latest_top_level(cwd)
     return await latest_listed(store, cwd)
